@@ -1,0 +1,417 @@
+/*
+ * Public entry points of the collective engine: check arguments, turn
+ * typed buffers into byte views, pick the algorithm, run it.
+ *
+ * Byte views: a datatype whose elements are dense (size == extent ==
+ * true extent) is used in place, so contiguous data moves with no copy.
+ * Any other datatype is packed (MPI_Pack) into a staging buffer on the way
+ * in and unpacked on the way out; algorithms never see user datatypes.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/link.h"
+#include "coll/select.h"
+
+#define DEFAULT_TIMEOUT 600.0
+
+void cpl_coll_options_init(cpl_coll_options *opt) {
+  if (!opt) return;
+  opt->inter = CPL_INTER_AUTO;
+  opt->intra = CPL_INTRA_AUTO;
+  opt->timeout = 0;
+  opt->label = NULL;
+  opt->step = -1;
+}
+
+static int make_ctx(const cpl_coll_options *opt, cpli_ctx *ctx) {
+  double t = opt ? opt->timeout : 0;
+  if (t == 0) {
+    const char *e = getenv("CPL_TIMEOUT");
+    t = DEFAULT_TIMEOUT;
+    if (e && *e) {
+      char *end;
+      t = strtod(e, &end);
+      if (*end || !isfinite(t))
+        return cpli_fail(CPL_ERR_ENV, "CPL_TIMEOUT: expected seconds (negative: none), got \"%s\"", e);
+    }
+  }
+  if (isnan(t)) return cpli_fail(CPL_ERR_ARG, "timeout is NaN");
+  *ctx = (cpli_ctx){.timeout = t, .label = opt && opt->label ? opt->label : "",
+                    .step = opt ? opt->step : -1, .alg = NULL, .xstep = 0};
+  return CPL_OK;
+}
+
+/* ------------------------------------------------------------ type views */
+
+typedef struct type_info {
+  int size;
+  MPI_Aint extent, true_lb;
+  int dense; /* elements are contiguous bytes, back to back */
+} type_info;
+
+static int get_type(MPI_Datatype t, const char *what, type_info *ti) {
+  if (t == MPI_DATATYPE_NULL) return cpli_fail(CPL_ERR_ARG, "%s is MPI_DATATYPE_NULL", what);
+  MPI_Aint lb, true_extent;
+  int rc = MPI_Type_size(t, &ti->size);
+  if (rc == MPI_SUCCESS) rc = MPI_Type_get_extent(t, &lb, &ti->extent);
+  if (rc == MPI_SUCCESS) rc = MPI_Type_get_true_extent(t, &ti->true_lb, &true_extent);
+  CPLI_TRY(cpli_mpi_check(rc, "MPI_Type_size/get_extent", "inspecting %s", what));
+  ti->dense = (MPI_Aint)ti->size == ti->extent && ti->extent == true_extent;
+  return CPL_OK;
+}
+
+/* One contribution as bytes: in place if dense, else packed into *tmp. */
+static int send_view(const void *buf, int count, MPI_Datatype type, MPI_Comm comm,
+                     const void **out, size_t *bytes, char **tmp) {
+  *out = NULL;
+  *bytes = 0;
+  *tmp = NULL;
+  if (count == 0) return CPL_OK;
+  type_info ti;
+  CPLI_TRY(get_type(type, "sendtype", &ti));
+  if (ti.dense) {
+    *out = (const char *)buf + ti.true_lb;
+    *bytes = (size_t)count * (size_t)ti.size;
+    return CPL_OK;
+  }
+  int psize, pos = 0;
+  int rc = MPI_Pack_size(count, type, comm, &psize);
+  CPLI_TRY(cpli_mpi_check(rc, "MPI_Pack_size", "packing the send buffer"));
+  if (!(*tmp = malloc(psize ? (size_t)psize : 1)))
+    return cpli_fail(CPL_ERR_NOMEM, "out of memory packing %d bytes", psize);
+  rc = MPI_Pack(buf, count, type, *tmp, psize, &pos, comm);
+  CPLI_TRY(cpli_mpi_check(rc, "MPI_Pack", "packing the send buffer"));
+  *out = *tmp;
+  *bytes = (size_t)pos;
+  return CPL_OK;
+}
+
+/* Receive blocks as bytes. Dense recvtype: views into recvbuf (rebased so
+ * byte displacements are non-negative). Otherwise: a staging buffer that
+ * recv_finish unpacks. */
+typedef struct recv_view {
+  cpli_blocks blk;
+  size_t *mem; /* counts and displs */
+  char *stage; /* non-dense: staging buffer */
+  type_info ti;
+  size_t total, maxb;
+  int regular;
+} recv_view;
+
+static int recv_view_make(void *recvbuf, const int *recvcounts, const int *displs,
+                          MPI_Datatype type, int n, recv_view *v) {
+  memset(v, 0, sizeof *v);
+  if (!recvcounts || !displs)
+    return cpli_fail(CPL_ERR_ARG, "recvcounts and displs must not be NULL");
+  size_t total = 0;
+  for (int i = 0; i < n; i++) {
+    if (recvcounts[i] < 0)
+      return cpli_fail(CPL_ERR_ARG, "recvcounts[%d] is negative (%d)", i, recvcounts[i]);
+    total += (size_t)recvcounts[i];
+  }
+  if (total > 0 && !recvbuf)
+    return cpli_fail(CPL_ERR_ARG, "recvbuf is NULL but recvcounts add up to %zu elements", total);
+  if (total > 0) CPLI_TRY(get_type(type, "recvtype", &v->ti));
+  if (!(v->mem = malloc(sizeof *v->mem * 2 * (size_t)(n ? n : 1))))
+    return cpli_fail(CPL_ERR_NOMEM, "out of memory for %d blocks", n);
+  size_t *counts = v->mem, *bd = v->mem + n;
+  v->regular = 1;
+  for (int i = 0; i < n; i++) {
+    counts[i] = (size_t)recvcounts[i] * (size_t)v->ti.size;
+    v->total += counts[i];
+    if (counts[i] > v->maxb) v->maxb = counts[i];
+    if (recvcounts[i] != recvcounts[0]) v->regular = 0;
+  }
+  if (total == 0 || v->ti.dense) {
+    long long lo = LLONG_MAX;
+    for (int i = 0; i < n; i++) {
+      long long off = (long long)displs[i] * v->ti.extent + v->ti.true_lb;
+      if (counts[i] && off < lo) lo = off;
+    }
+    if (lo == LLONG_MAX) lo = 0;
+    for (int i = 0; i < n; i++) {
+      long long off = (long long)displs[i] * v->ti.extent + v->ti.true_lb;
+      bd[i] = counts[i] ? (size_t)(off - lo) : 0;
+    }
+    v->blk = (cpli_blocks){(char *)recvbuf + lo, counts, bd};
+    return CPL_OK;
+  }
+  size_t t = 0;
+  for (int i = 0; i < n; i++) bd[i] = t, t += counts[i];
+  if (!(v->stage = malloc(t ? t : 1))) {
+    free(v->mem);
+    v->mem = NULL;
+    return cpli_fail(CPL_ERR_NOMEM, "out of memory staging %zu bytes", t);
+  }
+  v->blk = (cpli_blocks){v->stage, counts, bd};
+  return CPL_OK;
+}
+
+/* Unpack staged blocks into the caller's buffer (skip block `skip`). */
+static int recv_view_finish(recv_view *v, void *recvbuf, const int *recvcounts,
+                            const int *displs, MPI_Datatype type, int n, int skip,
+                            MPI_Comm comm, int ok) {
+  int rc = CPL_OK;
+  if (ok && v->stage)
+    for (int i = 0; i < n && rc == CPL_OK; i++) {
+      if (i == skip || recvcounts[i] == 0) continue;
+      int pos = 0;
+      if (v->blk.counts[i] > INT_MAX) {
+        rc = cpli_fail(CPL_ERR_UNSUPPORTED, "block %d of %zu bytes too large to unpack", i,
+                       v->blk.counts[i]);
+        break;
+      }
+      int mrc = MPI_Unpack(v->stage + v->blk.displs[i], (int)v->blk.counts[i], &pos,
+                           (char *)recvbuf + (MPI_Aint)displs[i] * v->ti.extent,
+                           recvcounts[i], type, comm);
+      rc = cpli_mpi_check(mrc, "MPI_Unpack", "unpacking block %d", i);
+    }
+  free(v->stage);
+  free(v->mem);
+  return rc;
+}
+
+/* --------------------------------------------------------------- inter */
+
+static int check_comm(MPI_Comm comm, int want_inter) {
+  if (comm == MPI_COMM_NULL) return cpli_fail(CPL_ERR_COMM, "communicator is MPI_COMM_NULL");
+  int inter = 0;
+  int rc = MPI_Comm_test_inter(comm, &inter);
+  CPLI_TRY(cpli_mpi_check(rc, "MPI_Comm_test_inter", "checking the communicator"));
+  if (inter != want_inter)
+    return cpli_fail(CPL_ERR_COMM, want_inter
+                     ? "an intercommunicator is required, but an intracommunicator was given"
+                     : "an intracommunicator is required, but an intercommunicator was given");
+  return CPL_OK;
+}
+
+static cpli_inter_fn inter_fn(cpl_inter_algorithm a) {
+  switch (a) {
+  case CPL_INTER_FC: return cpli_inter_fc;
+  case CPL_INTER_RING: return cpli_inter_ring;
+  case CPL_INTER_ROOT: return cpli_inter_root;
+  default: return cpli_inter_native;
+  }
+}
+
+cpli_intra_fn cpli_intra_fn_of(cpl_intra_algorithm a) {
+  switch (a) {
+  case CPL_INTRA_CIRCULANT: return cpli_intra_circulant;
+  case CPL_INTRA_BRUCK: return cpli_intra_bruck;
+  case CPL_INTRA_RING: return cpli_intra_ring;
+  default: return cpli_intra_native;
+  }
+}
+
+static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                     void *recvbuf, const int recvcounts[], const int displs[],
+                     MPI_Datatype recvtype, cpl_role role, MPI_Comm intercomm,
+                     const cpl_coll_options *opt, size_t shared_bytes, int regular) {
+  cpli_ctx ctx;
+  CPLI_TRY(make_ctx(opt, &ctx));
+  CPLI_TRY(check_comm(intercomm, 1));
+  if (role != CPL_SENDER && role != CPL_RECEIVER)
+    return cpli_fail(CPL_ERR_ARG, "role must be CPL_SENDER or CPL_RECEIVER, got %d", (int)role);
+  const int sender = role == CPL_SENDER;
+  if (sender && sendcount < 0)
+    return cpli_fail(CPL_ERR_ARG, "sendcount is negative (%d)", sendcount);
+  if (sender && sendcount > 0 && !sendbuf)
+    return cpli_fail(CPL_ERR_ARG, "sendbuf is NULL with sendcount %d", sendcount);
+  cpli_link *link;
+  CPLI_TRY(cpli_link_get(intercomm, &link));
+  const int p = sender ? link->lsize : link->rsize, q = sender ? link->rsize : link->lsize;
+  cpl_intra_algorithm intra;
+  CPLI_TRY(cpli_intra_requested(opt, &intra));
+  cpl_inter_algorithm alg;
+  CPLI_TRY(cpl_inter_select(p, q, shared_bytes, opt, &alg));
+
+  cpli_inter_args a = {.link = link, .sender = sender, .p = p, .q = q,
+                       .regular = regular, .intra = intra, .ctx = &ctx};
+  ctx.alg = cpl_inter_algorithm_name(alg);
+  char *tmp = NULL;
+  recv_view v = {0};
+  if (sender) {
+    CPLI_TRY(send_view(sendbuf, sendcount, sendtype, intercomm, &a.own, &a.own_bytes, &tmp));
+  } else {
+    CPLI_TRY(recv_view_make(recvbuf, recvcounts, displs, recvtype, p, &v));
+    a.blk = v.blk;
+  }
+  int rc = inter_fn(alg)(&a);
+  if (rc != CPL_OK) {
+    char where[256];
+    cpli_ctx_where(&ctx, link->inter, where, sizeof where);
+    if (!strstr(cpl_last_error(), "rank ")) cpli_error_prefix("%s: ", where);
+  }
+  if (!sender) {
+    int frc = recv_view_finish(&v, recvbuf, recvcounts, displs, recvtype, p, -1, intercomm,
+                               rc == CPL_OK);
+    if (rc == CPL_OK) rc = frc;
+  }
+  free(tmp);
+  return rc;
+}
+
+/* Nominal block size for choosing among inter algorithms when senders do
+ * not know the others' sizes (see select.c). */
+#define NOMINAL_BLOCK (64 * 1024)
+
+int cpl_inter_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                         void *recvbuf, const int recvcounts[], const int displs[],
+                         MPI_Datatype recvtype, cpl_role role, MPI_Comm intercomm,
+                         const cpl_coll_options *opt) {
+  int p = 0;
+  if (intercomm != MPI_COMM_NULL) {
+    int inter = 0;
+    MPI_Comm_test_inter(intercomm, &inter);
+    if (inter) {
+      if (role == CPL_SENDER) MPI_Comm_size(intercomm, &p);
+      else MPI_Comm_remote_size(intercomm, &p);
+    }
+  }
+  return inter_run(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, role,
+                   intercomm, opt, (size_t)p * NOMINAL_BLOCK, 0);
+}
+
+int cpl_inter_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                        void *recvbuf, int recvcount, MPI_Datatype recvtype, cpl_role role,
+                        MPI_Comm intercomm, const cpl_coll_options *opt) {
+  CPLI_TRY(check_comm(intercomm, 1));
+  int p;
+  if (role == CPL_SENDER) MPI_Comm_size(intercomm, &p);
+  else MPI_Comm_remote_size(intercomm, &p);
+  size_t block = 0;
+  int rc = CPL_OK;
+  int *counts = NULL;
+  if (role == CPL_RECEIVER) {
+    if (recvcount < 0) return cpli_fail(CPL_ERR_ARG, "recvcount is negative (%d)", recvcount);
+    type_info ti = {0};
+    if (recvcount > 0) CPLI_TRY(get_type(recvtype, "recvtype", &ti));
+    block = (size_t)recvcount * (size_t)ti.size;
+    if (!(counts = malloc(sizeof *counts * 2 * (size_t)p)))
+      return cpli_fail(CPL_ERR_NOMEM, "out of memory for %d counts", p);
+    for (int i = 0; i < p; i++) {
+      counts[i] = recvcount;
+      counts[p + i] = (int)((long long)i * recvcount);
+      if ((long long)i * recvcount > INT_MAX) rc = cpli_fail(CPL_ERR_UNSUPPORTED,
+          "receive buffer of %d x %d elements exceeds int displacements", p, recvcount);
+    }
+  } else if (role == CPL_SENDER && sendcount > 0) {
+    type_info ti;
+    CPLI_TRY(get_type(sendtype, "sendtype", &ti));
+    block = (size_t)sendcount * (size_t)ti.size;
+  }
+  if (rc == CPL_OK)
+    rc = inter_run(sendbuf, sendcount, sendtype, recvbuf, counts, counts ? counts + p : NULL,
+                   recvtype, role, intercomm, opt, (size_t)p * block, 1);
+  free(counts);
+  return rc;
+}
+
+/* --------------------------------------------------------------- intra */
+
+int cpl_intra_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                         void *recvbuf, const int recvcounts[], const int displs[],
+                         MPI_Datatype recvtype, MPI_Comm comm, const cpl_coll_options *opt) {
+  cpli_ctx ctx;
+  CPLI_TRY(make_ctx(opt, &ctx));
+  CPLI_TRY(check_comm(comm, 0));
+  MPI_Comm priv;
+  CPLI_TRY(cpli_intra_comm_get(comm, &priv));
+  int p, r;
+  MPI_Comm_size(priv, &p);
+  MPI_Comm_rank(priv, &r);
+  const int in_place = sendbuf == MPI_IN_PLACE;
+  if (!in_place && sendcount < 0)
+    return cpli_fail(CPL_ERR_ARG, "sendcount is negative (%d)", sendcount);
+  if (!in_place && sendcount > 0 && !sendbuf)
+    return cpli_fail(CPL_ERR_ARG, "sendbuf is NULL with sendcount %d", sendcount);
+  recv_view v;
+  CPLI_TRY(recv_view_make(recvbuf, recvcounts, displs, recvtype, p, &v));
+  int rc = CPL_OK;
+  char *own_place = v.blk.base + v.blk.displs[r];
+  if (in_place && v.stage && recvcounts[r] > 0) {
+    /* stage our own block from the caller's buffer */
+    int pos = 0;
+    rc = cpli_mpi_check(MPI_Pack((char *)recvbuf + (MPI_Aint)displs[r] * v.ti.extent,
+                                 recvcounts[r], recvtype, own_place, (int)v.blk.counts[r],
+                                 &pos, comm), "MPI_Pack", "staging the own block");
+  } else if (!in_place) {
+    const void *own;
+    size_t own_bytes;
+    char *tmp;
+    rc = send_view(sendbuf, sendcount, sendtype, comm, &own, &own_bytes, &tmp);
+    if (rc == CPL_OK && own_bytes != v.blk.counts[r])
+      rc = cpli_fail(CPL_ERR_ARG, "rank %d sends %zu bytes but recvcounts[%d] announces %zu",
+                     r, own_bytes, r, v.blk.counts[r]);
+    if (rc == CPL_OK && own_bytes) memmove(own_place, own, own_bytes);
+    free(tmp);
+  }
+  cpl_intra_algorithm alg = CPL_INTRA_AUTO;
+  if (rc == CPL_OK) rc = cpli_intra_requested(opt, &alg);
+  if (rc == CPL_OK && alg == CPL_INTRA_AUTO) alg = cpli_intra_pick(p, v.total, v.maxb, v.regular);
+  if (rc == CPL_OK) {
+    ctx.alg = cpl_intra_algorithm_name(alg);
+    cpli_intra_args a = {priv, v.blk, &ctx};
+    rc = cpli_intra_fn_of(alg)(&a);
+  }
+  int frc = recv_view_finish(&v, recvbuf, recvcounts, displs, recvtype, p,
+                             in_place ? r : -1, comm, rc == CPL_OK);
+  return rc != CPL_OK ? rc : frc;
+}
+
+int cpl_intra_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                        void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                        const cpl_coll_options *opt) {
+  CPLI_TRY(check_comm(comm, 0));
+  if (recvcount < 0) return cpli_fail(CPL_ERR_ARG, "recvcount is negative (%d)", recvcount);
+  int p;
+  MPI_Comm_size(comm, &p);
+  if ((long long)(p - 1) * recvcount > INT_MAX)
+    return cpli_fail(CPL_ERR_UNSUPPORTED, "%d x %d elements exceed int displacements", p, recvcount);
+  int *c = malloc(sizeof *c * 2 * (size_t)p);
+  if (!c) return cpli_fail(CPL_ERR_NOMEM, "out of memory for %d counts", p);
+  for (int i = 0; i < p; i++) c[i] = recvcount, c[p + i] = i * recvcount;
+  int rc = cpl_intra_allgatherv(sendbuf, sendcount, sendtype, recvbuf, c, c + p, recvtype,
+                                comm, opt);
+  free(c);
+  return rc;
+}
+
+int cpl_intra_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
+                    const cpl_coll_options *opt) {
+  cpli_ctx ctx;
+  CPLI_TRY(make_ctx(opt, &ctx));
+  CPLI_TRY(check_comm(comm, 0));
+  MPI_Comm priv;
+  CPLI_TRY(cpli_intra_comm_get(comm, &priv));
+  int p, r;
+  MPI_Comm_size(priv, &p);
+  MPI_Comm_rank(priv, &r);
+  if (root < 0 || root >= p)
+    return cpli_fail(CPL_ERR_ARG, "root %d is not a rank of a %d-process communicator", root, p);
+  if (count < 0) return cpli_fail(CPL_ERR_ARG, "count is negative (%d)", count);
+  if (count == 0) return CPL_OK;
+  if (!buf) return cpli_fail(CPL_ERR_ARG, "buffer is NULL with count %d", count);
+  type_info ti;
+  CPLI_TRY(get_type(type, "datatype", &ti));
+  ctx.alg = "circulant-bcast";
+  const size_t bytes = (size_t)count * (size_t)ti.size;
+  if (ti.dense)
+    return cpli_bcast_circulant(priv, (char *)buf + ti.true_lb, bytes, root, 0, &ctx);
+  char *stage = malloc(bytes);
+  if (!stage) return cpli_fail(CPL_ERR_NOMEM, "out of memory staging %zu bytes", bytes);
+  int pos = 0, rc = CPL_OK;
+  if (r == root)
+    rc = cpli_mpi_check(MPI_Pack(buf, count, type, stage, (int)bytes, &pos, comm), "MPI_Pack",
+                        "staging the broadcast");
+  if (rc == CPL_OK) rc = cpli_bcast_circulant(priv, stage, bytes, root, 0, &ctx);
+  if (rc == CPL_OK && r != root)
+    rc = cpli_mpi_check(MPI_Unpack(stage, (int)bytes, &pos, buf, count, type, comm),
+                        "MPI_Unpack", "unpacking the broadcast");
+  free(stage);
+  return rc;
+}

@@ -1,0 +1,120 @@
+/*
+ * Internal contract of the collective engine.
+ *
+ * Algorithms move bytes only. The public entry points (api.c) turn the
+ * user's (buffer, count, datatype) triples into byte blocks: contiguous
+ * datatypes are used in place (zero copy), others are packed on the way in
+ * and unpacked on the way out. So every algorithm sees MPI_BYTE on private
+ * communicators and never has to reason about type signatures of blocks it
+ * only relays. Coupler assumes a homogeneous machine (the same data
+ * representation on every rank), as MPICH on one cluster is.
+ *
+ * Every point-to-point wait goes through cpli_xfer*, which polls with a
+ * deadline: a lost peer is a CPL_ERR_TIMEOUT that names link, rank and step,
+ * never a silent hang.
+ */
+#ifndef CPLI_COLL_H
+#define CPLI_COLL_H
+
+#include <stddef.h>
+
+#include "coupler.h"
+#include "core/error.h"
+
+/* Where a collective runs, for error messages and deadlines. */
+typedef struct cpli_ctx {
+  double timeout;    /* seconds per wait; <= 0: wait forever             */
+  const char *label; /* link or communicator name ("" if none)           */
+  long step;         /* user step, -1 if none                            */
+  const char *alg;   /* algorithm running                                */
+  int xstep;         /* schedule step inside the algorithm, for messages */
+} cpli_ctx;
+
+/* A byte block list: block i is counts[i] bytes at base + displs[i]. */
+typedef struct cpli_blocks {
+  char *base;
+  const size_t *counts;
+  const size_t *displs;
+} cpli_blocks;
+
+/* One exchange step: send sbytes at sbuf to dest and receive rbytes into
+ * rbuf from src, concurrently. dest or src may be MPI_PROC_NULL; a zero-byte
+ * side still sends an empty message, so both ends agree on the step. */
+int cpli_xfer(MPI_Comm comm, const void *sbuf, size_t sbytes, int dest,
+              void *rbuf, size_t rbytes, int src, cpli_ctx *ctx);
+
+/* As cpli_xfer, for several pieces per side (offsets relative to the
+ * base pointers); pieces travel as one message with an hindexed type. */
+int cpli_xferv(MPI_Comm comm, const void *sbase, int ns, const size_t *slen,
+               const size_t *soff, int dest, void *rbase, int nr,
+               const size_t *rlen, const size_t *roff, int src,
+               cpli_ctx *ctx);
+
+/* Wait for n requests with the ctx deadline; `what` names the operation
+ * and peer the remote rank, for the timeout message. peer < 0 marks a
+ * nonblocking collective, which MPI does not allow to cancel; point-to-point
+ * requests are cancelled on timeout. */
+int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm,
+                 const char *what, int peer);
+
+/* Message header for failures inside a collective: "link L, rank R, step S
+ * (ALG step X)". Writes into buf and returns it. */
+const char *cpli_ctx_where(const cpli_ctx *ctx, MPI_Comm comm, char *buf,
+                           size_t n);
+
+/* Largest message one MPI call moves with MPI_BYTE. */
+#define CPLI_MAX_MSG ((size_t)0x7fffffff)
+
+/* --------------------------------------------------------- intra-group */
+
+/* Allgatherv inside comm (a private communicator). On entry the calling
+ * rank's own block is already in place in `blk`; on return every block is.
+ * Counts and displacements are in bytes and identical on every rank. */
+typedef struct cpli_intra_args {
+  MPI_Comm comm;
+  cpli_blocks blk;
+  cpli_ctx *ctx;
+} cpli_intra_args;
+
+typedef int (*cpli_intra_fn)(const cpli_intra_args *a);
+
+int cpli_intra_circulant(const cpli_intra_args *a); /* Traff Alg. 7 / 9 */
+int cpli_intra_bruck(const cpli_intra_args *a);
+int cpli_intra_ring(const cpli_intra_args *a);
+int cpli_intra_native(const cpli_intra_args *a);
+
+/* Round-optimal n-block broadcast (Traff Alg. 6) of bytes from root,
+ * split into nblocks blocks (0: choose by the cost model). */
+int cpli_bcast_circulant(MPI_Comm comm, void *buf, size_t bytes, int root,
+                         int nblocks, cpli_ctx *ctx);
+
+cpli_intra_fn cpli_intra_fn_of(cpl_intra_algorithm a);
+
+/* --------------------------------------------------------- inter-group */
+
+struct cpli_link;
+
+/* Half-duplex inter-group allgatherv in bytes. On senders, `own` is this
+ * sender's block; on receivers, `blk` has one block per sender. Every
+ * process knows p and q; `sender_counts` (all p byte counts) is available
+ * on receivers always and on senders only after cpli_link_sender_counts. */
+typedef struct cpli_inter_args {
+  struct cpli_link *link;
+  int sender;               /* 1 on the sending group                */
+  int p, q;                 /* sizes of sending and receiving groups */
+  int regular;              /* every block has own_bytes (allgather) */
+  const void *own;          /* senders: own block                    */
+  size_t own_bytes;
+  cpli_blocks blk;          /* receivers: all p blocks               */
+  cpl_intra_algorithm intra;/* algorithm for intra-group phases      */
+  cpli_ctx *ctx;
+} cpli_inter_args;
+
+typedef int (*cpli_inter_fn)(const cpli_inter_args *a);
+
+int cpli_inter_fc(const cpli_inter_args *a);
+int cpli_inter_ring(const cpli_inter_args *a);
+int cpli_inter_root(const cpli_inter_args *a);
+int cpli_inter_native(const cpli_inter_args *a);
+
+#endif

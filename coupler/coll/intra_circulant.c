@@ -1,0 +1,287 @@
+/*
+ * Circulant allgatherv: J. L. Traff, "(Poly)Logarithmic Time Construction
+ * of Round-optimal n-Block Broadcast Schedules for Broadcast and irregular
+ * Allgather in MPI" (2022).
+ *
+ * Alg. 7 (regular allgather, used for any counts): q = ceil(log2 p) rounds;
+ * in round k rank r sends the blocks of ranks r .. r + d_k - 1 (mod p),
+ * d_k = skips[k+1] - skips[k], to r - skips[k] and receives those of
+ * r + skips[k] .. r + skips[k+1] - 1 from r + skips[k]. A cyclic range of
+ * ranks is at most two contiguous pieces of a contiguous layout; pieces go
+ * straight from and into the caller's buffer as one hindexed message.
+ *   T7 = q alpha + beta * sum_k min(m, d_k * maxb)
+ * (m total bytes, maxb the largest block; regular: q alpha + beta m (p-1)/p).
+ * One big block travels in every round, so T7 tends to q beta maxb.
+ *
+ * Alg. 9 (irregular allgather, n blocks per buffer): every rank j is the
+ * root of an n-block broadcast (Alg. 6) of its buffer on the full
+ * schedule; rank r plays relative rank r - j in broadcast j. Each of the
+ * n + q - 1 rounds sends one block of every buffer (about m / n bytes) as
+ * one hindexed message of up to p pieces; nothing is packed.
+ *   T9(n) = (n + q - 1)(alpha' + beta m / n) + c_s p q^2,
+ *   alpha' = alpha + 2 c_p p (building the two p-piece datatypes a round),
+ *   best n* = sqrt(beta m (q - 1) / alpha'), giving about
+ *   (q - 1) alpha' + 2 sqrt((q - 1) alpha' beta m) + beta m.
+ * c_s (schedule construction per p q^2) and c_p (per datatype piece) are
+ * measured constants of this implementation (see below).
+ *
+ * The cheaper of T7 and T9(n*) runs; all ranks see the same counts and
+ * model parameters and so choose alike.
+ */
+#include "coll/intra_circulant.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "coll/select.h"
+#include "sched/circulant.h"
+
+/* Measured on the development machine: building the full schedule costs
+ * about 5 ns per p q^2 (0.7 ms for p = 2000), an MPI hindexed piece about
+ * 10 ns to describe. */
+#define CIRC_SCHED_COST 5e-9
+#define CIRC_PIECE_COST 1e-8
+
+static double alg7_cost(const cpli_circ *c, double m, double maxb, double alpha,
+                        double beta) {
+  double t = c->q * alpha;
+  for (int k = 0; k < c->q; k++)
+    t += beta * fmin(m, (double)(c->skips[k + 1] - c->skips[k]) * maxb);
+  return t;
+}
+
+static long long ceil_div(size_t a, size_t b) { return (long long)((a + b - 1) / b); }
+
+/* Block count range for Alg. 9: no block piece and no round's message over
+ * CPLI_MAX_MSG, and no more blocks than bytes in the largest buffer. */
+static void alg9_range(size_t m, size_t maxb, long long *lo, long long *hi) {
+  long long a = ceil_div(maxb, CPLI_MAX_MSG), b = ceil_div(m, CPLI_MAX_MSG);
+  *lo = a > b ? a : b;
+  if (*lo < 1) *lo = 1;
+  *hi = maxb > 0 ? (long long)(maxb < (size_t)1 << 40 ? maxb : (size_t)1 << 40) : 1;
+  if (*hi < *lo) *hi = *lo;
+}
+
+static double alg9_cost(const cpli_circ *c, double m, long long n, double alpha,
+                        double beta) {
+  const double a = alpha + 2 * CIRC_PIECE_COST * c->p;
+  return (double)(n + c->q - 1) * (a + beta * m / (double)n) +
+         CIRC_SCHED_COST * c->p * (double)c->q * c->q;
+}
+
+static long long alg9_best_n(const cpli_circ *c, size_t m, size_t maxb,
+                             double alpha, double beta) {
+  const double a = alpha + 2 * CIRC_PIECE_COST * c->p;
+  long long lo, hi;
+  alg9_range(m, maxb, &lo, &hi);
+  double n = c->q > 1 ? sqrt(beta * (double)m * (c->q - 1) / a) : 1;
+  long long ni = n > (double)hi ? hi : (long long)llround(n);
+  return ni < lo ? lo : ni > hi ? hi : ni;
+}
+
+int cpli_circulant_plan(int p, size_t total_bytes, size_t max_block,
+                        double alpha, double beta, long long *nblocks) {
+  *nblocks = 1;
+  if (p <= 2) return CPLI_CIRC_ALG7; /* one round: nothing to pipeline */
+  cpli_circ c;
+  if (cpli_circ_init(&c, p) != CPL_OK) return CPLI_CIRC_ALG7;
+  const long long n = alg9_best_n(&c, total_bytes, max_block, alpha, beta);
+  const double t7 = alg7_cost(&c, (double)total_bytes, (double)max_block, alpha, beta);
+  const double t9 = alg9_cost(&c, (double)total_bytes, n, alpha, beta);
+  if (t9 < t7) {
+    *nblocks = n;
+    return CPLI_CIRC_ALG9;
+  }
+  return CPLI_CIRC_ALG7;
+}
+
+double cpli_circulant_cost(int p, size_t total_bytes, size_t max_block,
+                           double alpha, double beta) {
+  if (p <= 1) return 0;
+  cpli_circ c;
+  if (cpli_circ_init(&c, p) != CPL_OK) return INFINITY;
+  long long n;
+  const int v = cpli_circulant_plan(p, total_bytes, max_block, alpha, beta, &n);
+  return v == CPLI_CIRC_ALG9
+             ? alg9_cost(&c, (double)total_bytes, n, alpha, beta)
+             : alg7_cost(&c, (double)total_bytes, (double)max_block, alpha, beta);
+}
+
+/* ------------------------------------------------------------- pieces */
+
+typedef struct pieces {
+  int n, cap;
+  size_t *len, *off;
+  size_t bytes;
+} pieces;
+
+static int pieces_alloc(pieces *ps, int cap) {
+  ps->n = 0;
+  ps->cap = cap;
+  ps->bytes = 0;
+  ps->len = malloc(sizeof *ps->len * 2 * (size_t)cap);
+  ps->off = ps->len ? ps->len + cap : NULL;
+  return ps->len ? CPL_OK : cpli_fail(CPL_ERR_NOMEM,
+                                      "circulant: out of memory for %d message pieces", cap);
+}
+
+/* Append bytes [off, off+len), merged with the previous piece if adjacent,
+ * split so no piece exceeds CPLI_MAX_MSG. Capacity is checked by the
+ * caller's sizing (see alg7). */
+static void pieces_add(pieces *ps, size_t off, size_t len) {
+  ps->bytes += len;
+  while (len > 0) {
+    if (ps->n > 0) {
+      size_t *pl = &ps->len[ps->n - 1];
+      if (ps->off[ps->n - 1] + *pl == off && *pl < CPLI_MAX_MSG) {
+        size_t add = CPLI_MAX_MSG - *pl < len ? CPLI_MAX_MSG - *pl : len;
+        *pl += add;
+        off += add;
+        len -= add;
+        continue;
+      }
+    }
+    size_t take = len < CPLI_MAX_MSG ? len : CPLI_MAX_MSG;
+    ps->len[ps->n] = take;
+    ps->off[ps->n] = off;
+    ps->n++;
+    off += take;
+    len -= take;
+  }
+}
+
+/* ------------------------------------------------------------- Alg. 7 */
+
+static void range_pieces(const cpli_blocks *b, int p, int first, int count,
+                         pieces *ps) {
+  ps->n = 0;
+  ps->bytes = 0;
+  for (int i = 0, j = first; i < count; i++, j = j + 1 == p ? 0 : j + 1)
+    if (b->counts[j]) pieces_add(ps, b->displs[j], b->counts[j]);
+}
+
+static int alg7(const cpli_intra_args *a, const cpli_circ *c, int r) {
+  const int p = c->p;
+  /* one piece per block plus one per CPLI_MAX_MSG of an oversized block */
+  size_t cap = (size_t)p;
+  for (int j = 0; j < p; j++) cap += a->blk.counts[j] / CPLI_MAX_MSG;
+  if (cap > (size_t)1 << 30)
+    return cpli_fail(CPL_ERR_UNSUPPORTED, "circulant: %zu message pieces", cap);
+  pieces s = {0}, rv = {0};
+  CPLI_TRY(pieces_alloc(&s, (int)cap));
+  int rc = pieces_alloc(&rv, (int)cap);
+  for (int k = 0; k < c->q && rc == CPL_OK; k++) {
+    const int d = c->skips[k + 1] - c->skips[k];
+    const int to = (int)(((long long)r - c->skips[k] + p) % p);
+    const int from = (int)(((long long)r + c->skips[k]) % p);
+    range_pieces(&a->blk, p, r, d, &s);
+    range_pieces(&a->blk, p, from, d, &rv);
+    /* Both ends compute the same pieces, so an empty side is skipped on
+     * both: no zero-byte message. */
+    a->ctx->xstep = k;
+    rc = cpli_xferv(a->comm, a->blk.base, s.n, s.len, s.off,
+                    s.bytes ? to : MPI_PROC_NULL, a->blk.base, rv.n, rv.len,
+                    rv.off, rv.bytes ? from : MPI_PROC_NULL, a->ctx);
+  }
+  free(s.len);
+  free(rv.len);
+  return rc;
+}
+
+/* ------------------------------------------------------------- Alg. 9 */
+
+/* Block b of n of a c-byte buffer: the first c % n blocks are one longer. */
+static size_t blk_start(size_t c, long long n, long long b) {
+  const size_t q = c / (size_t)n, rem = c % (size_t)n;
+  return (size_t)b * q + ((size_t)b < rem ? (size_t)b : rem);
+}
+static size_t blk_len(size_t c, long long n, long long b) {
+  return c / (size_t)n + ((size_t)b < c % (size_t)n ? 1 : 0);
+}
+
+static int alg9(const cpli_intra_args *a, int p, int r, long long n) {
+  cpli_circ_full f;
+  CPLI_TRY(cpli_circ_full_init(&f, p));
+  const int q = f.c.q, x = cpli_circ_offset(q, n);
+  pieces s = {0}, rv = {0};
+  /* at most one piece per buffer: blocks never exceed CPLI_MAX_MSG */
+  int rc = pieces_alloc(&s, p);
+  if (rc == CPL_OK) rc = pieces_alloc(&rv, p);
+  const long long vend = x + n + q - 1;
+  for (long long v = x; v < vend && rc == CPL_OK; v++) {
+    const int k = (int)(v % q);
+    const int to = (int)(((long long)r + f.c.skips[k]) % p);
+    const int from = (int)(((long long)r - f.c.skips[k] + p) % p);
+    s.n = rv.n = 0;
+    s.bytes = rv.bytes = 0;
+    for (int j = 0; j < p; j++) {
+      const size_t cj = a->blk.counts[j];
+      if (cj == 0) continue;
+      /* In broadcast j (root j) this rank is relative rank rr. */
+      const int rr = r >= j ? r - j : r - j + p;
+      if (to != j) { /* nobody sends to a broadcast's root */
+        long long b = cpli_circ_block(q, f.send[(size_t)rr * q + k], v, x, n);
+        if (b >= 0 && blk_len(cj, n, b))
+          pieces_add(&s, a->blk.displs[j] + blk_start(cj, n, b), blk_len(cj, n, b));
+      }
+      if (rr != 0) { /* the root of broadcast j receives nothing */
+        long long b = cpli_circ_block(q, f.recv[(size_t)rr * q + k], v, x, n);
+        if (b >= 0 && blk_len(cj, n, b))
+          pieces_add(&rv, a->blk.displs[j] + blk_start(cj, n, b), blk_len(cj, n, b));
+      }
+    }
+    a->ctx->xstep = (int)(v - x);
+    rc = cpli_xferv(a->comm, a->blk.base, s.n, s.len, s.off,
+                    s.bytes ? to : MPI_PROC_NULL, a->blk.base, rv.n, rv.len,
+                    rv.off, rv.bytes ? from : MPI_PROC_NULL, a->ctx);
+  }
+  free(s.len);
+  free(rv.len);
+  cpli_circ_full_free(&f);
+  return rc;
+}
+
+/* ---------------------------------------------------------- entry points */
+
+int cpli_intra_circulant_v(const cpli_intra_args *a, int variant,
+                           long long nblocks) {
+  if (!a || !a->ctx || a->comm == MPI_COMM_NULL)
+    return cpli_fail(CPL_ERR_ARG, "circulant allgatherv: missing communicator or context");
+  int p, r;
+  CPLI_TRY(cpli_mpi_check(MPI_Comm_size(a->comm, &p), "MPI_Comm_size", "circulant allgatherv"));
+  CPLI_TRY(cpli_mpi_check(MPI_Comm_rank(a->comm, &r), "MPI_Comm_rank", "circulant allgatherv"));
+  if (p == 1) return CPL_OK;
+  size_t total = 0, maxb = 0;
+  for (int j = 0; j < p; j++) {
+    total += a->blk.counts[j];
+    if (a->blk.counts[j] > maxb) maxb = a->blk.counts[j];
+  }
+  if (total == 0) return CPL_OK; /* every rank sees the same zero counts */
+  double alpha, beta;
+  cpli_model_params(&alpha, &beta);
+  long long n = 1;
+  if (variant == CPLI_CIRC_AUTO)
+    variant = cpli_circulant_plan(p, total, maxb, alpha, beta, &n);
+  if (variant == CPLI_CIRC_ALG9) {
+    long long lo, hi;
+    alg9_range(total, maxb, &lo, &hi);
+    if (nblocks > 0) n = nblocks;
+    else if (n <= 1) {
+      cpli_circ c;
+      CPLI_TRY(cpli_circ_init(&c, p));
+      n = alg9_best_n(&c, total, maxb, alpha, beta);
+    }
+    if (n < lo) n = lo; /* never a piece over CPLI_MAX_MSG */
+    if (n > hi) n = hi;
+    return alg9(a, p, r, n);
+  }
+  if (variant != CPLI_CIRC_ALG7)
+    return cpli_fail(CPL_ERR_ARG, "circulant allgatherv: unknown variant %d", variant);
+  cpli_circ c;
+  CPLI_TRY(cpli_circ_init(&c, p));
+  return alg7(a, &c, r);
+}
+
+int cpli_intra_circulant(const cpli_intra_args *a) {
+  return cpli_intra_circulant_v(a, CPLI_CIRC_AUTO, 0);
+}

@@ -1,0 +1,155 @@
+#include "coll/link.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int link_keyval = MPI_KEYVAL_INVALID;
+static int intra_keyval = MPI_KEYVAL_INVALID;
+
+static void free_comm(MPI_Comm *c) {
+  if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
+}
+
+static void dir_free(cpli_dir *d) {
+  free_comm(&d->merged);
+  free_comm(&d->local);
+  free_comm(&d->fc_group);
+  free_comm(&d->fc_bcast);
+  free(d->ring_send_to);
+  free(d->ring_send_msg);
+  free(d->ring_recv_from);
+  free(d->ring_recv_msg);
+  free(d->ring_recv_dup);
+  memset(d, 0, sizeof *d);
+}
+
+static int link_delete(MPI_Comm comm, int keyval, void *attr, void *extra) {
+  (void)comm;
+  (void)keyval;
+  (void)extra;
+  cpli_link *l = attr;
+  dir_free(&l->dir[0]);
+  dir_free(&l->dir[1]);
+  free_comm(&l->inter);
+  free(l);
+  return MPI_SUCCESS;
+}
+
+static int intra_delete(MPI_Comm comm, int keyval, void *attr, void *extra) {
+  (void)comm;
+  (void)keyval;
+  (void)extra;
+  MPI_Comm *c = attr;
+  free_comm(c);
+  free(c);
+  return MPI_SUCCESS;
+}
+
+int cpli_link_get(MPI_Comm user_inter, cpli_link **out) {
+  int rc;
+  if (link_keyval == MPI_KEYVAL_INVALID) {
+    rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, link_delete,
+                                &link_keyval, NULL);
+    CPLI_TRY(cpli_mpi_check(rc, "MPI_Comm_create_keyval", "link cache"));
+  }
+  void *attr;
+  int found = 0;
+  rc = MPI_Comm_get_attr(user_inter, link_keyval, &attr, &found);
+  CPLI_TRY(cpli_mpi_check(rc, "MPI_Comm_get_attr", "link cache"));
+  if (found) {
+    *out = attr;
+    return CPL_OK;
+  }
+  cpli_link *l = calloc(1, sizeof *l);
+  if (!l) return cpli_fail(CPL_ERR_NOMEM, "out of memory creating a link cache");
+  l->inter = MPI_COMM_NULL;
+  for (int i = 0; i < 2; i++) {
+    l->dir[i].merged = l->dir[i].local = MPI_COMM_NULL;
+    l->dir[i].fc_group = l->dir[i].fc_bcast = MPI_COMM_NULL;
+  }
+  rc = MPI_Comm_dup(user_inter, &l->inter);
+  if (rc != MPI_SUCCESS) {
+    free(l);
+    return cpli_mpi_check(rc, "MPI_Comm_dup", "duplicating the intercommunicator");
+  }
+  MPI_Comm_rank(l->inter, &l->lrank);
+  MPI_Comm_size(l->inter, &l->lsize);
+  MPI_Comm_remote_size(l->inter, &l->rsize);
+  rc = MPI_Comm_set_attr(user_inter, link_keyval, l);
+  if (rc != MPI_SUCCESS) {
+    link_delete(user_inter, link_keyval, l, NULL);
+    return cpli_mpi_check(rc, "MPI_Comm_set_attr", "caching the link");
+  }
+  *out = l;
+  return CPL_OK;
+}
+
+int cpli_link_dir(cpli_link *l, int sender, cpli_dir **out) {
+  cpli_dir *d = &l->dir[sender ? 1 : 0];
+  *out = d;
+  if (d->ready) return CPL_OK;
+  d->p = sender ? l->lsize : l->rsize;
+  d->q = sender ? l->rsize : l->lsize;
+  /* high = 0 on the senders puts them first in the merged communicator. */
+  int rc = MPI_Intercomm_merge(l->inter, sender ? 0 : 1, &d->merged);
+  CPLI_TRY(cpli_mpi_check(rc, "MPI_Intercomm_merge", "building the merged communicator"));
+  int mrank;
+  MPI_Comm_rank(d->merged, &mrank);
+  rc = MPI_Comm_split(d->merged, sender ? 0 : 1, mrank, &d->local);
+  CPLI_TRY(cpli_mpi_check(rc, "MPI_Comm_split", "building the local group communicator"));
+  d->ready = 1;
+  return CPL_OK;
+}
+
+int cpli_sender_counts(cpli_dir *d, size_t own_bytes, int regular,
+                       size_t *counts, cpli_ctx *ctx) {
+  if (regular) {
+    for (int i = 0; i < d->p; i++) counts[i] = own_bytes;
+    return CPL_OK;
+  }
+  unsigned long long mine = own_bytes;
+  unsigned long long *all = malloc(sizeof *all * (size_t)d->p);
+  if (!all) return cpli_fail(CPL_ERR_NOMEM, "out of memory gathering %d counts", d->p);
+  MPI_Request req;
+  int rc = MPI_Iallgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all, 1,
+                          MPI_UNSIGNED_LONG_LONG, d->local, &req);
+  if (rc == MPI_SUCCESS)
+    rc = cpli_waitall(1, &req, ctx, d->local, "allgather of block sizes", -1);
+  else
+    rc = cpli_mpi_check(rc, "MPI_Iallgather", "gathering block sizes");
+  if (rc == CPL_OK)
+    for (int i = 0; i < d->p; i++) counts[i] = (size_t)all[i];
+  free(all);
+  return rc;
+}
+
+int cpli_intra_comm_get(MPI_Comm user_comm, MPI_Comm *priv) {
+  int rc;
+  if (intra_keyval == MPI_KEYVAL_INVALID) {
+    rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, intra_delete,
+                                &intra_keyval, NULL);
+    CPLI_TRY(cpli_mpi_check(rc, "MPI_Comm_create_keyval", "communicator cache"));
+  }
+  void *attr;
+  int found = 0;
+  rc = MPI_Comm_get_attr(user_comm, intra_keyval, &attr, &found);
+  CPLI_TRY(cpli_mpi_check(rc, "MPI_Comm_get_attr", "communicator cache"));
+  if (found) {
+    *priv = *(MPI_Comm *)attr;
+    return CPL_OK;
+  }
+  MPI_Comm *c = malloc(sizeof *c);
+  if (!c) return cpli_fail(CPL_ERR_NOMEM, "out of memory caching a communicator");
+  rc = MPI_Comm_dup(user_comm, c);
+  if (rc != MPI_SUCCESS) {
+    free(c);
+    return cpli_mpi_check(rc, "MPI_Comm_dup", "duplicating the communicator");
+  }
+  rc = MPI_Comm_set_attr(user_comm, intra_keyval, c);
+  if (rc != MPI_SUCCESS) {
+    intra_delete(user_comm, intra_keyval, c, NULL);
+    return cpli_mpi_check(rc, "MPI_Comm_set_attr", "caching the communicator");
+  }
+  *priv = *c;
+  return CPL_OK;
+}

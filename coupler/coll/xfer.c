@@ -1,0 +1,184 @@
+/*
+ * Point-to-point steps of every algorithm, with deadlines.
+ *
+ * A step posts its receive and its send together (the bidirectional model:
+ * a process may send and receive at once) and waits for both. Waiting polls
+ * MPI_Testall against a deadline instead of blocking in MPI_Waitall, so a
+ * peer that died or never entered the collective surfaces as
+ * CPL_ERR_TIMEOUT naming link, rank and step. MPICH's progress engine
+ * busy-polls inside MPI_Waitall anyway, so polling costs nothing extra.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "coll/coll.h"
+
+#define CPLI_TAG 7717
+
+const char *cpli_ctx_where(const cpli_ctx *ctx, MPI_Comm comm, char *buf,
+                           size_t n) {
+  int rank = -1;
+  if (comm != MPI_COMM_NULL) MPI_Comm_rank(comm, &rank);
+  char step[32] = "";
+  if (ctx && ctx->step >= 0) snprintf(step, sizeof step, ", step %ld", ctx->step);
+  snprintf(buf, n, "%s%s%srank %d%s (%s step %d)",
+           ctx && ctx->label && ctx->label[0] ? "link " : "",
+           ctx && ctx->label ? ctx->label : "",
+           ctx && ctx->label && ctx->label[0] ? ", " : "", rank, step,
+           ctx && ctx->alg ? ctx->alg : "collective", ctx ? ctx->xstep : -1);
+  return buf;
+}
+
+int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm,
+                 const char *what, int peer) {
+  char where[256], with[32] = "";
+  if (peer >= 0) snprintf(with, sizeof with, " with rank %d", peer);
+  /* Real status arrays: gcc 12 misreads MPI_STATUSES_IGNORE as a buffer. */
+  MPI_Status st[4];
+  if (n > 4) return cpli_fail(CPL_ERR_INTERNAL, "cpli_waitall: %d requests, at most 4", n);
+  if (!ctx || ctx->timeout <= 0) {
+    int rc = MPI_Waitall(n, reqs, st);
+    if (rc == MPI_SUCCESS) return CPL_OK;
+    return cpli_mpi_check(rc, "MPI_Waitall", "%s: %s%s",
+                          cpli_ctx_where(ctx, comm, where, sizeof where), what, with);
+  }
+  const double deadline = MPI_Wtime() + ctx->timeout;
+  for (;;) {
+    int done = 0;
+    int rc = MPI_Testall(n, reqs, &done, st);
+    if (rc != MPI_SUCCESS)
+      return cpli_mpi_check(rc, "MPI_Testall", "%s: %s%s",
+                            cpli_ctx_where(ctx, comm, where, sizeof where), what, with);
+    if (done) return CPL_OK;
+    if (MPI_Wtime() > deadline) {
+      /* Cancelled receives can no longer write into buffers the caller is
+       * about to free; the link itself is unusable after this. MPI forbids
+       * cancelling or freeing nonblocking collectives (peer < 0). */
+      for (int i = 0; i < n && peer >= 0; i++)
+        if (reqs[i] != MPI_REQUEST_NULL) {
+          MPI_Cancel(&reqs[i]);
+          MPI_Request_free(&reqs[i]);
+        }
+      return cpli_fail(CPL_ERR_TIMEOUT,
+                       "%s: %s%s did not complete within %g s "
+                       "(peer dead, stuck, or not in this collective)",
+                       cpli_ctx_where(ctx, comm, where, sizeof where), what,
+                       with, ctx->timeout);
+    }
+  }
+}
+
+static int check_size(size_t bytes, cpli_ctx *ctx, MPI_Comm comm) {
+  if (bytes <= CPLI_MAX_MSG) return CPL_OK;
+  char where[256];
+  return cpli_fail(CPL_ERR_UNSUPPORTED,
+                   "%s: a single message of %zu bytes exceeds the %zu-byte "
+                   "limit of one MPI call",
+                   cpli_ctx_where(ctx, comm, where, sizeof where), bytes,
+                   CPLI_MAX_MSG);
+}
+
+int cpli_xfer(MPI_Comm comm, const void *sbuf, size_t sbytes, int dest,
+              void *rbuf, size_t rbytes, int src, cpli_ctx *ctx) {
+  CPLI_TRY(check_size(sbytes, ctx, comm));
+  CPLI_TRY(check_size(rbytes, ctx, comm));
+  MPI_Request req[2];
+  int n = 0, rc;
+  char where[256];
+  if (src != MPI_PROC_NULL) {
+    rc = MPI_Irecv(rbuf, (int)rbytes, MPI_BYTE, src, CPLI_TAG, comm, &req[n++]);
+    if (rc != MPI_SUCCESS)
+      return cpli_mpi_check(rc, "MPI_Irecv", "%s: receive from rank %d",
+                            cpli_ctx_where(ctx, comm, where, sizeof where), src);
+  }
+  if (dest != MPI_PROC_NULL) {
+    rc = MPI_Isend(sbuf, (int)sbytes, MPI_BYTE, dest, CPLI_TAG, comm, &req[n++]);
+    if (rc != MPI_SUCCESS)
+      return cpli_mpi_check(rc, "MPI_Isend", "%s: send to rank %d",
+                            cpli_ctx_where(ctx, comm, where, sizeof where), dest);
+  }
+  if (n == 0) return CPL_OK;
+  return cpli_waitall(n, req, ctx, comm,
+                      src != MPI_PROC_NULL ? "exchange" : "send",
+                      src != MPI_PROC_NULL ? src : dest);
+}
+
+/* An hindexed MPI_BYTE type covering the pieces, or MPI_DATATYPE_NULL for
+ * none. Returns the total byte count in *bytes. */
+static int pieces_type(int n, const size_t *len, const size_t *off,
+                       MPI_Datatype *type, size_t *bytes) {
+  *type = MPI_DATATYPE_NULL;
+  *bytes = 0;
+  if (n <= 0) return CPL_OK;
+  int *bl = malloc(sizeof *bl * (size_t)n);
+  MPI_Aint *disp = malloc(sizeof *disp * (size_t)n);
+  if (!bl || !disp) {
+    free(bl);
+    free(disp);
+    return cpli_fail(CPL_ERR_NOMEM, "out of memory building a %d-piece message", n);
+  }
+  int m = 0;
+  for (int i = 0; i < n; i++) {
+    if (len[i] == 0) continue; /* zero-length pieces are legal but useless */
+    if (len[i] > CPLI_MAX_MSG) {
+      free(bl);
+      free(disp);
+      return cpli_fail(CPL_ERR_UNSUPPORTED, "message piece of %zu bytes too large", len[i]);
+    }
+    bl[m] = (int)len[i];
+    disp[m] = (MPI_Aint)off[i];
+    *bytes += len[i];
+    m++;
+  }
+  int rc = MPI_SUCCESS;
+  if (m > 0) {
+    rc = MPI_Type_create_hindexed(m, bl, disp, MPI_BYTE, type);
+    if (rc == MPI_SUCCESS) rc = MPI_Type_commit(type);
+  }
+  free(bl);
+  free(disp);
+  return cpli_mpi_check(rc, "MPI_Type_create_hindexed", "building a message of %d pieces", n);
+}
+
+int cpli_xferv(MPI_Comm comm, const void *sbase, int ns, const size_t *slen,
+               const size_t *soff, int dest, void *rbase, int nr,
+               const size_t *rlen, const size_t *roff, int src,
+               cpli_ctx *ctx) {
+  MPI_Datatype st, rt;
+  size_t sbytes, rbytes;
+  CPLI_TRY(pieces_type(dest != MPI_PROC_NULL ? ns : 0, slen, soff, &st, &sbytes));
+  int rc = pieces_type(src != MPI_PROC_NULL ? nr : 0, rlen, roff, &rt, &rbytes);
+  if (rc != CPL_OK) {
+    if (st != MPI_DATATYPE_NULL) MPI_Type_free(&st);
+    return rc;
+  }
+  MPI_Request req[2];
+  int n = 0;
+  char where[256];
+  /* An empty side still posts a zero-byte message so both ends of a step
+   * agree on the number of messages between them. */
+  if (src != MPI_PROC_NULL) {
+    rc = rt != MPI_DATATYPE_NULL
+             ? MPI_Irecv(rbase, 1, rt, src, CPLI_TAG, comm, &req[n++])
+             : MPI_Irecv(rbase, 0, MPI_BYTE, src, CPLI_TAG, comm, &req[n++]);
+    if (rc != MPI_SUCCESS) goto mpi_fail;
+  }
+  if (dest != MPI_PROC_NULL) {
+    rc = st != MPI_DATATYPE_NULL
+             ? MPI_Isend(sbase, 1, st, dest, CPLI_TAG, comm, &req[n++])
+             : MPI_Isend(sbase, 0, MPI_BYTE, dest, CPLI_TAG, comm, &req[n++]);
+    if (rc != MPI_SUCCESS) goto mpi_fail;
+  }
+  rc = n ? cpli_waitall(n, req, ctx, comm,
+                        src != MPI_PROC_NULL ? "exchange" : "send",
+                        src != MPI_PROC_NULL ? src : dest)
+         : CPL_OK;
+  goto out;
+mpi_fail:
+  rc = cpli_mpi_check(rc, "posting a step", "%s",
+                      cpli_ctx_where(ctx, comm, where, sizeof where));
+out:
+  if (st != MPI_DATATYPE_NULL) MPI_Type_free(&st);
+  if (rt != MPI_DATATYPE_NULL) MPI_Type_free(&rt);
+  return rc;
+}

@@ -1,0 +1,76 @@
+#include "error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MSG_MAX 2048
+
+static _Thread_local char last_msg[MSG_MAX];
+
+static const char *const descriptions[CPL_STATUS_COUNT] = {
+    [CPL_OK] = "success",
+    [CPL_ERR_ARG] = "invalid argument",
+    [CPL_ERR_COMM] = "wrong kind of communicator",
+    [CPL_ERR_MPI] = "MPI call failed",
+    [CPL_ERR_NOMEM] = "out of memory",
+    [CPL_ERR_ENV] = "bad environment variable",
+    [CPL_ERR_PARSE] = "workflow file is not valid YAML",
+    [CPL_ERR_CONFIG] = "invalid workflow description",
+    [CPL_ERR_MISMATCH] = "processes or components disagree",
+    [CPL_ERR_TIMEOUT] = "timed out",
+    [CPL_ERR_IO] = "I/O error",
+    [CPL_ERR_HDF5] = "HDF5 call failed",
+    [CPL_ERR_STATE] = "call out of order",
+    [CPL_ERR_UNSUPPORTED] = "not supported",
+    [CPL_ERR_INTERNAL] = "internal error (a bug in Coupler)",
+    [CPL_END_OF_STREAM] = "end of stream",
+};
+
+const char *cpl_strerror(int status) {
+  if (status < 0 || status >= CPL_STATUS_COUNT) return "unknown status code";
+  return descriptions[status];
+}
+
+const char *cpl_last_error(void) { return last_msg; }
+
+void cpli_error_clear(void) { last_msg[0] = '\0'; }
+
+int cpli_fail(int status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+int cpli_mpi_check(int mpi_rc, const char *what, const char *fmt, ...) {
+  if (mpi_rc == MPI_SUCCESS) return CPL_OK;
+  char ctx[MSG_MAX / 2] = "";
+  if (fmt) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx, sizeof ctx, fmt, ap);
+    va_end(ap);
+  }
+  char mpimsg[MPI_MAX_ERROR_STRING] = "";
+  int len = 0;
+  if (MPI_Error_string(mpi_rc, mpimsg, &len) != MPI_SUCCESS)
+    snprintf(mpimsg, sizeof mpimsg, "MPI error code %d", mpi_rc);
+  return cpli_fail(CPL_ERR_MPI, "%s%s%s failed: %s", ctx, ctx[0] ? ": " : "",
+                   what, mpimsg);
+}
+
+void cpli_error_prefix(const char *fmt, ...) {
+  char old[MSG_MAX];
+  memcpy(old, last_msg, sizeof old);
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+  va_end(ap);
+  if (n < 0) n = 0;
+  if (n > MSG_MAX - 1) n = MSG_MAX - 1;
+  const size_t len = strnlen(old, (size_t)(MSG_MAX - 1 - n));
+  memcpy(last_msg + n, old, len);
+  last_msg[(size_t)n + len] = '\0';
+}

@@ -1,0 +1,337 @@
+/*
+ * cpl_init / cpl_finalize: workflow model + the caller's world communicator
+ * -> one communicator per component and one intercommunicator per link.
+ *
+ * No rank may hang on a disagreement, so nothing is split until all ranks
+ * have agreed: each rank loads the file itself, then one allgather of a
+ * small record per rank (load status, file hash, component index) gives
+ * every rank the same facts, and cpli_group_agree() the same verdict.
+ * The two collectives before the verdict (dup, allgather) are nonblocking
+ * and polled against a deadline, so a rank that never calls cpl_init makes
+ * the others fail with CPL_ERR_TIMEOUT instead of waiting forever.
+ */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/error.h"
+#include "group/agree.h"
+#include "workflow/model.h"
+
+#define CPLI_INIT_TIMEOUT_DEFAULT 60.0
+#define CPLI_LINK_TAG_BASE 7000 /* tag of link k: base + k (< 32767) */
+
+typedef struct cpli_end {
+  int link;
+  cpl_role role;
+  int port, peer_comp, peer_port;
+  MPI_Comm intercomm;
+  int remote_size;
+} cpli_end;
+
+struct cpl_context {
+  cpli_workflow *wf;
+  MPI_Comm world; /* private duplicate of the caller's communicator */
+  MPI_Comm comm;  /* this component */
+  int comp;
+  cpli_end *ends; /* links of this component, in global link order */
+  int nends;
+};
+
+/* Wait for a request, polling, up to `timeout` seconds. */
+static int wait_deadline(MPI_Request *req, double timeout, const char *what) {
+  double t0 = MPI_Wtime();
+  struct timespec nap = {0, 200000}; /* 0.2 ms: don't spin on shared cores */
+  for (;;) {
+    int done = 0;
+    int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) return cpli_mpi_check(rc, what, "cpl_init");
+    if (done) return CPL_OK;
+    if (MPI_Wtime() - t0 > timeout)
+      return cpli_fail(CPL_ERR_TIMEOUT,
+                       "cpl_init: %s did not complete within %g s: some "
+                       "process of the job did not call cpl_init (set "
+                       "CPL_INIT_TIMEOUT to wait longer)", what, timeout);
+    nanosleep(&nap, NULL);
+  }
+}
+
+static int init_timeout(double *out) {
+  *out = CPLI_INIT_TIMEOUT_DEFAULT;
+  const char *s = getenv("CPL_INIT_TIMEOUT");
+  if (!s || !*s) return CPL_OK;
+  char *end = NULL;
+  double v = strtod(s, &end);
+  if (*end || !(v > 0) || v > 1e6)
+    return cpli_fail(CPL_ERR_ENV,
+                     "CPL_INIT_TIMEOUT must be a number of seconds in "
+                     "(0, 1e6], got \"%s\"", s);
+  *out = v;
+  return CPL_OK;
+}
+
+/* Load the workflow on this rank; on failure put every message (as many
+ * as fit) into the last-error text, not only the first. */
+static int load_local(const char *path, cpli_workflow **wf) {
+  if (!path || !*path)
+    return cpli_fail(CPL_ERR_ARG, "no workflow file: pass one to cpl_init "
+                                  "or set CPL_WORKFLOW");
+  cpl_diag *d = NULL;
+  CPLI_TRY(cpl_diag_create(&d));
+  int rc = cpl_workflow_load(path, d, wf);
+  if (rc != CPL_OK && cpl_diag_count(d) > 1) {
+    char msg[2000];
+    size_t o = 0;
+    msg[0] = '\0';
+    for (int i = 0; i < cpl_diag_count(d) && o < sizeof msg; i++)
+      o += (size_t)snprintf(msg + o, sizeof msg - o, "%s%s", i ? "\n" : "",
+                            cpl_diag_message(d, i));
+    cpli_fail(rc, "%s", msg);
+  }
+  cpl_diag_destroy(d);
+  return rc;
+}
+
+static void free_context(cpl_context *ctx) {
+  if (!ctx) return;
+  for (int i = 0; i < ctx->nends; i++)
+    if (ctx->ends[i].intercomm != MPI_COMM_NULL)
+      MPI_Comm_free(&ctx->ends[i].intercomm);
+  free(ctx->ends);
+  if (ctx->comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->comm);
+  if (ctx->world != MPI_COMM_NULL) MPI_Comm_free(&ctx->world);
+  cpli_wf_free(ctx->wf);
+  free(ctx);
+}
+
+/* Split into components and build the intercommunicators, in global link
+ * order with one tag per link: every pair of components walks its common
+ * links in the same order, so the blocking creates cannot deadlock. */
+static int build_groups(cpl_context *ctx, int nranks,
+                        const cpli_rank_rec *recs, int myrank) {
+  const cpli_workflow *wf = ctx->wf;
+  CPLI_TRY(cpli_mpi_check(MPI_Comm_split(ctx->world, ctx->comp, myrank,
+                                         &ctx->comm),
+                          "MPI_Comm_split", "cpl_init"));
+  MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
+  char cname[MPI_MAX_OBJECT_NAME];
+  snprintf(cname, sizeof cname, "cpl:%s", wf->comps[ctx->comp].name);
+  MPI_Comm_set_name(ctx->comm, cname);
+
+  int *leaders = malloc((size_t)wf->ncomps * sizeof *leaders);
+  ctx->ends = calloc((size_t)(wf->nlinks ? wf->nlinks : 1), sizeof *ctx->ends);
+  if (!leaders || !ctx->ends) {
+    free(leaders);
+    return cpli_fail(CPL_ERR_NOMEM, "cpl_init: out of memory");
+  }
+  cpli_group_leaders(wf, nranks, recs, leaders);
+  int rc = CPL_OK;
+  for (int k = 0; k < wf->nlinks && rc == CPL_OK; k++) {
+    const cpli_link *l = &wf->links[k];
+    int sender = l->from_comp == ctx->comp;
+    if (!sender && l->to_comp != ctx->comp) continue;
+    cpli_end *e = &ctx->ends[ctx->nends];
+    e->link = k;
+    e->role = sender ? CPL_SENDER : CPL_RECEIVER;
+    e->port = sender ? l->from_port : l->to_port;
+    e->peer_comp = sender ? l->to_comp : l->from_comp;
+    e->peer_port = sender ? l->to_port : l->from_port;
+    e->intercomm = MPI_COMM_NULL;
+    rc = cpli_mpi_check(MPI_Intercomm_create(ctx->comm, 0, ctx->world,
+                                             leaders[e->peer_comp],
+                                             CPLI_LINK_TAG_BASE + k,
+                                             &e->intercomm),
+                        "MPI_Intercomm_create", "cpl_init: link %s", l->label);
+    if (rc != CPL_OK) break;
+    ctx->nends++;
+    MPI_Comm_set_errhandler(e->intercomm, MPI_ERRORS_RETURN);
+    snprintf(cname, sizeof cname, "cpl:%s", l->label);
+    MPI_Comm_set_name(e->intercomm, cname);
+    MPI_Comm_remote_size(e->intercomm, &e->remote_size);
+  }
+  free(leaders);
+  return rc;
+}
+
+int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
+             cpl_context **out) {
+  if (!out) return cpli_fail(CPL_ERR_ARG, "cpl_init: out is NULL");
+  *out = NULL;
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (!inited) return cpli_fail(CPL_ERR_STATE, "cpl_init: call MPI_Init first");
+  if (world == MPI_COMM_NULL)
+    return cpli_fail(CPL_ERR_COMM, "cpl_init: world is MPI_COMM_NULL");
+  int inter = 0;
+  MPI_Comm_test_inter(world, &inter);
+  if (inter)
+    return cpli_fail(CPL_ERR_COMM, "cpl_init: world is an intercommunicator");
+
+  cpl_context *ctx = calloc(1, sizeof *ctx);
+  if (!ctx) return cpli_fail(CPL_ERR_NOMEM, "cpl_init: out of memory");
+  ctx->world = ctx->comm = MPI_COMM_NULL;
+  ctx->comp = CPLI_COMP_NONE;
+
+  /* Local work first; its failure is carried into the agreement. */
+  double timeout;
+  int local = init_timeout(&timeout);
+  const char *path = workflow_path ? workflow_path : getenv("CPL_WORKFLOW");
+  const char *name = component ? component : getenv("CPL_COMPONENT");
+  if (local == CPL_OK) local = load_local(path, &ctx->wf);
+  if (local == CPL_OK && name && *name) {
+    ctx->comp = cpl_workflow_component_index(ctx->wf, name);
+    if (ctx->comp < 0) ctx->comp = CPLI_COMP_UNKNOWN;
+  }
+  char local_msg[2048];
+  snprintf(local_msg, sizeof local_msg, "%s", cpl_last_error());
+
+  MPI_Request req;
+  int rc = cpli_mpi_check(MPI_Comm_idup(world, &ctx->world, &req),
+                          "MPI_Comm_idup", "cpl_init");
+  if (rc == CPL_OK) rc = wait_deadline(&req, timeout, "MPI_Comm_idup");
+  if (rc != CPL_OK) {
+    free_context(ctx);
+    return rc;
+  }
+  MPI_Comm_set_errhandler(ctx->world, MPI_ERRORS_RETURN);
+  int nranks, myrank;
+  MPI_Comm_size(ctx->world, &nranks);
+  MPI_Comm_rank(ctx->world, &myrank);
+
+  cpli_rank_rec mine = {.status = local, .comp = ctx->comp,
+                        .hash = ctx->wf ? ctx->wf->hash : 0};
+  uint32_t w[CPLI_REC_WORDS];
+  cpli_rec_pack(&mine, w);
+  uint32_t *all = malloc((size_t)nranks * CPLI_REC_WORDS * sizeof *all);
+  cpli_rank_rec *recs = malloc((size_t)nranks * sizeof *recs);
+  if (!all || !recs) {
+    /* Cannot take part in the agreement: the others will time out. */
+    free(all);
+    free(recs);
+    free_context(ctx);
+    return cpli_fail(CPL_ERR_NOMEM, "cpl_init: out of memory");
+  }
+  rc = cpli_mpi_check(MPI_Iallgather(w, CPLI_REC_WORDS, MPI_UINT32_T, all,
+                                     CPLI_REC_WORDS, MPI_UINT32_T, ctx->world,
+                                     &req),
+                      "MPI_Iallgather", "cpl_init");
+  if (rc == CPL_OK) rc = wait_deadline(&req, timeout, "the agreement allgather");
+  if (rc == CPL_OK) {
+    for (int r = 0; r < nranks; r++)
+      cpli_rec_unpack(all + (size_t)r * CPLI_REC_WORDS, &recs[r]);
+    if (local != CPL_OK) cpli_fail(local, "%s", local_msg);
+    rc = cpli_group_agree(ctx->wf, nranks, recs, myrank, name);
+  }
+  if (rc == CPL_OK) rc = build_groups(ctx, nranks, recs, myrank);
+  free(all);
+  free(recs);
+  if (rc != CPL_OK) {
+    free_context(ctx);
+    return rc;
+  }
+  *out = ctx;
+  return CPL_OK;
+}
+
+int cpl_finalize(cpl_context *ctx) {
+  if (!ctx) return CPL_OK;
+  free_context(ctx);
+  return CPL_OK;
+}
+
+/* ------------------------------------------------------------ accessors */
+
+const cpl_workflow *cpl_context_workflow(const cpl_context *ctx) {
+  return ctx ? ctx->wf : NULL;
+}
+
+int cpl_context_component(const cpl_context *ctx, int *index,
+                          const char **name) {
+  if (!ctx) return cpli_fail(CPL_ERR_ARG, "cpl_context_component: ctx is NULL");
+  if (index) *index = ctx->comp;
+  if (name) *name = ctx->wf->comps[ctx->comp].name;
+  return CPL_OK;
+}
+
+int cpl_component_comm(const cpl_context *ctx, MPI_Comm *out) {
+  if (!ctx || !out)
+    return cpli_fail(CPL_ERR_ARG, "cpl_component_comm: NULL argument");
+  *out = ctx->comm;
+  return CPL_OK;
+}
+
+int cpl_context_link_count(const cpl_context *ctx, int *count) {
+  if (!ctx || !count)
+    return cpli_fail(CPL_ERR_ARG, "cpl_context_link_count: NULL argument");
+  *count = ctx->nends;
+  return CPL_OK;
+}
+
+static void fill_end(const cpl_context *ctx, const cpli_end *e,
+                     cpl_link_end *out) {
+  const cpli_workflow *wf = ctx->wf;
+  const cpli_component *peer = &wf->comps[e->peer_comp];
+  *out = (cpl_link_end){
+      .link = e->link,
+      .role = e->role,
+      .port = wf->comps[ctx->comp].ports[e->port].name,
+      .peer_component = peer->name,
+      .peer_port = peer->ports[e->peer_port].name,
+      .intercomm = e->intercomm,
+      .remote_size = e->remote_size,
+  };
+}
+
+int cpl_context_link(const cpl_context *ctx, int i, cpl_link_end *out) {
+  if (!ctx || !out || i < 0 || i >= ctx->nends)
+    return cpli_fail(CPL_ERR_ARG, "cpl_context_link: no link %d here", i);
+  fill_end(ctx, &ctx->ends[i], out);
+  return CPL_OK;
+}
+
+/* Does peer ("comp" or "comp.port") match this end? */
+static int peer_matches(const cpl_context *ctx, const cpli_end *e,
+                        const char *peer) {
+  if (!peer) return 1;
+  const cpli_component *pc = &ctx->wf->comps[e->peer_comp];
+  size_t n = strlen(pc->name);
+  if (strncmp(peer, pc->name, n) != 0) return 0;
+  if (peer[n] == '\0') return 1;
+  return peer[n] == '.' && strcmp(peer + n + 1, pc->ports[e->peer_port].name) == 0;
+}
+
+int cpl_port_link(const cpl_context *ctx, const char *port, const char *peer,
+                  cpl_link_end *out) {
+  if (!ctx || !port || !out)
+    return cpli_fail(CPL_ERR_ARG, "cpl_port_link: NULL argument");
+  const cpli_component *me = &ctx->wf->comps[ctx->comp];
+  int p = cpli_wf_port_index(me, port);
+  if (p < 0)
+    return cpli_fail(CPL_ERR_ARG, "cpl_port_link: component \"%s\" has no "
+                     "port \"%s\"", me->name, port);
+  const cpli_end *found = NULL;
+  int nfound = 0;
+  char labels[512] = "";
+  size_t o = 0;
+  for (int i = 0; i < ctx->nends; i++) {
+    const cpli_end *e = &ctx->ends[i];
+    if (e->port != p || !peer_matches(ctx, e, peer)) continue;
+    if (!found) found = e;
+    nfound++;
+    if (o < sizeof labels)
+      o += (size_t)snprintf(labels + o, sizeof labels - o, "%s%s",
+                            nfound > 1 ? ", " : "",
+                            ctx->wf->links[e->link].label);
+  }
+  if (nfound == 0)
+    return cpli_fail(CPL_ERR_ARG, "cpl_port_link: port %s.%s has no link%s%s",
+                     me->name, port, peer ? " to " : "", peer ? peer : "");
+  if (nfound > 1)
+    return cpli_fail(CPL_ERR_ARG, "cpl_port_link: port %s.%s has %d links "
+                     "(%s): name the peer", me->name, port, nfound, labels);
+  fill_end(ctx, found, out);
+  return CPL_OK;
+}

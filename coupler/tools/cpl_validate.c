@@ -1,0 +1,151 @@
+/* cpl-validate FILE...: check workflow files without starting MPI.
+ * Exit 0 and a summary when valid; 1 and every error as file:line:col:
+ * message when not; 2 on a usage error. */
+#include <stdio.h>
+#include <string.h>
+
+#include "coupler.h"
+#include "workflow/model.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: cpl-validate [--quiet] FILE...\n"
+          "Check Coupler workflow files without starting MPI.\n"
+          "  -q, --quiet    print errors only, no summary\n"
+          "  -h, --help     show this help\n"
+          "  -V, --version  show the version\n"
+          "Exit status: 0 valid, 1 invalid, 2 usage error.\n");
+}
+
+static size_t dtype_size(const char *t) {
+  static const struct { const char *name; size_t size; } tab[] = {
+      {"int8", 1},    {"int16", 2},   {"int32", 4},   {"int64", 8},
+      {"uint8", 1},   {"uint16", 2},  {"uint32", 4},  {"uint64", 8},
+      {"float32", 4}, {"float64", 8}, {"char", 1},    {"byte", 1}};
+  for (size_t i = 0; i < sizeof tab / sizeof *tab; i++)
+    if (strcmp(t, tab[i].name) == 0) return tab[i].size;
+  return 0;
+}
+
+/* Bytes one step of a port carries, if every dataset declares type and
+ * dims; 0 if unknown. */
+static size_t port_bytes(const cpli_port *p) {
+  size_t total = 0;
+  if (p->ndatasets == 0) return 0;
+  for (int i = 0; i < p->ndatasets; i++) {
+    const cpli_dataset *d = &p->datasets[i];
+    if (!d->type || d->ndims < 0) return 0;
+    double n = (double)dtype_size(d->type);
+    for (int k = 0; k < d->ndims; k++) n *= (double)d->dims[k];
+    if (n > 1e18) return 0;
+    total += (size_t)n;
+  }
+  return total;
+}
+
+static void print_link(const cpli_workflow *wf, const cpli_link *l) {
+  const cpli_component *fc = &wf->comps[l->from_comp];
+  const cpli_component *tc = &wf->comps[l->to_comp];
+  const cpli_port *fp = &fc->ports[l->from_port];
+  char inter[128];
+  if (l->inter != CPL_INTER_AUTO) {
+    snprintf(inter, sizeof inter, "%s", cpli_inter_name(l->inter));
+  } else {
+    /* Ask the same cost model the run will use (environment included). */
+    size_t bytes = port_bytes(fp);
+    int known = bytes > 0;
+    if (!known) bytes = 1 << 20;
+    cpl_inter_algorithm a = CPL_INTER_AUTO;
+    if (cpl_inter_select(fc->nprocs, tc->nprocs, bytes, NULL, &a) == CPL_OK)
+      snprintf(inter, sizeof inter, "auto -> %s (%s %zu bytes per step)",
+               cpli_inter_name(a), known ? "for" : "if", bytes);
+    else
+      snprintf(inter, sizeof inter, "auto (chosen per step)");
+  }
+  char policy[32];
+  if (l->policy == CPL_POLICY_EVERY)
+    snprintf(policy, sizeof policy, "every:%d", l->every);
+  else
+    snprintf(policy, sizeof policy, "%s", cpli_policy_name(l->policy));
+  printf("  link %-24s %d -> %d ranks, inter %s, intra %s, policy %s, "
+         "depth %d, timeout %gs\n",
+         l->label, fc->nprocs, tc->nprocs, inter, cpli_intra_name(l->intra),
+         policy, l->depth, l->timeout);
+}
+
+static void summary(const cpli_workflow *wf) {
+  printf("%s: workflow \"%s\" is valid: %d components, %d ranks, %d links\n",
+         wf->path, wf->name, wf->ncomps, wf->total_procs, wf->nlinks);
+  for (int i = 0; i < wf->ncomps; i++) {
+    const cpli_component *c = &wf->comps[i];
+    printf("  component %-16s %6d ranks  ", c->name, c->nprocs);
+    if (c->kind == CPL_KIND_COMMAND) {
+      for (int k = 0; k < c->argc; k++)
+        printf("%s%s", k ? " " : "", c->argv[k]);
+    } else {
+      printf("built-in %s%s%s", cpli_kind_name(c->kind),
+             c->file ? " " : "", c->file ? c->file : "");
+    }
+    printf("\n");
+  }
+  for (int i = 0; i < wf->nlinks; i++) print_link(wf, &wf->links[i]);
+}
+
+int main(int argc, char **argv) {
+  int quiet = 0, nfiles = 0, bad = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      usage(stdout);
+      return 0;
+    }
+    if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
+      printf("cpl-validate (Coupler) %s\n", CPL_VERSION_STRING);
+      return 0;
+    }
+    if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+      quiet = 1;
+      continue;
+    }
+    if (a[0] == '-' && a[1] && strcmp(a, "--")) {
+      fprintf(stderr, "cpl-validate: unknown option %s\n", a);
+      usage(stderr);
+      return 2;
+    }
+  }
+  int files_only = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!files_only && !strcmp(a, "--")) {
+      files_only = 1;
+      continue;
+    }
+    if (!files_only && a[0] == '-' && a[1]) continue;
+    nfiles++;
+    cpl_diag *d = NULL;
+    if (cpl_diag_create(&d) != CPL_OK) {
+      fprintf(stderr, "cpl-validate: out of memory\n");
+      return 2;
+    }
+    cpl_workflow *wf = NULL;
+    int rc = cpl_workflow_load(a, d, &wf);
+    if (rc == CPL_OK) {
+      if (!quiet) summary(wf);
+    } else {
+      bad++;
+      int n = cpl_diag_count(d), total = cpl_diag_total(d);
+      for (int k = 0; k < n; k++) fprintf(stderr, "%s\n", cpl_diag_message(d, k));
+      if (n == 0) fprintf(stderr, "%s\n", cpl_last_error());
+      if (total > n) fprintf(stderr, "%s: %d more errors not shown\n", a, total - n);
+      fprintf(stderr, "%s: %d error%s\n", a, total ? total : 1,
+              total == 1 ? "" : "s");
+    }
+    cpl_workflow_destroy(wf);
+    cpl_diag_destroy(d);
+  }
+  if (nfiles == 0) {
+    usage(stderr);
+    return 2;
+  }
+  return bad ? 1 : 0;
+}

@@ -1,0 +1,123 @@
+/*
+ * The validated workflow model: plain C structs for the other layers (groups,
+ * data, stage, tools). A cpl_workflow that exists is valid: every reference
+ * is resolved to an index and every value is in range. Each element carries
+ * the line:col where it was declared, for later error messages.
+ */
+#ifndef CPLI_WORKFLOW_MODEL_H
+#define CPLI_WORKFLOW_MODEL_H
+
+#include <stdint.h>
+
+#include "coupler.h"
+#include "workflow/cpl_workflow_api.h"
+
+/* Bounds the validator enforces (documented in README.md). */
+#define CPLI_WF_MAX_NAME 64           /* characters in a name              */
+#define CPLI_WF_MAX_COMPONENTS 1024
+#define CPLI_WF_MAX_LINKS 4096
+#define CPLI_WF_MAX_PORTS 256         /* per component                    */
+#define CPLI_WF_MAX_DATASETS 1024     /* per port                          */
+#define CPLI_WF_MAX_NPROCS (1 << 20)  /* per component                    */
+#define CPLI_WF_MAX_TOTAL (1 << 24)   /* whole job                         */
+#define CPLI_WF_MAX_DEPTH 1024        /* link queue depth                  */
+#define CPLI_WF_MAX_EVERY 1000000     /* N of every:N                      */
+#define CPLI_WF_MAX_TIMEOUT 604800.0  /* one week, in seconds              */
+#define CPLI_WF_MAX_DIMS 32           /* dataset rank                      */
+#define CPLI_WF_MAX_ARGS 4096         /* command words                     */
+#define CPLI_WF_DEFAULT_DEPTH 2
+#define CPLI_WF_DEFAULT_TIMEOUT 60.0
+
+typedef struct cpli_pos {
+  int line, col;
+} cpli_pos;
+
+typedef struct cpli_dataset {
+  char *name;
+  char *type;        /* "float64", ...; NULL when not declared      */
+  int ndims;         /* -1 when not declared                        */
+  long long *dims;   /* ndims extents                               */
+  cpli_pos pos;
+} cpli_dataset;
+
+typedef struct cpli_port {
+  char *name;
+  int output;        /* 1: outputs (producer side), 0: inputs      */
+  cpli_dataset *datasets;
+  int ndatasets;
+  cpli_pos pos;
+} cpli_port;
+
+typedef struct cpli_envvar {
+  char *name, *value;
+  cpli_pos pos;
+} cpli_envvar;
+
+typedef struct cpli_component {
+  char *name;
+  int nprocs;
+  cpl_component_kind kind;
+  char **argv;       /* argc words then NULL (CPL_KIND_COMMAND)     */
+  int argc;
+  char *file;        /* sink/source HDF5 file; NULL otherwise        */
+  char *workdir;     /* NULL: the launcher's working directory      */
+  cpli_envvar *env;
+  int nenv;
+  cpli_port *ports;  /* outputs and inputs, in file order            */
+  int nports;
+  cpli_pos pos, nprocs_pos;
+} cpli_component;
+
+typedef struct cpli_link {
+  int from_comp, from_port; /* indices into comps / comps[].ports    */
+  int to_comp, to_port;
+  cpl_inter_algorithm inter;
+  cpl_intra_algorithm intra;
+  cpl_flow_policy policy;
+  int every;                /* N of every:N, 1 otherwise             */
+  int depth;
+  double timeout;
+  char *label;              /* "sim.out->ana.in", for messages       */
+  cpli_pos pos;
+} cpli_link;
+
+struct cpl_workflow {
+  char *path;               /* as given, for messages                */
+  char *name;
+  cpli_component *comps;
+  int ncomps;
+  cpli_link *links;         /* in file order = global link order     */
+  int nlinks;
+  int total_procs;
+  uint64_t hash;            /* FNV-1a of the file bytes              */
+};
+typedef struct cpl_workflow cpli_workflow;
+
+/* Build the model from a parsed tree (schema.c). Errors go to d; returns
+ * CPL_OK or CPL_ERR_CONFIG (partial model freed) or CPL_ERR_NOMEM. */
+struct cpli_ynode;
+int cpli_wf_from_tree(const struct cpli_ynode *root, const char *file,
+                      cpl_diag *d, cpli_workflow **out);
+
+/* Cross-checks on a complete model: names, references, totals (check.c). */
+void cpli_wf_check(cpli_workflow *wf, const char *file, cpl_diag *d);
+
+/* Free a model (complete or partial). */
+void cpli_wf_free(cpli_workflow *wf);
+
+/* Names of enum values as written in YAML; NULL if out of range. */
+const char *cpli_kind_name(cpl_component_kind k);
+const char *cpli_policy_name(cpl_flow_policy p);
+const char *cpli_inter_name(cpl_inter_algorithm a);
+const char *cpli_intra_name(cpl_intra_algorithm a);
+
+/* Index of a port by name in a component, or -1. */
+int cpli_wf_port_index(const cpli_component *c, const char *name);
+
+uint64_t cpli_fnv1a(const void *data, size_t len);
+
+/* Edit distance, capped (returns cap+1 when larger): used for "did you
+ * mean" suggestions. */
+int cpli_edit_distance(const char *a, const char *b, int cap);
+
+#endif

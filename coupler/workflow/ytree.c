@@ -1,0 +1,260 @@
+#include "workflow/ytree.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+typedef struct builder {
+  const char *file;
+  cpl_diag *d;
+  cpli_ynode *root;
+  cpli_ynode *stack[CPLI_Y_MAX_DEPTH + 1];
+  int depth;
+  long nodes;
+  int docs;
+  int fatal; /* status that stops the parse */
+  int anchors, aliases; /* reported once each: an alias bomb is one error */
+} builder;
+
+static cpli_ynode *node_new(builder *b, cpli_ykind kind, yaml_mark_t m) {
+  if (++b->nodes > CPLI_Y_MAX_NODES) {
+    cpli_diag_add(b->d, b->file, (int)m.line + 1, (int)m.column + 1,
+                  "too many YAML nodes (limit %d)", CPLI_Y_MAX_NODES);
+    b->fatal = CPL_ERR_PARSE;
+    return NULL;
+  }
+  cpli_ynode *n = calloc(1, sizeof *n);
+  if (!n) {
+    b->fatal = CPL_ERR_NOMEM;
+    return NULL;
+  }
+  n->kind = kind;
+  n->line = (int)m.line + 1;
+  n->col = (int)m.column + 1;
+  return n;
+}
+
+void cpli_ytree_free(cpli_ynode *n) {
+  if (!n) return;
+  for (size_t i = 0; i < n->n; i++) cpli_ytree_free(n->items[i]);
+  free(n->items);
+  free(n->str);
+  free(n);
+}
+
+static int push_item(cpli_ynode *parent, cpli_ynode *child) {
+  if (parent->n == parent->cap) {
+    size_t cap = parent->cap ? 2 * parent->cap : 4;
+    cpli_ynode **v = realloc(parent->items, cap * sizeof *v);
+    if (!v) return CPL_ERR_NOMEM;
+    parent->items = v;
+    parent->cap = cap;
+  }
+  parent->items[parent->n++] = child;
+  return CPL_OK;
+}
+
+const cpli_ynode *cpli_ymap_get(const cpli_ynode *m, const char *key) {
+  if (!m || m->kind != CPLI_Y_MAP) return NULL;
+  for (size_t i = 0; i < cpli_ymap_size(m); i++) {
+    const cpli_ynode *k = cpli_ymap_key(m, i);
+    if (k->kind == CPLI_Y_SCALAR && strcmp(k->str, key) == 0)
+      return cpli_ymap_val(m, i);
+  }
+  return NULL;
+}
+
+int cpli_y_is_null(const cpli_ynode *n) {
+  return n && n->kind == CPLI_Y_SCALAR && !n->quoted && !n->bad &&
+         (n->len == 0 || strcmp(n->str, "~") == 0 ||
+          strcmp(n->str, "null") == 0 || strcmp(n->str, "Null") == 0 ||
+          strcmp(n->str, "NULL") == 0);
+}
+
+/* Attach a finished or just-opened node to the open container (or make it
+ * the root). Keys of a mapping must be scalars; duplicates are reported. */
+static void attach(builder *b, cpli_ynode *n) {
+  if (b->depth == 0) {
+    b->root = n;
+    return;
+  }
+  cpli_ynode *top = b->stack[b->depth - 1];
+  int is_key = top->kind == CPLI_Y_MAP && top->n % 2 == 0;
+  if (is_key && n->kind != CPLI_Y_SCALAR) {
+    cpli_diag_add(b->d, b->file, n->line, n->col,
+                  "mapping keys must be plain strings, got a %s",
+                  n->kind == CPLI_Y_MAP ? "mapping" : "list");
+    b->fatal = CPL_ERR_PARSE;
+  } else if (is_key && !n->bad) {
+    for (size_t i = 0; i < cpli_ymap_size(top); i++) {
+      const cpli_ynode *k = cpli_ymap_key(top, i);
+      if (!k->bad && k->len == n->len && memcmp(k->str, n->str, n->len) == 0) {
+        cpli_diag_add(b->d, b->file, n->line, n->col,
+                      "duplicate key \"%s\" (first at %d:%d)", n->str, k->line,
+                      k->col);
+        break;
+      }
+    }
+  }
+  if (push_item(top, n) != CPL_OK) {
+    cpli_ytree_free(n);
+    b->fatal = CPL_ERR_NOMEM;
+  }
+}
+
+static void anchor_error(builder *b, const yaml_mark_t *m,
+                         const yaml_char_t *anchor) {
+  if (!anchor || b->anchors++) return;
+  cpli_diag_add(b->d, b->file, (int)m->line + 1, (int)m->column + 1,
+                "anchors (&%.40s) are not supported: write the value out",
+                (const char *)anchor);
+}
+
+static void open_container(builder *b, cpli_ykind kind, const yaml_event_t *ev) {
+  if (b->depth >= CPLI_Y_MAX_DEPTH) {
+    cpli_diag_add(b->d, b->file, (int)ev->start_mark.line + 1,
+                  (int)ev->start_mark.column + 1,
+                  "nesting deeper than %d levels", CPLI_Y_MAX_DEPTH);
+    b->fatal = CPL_ERR_PARSE;
+    return;
+  }
+  const yaml_char_t *anchor = kind == CPLI_Y_MAP
+                                  ? ev->data.mapping_start.anchor
+                                  : ev->data.sequence_start.anchor;
+  anchor_error(b, &ev->start_mark, anchor);
+  cpli_ynode *n = node_new(b, kind, ev->start_mark);
+  if (!n) return;
+  attach(b, n);
+  if (b->fatal) return;
+  b->stack[b->depth++] = n;
+}
+
+static void scalar(builder *b, const yaml_event_t *ev) {
+  anchor_error(b, &ev->start_mark, ev->data.scalar.anchor);
+  cpli_ynode *n = node_new(b, CPLI_Y_SCALAR, ev->start_mark);
+  if (!n) return;
+  n->len = ev->data.scalar.length;
+  n->str = malloc(n->len + 1);
+  if (!n->str) {
+    free(n);
+    b->fatal = CPL_ERR_NOMEM;
+    return;
+  }
+  memcpy(n->str, ev->data.scalar.value, n->len);
+  n->str[n->len] = '\0';
+  n->quoted = ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
+  attach(b, n);
+}
+
+/* An alias becomes a placeholder node marked bad, so the validator neither
+ * expands it nor reports it a second time. */
+static void alias(builder *b, const yaml_event_t *ev) {
+  if (!b->aliases++) {
+    cpli_diag_add(b->d, b->file, (int)ev->start_mark.line + 1,
+                  (int)ev->start_mark.column + 1,
+                  "aliases (*%.40s) are not supported: write the value out",
+                  (const char *)ev->data.alias.anchor);
+  }
+  cpli_ynode *n = node_new(b, CPLI_Y_SCALAR, ev->start_mark);
+  if (!n) return;
+  n->bad = 1;
+  n->str = calloc(1, 1);
+  if (!n->str) {
+    free(n);
+    b->fatal = CPL_ERR_NOMEM;
+    return;
+  }
+  attach(b, n);
+}
+
+static void syntax_error(builder *b, const yaml_parser_t *p) {
+  if (p->error == YAML_MEMORY_ERROR) {
+    b->fatal = CPL_ERR_NOMEM;
+    return;
+  }
+  const char *problem = p->problem ? p->problem : "malformed input";
+  int line = (int)p->problem_mark.line + 1;
+  int col = (int)p->problem_mark.column + 1;
+  if (p->context)
+    cpli_diag_add(b->d, b->file, line, col,
+                  "YAML syntax error: %s (%s at %d:%d)", problem, p->context,
+                  (int)p->context_mark.line + 1,
+                  (int)p->context_mark.column + 1);
+  else
+    cpli_diag_add(b->d, b->file, line, col, "YAML syntax error: %s", problem);
+  b->fatal = CPL_ERR_PARSE;
+}
+
+/* Checks libyaml would report less clearly, or not at all. */
+static int precheck(const char *buf, size_t len, builder *b) {
+  if (len > CPLI_Y_MAX_BYTES) {
+    cpli_diag_add(b->d, b->file, 0, 0,
+                  "file is %zu bytes; a workflow file may have at most %d",
+                  len, CPLI_Y_MAX_BYTES);
+    return CPL_ERR_PARSE;
+  }
+  const char *nul = memchr(buf, '\0', len);
+  if (nul) {
+    int line = 1, col = 1;
+    for (const char *p = buf; p < nul; p++) {
+      if (*p == '\n') {
+        line++;
+        col = 1;
+      } else {
+        col++;
+      }
+    }
+    cpli_diag_add(b->d, b->file, line, col,
+                  "NUL byte in file: a workflow file must be text");
+    return CPL_ERR_PARSE;
+  }
+  return CPL_OK;
+}
+
+int cpli_ytree_parse(const char *buf, size_t len, const char *file,
+                     cpl_diag *d, cpli_ynode **root) {
+  builder b = {.file = file, .d = d};
+  *root = NULL;
+  int rc = precheck(buf, len, &b);
+  if (rc != CPL_OK) return rc;
+
+  yaml_parser_t p;
+  if (!yaml_parser_initialize(&p)) return CPL_ERR_NOMEM;
+  yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
+  int done = 0;
+  while (!done && !b.fatal) {
+    yaml_event_t ev;
+    if (!yaml_parser_parse(&p, &ev)) {
+      syntax_error(&b, &p);
+      break;
+    }
+    switch (ev.type) {
+    case YAML_DOCUMENT_START_EVENT:
+      if (++b.docs > 1) {
+        cpli_diag_add(d, file, (int)ev.start_mark.line + 1,
+                      (int)ev.start_mark.column + 1,
+                      "a second YAML document: a workflow file holds one");
+        b.fatal = CPL_ERR_PARSE;
+      }
+      break;
+    case YAML_MAPPING_START_EVENT: open_container(&b, CPLI_Y_MAP, &ev); break;
+    case YAML_SEQUENCE_START_EVENT: open_container(&b, CPLI_Y_SEQ, &ev); break;
+    case YAML_MAPPING_END_EVENT:
+    case YAML_SEQUENCE_END_EVENT:
+      if (b.depth > 0) b.depth--;
+      break;
+    case YAML_SCALAR_EVENT: scalar(&b, &ev); break;
+    case YAML_ALIAS_EVENT: alias(&b, &ev); break;
+    case YAML_STREAM_END_EVENT: done = 1; break;
+    default: break;
+    }
+    yaml_event_delete(&ev);
+  }
+  yaml_parser_delete(&p);
+  if (b.fatal) {
+    cpli_ytree_free(b.root);
+    return b.fatal;
+  }
+  *root = b.root;
+  return CPL_OK;
+}
