@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -232,6 +233,7 @@ static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
   cpli_inter_args a = {.link = link, .sender = sender, .p = p, .q = q,
                        .regular = regular, .intra = intra, .ctx = &ctx};
   ctx.alg = cpl_inter_algorithm_name(alg);
+  snprintf(ctx.who, sizeof ctx.who, "%s %d", sender ? "sender" : "receiver", link->lrank);
   char *tmp = NULL;
   recv_view v = {0};
   if (sender) {
@@ -244,7 +246,7 @@ static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
   if (rc != CPL_OK) {
     char where[256];
     cpli_ctx_where(&ctx, link->inter, where, sizeof where);
-    if (!strstr(cpl_last_error(), "rank ")) cpli_error_prefix("%s: ", where);
+    if (!strstr(cpl_last_error(), ctx.who)) cpli_error_prefix("%s: ", where);
   }
   if (!sender) {
     int frc = recv_view_finish(&v, recvbuf, recvcounts, displs, recvtype, p, -1, intercomm,

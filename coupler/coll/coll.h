@@ -28,6 +28,7 @@ typedef struct cpli_ctx {
   long step;         /* user step, -1 if none                            */
   const char *alg;   /* algorithm running                                */
   int xstep;         /* schedule step inside the algorithm, for messages */
+  char who[32];      /* "sender 3", "receiver 0": the caller's own rank  */
 } cpli_ctx;
 
 /* A byte block list: block i is counts[i] bytes at base + displs[i]. */
@@ -57,8 +58,9 @@ int cpli_xferv(MPI_Comm comm, const void *sbase, int ns, const size_t *slen,
 int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm,
                  const char *what, int peer);
 
-/* Message header for failures inside a collective: "link L, rank R, step S
- * (ALG step X)". Writes into buf and returns it. */
+/* Message header for failures inside a collective: "link L, receiver R,
+ * step S (ALG step X)", naming the caller by ctx->who (its rank in its own
+ * group) or else by its rank in comm. Writes into buf and returns it. */
 const char *cpli_ctx_where(const cpli_ctx *ctx, MPI_Comm comm, char *buf,
                            size_t n);
 

@@ -17,14 +17,19 @@
 
 const char *cpli_ctx_where(const cpli_ctx *ctx, MPI_Comm comm, char *buf,
                            size_t n) {
-  int rank = -1;
-  if (comm != MPI_COMM_NULL) MPI_Comm_rank(comm, &rank);
-  char step[32] = "";
+  char who[48], step[32] = "";
+  if (ctx && ctx->who[0]) {
+    snprintf(who, sizeof who, "%s", ctx->who);
+  } else {
+    int rank = -1;
+    if (comm != MPI_COMM_NULL) MPI_Comm_rank(comm, &rank);
+    snprintf(who, sizeof who, "rank %d", rank);
+  }
   if (ctx && ctx->step >= 0) snprintf(step, sizeof step, ", step %ld", ctx->step);
-  snprintf(buf, n, "%s%s%srank %d%s (%s step %d)",
+  snprintf(buf, n, "%s%s%s%s%s (%s step %d)",
            ctx && ctx->label && ctx->label[0] ? "link " : "",
            ctx && ctx->label ? ctx->label : "",
-           ctx && ctx->label && ctx->label[0] ? ", " : "", rank, step,
+           ctx && ctx->label && ctx->label[0] ? ", " : "", who, step,
            ctx && ctx->alg ? ctx->alg : "collective", ctx ? ctx->xstep : -1);
   return buf;
 }

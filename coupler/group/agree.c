@@ -125,10 +125,14 @@ int cpli_group_agree(const cpli_workflow *wf, int nranks,
                             k->nprocs_pos.col);
     }
     free(count);
+    if (nranks != wf->total_procs)
+      return cpli_fail(CPL_ERR_MISMATCH,
+                       "cpl_init: the job has %d processes, workflow \"%s\" "
+                       "needs %d: %s",
+                       nranks, wf->name, wf->total_procs, per);
     return cpli_fail(CPL_ERR_MISMATCH,
-                     "cpl_init: the job has %d processes, workflow \"%s\" "
-                     "needs %d: %s",
-                     nranks, wf->name, wf->total_procs, per);
+                     "cpl_init: the job's processes do not match the "
+                     "components of workflow \"%s\": %s", wf->name, per);
   }
   free(count);
   return CPL_OK;

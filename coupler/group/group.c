@@ -193,6 +193,9 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
                           "MPI_Comm_idup", "cpl_init");
   if (rc == CPL_OK) rc = wait_deadline(&req, timeout, "MPI_Comm_idup");
   if (rc != CPL_OK) {
+    /* An unfinished communicator cannot be freed: leave it (the job is
+     * broken anyway and should abort). */
+    ctx->world = MPI_COMM_NULL;
     free_context(ctx);
     return rc;
   }
@@ -218,7 +221,15 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
                                      CPLI_REC_WORDS, MPI_UINT32_T, ctx->world,
                                      &req),
                       "MPI_Iallgather", "cpl_init");
-  if (rc == CPL_OK) rc = wait_deadline(&req, timeout, "the agreement allgather");
+  if (rc == CPL_OK) {
+    rc = wait_deadline(&req, timeout, "the agreement allgather");
+    if (rc == CPL_ERR_TIMEOUT) {
+      /* The allgather still owns both buffers and the communicator. */
+      ctx->world = MPI_COMM_NULL;
+      free_context(ctx);
+      return rc;
+    }
+  }
   if (rc == CPL_OK) {
     for (int r = 0; r < nranks; r++)
       cpli_rec_unpack(all + (size_t)r * CPLI_REC_WORDS, &recs[r]);

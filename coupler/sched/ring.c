@@ -397,12 +397,13 @@ int cpli_ring_steps_bound(int p, int q) { return p + (q + 1) / 2; }
 int cpli_ring_schedule(int p, int q, cpli_schedule *out) {
   CPLI_TRY(check_sizes(p, q, out));
   if (!(p & 1) && !(q & 1)) return even_schedule(p, q, out);
-  /* Where the virtual processes sit matters by a step. Exhaustive search
-   * over all placements for p, q <= 64 (tests/unit/test_ring_sched.c has
-   * the bound): the virtual sender in the middle of the senders and the
-   * virtual receiver first is always best when only one size is odd; with
-   * both odd two more candidates cover the rest (q = 3; p = 5). Keep the
-   * first candidate with the fewest steps. */
+  /* Where the virtual processes sit matters by a step. An offline search
+   * over every placement (all odd pairs with p <= 33, q <= 64) found: with
+   * one size odd, the virtual sender at p'/2 (middle of the senders) or
+   * the virtual receiver at p' (first receiver) is always among the best;
+   * with both odd, two more candidates cover the rest (q = 3; p = 5), and
+   * these three always match the best placement. Keep the first candidate
+   * with the fewest steps. The unit test checks the bound for p, q <= 64. */
   const int pe = p + (p & 1), he = pe / 2;
   const int cand[3][2] = {{he, pe}, {0, pe}, {pe - 1, pe + 1}};
   const int ncand = ((p & 1) && (q & 1)) ? 3 : 1;

@@ -2,10 +2,13 @@
  * MPI test of cpl_init: usage
  *   mpi_groups ok       WORKFLOW|- COMPONENT|-
  *   mpi_groups fail:S   WORKFLOW|- COMPONENT|- FRAGMENT
+ *   mpi_groups skip     WORKFLOW|- COMPONENT|-   (never calls cpl_init)
  * "-" means NULL (taken from CPL_WORKFLOW / CPL_COMPONENT).
  * ok: checks sizes and that every intercommunicator reaches the right peer.
  * fail:S: cpl_init must return status S (e.g. MISMATCH) on this rank with a
- * message containing FRAGMENT. Exit 0 on success.
+ * message containing FRAGMENT. Exit 0 on success. After an expected
+ * TIMEOUT the job cannot finish cleanly (a collective is pending), so the
+ * rank aborts the job; that test checks the output instead.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +33,8 @@ static const char *arg(const char *s) { return strcmp(s, "-") ? s : NULL; }
 static int status_of(const char *name) {
   static const struct { const char *n; int s; } t[] = {
       {"MISMATCH", CPL_ERR_MISMATCH}, {"CONFIG", CPL_ERR_CONFIG},
-      {"PARSE", CPL_ERR_PARSE}, {"IO", CPL_ERR_IO}, {"ARG", CPL_ERR_ARG}};
+      {"PARSE", CPL_ERR_PARSE}, {"IO", CPL_ERR_IO}, {"ARG", CPL_ERR_ARG},
+      {"TIMEOUT", CPL_ERR_TIMEOUT}};
   for (size_t i = 0; i < sizeof t / sizeof *t; i++)
     if (!strcmp(name, t[i].n)) return t[i].s;
   return -1;
@@ -94,6 +98,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: mpi_groups ok|fail:STATUS WORKFLOW COMPONENT [FRAGMENT]\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
+  if (!strcmp(argv[1], "skip")) {
+    /* Stay out of cpl_init long enough for the others to time out. */
+    double t0 = MPI_Wtime();
+    while (MPI_Wtime() - t0 < 20) {}
+    MPI_Finalize();
+    return 1;
+  }
   cpl_context *ctx = NULL;
   int rc = cpl_init(MPI_COMM_WORLD, arg(argv[2]), arg(argv[3]), &ctx);
   int code = 0;
@@ -113,6 +124,8 @@ int main(int argc, char **argv) {
       code = 1;
     } else {
       printf("rank %d: failed as expected: %s\n", rank, cpl_last_error());
+      fflush(stdout);
+      if (rc == CPL_ERR_TIMEOUT) MPI_Abort(MPI_COMM_WORLD, 0);
     }
   } else {
     fprintf(stderr, "bad mode %s\n", argv[1]);

@@ -1,0 +1,370 @@
+/*
+ * cpl-bench: time Coupler's collective algorithms side by side.
+ *
+ * Method: for every shape and message size, each variant runs `warmup`
+ * times, then `reps` rounds in which the variants take turns (interleaved,
+ * so drift on a noisy machine hits them alike). One run is timed from a
+ * barrier to the slowest rank's return (MPI_MAX of the per-rank time).
+ * Reported: median and minimum per variant, the ratio of the baseline's
+ * median to the variant's, and with --rate the bound p*k/B (inter) or
+ * (p-1)*k/B (intra). Every run's data is verified outside the timing.
+ *
+ * Message size k is the block of ONE process (as in Kang et al.).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coupler.h"
+
+#define MAXV 16
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: mpiexec -n N cpl-bench [options]\n"
+          "  --inter LIST     inter-group algorithms: fc,ring,root,native,ring-intra\n"
+          "                   (ring-intra: ring allgather over all p+q ranks, the\n"
+          "                   baseline of the Kang ring comparison)\n"
+          "  --intra LIST     intra-group algorithms: circulant,bruck,ring,native\n"
+          "  --shape P:Q,...  inter shapes (default: N/2:N-N/2)\n"
+          "  --procs P,...    intra group sizes (default: N)\n"
+          "  --sizes LIST     bytes per process: 32K,1M or a range 32K..4M (x2 steps)\n"
+          "                   (default 32K..4M)\n"
+          "  --reps N         measured runs per variant (default 10)\n"
+          "  --warmup N       untimed runs per variant (default 2)\n"
+          "  --baseline ALG   variant the ratios refer to (default: the last one)\n"
+          "  --rate MBPS      link rate in MB/s (1e6 B/s): print the bound p*k/B\n"
+          "  --csv FILE       also write every point as CSV\n"
+          "  --no-verify      skip data verification\n"
+          "  --quiet          no progress lines\n"
+          "  --help, --version\n");
+}
+
+static long parse_size(const char *s) {
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s || v < 0) return -1;
+  switch (*end) {
+  case 'k': case 'K': v *= 1024; end++; break;
+  case 'm': case 'M': v *= 1024 * 1024; end++; break;
+  case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
+  }
+  if (*end == 'B' || *end == 'b') end++;
+  return *end ? -1 : (long)v;
+}
+
+/* "32K..4M" (powers of two apart) or "1K,3K,1M". */
+static int parse_sizes(const char *s, long *out, int max) {
+  const char *dots = strstr(s, "..");
+  if (dots) {
+    char lo[64];
+    snprintf(lo, sizeof lo, "%.*s", (int)(dots - s), s);
+    long a = parse_size(lo), b = parse_size(dots + 2), n = 0;
+    if (a < 0 || b < a) return -1;
+    for (long v = a; v <= b && n < max; v = v ? v * 2 : 1) out[n++] = v;
+    return (int)n;
+  }
+  int n = 0;
+  char *copy = strdup(s);
+  for (char *tok = strtok(copy, ","); tok && n < max; tok = strtok(NULL, ",")) {
+    if ((out[n] = parse_size(tok)) < 0) return free(copy), -1;
+    n++;
+  }
+  free(copy);
+  return n;
+}
+
+static int split_list(const char *s, char out[][32], int max) {
+  int n = 0;
+  char *copy = strdup(s);
+  for (char *tok = strtok(copy, ","); tok && n < max; tok = strtok(NULL, ","))
+    snprintf(out[n++], 32, "%s", tok);
+  free(copy);
+  return n;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static unsigned char pattern(int owner, long i, int run) {
+  return (unsigned char)(owner * 131 + i * 7 + run * 17);
+}
+
+typedef struct bench {
+  int inter_mode;
+  int nv;
+  char names[MAXV][32];
+  long sizes[64];
+  int nsizes;
+  int reps, warmup, verify, quiet, baseline;
+  double rate; /* bytes/s, 0 = unknown */
+  FILE *csv;
+  int wrank;
+} bench;
+
+/* One timed run of variant v; returns seconds (max over `all`) or < 0. */
+static double run_inter(const bench *b, int v, int sender, MPI_Comm inter, MPI_Comm all,
+                        int p, int lrank, long k, unsigned char *sbuf, unsigned char *rbuf,
+                        int *counts, int *displs, int run) {
+  const char *name = b->names[v];
+  const int ring_intra = strcmp(name, "ring-intra") == 0;
+  cpl_coll_options opt;
+  cpl_coll_options_init(&opt);
+  if (!ring_intra && cpl_inter_algorithm_parse(name, &opt.inter) != CPL_OK) return -1;
+  if (sender)
+    for (long i = 0; i < k; i++) sbuf[i] = pattern(lrank, i, run);
+  MPI_Barrier(all);
+  double t0 = MPI_Wtime();
+  int rc;
+  if (ring_intra) {
+    /* all p+q ranks allgather; receivers contribute nothing */
+    int n, r;
+    MPI_Comm_size(all, &n);
+    MPI_Comm_rank(all, &r);
+    opt.intra = CPL_INTRA_RING;
+    for (int i = 0; i < n; i++) counts[p + i] = i < p ? (int)k : 0, displs[p + i] = i < p ? (int)(i * k) : 0;
+    if (sender) memcpy(rbuf + (size_t)r * k, sbuf, (size_t)k);
+    rc = cpl_intra_allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, rbuf, counts + p, displs + p, MPI_BYTE, all,
+                              &opt);
+  } else {
+    rc = cpl_inter_allgatherv(sbuf, sender ? (int)k : 0, MPI_BYTE, rbuf, counts, displs, MPI_BYTE,
+                              sender ? CPL_SENDER : CPL_RECEIVER, inter, &opt);
+  }
+  double t = MPI_Wtime() - t0, tmax;
+  if (rc != CPL_OK) {
+    fprintf(stderr, "cpl-bench: %s: %s: %s\n", name, cpl_strerror(rc), cpl_last_error());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, all);
+  if (b->verify && !sender) {
+    for (int s = 0; s < p; s++)
+      for (long i = 0; i < k; i++)
+        if (rbuf[(size_t)s * k + i] != pattern(s, i, run)) {
+          fprintf(stderr, "cpl-bench: %s: wrong byte %ld of block %d\n", name, i, s);
+          MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+  }
+  return tmax;
+}
+
+static double run_intra(const bench *b, int v, MPI_Comm comm, int n, int r, long k,
+                        unsigned char *rbuf, int run) {
+  cpl_coll_options opt;
+  cpl_coll_options_init(&opt);
+  if (cpl_intra_algorithm_parse(b->names[v], &opt.intra) != CPL_OK) return -1;
+  for (long i = 0; i < k; i++) rbuf[(size_t)r * k + i] = pattern(r, i, run);
+  MPI_Barrier(comm);
+  double t0 = MPI_Wtime();
+  int rc = cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_BYTE, rbuf, (int)k, MPI_BYTE, comm, &opt);
+  double t = MPI_Wtime() - t0, tmax;
+  if (rc != CPL_OK) {
+    fprintf(stderr, "cpl-bench: %s: %s: %s\n", b->names[v], cpl_strerror(rc), cpl_last_error());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, comm);
+  if (b->verify)
+    for (int s = 0; s < n; s++)
+      for (long i = 0; i < k; i++)
+        if (rbuf[(size_t)s * k + i] != pattern(s, i, run)) {
+          fprintf(stderr, "cpl-bench: %s: wrong byte %ld of block %d\n", b->names[v], i, s);
+          MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+  return tmax;
+}
+
+static const char *human(long bytes, char *buf) {
+  if (bytes >= 1048576 && bytes % 1048576 == 0) sprintf(buf, "%ld MiB", bytes / 1048576);
+  else if (bytes >= 1024 && bytes % 1024 == 0) sprintf(buf, "%ld KiB", bytes / 1024);
+  else sprintf(buf, "%ld B", bytes);
+  return buf;
+}
+
+/* Time all variants at one size on one shape; rank `leader` prints. */
+static void point(const bench *b, const char *shape, int p, int q, long k, int leader,
+                  double (*run)(const bench *, int, int, void *), void *ctx, int index,
+                  int total) {
+  double t[MAXV][256];
+  const int reps = b->reps > 256 ? 256 : b->reps;
+  for (int v = 0; v < b->nv; v++)
+    for (int w = 0; w < b->warmup; w++) run(b, v, -1 - w, ctx);
+  for (int r = 0; r < reps; r++)
+    for (int v = 0; v < b->nv; v++) t[v][r] = run(b, v, r, ctx);
+  if (!leader) return;
+  double med[MAXV], mn[MAXV];
+  for (int v = 0; v < b->nv; v++) {
+    qsort(t[v], (size_t)reps, sizeof(double), cmp_double);
+    med[v] = reps % 2 ? t[v][reps / 2] : (t[v][reps / 2 - 1] + t[v][reps / 2]) / 2;
+    mn[v] = t[v][0];
+  }
+  const double bound = b->rate > 0 ? (double)(b->inter_mode ? p : p - 1) * k / b->rate : 0;
+  char hs[32];
+  for (int v = 0; v < b->nv; v++) {
+    const double ratio = med[b->baseline] / med[v];
+    printf("%-7s %9s  %-11s %10.3f %10.3f  %6.2fx", shape, human(k, hs), b->names[v], med[v] * 1e3,
+           mn[v] * 1e3, ratio);
+    if (bound > 0) printf(" %10.3f %7.2f", bound * 1e3, med[v] / bound);
+    printf("\n");
+    if (b->csv)
+      fprintf(b->csv, "%s,%d,%d,%s,%s,%ld,%.9f,%.9f,%.4f,%.9f,%d\n", shape, p, q,
+              b->inter_mode ? "inter" : "intra", b->names[v], k, med[v], mn[v], ratio, bound, reps);
+  }
+  fflush(stdout);
+  if (!b->quiet) fprintf(stderr, "[%d/%d] %s %s done\n", index, total, shape, hs);
+  (void)q;
+}
+
+typedef struct inter_ctx {
+  int sender, p, lrank;
+  long k;
+  MPI_Comm inter, all;
+  unsigned char *sbuf, *rbuf;
+  int *counts, *displs;
+} inter_ctx;
+
+static double inter_thunk(const bench *b, int v, int run, void *c) {
+  inter_ctx *x = c;
+  return run_inter(b, v, x->sender, x->inter, x->all, x->p, x->lrank, x->k, x->sbuf, x->rbuf,
+                   x->counts, x->displs, run);
+}
+
+typedef struct intra_ctx {
+  MPI_Comm comm;
+  int n, r;
+  long k;
+  unsigned char *rbuf;
+} intra_ctx;
+
+static double intra_thunk(const bench *b, int v, int run, void *c) {
+  intra_ctx *x = c;
+  return run_intra(b, v, x->comm, x->n, x->r, x->k, x->rbuf, run);
+}
+
+int main(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--help")) return usage(stdout), 0;
+    if (!strcmp(argv[i], "--version")) return printf("cpl-bench %s\n", CPL_VERSION_STRING), 0;
+  }
+  MPI_Init(&argc, &argv);
+  int wrank, wsize;
+  MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+  MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+  bench b = {.reps = 10, .warmup = 2, .verify = 1, .baseline = -1, .wrank = wrank};
+  char shapes[32][32], procs[32][32];
+  int nshapes = 0, nprocs = 0;
+  const char *csvpath = NULL, *baseline = NULL;
+  b.nsizes = parse_sizes("32K..4M", b.sizes, 64);
+  int bad = 0;
+  for (int i = 1; i < argc && !bad; i++) {
+    const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+    int takes = 1;
+    if (!strcmp(a, "--inter") && val) b.inter_mode = 1, b.nv = split_list(val, b.names, MAXV);
+    else if (!strcmp(a, "--intra") && val) b.inter_mode = 0, b.nv = split_list(val, b.names, MAXV);
+    else if (!strcmp(a, "--shape") && val) nshapes = split_list(val, shapes, 32);
+    else if (!strcmp(a, "--procs") && val) nprocs = split_list(val, procs, 32);
+    else if (!strcmp(a, "--sizes") && val) bad = (b.nsizes = parse_sizes(val, b.sizes, 64)) <= 0;
+    else if (!strcmp(a, "--reps") && val) bad = (b.reps = atoi(val)) < 1;
+    else if (!strcmp(a, "--warmup") && val) bad = (b.warmup = atoi(val)) < 0;
+    else if (!strcmp(a, "--baseline") && val) baseline = val;
+    else if (!strcmp(a, "--rate") && val) bad = (b.rate = atof(val) * 1e6) <= 0;
+    else if (!strcmp(a, "--csv") && val) csvpath = val;
+    else if (!strcmp(a, "--no-verify")) b.verify = 0, takes = 0;
+    else if (!strcmp(a, "--quiet")) b.quiet = 1, takes = 0;
+    else bad = 1;
+    if (bad && wrank == 0) fprintf(stderr, "cpl-bench: bad argument '%s'%s\n", a, val ? "" : " (missing value?)");
+    i += takes;
+  }
+  if (!bad && b.nv == 0) b.inter_mode = 1, b.nv = split_list("fc,root,native", b.names, MAXV);
+  for (int v = 0; v < b.nv && !bad; v++) {
+    cpl_inter_algorithm ia;
+    cpl_intra_algorithm xa;
+    const int ok = b.inter_mode ? !strcmp(b.names[v], "ring-intra") ||
+                                      cpl_inter_algorithm_parse(b.names[v], &ia) == CPL_OK
+                                : cpl_intra_algorithm_parse(b.names[v], &xa) == CPL_OK;
+    if (!ok) bad = 1, wrank == 0 && fprintf(stderr, "cpl-bench: %s\n", cpl_last_error());
+    if (baseline && !strcmp(baseline, b.names[v])) b.baseline = v;
+  }
+  if (!bad && baseline && b.baseline < 0)
+    bad = 1, wrank == 0 && fprintf(stderr, "cpl-bench: baseline %s is not among the variants\n", baseline);
+  if (bad) {
+    if (wrank == 0) usage(stderr);
+    MPI_Finalize();
+    return 2;
+  }
+  if (b.baseline < 0) b.baseline = b.nv - 1;
+  if (wrank == 0 && csvpath) {
+    b.csv = fopen(csvpath, "w");
+    if (!b.csv) fprintf(stderr, "cpl-bench: cannot write %s\n", csvpath);
+    else fprintf(b.csv, "shape,p,q,kind,algorithm,bytes,median_s,min_s,ratio_to_baseline,bound_s,runs\n");
+  }
+  if (b.inter_mode && nshapes == 0) snprintf(shapes[nshapes++], 32, "%d:%d", wsize / 2, wsize - wsize / 2);
+  if (!b.inter_mode && nprocs == 0) snprintf(procs[nprocs++], 32, "%d", wsize);
+  const int npoints = (b.inter_mode ? nshapes : nprocs) * b.nsizes;
+  if (wrank == 0) {
+    printf("# cpl-bench %s: %d ranks, %d runs per variant (interleaved), %d warm-up; times in ms,\n"
+           "# median and min of the slowest rank; ratio = median(%s) / median(variant)\n",
+           CPL_VERSION_STRING, wsize, b.reps, b.warmup, b.names[b.baseline]);
+    printf("%-7s %9s  %-11s %10s %10s  %7s%s\n", "shape", "size", "algorithm", "median", "min",
+           "ratio", b.rate > 0 ? "   bound   med/bnd" : "");
+  }
+  long maxk = 0;
+  for (int s = 0; s < b.nsizes; s++) maxk = b.sizes[s] > maxk ? b.sizes[s] : maxk;
+  for (int si = 0; si < (b.inter_mode ? nshapes : nprocs); si++) {
+    int p, q = 0;
+    if (b.inter_mode ? sscanf(shapes[si], "%d:%d", &p, &q) != 2 || p < 1 || q < 1 || p + q > wsize
+                     : sscanf(procs[si], "%d", &p) != 1 || p < 1 || p > wsize) {
+      if (wrank == 0) fprintf(stderr, "cpl-bench: shape %s does not fit %d ranks\n",
+                              b.inter_mode ? shapes[si] : procs[si], wsize);
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    char shape[32];
+    if (b.inter_mode) snprintf(shape, sizeof shape, "%d|%d", p, q);
+    else snprintf(shape, sizeof shape, "%d", p);
+    const int n = p + q;
+    const int color = wrank < (b.inter_mode ? n : p) ? 0 : MPI_UNDEFINED;
+    MPI_Comm all;
+    MPI_Comm_split(MPI_COMM_WORLD, color, wrank, &all);
+    if (color == 0) {
+      unsigned char *rbuf = malloc((size_t)maxk * (size_t)n + 1);
+      unsigned char *sbuf = malloc((size_t)maxk + 1);
+      int *cd = malloc(sizeof(int) * 2 * (size_t)(2 * n));
+      if (!rbuf || !sbuf || !cd) {
+        fprintf(stderr, "cpl-bench: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+      }
+      if (b.inter_mode) {
+        const int sender = wrank < p;
+        MPI_Comm local, inter;
+        MPI_Comm_split(all, sender, wrank, &local);
+        MPI_Intercomm_create(local, 0, all, sender ? p : 0, 4242, &inter);
+        int lrank;
+        MPI_Comm_rank(local, &lrank);
+        for (int s = 0; s < b.nsizes; s++) {
+          const long k = b.sizes[s];
+          for (int i = 0; i < p; i++) cd[i] = (int)k, cd[2 * n + i] = (int)(i * k);
+          inter_ctx x = {sender, p, lrank, k, inter, all, sbuf, rbuf, cd, cd + 2 * n};
+          point(&b, shape, p, q, k, wrank == p, inter_thunk, &x, si * b.nsizes + s + 1, npoints);
+        }
+        MPI_Comm_free(&inter);
+        MPI_Comm_free(&local);
+      } else {
+        int r;
+        MPI_Comm_rank(all, &r);
+        for (int s = 0; s < b.nsizes; s++) {
+          intra_ctx x = {all, p, r, b.sizes[s], rbuf};
+          point(&b, shape, p, 0, b.sizes[s], r == 0, intra_thunk, &x, si * b.nsizes + s + 1, npoints);
+        }
+      }
+      free(rbuf);
+      free(sbuf);
+      free(cd);
+      MPI_Comm_free(&all);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  if (b.csv) fclose(b.csv);
+  MPI_Finalize();
+  return 0;
+}

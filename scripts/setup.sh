@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Set up Coupler on a fresh Debian machine: install what is missing, build,
+# then run the main example (default) or the whole test suite (--test).
+#   bash scripts/setup.sh          install, build, run the example
+#   bash scripts/setup.sh --test   install, build, run every test
+# Environment: BUILD_DIR (default build), JOBS (default nproc).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=example
+case "${1:-}" in
+  "") ;;
+  --test) mode=test ;;
+  -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+  *) echo "setup.sh: unknown argument '$1' (expected --test or nothing)" >&2; exit 2 ;;
+esac
+
+packages=(build-essential cmake pkg-config mpich libmpich-dev libhdf5-mpich-dev
+          hdf5-tools libyaml-dev libpng-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup.sh: installing ${missing[*]}"
+  sudo=""
+  [[ $(id -u) -eq 0 ]] || sudo="sudo"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+build=${BUILD_DIR:-build}
+jobs=${JOBS:-$(nproc)}
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build "$build" -j "$jobs"
+
+if [[ $mode == test ]]; then
+  # MPI tests declare PROCESSORS, so ctest never oversubscribes past -j.
+  ctest --test-dir "$build" --output-on-failure -j "$jobs"
+else
+  exec scripts/example.sh "$build"
+fi

@@ -1,0 +1,115 @@
+/*
+ * Misuse of the collective engine returns an error code and a message that
+ * says what is wrong; nothing aborts, nothing hangs.
+ * Run with 2 ranks: one sender, one receiver.
+ *
+ * The last case is a timeout: the sender skips a call, and the receiver
+ * must get CPL_ERR_TIMEOUT naming link, rank and step within its deadline.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coupler.h"
+
+static int failures;
+
+static void expect(int rc, int want, const char *fragment, const char *what) {
+  if (rc != want || !strstr(cpl_last_error(), fragment)) {
+    fprintf(stderr, "FAIL %s: got %d (%s) \"%s\", want %d with \"%s\"\n", what, rc,
+            cpl_strerror(rc), cpl_last_error(), want, fragment);
+    failures++;
+  } else {
+    printf("ok   %-40s -> %s\n", what, cpl_last_error());
+  }
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int wrank, wsize;
+  MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+  MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+  if (wsize != 2) {
+    if (wrank == 0) fprintf(stderr, "run with 2 ranks\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  MPI_Comm local, inter;
+  MPI_Comm_split(MPI_COMM_WORLD, wrank, 0, &local);
+  MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, 1 - wrank, 9, &inter);
+  const cpl_role role = wrank == 0 ? CPL_SENDER : CPL_RECEIVER;
+  int buf[4] = {1, 2, 3, 4}, counts[1] = {4}, displs[1] = {0}, neg[1] = {-1};
+
+  /* Local argument checks: fail before any communication. */
+  if (role == CPL_SENDER) {
+    expect(cpl_inter_allgather(NULL, 4, MPI_INT, NULL, 0, MPI_INT, role, inter, NULL),
+           CPL_ERR_ARG, "sendbuf is NULL", "NULL send buffer, count 4");
+    expect(cpl_inter_allgather(buf, -1, MPI_INT, NULL, 0, MPI_INT, role, inter, NULL),
+           CPL_ERR_ARG, "negative", "negative sendcount");
+  } else {
+    expect(cpl_inter_allgatherv(NULL, 0, MPI_INT, NULL, counts, displs, MPI_INT, role, inter, NULL),
+           CPL_ERR_ARG, "recvbuf is NULL", "NULL receive buffer, count 4");
+    expect(cpl_inter_allgatherv(NULL, 0, MPI_INT, buf, neg, displs, MPI_INT, role, inter, NULL),
+           CPL_ERR_ARG, "recvcounts[0] is negative", "negative recvcounts");
+    expect(cpl_inter_allgatherv(NULL, 0, MPI_INT, buf, NULL, displs, MPI_INT, role, inter, NULL),
+           CPL_ERR_ARG, "must not be NULL", "NULL recvcounts");
+    expect(cpl_inter_allgather(NULL, 0, MPI_INT, buf, 4, MPI_DATATYPE_NULL, role, inter, NULL),
+           CPL_ERR_ARG, "MPI_DATATYPE_NULL", "null datatype");
+  }
+  expect(cpl_inter_allgather(buf, 1, MPI_INT, buf, 1, MPI_INT, role, MPI_COMM_WORLD, NULL),
+         CPL_ERR_COMM, "intercommunicator is required", "intracommunicator for inter call");
+  expect(cpl_inter_allgather(buf, 1, MPI_INT, buf, 1, MPI_INT, role, MPI_COMM_NULL, NULL),
+         CPL_ERR_COMM, "MPI_COMM_NULL", "MPI_COMM_NULL");
+  expect(cpl_intra_allgather(buf, 1, MPI_INT, buf, 1, MPI_INT, inter, NULL), CPL_ERR_COMM,
+         "intracommunicator is required", "intercommunicator for intra call");
+  expect(cpl_inter_allgather(buf, 1, MPI_INT, buf, 1, MPI_INT, (cpl_role)7, inter, NULL),
+         CPL_ERR_ARG, "role must be", "invalid role");
+  expect(cpl_intra_bcast(buf, 1, MPI_INT, 5, local, NULL), CPL_ERR_ARG, "root 5",
+         "bcast root out of range");
+  cpl_inter_algorithm ia;
+  expect(cpl_inter_algorithm_parse("fastest", &ia), CPL_ERR_ARG, "fc|ring|root|native",
+         "unknown algorithm name");
+  setenv("CPL_INTER_ALGORITHM", "bogus", 1);
+  expect(cpl_inter_allgather(buf, 1, MPI_INT, buf, 1, MPI_INT, role, inter, NULL), CPL_ERR_ENV,
+         "CPL_INTER_ALGORITHM", "unknown CPL_INTER_ALGORITHM");
+  unsetenv("CPL_INTER_ALGORITHM");
+  setenv("CPL_INTRA_ALGORITHM", "quick", 1);
+  expect(cpl_intra_allgather(buf, 1, MPI_INT, buf + 2, 1, MPI_INT, local, NULL), CPL_ERR_ENV,
+         "CPL_INTRA_ALGORITHM", "unknown CPL_INTRA_ALGORITHM");
+  unsetenv("CPL_INTRA_ALGORITHM");
+  setenv("CPL_TIMEOUT", "soon", 1);
+  expect(cpl_intra_allgather(buf, 1, MPI_INT, buf + 2, 1, MPI_INT, local, NULL), CPL_ERR_ENV,
+         "CPL_TIMEOUT", "unparsable CPL_TIMEOUT");
+  unsetenv("CPL_TIMEOUT");
+  if (cpl_strerror(-3) == NULL || strcmp(cpl_strerror(CPL_OK), "success") != 0) failures++;
+
+  /* A good call first (creates the link on both sides), then the sender
+   * skips one: the receiver times out with a message naming the link. */
+  cpl_coll_options opt;
+  cpl_coll_options_init(&opt);
+  opt.inter = CPL_INTER_FC;
+  opt.label = "sim.out->ana.in";
+  opt.step = 42;
+  opt.timeout = 0.5;
+  int rc = cpl_inter_allgather(buf, 4, MPI_INT, buf, 4, MPI_INT, role, inter, &opt);
+  if (rc != CPL_OK) {
+    fprintf(stderr, "FAIL good call: %s\n", cpl_last_error());
+    failures++;
+  }
+  if (role == CPL_RECEIVER) {
+    double t0 = MPI_Wtime();
+    rc = cpl_inter_allgather(NULL, 0, MPI_INT, buf, 4, MPI_INT, role, inter, &opt);
+    expect(rc, CPL_ERR_TIMEOUT, "link sim.out->ana.in, receiver 0, step 42", "peer never sends");
+    if (MPI_Wtime() - t0 > 5) {
+      fprintf(stderr, "FAIL timeout took %.1f s for a 0.5 s deadline\n", MPI_Wtime() - t0);
+      failures++;
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  int total;
+  MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (wrank == 0) printf("%s: %d failures\n", total ? "FAILED" : "PASSED", total);
+  MPI_Comm_free(&inter);
+  MPI_Comm_free(&local);
+  MPI_Finalize();
+  return total ? 1 : 0;
+}
