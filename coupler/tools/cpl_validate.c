@@ -80,8 +80,11 @@ static void summary(const cpli_workflow *wf) {
     const cpli_component *c = &wf->comps[i];
     printf("  component %-16s %6d ranks  ", c->name, c->nprocs);
     if (c->kind == CPL_KIND_COMMAND) {
-      for (int k = 0; k < c->argc; k++)
-        printf("%s%s", k ? " " : "", c->argv[k]);
+      for (int k = 0; k < c->argc; k++) {
+        /* Quote words a reader would otherwise split. */
+        int plain = c->argv[k][0] && !strpbrk(c->argv[k], " \t\n'\"\\");
+        printf(plain ? "%s%s" : "%s'%s'", k ? " " : "", c->argv[k]);
+      }
     } else {
       printf("built-in %s%s%s", cpli_kind_name(c->kind),
              c->file ? " " : "", c->file ? c->file : "");

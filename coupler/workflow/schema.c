@@ -635,7 +635,10 @@ static int resolve_end(S *s, const cpli_ynode *n, const char *what,
   if (!str) return 0;
   char descbuf[128];
   const char *dot = strchr(str, '.');
-  if (!dot || dot == str || !dot[1] || strchr(dot + 1, '.')) {
+  int clean = 1; /* only name characters around the one dot */
+  for (const char *p = str; *p && clean; p++)
+    clean = p == dot || valid_name_char(*p);
+  if (!dot || dot == str || !dot[1] || strchr(dot + 1, '.') || !clean) {
     err(s, n, "%s must be \"component.port\", got %s", what, DESC(n));
     return 0;
   }

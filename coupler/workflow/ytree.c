@@ -89,9 +89,17 @@ static void attach(builder *b, cpli_ynode *n) {
     for (size_t i = 0; i < cpli_ymap_size(top); i++) {
       const cpli_ynode *k = cpli_ymap_key(top, i);
       if (!k->bad && k->len == n->len && memcmp(k->str, n->str, n->len) == 0) {
+        /* Keys are arbitrary text: print a tame, bounded copy. */
+        char shown[48];
+        size_t j = 0;
+        for (; j < n->len && j + 1 < sizeof shown; j++) {
+          unsigned char c = (unsigned char)n->str[j];
+          shown[j] = c >= 0x20 && c != 0x7f && c != '"' ? (char)c : '?';
+        }
+        shown[j] = '\0';
         cpli_diag_add(b->d, b->file, n->line, n->col,
-                      "duplicate key \"%s\" (first at %d:%d)", n->str, k->line,
-                      k->col);
+                      "duplicate key \"%s%s\" (first at %d:%d)", shown,
+                      j < n->len ? "..." : "", k->line, k->col);
         break;
       }
     }

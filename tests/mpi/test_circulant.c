@@ -50,7 +50,7 @@ static int run_allgatherv(MPI_Comm comm, const size_t *counts, int kind,
   const int salt = variant + (int)n;
   memset(buf, 0xEE, total);
   for (size_t i = 0; i < counts[rank]; i++) buf[displs[rank] + i] = pat(rank, i, salt);
-  cpli_ctx ctx = {20.0, "test", -1, "circulant", 0};
+  cpli_ctx ctx = {.timeout = 20.0, .label = "test", .step = -1, .alg = "circulant"};
   cpli_intra_args a = {comm, {(char *)buf, counts, displs}, &ctx};
   int rc = cpli_intra_circulant_v(&a, variant, n);
   int bad = 0;
@@ -128,7 +128,7 @@ static void test_bcast(MPI_Comm comm) {
         if (m > 70000 && nbs[b] == 64 && size > 3) continue;
         const int salt = root + (int)b;
         for (size_t i = 0; i < m; i++) buf[i] = rank == root ? pat(root, i, salt) : 0xEE;
-        cpli_ctx ctx = {20.0, "test", -1, "circulant-bcast", 0};
+        cpli_ctx ctx = {.timeout = 20.0, .label = "test", .step = -1, .alg = "circulant-bcast"};
         int rc = cpli_bcast_circulant(comm, buf, m, root, nbs[b], &ctx);
         int bad = rc != CPL_OK;
         if (bad) fprintf(stderr, "rank %d: bcast rc=%d %s\n", rank, rc, cpl_last_error());
@@ -144,7 +144,7 @@ static void test_bcast(MPI_Comm comm) {
         report(bad, what);
       }
   /* bad arguments are refused, on every rank alike */
-  cpli_ctx ctx = {20.0, "test", -1, "circulant-bcast", 0};
+  cpli_ctx ctx = {.timeout = 20.0, .label = "test", .step = -1, .alg = "circulant-bcast"};
   int rc = cpli_bcast_circulant(comm, buf, 10, size, 0, &ctx);
   report(rc != CPL_ERR_ARG || !strstr(cpl_last_error(), "root"), "bcast bad root refused");
   free(buf);
