@@ -259,27 +259,22 @@ int cpli_intra_circulant_v(const cpli_intra_args *a, int variant,
   if (total == 0) return CPL_OK; /* every rank sees the same zero counts */
   double alpha, beta;
   cpli_model_params(&alpha, &beta);
-  long long n = 1;
-  if (variant == CPLI_CIRC_AUTO)
-    variant = cpli_circulant_plan(p, total, maxb, alpha, beta, &n);
-  if (variant == CPLI_CIRC_ALG9) {
-    long long lo, hi;
-    alg9_range(total, maxb, &lo, &hi);
-    if (nblocks > 0) n = nblocks;
-    else if (n <= 1) {
-      cpli_circ c;
-      CPLI_TRY(cpli_circ_init(&c, p));
-      n = alg9_best_n(&c, total, maxb, alpha, beta);
-    }
-    if (n < lo) n = lo; /* never a piece over CPLI_MAX_MSG */
-    if (n > hi) n = hi;
-    return alg9(a, p, r, n);
-  }
-  if (variant != CPLI_CIRC_ALG7)
-    return cpli_fail(CPL_ERR_ARG, "circulant allgatherv: unknown variant %d", variant);
   cpli_circ c;
   CPLI_TRY(cpli_circ_init(&c, p));
-  return alg7(a, &c, r);
+  if (variant == CPLI_CIRC_AUTO) {
+    long long n;
+    variant = cpli_circulant_plan(p, total, maxb, alpha, beta, &n);
+    if (nblocks <= 0) nblocks = n;
+  }
+  if (variant == CPLI_CIRC_ALG7) return alg7(a, &c, r);
+  if (variant != CPLI_CIRC_ALG9)
+    return cpli_fail(CPL_ERR_ARG, "circulant allgatherv: unknown variant %d", variant);
+  long long lo, hi;
+  alg9_range(total, maxb, &lo, &hi);
+  long long n = nblocks > 0 ? nblocks : alg9_best_n(&c, total, maxb, alpha, beta);
+  if (n < lo) n = lo; /* never a piece over CPLI_MAX_MSG */
+  if (n > hi) n = hi;
+  return alg9(a, p, r, n);
 }
 
 int cpli_intra_circulant(const cpli_intra_args *a) {

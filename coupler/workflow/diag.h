@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 #include "core/error.h"
-#include "workflow/cpl_workflow_api.h"
+#include "coupler.h"
 
 /* Errors past this many are counted, not stored: a garbage file must not
  * turn into megabytes of messages. */

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "coupler.h"
-#include "workflow/cpl_workflow_api.h"
+#include "coupler.h"
 
 /* Bounds the validator enforces (documented in README.md). */
 #define CPLI_WF_MAX_NAME 64           /* characters in a name              */

@@ -652,7 +652,7 @@ static int resolve_end(S *s, const cpli_ynode *n, const char *what,
   cpli_workflow *wf = s->wf;
   *comp = cpl_workflow_component_index(wf, cname);
   if (*comp < 0) {
-    const char *names[64];
+    const char *names[64] = {0};
     int nn = 0;
     for (int i = 0; i < wf->ncomps && nn < 64; i++)
       if (wf->comps[i].name) names[nn++] = wf->comps[i].name;
@@ -667,7 +667,7 @@ static int resolve_end(S *s, const cpli_ynode *n, const char *what,
   const cpli_component *c = &wf->comps[*comp];
   *port = cpli_wf_port_index(c, pname);
   if (*port < 0) {
-    const char *names[CPLI_WF_MAX_PORTS];
+    const char *names[CPLI_WF_MAX_PORTS] = {0};
     int nn = 0;
     for (int i = 0; i < c->nports; i++)
       if (c->ports[i].name) names[nn++] = c->ports[i].name;

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "workflow/cpl_workflow_api.h"
+#include "coupler.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "coupler.h"
-#include "workflow/cpl_workflow_api.h"
+#include "coupler.h"
 
 static int rank;
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "coupler.h"
-#include "workflow/cpl_workflow_api.h"
+#include "coupler.h"
 
 static char *slurp(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
