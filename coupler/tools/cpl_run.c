@@ -74,6 +74,12 @@ static void add(words *w, const char *s) {
   w->v[w->n] = NULL;
 }
 
+static void words_free(words *w) {
+  for (int i = 0; i < w->n; i++) free(w->v[i]);
+  free(w->v);
+  *w = (words){0};
+}
+
 /* dir + "/" + rel, for program paths relative to the workflow file. */
 static char *join_path(const char *dir, const char *rel) {
   size_t n = strlen(dir) + strlen(rel) + 2;
@@ -234,10 +240,12 @@ int main(int argc, char **argv) {
       print_quoted(w.v[i]);
     }
     putchar('\n');
+    words_free(&w);
     return 0;
   }
   fflush(NULL);
   execvp(w.v[0], w.v);
   fprintf(stderr, "cpl-run: cannot run %s: %s\n", w.v[0], strerror(errno));
+  words_free(&w);
   return 127;
 }
