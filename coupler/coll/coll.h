@@ -9,9 +9,10 @@
  * only relays. Coupler assumes a homogeneous machine (the same data
  * representation on every rank), as MPICH on one cluster is.
  *
- * Every point-to-point wait goes through cpli_xfer*, which polls with a
- * deadline: a lost peer is a CPL_ERR_TIMEOUT that names link, rank and step,
- * never a silent hang.
+ * Every wait goes through cpli_waitall, which polls with a deadline: a lost
+ * peer is a CPL_ERR_TIMEOUT that names link, rank and step, never a silent
+ * hang. Lockstep algorithms use it through cpli_xfer/cpli_xferv; dataflow
+ * ones (the pipelined broadcast) post requests ahead and wait on each.
  */
 #ifndef CPLI_COLL_H
 #define CPLI_COLL_H

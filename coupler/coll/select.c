@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "coll/select.h"
+#include "coll/intra_circulant.h"
 
 static const char *const inter_names[CPL_INTER_COUNT] = {
     [CPL_INTER_AUTO] = "auto", [CPL_INTER_FC] = "fc", [CPL_INTER_RING] = "ring",
@@ -125,16 +126,8 @@ double cpli_intra_cost_v(cpl_intra_algorithm a, int n, size_t bytes, size_t maxb
   const int L = cpli_ceil_log2(n);
   const double m = (double)bytes, k = regular ? m / n : (double)maxb;
   switch (a) {
-  case CPL_INTRA_CIRCULANT:
-    /* Regular: Alg. 7, L rounds moving (n-1)/n of the data. Irregular: the
-     * better of Alg. 7 (a round may carry many large blocks; bounded by
-     * (n-1) maxb) and the n-block Alg. 9 (about the broadcast cost of m). */
-    if (regular) return L * alpha + beta * (m - m / n);
-    {
-      double alg7 = L * alpha + beta * fmin(m, (double)(n - 1) * k);
-      double alg9 = bcast_pipelined(n, m, alpha, beta);
-      return fmin(alg7, alg9);
-    }
+  case CPL_INTRA_CIRCULANT: /* the better of Alg. 7 and Alg. 9 */
+    return cpli_circulant_cost(n, bytes, regular ? bytes / (size_t)n : maxb, alpha, beta);
   case CPL_INTRA_BRUCK:
     return L * alpha + beta * (regular ? m - m / n : fmin(m, (double)(n - 1) * k));
   case CPL_INTRA_RING:

@@ -12,7 +12,7 @@ usage() {
 usage: $(basename "$0") [options] -n N [--] PROG [ARGS...] [: -n M PROG2 [ARGS...] ...]
        $(basename "$0") [options] -- -n N PROG [ARGS...] [: -n M PROG2 ...]
 
-Run PROG with N ranks, rank i in namespace ${CPL_NS_PREFIX}i of the testbed made by
+Run PROG with N ranks, rank i in namespace ${CPL_NS_PREFIX}<i> of the testbed made by
 setup.sh (so N must not exceed its node count). MPMD: further segments after a
 lone ':' are passed to mpiexec unchanged and must carry their own -n; ranks of
 all segments together are placed one per namespace, in order.
@@ -22,7 +22,10 @@ options:
   -t, --timeout S kill the run after S seconds (default \$CPL_RUN_TIMEOUT or 300);
                   exit status 124 then. MPI_Finalize can hang while UCX closes
                   TCP connections, so never run without one.
-  --no-shim       do not preload the yield shim (ranks busy-poll)
+  --no-yield      preload the shim but do not yield (busy-poll, for A/B runs;
+                  the finalize-hang guard stays on)
+  --no-shim       do not preload the shim at all (ranks busy-poll, and MPI_Finalize
+                  may hang until the timeout)
   --shim PATH     the shim library (default: \$CPL_YIELD_SHIM, else a built
                   libcpl_yield.so under $REPO/build*/scripts/, else it is
                   compiled into /tmp/cpl-cluster-shim/)
@@ -47,6 +50,7 @@ while [[ $# -gt 0 ]]; do
     -n|-np) [[ $# -ge 2 ]] || { usage >&2; exit 2; }; nranks=$2; shift 2 ;;
     -t|--timeout) [[ $# -ge 2 ]] || { usage >&2; exit 2; }; tmo=$2; shift 2 ;;
     --no-shim) use_shim=0; shift ;;
+    --no-yield) export CPL_YIELD_DISABLE=1; shift ;;
     --shim) [[ $# -ge 2 ]] || { usage >&2; exit 2; }; shim=$2; shift 2 ;;
     -v|--verbose) verbose=1; shift ;;
     --) shift; break ;;
