@@ -345,7 +345,7 @@ int main(int argc, char **argv) {
           const long k = b.sizes[s];
           for (int i = 0; i < p; i++) cd[i] = (int)k, cd[2 * n + i] = (int)(i * k);
           inter_ctx x = {sender, p, lrank, k, inter, all, sbuf, rbuf, cd, cd + 2 * n};
-          point(&b, shape, p, q, k, wrank == p, inter_thunk, &x, si * b.nsizes + s + 1, npoints);
+          point(&b, shape, p, q, k, wrank == 0, inter_thunk, &x, si * b.nsizes + s + 1, npoints);
         }
         MPI_Comm_free(&inter);
         MPI_Comm_free(&local);

@@ -32,6 +32,7 @@ cpl_require_testbed() {
   [[ -r $CPL_STATE ]] || cpl_die "no testbed (state file $CPL_STATE missing): run scripts/cluster/setup.sh N first"
   CPL_BRIDGE=$(cpl_state_get bridge_name)
   CPL_NNODES=$(cpl_state_get nodes)
+  export CPL_BRIDGE_ADDR
   CPL_BRIDGE_ADDR=$(cpl_state_get bridge_addr)
   [[ -n $CPL_BRIDGE && -n $CPL_NNODES ]] || cpl_die "state file $CPL_STATE is incomplete"
 }

@@ -142,7 +142,7 @@ fi
 for ns in $(awk -F: '{print $1}' "$hostfile"); do
   pids=$(ip netns pids "$ns" 2>/dev/null || true)
   if [[ -n $pids ]]; then
-    cpl_log "killing leftover processes in $ns: $(echo $pids)"
+    cpl_log "killing leftover processes in $ns: ${pids//$'\n'/ }"
     # shellcheck disable=SC2086
     kill -KILL $pids 2>/dev/null || true
   fi

@@ -44,7 +44,7 @@ BURST=${CPL_BURST:-24kb}
 GSO_MAX=${CPL_GSO_MAX:-16384}
 TBF_LATENCY=${CPL_TBF_LATENCY:-20ms}
 MTU=${CPL_MTU:-1500}
-[[ $N =~ ^[0-9]+$ ]] && (( N >= 1 && N <= 253 )) || cpl_die "N must be an integer in 1..253 (got '$N')"
+if ! [[ $N =~ ^[0-9]+$ ]] || (( N < 1 || N > 253 )); then cpl_die "N must be an integer in 1..253 (got '$N')"; fi
 [[ $RATE =~ ^[0-9.]+[kmgt]?(bit|bps)$ ]] || cpl_die "RATE must look like 400mbit or 50mbps (got '$RATE')"
 [[ $CPL_SUBNET =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || cpl_die "CPL_SUBNET must be three octets, e.g. 10.77.0"
 
@@ -115,7 +115,7 @@ no_ipv6() { # [netns] ifname
     ip netns exec "$1" sh -c "echo 1 > /proc/sys/net/ipv6/conf/$2/disable_ipv6" 2>/dev/null || true
   else
     f=/proc/sys/net/ipv6/conf/$1/disable_ipv6
-    [[ -w $f ]] && echo 1 > "$f" || true
+    if [[ -w $f ]]; then echo 1 > "$f"; fi
   fi
 }
 

@@ -10,6 +10,7 @@ source "$HERE/common.sh"
 DEFAULT_SHAPES="4x4 2x6 6x2 8x8 4x12 12x4"
 DEFAULT_SIZES="32K..4M"
 DEFAULT_ALGS="fc,root,native"
+DEFAULT_REPS=5
 
 usage() {
   cat <<USAGE
@@ -20,10 +21,12 @@ run.sh) and gather what it produces into one CSV.
 
 options:
   -o, --out FILE      CSV to write (default sweep-<date>.csv in the current directory)
+                      (every run's stdout goes to the same name with .log)
   -s, --shapes LIST   shapes "PxQ ..." (default "$DEFAULT_SHAPES")
   -z, --sizes LIST    sizes, "32K..4M" (powers of two) or "32K,1M,4M" (default $DEFAULT_SIZES)
   -a, --algs LIST     algorithms for the default command (default $DEFAULT_ALGS)
   -r, --repeat R      run every shape R times (default 1)
+  --reps N            measured repetitions inside one run, {REPS} (default $DEFAULT_REPS)
   -t, --timeout S     timeout of one run, seconds (default 300)
   --setup             create a testbed of max(P+Q) nodes if none exists (RATE from
                       --rate, default 400mbit) and tear it down at the end
@@ -33,21 +36,22 @@ options:
 
 COMMAND TEMPLATE (default: the cpl-bench interface below) may use placeholders:
   {P} {Q} {N}=P+Q   group sizes        {ALGS}   the --algs list
+  {REPS}            the --reps value   {RATE_MBPS} link rate of the testbed in MB/s
   {SIZES}           the --sizes list as given (one run per shape)
   {SIZE}            one size in bytes (one run per shape and size)
   {CSV}             a file the command writes its CSV to (header + rows);
                     without {CSV}, lines of the command's stdout that contain a
                     comma are taken as CSV (the first such line as header)
-Every output row gets three leading columns: p,q,run (header: sweep_p,sweep_q,sweep_run).
+Every output row gets four leading columns: sweep_p,sweep_q,sweep_run,link_rate.
 
-Default command (cpl-bench, written separately; the interface assumed here):
-  cpl-bench --inter {ALGS} --p {P} --q {Q} --sizes {SIZES} --csv {CSV}
-  - started as one SPMD job of P+Q ranks; ranks 0..P-1 form group A, the rest group B
-  - --inter: comma list of inter-group allgather algorithms to time
-  - --sizes: bytes per rank, "32K..4M" = 32K,64K,...,4M; K/M suffixes are 2^10/2^20
-  - --csv FILE: rank 0 writes a header line and one row per (algorithm, size),
-    at least: alg,p,q,bytes,reps,t_min_s,t_med_s,t_max_s
-Found as \$CPL_BENCH, else cpl-bench on PATH, else under $REPO/build*/.
+Default command (coupler/tools/cpl-bench):
+  cpl-bench --inter {ALGS} --shape {P}:{Q} --sizes {SIZES} --reps {REPS} --rate {RATE_MBPS} --csv {CSV} --quiet
+  - one SPMD job of P+Q ranks, groups of P and Q ranks
+  - --sizes: bytes per rank, "32K..4M" = 32K,64K,...,4M
+  - --csv FILE: a header line and one row per (algorithm, size):
+    shape,p,q,kind,algorithm,bytes,median_s,min_s,ratio_to_baseline,bound_s,runs
+cpl-bench is found as \$CPL_BENCH, else on PATH, else in /build-cluster/ or
+/build/ (coupler/tools/cpl-bench; sanitizer builds cannot run under the shim).
 USAGE
 }
 
@@ -56,6 +60,7 @@ shapes=$DEFAULT_SHAPES
 sizes=$DEFAULT_SIZES
 algs=$DEFAULT_ALGS
 repeat=1
+reps=$DEFAULT_REPS
 tmo=300
 do_setup=0
 rate=400mbit
@@ -68,6 +73,7 @@ while [[ $# -gt 0 ]]; do
     -z|--sizes) sizes=$2; shift 2 ;;
     -a|--algs) algs=$2; shift 2 ;;
     -r|--repeat) repeat=$2; shift 2 ;;
+    --reps) reps=$2; shift 2 ;;
     -t|--timeout) tmo=$2; shift 2 ;;
     --setup) do_setup=1; shift ;;
     --rate) rate=$2; shift 2 ;;
@@ -99,10 +105,13 @@ if [[ $# -eq 0 ]]; then
   bench=${CPL_BENCH:-}
   if [[ -z $bench ]]; then
     bench=$(command -v cpl-bench 2>/dev/null || true)
-    [[ -n $bench ]] || bench=$(find "$REPO" -path "$REPO/.git" -prune -o -type f -name cpl-bench -perm -u+x -print 2>/dev/null | head -n1)
+    for c in "$REPO"/build-cluster/coupler/tools/cpl-bench "$REPO"/build/coupler/tools/cpl-bench; do
+      [[ -z $bench && -x $c ]] && bench=$c
+    done
   fi
   [[ -n $bench ]] || (( dry )) || cpl_die "cpl-bench not found (set CPL_BENCH, or give a command after --)"
-  set -- "${bench:-cpl-bench}" --inter "{ALGS}" --p "{P}" --q "{Q}" --sizes "{SIZES}" --csv "{CSV}"
+  set -- "${bench:-cpl-bench}" --inter "{ALGS}" --shape "{P}:{Q}" --sizes "{SIZES}" --reps "{REPS}" \
+    --rate "{RATE_MBPS}" --csv "{CSV}" --quiet
 fi
 template=("$@")
 per_size=0
@@ -118,6 +127,15 @@ for sh in $shapes; do
   (( n > maxn )) && maxn=$n
 done
 
+# "400mbit" -> 50, "50mbps" (tc: bytes/s) -> 50: MB/s, 1e6 B/s
+rate_to_mbps() {
+  echo "$1" | awk '{
+    v = $0 + 0; u = $0; sub(/^[0-9.]+/, "", u)
+    m = 1; if (u ~ /^k/) m = 1e3; else if (u ~ /^m/) m = 1e6; else if (u ~ /^g/) m = 1e9; else if (u ~ /^t/) m = 1e12
+    b = (u ~ /bit$/) ? v * m / 8 : v * m
+    printf "%g\n", b / 1e6 }'
+}
+
 created=0
 if (( ! dry )); then
   cpl_need_root
@@ -129,6 +147,9 @@ if (( ! dry )); then
   cpl_require_testbed
   (( maxn <= CPL_NNODES )) || cpl_die "shapes need $maxn nodes, the testbed has $CPL_NNODES"
 fi
+link_rate=$(cpl_state_get rate 2>/dev/null || echo "$rate")
+[[ -n $link_rate ]] || link_rate=$rate
+rate_mbps=$(rate_to_mbps "$link_rate")
 cleanup() {
   rm -rf "${work:-}"
   if (( created )); then "$HERE/teardown.sh" || true; fi
@@ -143,10 +164,10 @@ append_csv() {
   local f=$1 p=$2 q=$3 run=$4
   [[ -s $f ]] || { cpl_log "warning: no CSV from run p=$p q=$q run=$run"; return 0; }
   if (( ! header_done )); then
-    echo "sweep_p,sweep_q,sweep_run,$(head -n1 "$f")" >> "$work/all.csv"
+    echo "sweep_p,sweep_q,sweep_run,link_rate,$(head -n1 "$f")" >> "$work/all.csv"
     header_done=1
   fi
-  tail -n +2 "$f" | awk -v pre="$p,$q,$run," 'NF { print pre $0 }' >> "$work/all.csv"
+  tail -n +2 "$f" | awk -v pre="$p,$q,$run,$link_rate," 'NF { print pre $0 }' >> "$work/all.csv"
 }
 
 fails=0
@@ -161,6 +182,7 @@ for ((run = 1; run <= repeat; run++)); do
       cmd=()
       for w in "${template[@]}"; do
         w=${w//\{P\}/$p}; w=${w//\{Q\}/$q}; w=${w//\{N\}/$n}
+        w=${w//\{REPS\}/$reps}; w=${w//\{RATE_MBPS\}/$rate_mbps}
         w=${w//\{ALGS\}/$algs}; w=${w//\{SIZES\}/$sizes}; w=${w//\{SIZE\}/$sz}; w=${w//\{CSV\}/$csv}
         cmd+=("$w")
       done
@@ -173,6 +195,7 @@ for ((run = 1; run <= repeat; run++)); do
       "$HERE/run.sh" -t "$tmo" -n "$n" -- "${cmd[@]}" > "$work/stdout" 2> "$work/stderr"
       rc=$?
       set -e
+      { echo "### shape $p|$q run $run${per_size:+ size $sz}: ${cmd[*]} (exit $rc)"; cat "$work/stdout"; } >> "$work/all.log"
       if (( rc != 0 )); then
         fails=$((fails + 1))
         cpl_log "run failed (exit $rc); last lines of its stderr:"
@@ -182,15 +205,12 @@ for ((run = 1; run <= repeat; run++)); do
         grep ',' "$work/stdout" > "$csv" || true
         # repeated header lines (one per run with {SIZE}) are dropped by append_csv
       fi
-      if (( header_done )) && [[ -s $csv ]]; then
-        # drop the header, keep rows
-        sed -i '1{/^[A-Za-z_]/!q}' "$csv"
-      fi
       append_csv "$csv" "$p" "$q" "$run"
     done
   done
 done
 (( dry )) && exit 0
 cp "$work/all.csv" "$out"
+cp "$work/all.log" "${out%.csv}.log"
 cpl_log "wrote $(($(wc -l < "$out") - 1)) rows to $out in $((SECONDS - t_start)) s ($fails failed runs)"
 (( fails == 0 ))

@@ -34,7 +34,7 @@ for ((k = ${#objs[@]} - 1; k >= 0; k--)); do
         # Leftover processes keep the namespace alive after "ip netns del".
         pids=$(ip netns pids "$name" 2>/dev/null || true)
         if [[ -n $pids ]]; then
-          cpl_log "killing leftover processes in $name: $(echo $pids)"
+          cpl_log "killing leftover processes in $name: ${pids//$'\n'/ }"
           # shellcheck disable=SC2086
           kill -KILL $pids 2>/dev/null || true
         fi
