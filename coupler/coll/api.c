@@ -211,7 +211,7 @@ cpli_intra_fn cpli_intra_fn_of(cpl_intra_algorithm a) {
 static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                      void *recvbuf, const int recvcounts[], const int displs[],
                      MPI_Datatype recvtype, cpl_role role, MPI_Comm intercomm,
-                     const cpl_coll_options *opt, size_t shared_bytes, int regular) {
+                     const cpl_coll_options *opt, size_t block, int regular) {
   cpli_ctx ctx;
   CPLI_TRY(make_ctx(opt, &ctx));
   CPLI_TRY(check_comm(intercomm, 1));
@@ -228,7 +228,9 @@ static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
   cpl_intra_algorithm intra;
   CPLI_TRY(cpli_intra_requested(opt, &intra));
   cpl_inter_algorithm alg;
-  CPLI_TRY(cpl_inter_select(p, q, shared_bytes, opt, &alg));
+  /* Both groups must choose alike: by the real block size when every block
+   * has it, else by the nominal one (see select.c). */
+  CPLI_TRY(cpl_inter_select(p, q, (size_t)p * (regular ? block : CPLI_NOMINAL_BLOCK), opt, &alg));
 
   cpli_inter_args a = {.link = link, .sender = sender, .p = p, .q = q,
                        .regular = regular, .intra = intra, .ctx = &ctx};
@@ -257,25 +259,12 @@ static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
   return rc;
 }
 
-/* Nominal block size for choosing among inter algorithms when senders do
- * not know the others' sizes (see select.c). */
-#define NOMINAL_BLOCK (64 * 1024)
-
 int cpl_inter_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                          void *recvbuf, const int recvcounts[], const int displs[],
                          MPI_Datatype recvtype, cpl_role role, MPI_Comm intercomm,
                          const cpl_coll_options *opt) {
-  int p = 0;
-  if (intercomm != MPI_COMM_NULL) {
-    int inter = 0;
-    MPI_Comm_test_inter(intercomm, &inter);
-    if (inter) {
-      if (role == CPL_SENDER) MPI_Comm_size(intercomm, &p);
-      else MPI_Comm_remote_size(intercomm, &p);
-    }
-  }
   return inter_run(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, role,
-                   intercomm, opt, (size_t)p * NOMINAL_BLOCK, 0);
+                   intercomm, opt, 0, 0);
 }
 
 int cpl_inter_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
@@ -308,7 +297,7 @@ int cpl_inter_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
   }
   if (rc == CPL_OK)
     rc = inter_run(sendbuf, sendcount, sendtype, recvbuf, counts, counts ? counts + p : NULL,
-                   recvtype, role, intercomm, opt, (size_t)p * block, 1);
+                   recvtype, role, intercomm, opt, block, 1);
   free(counts);
   return rc;
 }

@@ -25,6 +25,10 @@ cpl_intra_algorithm cpli_intra_pick(int n, size_t bytes, size_t maxb, int regula
 double cpli_intra_cost_v(cpl_intra_algorithm a, int n, size_t bytes, size_t maxb,
                          int regular, double alpha, double beta);
 
+/* Block size both groups assume when choosing the inter-group algorithm
+ * for an irregular call, whose senders do not know each other's sizes. */
+#define CPLI_NOMINAL_BLOCK ((size_t)64 * 1024)
+
 /* ceil(log2 n), 0 for n <= 1. */
 int cpli_ceil_log2(long n);
 

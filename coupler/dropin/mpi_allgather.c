@@ -46,10 +46,6 @@
 /* Exported so tests and users can check that interposition happened. */
 int cpl_mpi_interposed_calls(void);
 
-/* Must match NOMINAL_BLOCK in coll/api.c: the block size both sides of an
- * irregular inter-group call assume when choosing the algorithm. */
-#define CPLI_MPI_NOMINAL_BLOCK ((size_t)64 * 1024)
-
 static atomic_int cpli_mpi_calls;
 static int cpli_mpi_order_key = MPI_KEYVAL_INVALID;
 
@@ -223,11 +219,11 @@ static int cpli_mpi_inter(const cpli_mpi_call *c) {
   cpl_inter_algorithm out_alg = CPL_INTER_AUTO, in_alg = CPL_INTER_AUTO;
   const int do_out = !regular || sbytes > 0, do_in = !regular || rblock > 0;
   rc = cpl_inter_select(lsize, rsize,
-                        (size_t)lsize * (regular ? sbytes : CPLI_MPI_NOMINAL_BLOCK), NULL,
+                        (size_t)lsize * (regular ? sbytes : CPLI_NOMINAL_BLOCK), NULL,
                         &out_alg);
   if (rc == CPL_OK)
     rc = cpl_inter_select(rsize, lsize,
-                          (size_t)rsize * (regular ? rblock : CPLI_MPI_NOMINAL_BLOCK), NULL,
+                          (size_t)rsize * (regular ? rblock : CPLI_NOMINAL_BLOCK), NULL,
                           &in_alg);
   if (rc != CPL_OK) return cpli_mpi_engine_error(c->comm, rc, c->fn);
 
