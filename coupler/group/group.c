@@ -19,27 +19,12 @@
 
 #include "core/error.h"
 #include "group/agree.h"
+#include "group/context.h"
+#include "data/data.h"
 #include "workflow/model.h"
 
 #define CPLI_INIT_TIMEOUT_DEFAULT 60.0
 #define CPLI_LINK_TAG_BASE 7000 /* tag of link k: base + k (< 32767) */
-
-typedef struct cpli_end {
-  int link;
-  cpl_role role;
-  int port, peer_comp, peer_port;
-  MPI_Comm intercomm;
-  int remote_size;
-} cpli_end;
-
-struct cpl_context {
-  cpli_workflow *wf;
-  MPI_Comm world; /* private duplicate of the caller's communicator */
-  MPI_Comm comm;  /* this component */
-  int comp;
-  cpli_end *ends; /* links of this component, in global link order */
-  int nends;
-};
 
 /* Wait for a request, polling, up to `timeout` seconds. */
 static int wait_deadline(MPI_Request *req, double timeout, const char *what) {
@@ -97,9 +82,11 @@ static int load_local(const char *path, cpli_workflow **wf) {
 
 static void free_context(cpl_context *ctx) {
   if (!ctx) return;
-  for (int i = 0; i < ctx->nends; i++)
+  for (int i = 0; i < ctx->nends; i++) {
     if (ctx->ends[i].intercomm != MPI_COMM_NULL)
       MPI_Comm_free(&ctx->ends[i].intercomm);
+    if (ctx->ends[i].ctl != MPI_COMM_NULL) MPI_Comm_free(&ctx->ends[i].ctl);
+  }
   free(ctx->ends);
   if (ctx->comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->comm);
   if (ctx->world != MPI_COMM_NULL) MPI_Comm_free(&ctx->world);
@@ -148,6 +135,11 @@ static int build_groups(cpl_context *ctx, int nranks,
     if (rc != CPL_OK) break;
     ctx->nends++;
     MPI_Comm_set_errhandler(e->intercomm, MPI_ERRORS_RETURN);
+    e->ctl = MPI_COMM_NULL;
+    rc = cpli_mpi_check(MPI_Comm_dup(e->intercomm, &e->ctl), "MPI_Comm_dup",
+                        "cpl_init: link %s", l->label);
+    if (rc != CPL_OK) break;
+    MPI_Comm_set_errhandler(e->ctl, MPI_ERRORS_RETURN);
     snprintf(cname, sizeof cname, "cpl:%s", l->label);
     MPI_Comm_set_name(e->intercomm, cname);
     MPI_Comm_remote_size(e->intercomm, &e->remote_size);
@@ -249,8 +241,11 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
 
 int cpl_finalize(cpl_context *ctx) {
   if (!ctx) return CPL_OK;
+  /* Ports left open are closed, and every link's control channel drained,
+   * before the communicators go. */
+  int rc = cpli_data_finalize(ctx);
   free_context(ctx);
-  return CPL_OK;
+  return rc;
 }
 
 /* ------------------------------------------------------------ accessors */

@@ -8,6 +8,7 @@
 #ifndef COUPLER_H
 #define COUPLER_H
 
+#include <hdf5.h>
 #include <mpi.h>
 #include <stddef.h>
 
@@ -284,6 +285,146 @@ int cpl_context_link(const cpl_context *ctx, int i, cpl_link_end *out);
  * is fine when there is only one. */
 int cpl_port_link(const cpl_context *ctx, const char *port, const char *peer,
                   cpl_link_end *out);
+
+
+/* ================================================================== data
+ * Datasets and steps over links. A producer component publishes steps on
+ * an output port; every link from that port (fan-out) delivers them to its
+ * consumer's input port. A step holds HDF5-described datasets: a datatype,
+ * global dims, and each producer rank's block (a hyperslab). Consumers get
+ * the whole global array of every dataset on every rank (allgather
+ * semantics) and read it, or any hyperslab of it, in any convertible type.
+ *
+ * Producer, per output port:             Consumer, per input port:
+ *   cpl_output_open                        cpl_input_open
+ *   loop: cpl_output_begin_step            loop: cpl_input_begin_step
+ *         cpl_output_put (per dataset)           (stop at CPL_END_OF_STREAM)
+ *         cpl_output_attr (optional)             cpl_input_inquire / _get
+ *         cpl_output_end_step                    cpl_input_end_step
+ *   cpl_output_close (end of stream)       cpl_input_close
+ *
+ * Calls on one port are collective over the component (every rank makes
+ * them, in the same order); put, attr, inquire and get are local. Data move
+ * at end of step with the link's inter-group allgather, when the consumer
+ * asks for the next step; until then end_step keeps a copy, at most `depth`
+ * steps per link. When the queue is full, the link's policy decides: `all`
+ * waits for the consumer, `latest` drops the oldest queued step (counted,
+ * logged to stderr), `every:N` offers only every N-th step. Every wait is
+ * bounded by the link's timeout, and a timeout names link, rank and step.
+ * cpl_finalize closes ports left open.
+ */
+
+#define CPL_MAX_RANK 32 /* most dimensions of a dataset */
+
+typedef struct cpl_output cpl_output;
+typedef struct cpl_input cpl_input;
+
+/* Open output port `port` of this component (all of its links). */
+int cpl_output_open(cpl_context *ctx, const char *port, cpl_output **out);
+
+/* Start a step. `step` is the step number consumers see: >= 0 and larger
+ * than the previous one, or -1 for the previous one plus 1 (0 first). */
+int cpl_output_begin_step(cpl_output *out, long step);
+
+/*
+ * Add a dataset to the step: its name, element type, global dims (rank
+ * 1..CPL_MAX_RANK), and this rank's block: the hyperslab start[]/count[]
+ * of the global array, stored row-major and contiguous at `data`. A rank
+ * with no part passes count with a zero (data may then be NULL) or skips
+ * the put. Together the blocks of all ranks must tile the global array,
+ * with no gap and no overlap; end_step checks it. `data` must stay valid
+ * and unchanged until cpl_output_end_step returns.
+ */
+int cpl_output_put(cpl_output *out, const char *name, hid_t type, int rank,
+                   const hsize_t dims[], const hsize_t start[],
+                   const hsize_t count[], const void *data);
+
+/* A small attribute (n elements of `type`, at most 64 KiB) of the step
+ * (dataset NULL) or of a dataset put in this step. Attributes of rank 0
+ * travel; other ranks may set them too, they are not sent. */
+int cpl_output_attr(cpl_output *out, const char *dataset, const char *name,
+                    hid_t type, size_t n, const void *value);
+
+/* Finish the step and hand it to every link (see policies above). */
+int cpl_output_end_step(cpl_output *out);
+
+/* Deliver queued steps (waiting for consumers under the link timeout),
+ * then signal end of stream, and free the port. */
+int cpl_output_close(cpl_output *out);
+
+typedef struct cpl_output_stats {
+  long steps;         /* steps ended on the port                          */
+  long delivered;     /* steps the consumer received                      */
+  long dropped;       /* policy latest: stale steps dropped               */
+  long skipped;       /* policy every:N: steps not offered                */
+  long undelivered;   /* not taken: the consumer closed its input early,  */
+                      /* or the port failed                               */
+  int queue_max;      /* most steps held at once                          */
+  size_t bytes_max;   /* most bytes held in step copies at once           */
+  double wait_s;      /* time end_step/close waited for the consumer      */
+} cpl_output_stats;
+
+/* Links of the port (fan-out), and each one's counters; link -1 sums them
+ * (queue_max and bytes_max: the port's own maxima). */
+int cpl_output_link_count(const cpl_output *out, int *n);
+int cpl_output_stats_get(const cpl_output *out, int link,
+                         cpl_output_stats *st);
+
+/* Open input port `port`; `peer` ("component" or "component.port") picks
+ * the link when several end at the port (fan-in), else NULL. */
+int cpl_input_open(cpl_context *ctx, const char *port, const char *peer,
+                   cpl_input **out);
+
+/* Wait for the next step (up to the link timeout). Returns CPL_OK with its
+ * number in *step (may be NULL), CPL_END_OF_STREAM after the producer's
+ * last step, or an error: a producer-side failure (description mismatch,
+ * ...) arrives here with the producer's message. */
+int cpl_input_begin_step(cpl_input *in, long *step);
+
+typedef struct cpl_dataset_info {
+  const char *name;
+  hid_t type;                  /* the producer's type; owned by the input, */
+                               /* valid until cpl_input_end_step           */
+  int rank;
+  hsize_t dims[CPL_MAX_RANK];
+  size_t bytes;                /* size of the global array, stored type    */
+  int nattrs;
+} cpl_dataset_info;
+
+/* Datasets of the current step, by index (0..count-1) or by name. */
+int cpl_input_dataset_count(const cpl_input *in, int *n);
+int cpl_input_dataset(const cpl_input *in, int i, cpl_dataset_info *info);
+int cpl_input_inquire(const cpl_input *in, const char *name,
+                      cpl_dataset_info *info);
+
+/* Copy the hyperslab start[]/count[] (NULL, NULL: the whole array) of a
+ * dataset into buf, row-major, converted to memtype (H5T_NATIVE_DOUBLE,
+ * ...; CPL_ERR_MISMATCH if HDF5 cannot convert the stored type to it). */
+int cpl_input_get(cpl_input *in, const char *name, hid_t memtype,
+                  const hsize_t start[], const hsize_t count[], void *buf);
+
+typedef struct cpl_attr_info {
+  const char *name;
+  hid_t type; /* owned by the input, valid until cpl_input_end_step */
+  size_t n;   /* elements                                            */
+} cpl_attr_info;
+
+/* Attributes of the step (dataset NULL) or of a dataset. */
+int cpl_input_attr_count(const cpl_input *in, const char *dataset, int *n);
+int cpl_input_attr(const cpl_input *in, const char *dataset, int i,
+                   cpl_attr_info *info);
+/* Read attribute `name` converted to memtype into buf (n elements). */
+int cpl_input_attr_get(const cpl_input *in, const char *dataset,
+                       const char *name, hid_t memtype, void *buf);
+
+int cpl_input_end_step(cpl_input *in);
+
+/* Tell the producer this consumer is done (it stops waiting for it), and
+ * free the port. */
+int cpl_input_close(cpl_input *in);
+
+/* Which link this port is, as cpl_port_link reports it. */
+int cpl_input_link(const cpl_input *in, cpl_link_end *out);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,95 @@
+/*
+ * The data layer's internal state and its control channel.
+ *
+ * Data move on the link's intercommunicator with the inter-group
+ * allgatherv; everything else is a small message between the two groups'
+ * rank 0 ("roots") on the link's private control communicator (cpli_end
+ * .ctl), then a broadcast inside the group:
+ *
+ *   consumer root -> producer root   CREDIT  "I am waiting for a step"
+ *                                    DETACH  "I take no more steps" (last)
+ *   producer root -> consumer root   HEADER  DATA (step, description when
+ *                                    changed, attributes), EOS or ERROR
+ *                                    BYE     headers sent in all (finalize)
+ *
+ * A DATA header answers one credit and is followed by the allgathers of
+ * the step's datasets, so both groups are in them together: the producer
+ * never pushes data at a consumer that is computing. EOS and ERROR need no
+ * credit. At cpl_finalize each side drains what the other sent (the
+ * producer up to DETACH, the consumer up to the BYE count), so no message
+ * is left unmatched when the communicators are freed.
+ */
+#ifndef CPLI_DATA_DATA_H
+#define CPLI_DATA_DATA_H
+
+#include <stdint.h>
+
+#include "data/desc.h"
+#include "group/context.h"
+
+enum { CPLI_TAG_CREDIT = 1, CPLI_TAG_HEADER = 2, CPLI_TAG_BYE = 3 };
+enum { CPLI_MSG_CREDIT = 1, CPLI_MSG_DETACH = 2 };
+enum { CPLI_HDR_DATA = 1, CPLI_HDR_EOS = 2, CPLI_HDR_ERROR = 3 };
+
+/* Fixed part of a header; desc, attrs and message bytes follow it.
+ * `status`: ERROR's cpl_status. `root_rc` is set by the consumer root
+ * before it broadcasts the header: its own failure to take it. */
+typedef struct cpli_hdr {
+  int64_t kind, status, step;
+  int64_t desc_len, attr_len, msg_len;
+  int64_t root_rc;
+} cpli_hdr;
+
+/* One link end's channel state; counters are kept on the root. */
+typedef struct cpli_chan {
+  /* producer side */
+  long credits;       /* credits received and not yet answered          */
+  int detached;       /* DETACH received                                */
+  int eos_sent;
+  long headers_sent;
+  int output_open;    /* the port of this end has an open cpl_output    */
+  /* consumer side */
+  int credit_out;     /* a credit not yet answered (begin_step timed out) */
+  int detach_sent;
+  long headers_recv;
+  int64_t msg[2];     /* CREDIT/DETACH send buffer                      */
+  MPI_Request detach_req;
+  int input_open;
+} cpli_chan;
+
+typedef struct cpli_data_state {
+  cpli_chan *chan;    /* one per context end                            */
+  cpl_output **outs;  /* open ports, closed by cpl_finalize             */
+  int nouts, capouts;
+  cpl_input **ins;
+  int nins, capins;
+} cpli_data_state;
+
+int cpli_data_get(cpl_context *ctx, cpli_data_state **out);
+int cpli_data_track(cpl_context *ctx, cpl_output *o, cpl_input *in);
+void cpli_data_untrack(cpl_context *ctx, cpl_output *o, cpl_input *in);
+
+/* Called by cpl_finalize: close open ports, drain every channel. */
+int cpli_data_finalize(cpl_context *ctx);
+
+/* --------------------------------------------- channel (roots only) */
+
+/* Producer root: take every CREDIT/DETACH that has arrived. */
+int cpli_chan_poll(cpl_context *ctx, int end);
+/* Producer root: wait until a credit or DETACH arrives, up to timeout. */
+int cpli_chan_wait_credit(cpl_context *ctx, int end, double timeout);
+/* Producer root: send a header with up to three payload parts. */
+int cpli_chan_send_header(cpl_context *ctx, int end, const cpli_hdr *h,
+                          const void *desc, const void *attrs,
+                          const void *msg, double timeout);
+/* Consumer root: send CREDIT or DETACH. */
+int cpli_chan_send_credit(cpl_context *ctx, int end, int64_t kind,
+                          double timeout);
+/* Consumer root: receive the next header (malloc'd into *buf). */
+int cpli_chan_recv_header(cpl_context *ctx, int end, double timeout,
+                          unsigned char **buf, size_t *len);
+
+/* Poll an MPI request until done or timeout; *done says which. */
+int cpli_poll_request(MPI_Request *req, double timeout, int *done);
+
+#endif

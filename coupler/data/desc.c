@@ -1,0 +1,465 @@
+#include "data/desc.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "data/slab.h"
+
+#define DESC_MAGIC 0x44504c43u  /* "CLPD" */
+#define ATTRS_MAGIC 0x41504c43u /* "CLPA" */
+#define MAX_DATASETS (1 << 16)
+
+int cpli_name_ok(const char *name) {
+  size_t n = name ? strlen(name) : 0;
+  if (n == 0 || n > 255 || !strcmp(name, ".")) return 0;
+  for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+    if (*c < 0x20 || *c == 0x7f || *c == '/') return 0;
+  return 1;
+}
+
+/* ------------------------------------------------------------- types */
+
+int cpli_type_check(hid_t type, const char *what) {
+  htri_t vl, ref, vs;
+  H5E_BEGIN_TRY {
+    vl = H5Tdetect_class(type, H5T_VLEN);
+    ref = H5Tdetect_class(type, H5T_REFERENCE);
+    vs = H5Tis_variable_str(type);
+  } H5E_END_TRY;
+  if (vl < 0 || ref < 0 || vs < 0 || H5Tget_size(type) == 0)
+    return cpli_fail(CPL_ERR_ARG, "%s: not a valid HDF5 datatype", what);
+  if (vl > 0 || ref > 0 || vs > 0)
+    return cpli_fail(CPL_ERR_UNSUPPORTED, "%s: variable-length and reference "
+                     "types hold pointers and cannot travel; use fixed-size "
+                     "types", what);
+  return CPL_OK;
+}
+
+int cpli_type_convertible(hid_t src, hid_t dst) {
+  H5T_cdata_t *cdata = NULL;
+  H5T_conv_t f;
+  H5E_BEGIN_TRY { f = H5Tfind(src, dst, &cdata); } H5E_END_TRY;
+  return f != NULL;
+}
+
+const char *cpli_type_str(hid_t type, char *buf, size_t n) {
+  size_t size = H5Tget_size(type);
+  switch (H5Tget_class(type)) {
+  case H5T_INTEGER:
+    snprintf(buf, n, "%sint%zu", H5Tget_sign(type) == H5T_SGN_NONE ? "u" : "",
+             size * 8);
+    break;
+  case H5T_FLOAT: snprintf(buf, n, "float%zu", size * 8); break;
+  case H5T_STRING: snprintf(buf, n, "string(%zu)", size); break;
+  case H5T_COMPOUND: snprintf(buf, n, "compound(%zu B)", size); break;
+  case H5T_ARRAY: snprintf(buf, n, "array(%zu B)", size); break;
+  case H5T_ENUM: snprintf(buf, n, "enum(%zu B)", size); break;
+  case H5T_OPAQUE: snprintf(buf, n, "opaque(%zu B)", size); break;
+  default: snprintf(buf, n, "type(%zu B)", size); break;
+  }
+  return buf;
+}
+
+hid_t cpli_yaml_type(const char *name) {
+  static const struct { const char *name; hid_t *type; } map[] = {
+      {"int8", &H5T_NATIVE_INT8_g},     {"int16", &H5T_NATIVE_INT16_g},
+      {"int32", &H5T_NATIVE_INT32_g},   {"int64", &H5T_NATIVE_INT64_g},
+      {"uint8", &H5T_NATIVE_UINT8_g},   {"uint16", &H5T_NATIVE_UINT16_g},
+      {"uint32", &H5T_NATIVE_UINT32_g}, {"uint64", &H5T_NATIVE_UINT64_g},
+      {"float32", &H5T_NATIVE_FLOAT_g}, {"float64", &H5T_NATIVE_DOUBLE_g},
+      {"char", &H5T_NATIVE_SCHAR_g},    {"byte", &H5T_NATIVE_UCHAR_g},
+  };
+  H5open(); /* the *_g globals are set when the library initialises */
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+    if (!strcmp(name, map[i].name)) return *map[i].type;
+  return H5I_INVALID_HID;
+}
+
+/* Same class, size and sign: what a declared `type` fixes. */
+static int same_kind(hid_t a, hid_t b) {
+  if (H5Tget_class(a) != H5Tget_class(b) || H5Tget_size(a) != H5Tget_size(b))
+    return 0;
+  return H5Tget_class(a) != H5T_INTEGER || H5Tget_sign(a) == H5Tget_sign(b);
+}
+
+static int encode_type(hid_t type, cpli_wbuf *w) {
+  size_t n = 0;
+  if (H5Tencode(type, NULL, &n) < 0 || n > UINT32_MAX)
+    return cpli_fail(CPL_ERR_HDF5, "H5Tencode failed");
+  unsigned char *buf = malloc(n);
+  if (!buf) return cpli_fail(CPL_ERR_NOMEM, "out of memory encoding a type");
+  int rc = H5Tencode(type, buf, &n) < 0
+               ? cpli_fail(CPL_ERR_HDF5, "H5Tencode failed")
+               : CPL_OK;
+  cpli_w_u32(w, (uint32_t)n);
+  cpli_w_bytes(w, buf, n);
+  free(buf);
+  return rc;
+}
+
+static hid_t decode_type(cpli_rbuf *r) {
+  uint32_t n = cpli_r_u32(r);
+  const void *p = cpli_r_bytes(r, n);
+  if (!p || n == 0) return H5I_INVALID_HID;
+  hid_t t;
+  H5E_BEGIN_TRY { t = H5Tdecode(p); } H5E_END_TRY;
+  return t;
+}
+
+/* ------------------------------------------------------ descriptions */
+
+cpli_desc *cpli_desc_new(int nblocks) {
+  cpli_desc *d = calloc(1, sizeof *d);
+  if (d) {
+    d->refs = 1;
+    d->nblocks = nblocks;
+  }
+  return d;
+}
+
+static void dset_free(cpli_dset *s) {
+  free(s->name);
+  if (s->type > 0) H5Tclose(s->type);
+  free(s->start);
+  free(s->count);
+  free(s->bytes);
+  free(s->offset);
+}
+
+void cpli_desc_unref(cpli_desc *desc) {
+  if (!desc || --desc->refs > 0) return;
+  for (int i = 0; i < desc->nd; i++) dset_free(&desc->d[i]);
+  free(desc->d);
+  free(desc);
+}
+
+int cpli_desc_find(const cpli_desc *desc, const char *name) {
+  for (int i = 0; i < desc->nd; i++)
+    if (!strcmp(desc->d[i].name, name)) return i;
+  return -1;
+}
+
+int cpli_desc_add(cpli_desc *desc, const char *name, hid_t type, int rank,
+                  const hsize_t *dims) {
+  if (desc->nd >= MAX_DATASETS) return -1;
+  if (desc->nd == desc->cap) {
+    int cap = desc->cap ? 2 * desc->cap : 4;
+    cpli_dset *v = realloc(desc->d, (size_t)cap * sizeof *v);
+    if (!v) return -1;
+    desc->d = v;
+    desc->cap = cap;
+  }
+  cpli_dset *s = &desc->d[desc->nd];
+  *s = (cpli_dset){.rank = rank, .type = H5I_INVALID_HID};
+  size_t nb = (size_t)desc->nblocks;
+  s->name = strdup(name);
+  s->start = calloc(nb * (size_t)rank, sizeof *s->start);
+  s->count = calloc(nb * (size_t)rank, sizeof *s->count);
+  s->bytes = calloc(nb, sizeof *s->bytes);
+  s->offset = calloc(nb, sizeof *s->offset);
+  s->type = H5Tcopy(type);
+  if (!s->name || !s->start || !s->count || !s->bytes || !s->offset ||
+      s->type < 0) {
+    dset_free(s);
+    return -1;
+  }
+  s->esize = H5Tget_size(type);
+  memcpy(s->dims, dims, (size_t)rank * sizeof *dims);
+  return desc->nd++;
+}
+
+int cpli_desc_encode(const cpli_desc *desc, cpli_wbuf *w) {
+  cpli_w_u32(w, DESC_MAGIC);
+  cpli_w_u32(w, (uint32_t)desc->nblocks);
+  cpli_w_u32(w, (uint32_t)desc->nd);
+  for (int i = 0; i < desc->nd; i++) {
+    const cpli_dset *s = &desc->d[i];
+    cpli_w_str(w, s->name);
+    cpli_w_u32(w, (uint32_t)s->rank);
+    cpli_w_bytes(w, s->dims, (size_t)s->rank * sizeof *s->dims);
+    CPLI_TRY(encode_type(s->type, w));
+    size_t n = (size_t)desc->nblocks * (size_t)s->rank * sizeof(hsize_t);
+    cpli_w_bytes(w, s->start, n);
+    cpli_w_bytes(w, s->count, n);
+  }
+  return w->oom ? cpli_fail(CPL_ERR_NOMEM, "out of memory encoding a "
+                            "description") : CPL_OK;
+}
+
+int cpli_desc_decode(const void *data, size_t len, const char *where,
+                     cpli_desc **out) {
+  *out = NULL;
+  cpli_rbuf r = cpli_r_init(data, len);
+  uint32_t magic = cpli_r_u32(&r), nb = cpli_r_u32(&r), nd = cpli_r_u32(&r);
+  if (magic != DESC_MAGIC || nb == 0 || nb > (1u << 24) || nd > MAX_DATASETS)
+    return cpli_fail(CPL_ERR_INTERNAL, "%s: corrupt dataset description",
+                     where);
+  cpli_desc *desc = cpli_desc_new((int)nb);
+  if (!desc) return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
+  int rc = CPL_OK;
+  for (uint32_t i = 0; i < nd && rc == CPL_OK; i++) {
+    const char *name = cpli_r_str(&r);
+    uint32_t rank = cpli_r_u32(&r);
+    if (r.bad || rank < 1 || rank > CPL_MAX_RANK || !cpli_name_ok(name)) {
+      rc = cpli_fail(CPL_ERR_INTERNAL, "%s: corrupt dataset description",
+                     where);
+      break;
+    }
+    const void *dims = cpli_r_bytes(&r, rank * sizeof(hsize_t));
+    hid_t type = decode_type(&r);
+    size_t n = (size_t)nb * rank * sizeof(hsize_t);
+    const void *start = cpli_r_bytes(&r, n), *count = cpli_r_bytes(&r, n);
+    hsize_t d[CPL_MAX_RANK];
+    if (dims) memcpy(d, dims, rank * sizeof(hsize_t));
+    int k = (!dims || type < 0 || !start || !count)
+                ? -1
+                : cpli_desc_add(desc, name, type, (int)rank, d);
+    if (type >= 0) H5Tclose(type);
+    if (k < 0) {
+      rc = r.bad || type < 0
+               ? cpli_fail(CPL_ERR_INTERNAL, "%s: corrupt dataset "
+                           "description", where)
+               : cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
+      break;
+    }
+    memcpy(desc->d[k].start, start, n);
+    memcpy(desc->d[k].count, count, n);
+  }
+  if (rc == CPL_OK && r.pos != r.len)
+    rc = cpli_fail(CPL_ERR_INTERNAL, "%s: corrupt dataset description", where);
+  if (rc != CPL_OK) {
+    cpli_desc_unref(desc);
+    return rc;
+  }
+  *out = desc;
+  return CPL_OK;
+}
+
+int cpli_desc_finish(cpli_desc *desc, const char *where) {
+  char msg[600], tb[64];
+  for (int i = 0; i < desc->nd; i++) {
+    cpli_dset *s = &desc->d[i];
+    if (!cpli_tiling_check(s->rank, s->dims, desc->nblocks, s->start,
+                           s->count, msg, sizeof msg))
+      return cpli_fail(CPL_ERR_MISMATCH, "%s: dataset \"%s\" (%s): %s", where,
+                       s->name, cpli_type_str(s->type, tb, sizeof tb), msg);
+    size_t off = 0;
+    for (int b = 0; b < desc->nblocks; b++) {
+      uint64_t v;
+      cpli_box_volume(s->rank, s->count + (size_t)b * s->rank, &v);
+      if (v > (uint64_t)INT_MAX / s->esize)
+        return cpli_fail(CPL_ERR_UNSUPPORTED, "%s: dataset \"%s\": the block "
+                         "of rank %d is %llu elements of %zu bytes; blocks "
+                         "over 2 GiB cannot travel yet: split the dataset",
+                         where, s->name, b, (unsigned long long)v, s->esize);
+      s->bytes[b] = (size_t)v * s->esize;
+      s->offset[b] = off;
+      off += s->bytes[b];
+      if (off > INT_MAX)
+        return cpli_fail(CPL_ERR_UNSUPPORTED, "%s: dataset \"%s\" is over "
+                         "2 GiB; datasets that large cannot travel yet: "
+                         "split it", where, s->name);
+    }
+    s->total = off;
+  }
+  return CPL_OK;
+}
+
+int cpli_desc_merge(int p, const unsigned char *const *blobs,
+                    const size_t *lens, const char *where, cpli_desc **out) {
+  *out = NULL;
+  cpli_desc *m = cpli_desc_new(p);
+  int *first = NULL; /* rank that first put each dataset */
+  if (!m) return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
+  int rc = CPL_OK;
+  char t1[64], t2[64];
+  for (int r = 0; r < p && rc == CPL_OK; r++) {
+    cpli_desc *one;
+    rc = cpli_desc_decode(blobs[r], lens[r], where, &one);
+    if (rc != CPL_OK) break;
+    for (int i = 0; i < one->nd && rc == CPL_OK; i++) {
+      const cpli_dset *s = &one->d[i];
+      int k = cpli_desc_find(m, s->name);
+      if (k < 0) {
+        k = cpli_desc_add(m, s->name, s->type, s->rank, s->dims);
+        int *f = k < 0 ? NULL : realloc(first, (size_t)(k + 1) * sizeof *f);
+        if (!f) {
+          rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
+          break;
+        }
+        first = f;
+        first[k] = r;
+      }
+      cpli_dset *t = &m->d[k];
+      if (t->rank != s->rank ||
+          memcmp(t->dims, s->dims, (size_t)s->rank * sizeof *s->dims) ||
+          H5Tequal(t->type, s->type) <= 0) {
+        char b1[160], b2[160];
+        rc = cpli_fail(CPL_ERR_MISMATCH, "%s: dataset \"%s\": rank %d puts "
+                       "%s %s but rank %d puts %s %s", where, s->name,
+                       first[k], cpli_type_str(t->type, t1, sizeof t1),
+                       cpli_dims_str(t->rank, t->dims, b1, sizeof b1), r,
+                       cpli_type_str(s->type, t2, sizeof t2),
+                       cpli_dims_str(s->rank, s->dims, b2, sizeof b2));
+        break;
+      }
+      size_t n = (size_t)s->rank * sizeof(hsize_t);
+      memcpy(t->start + (size_t)r * s->rank, s->start, n);
+      memcpy(t->count + (size_t)r * s->rank, s->count, n);
+    }
+    cpli_desc_unref(one);
+  }
+  free(first);
+  if (rc == CPL_OK) rc = cpli_desc_finish(m, where);
+  if (rc != CPL_OK) {
+    cpli_desc_unref(m);
+    return rc;
+  }
+  *out = m;
+  return CPL_OK;
+}
+
+int cpli_desc_check_port(const cpli_desc *desc, const cpli_component *comp,
+                         const cpli_port *port, int producer_side,
+                         const char *where) {
+  if (port->ndatasets == 0) return CPL_OK; /* nothing declared */
+  char t1[64], t2[64];
+  for (int i = 0; i < desc->nd; i++) {
+    const cpli_dset *s = &desc->d[i];
+    const cpli_dataset *decl = NULL;
+    for (int j = 0; j < port->ndatasets && !decl; j++)
+      if (!strcmp(port->datasets[j].name, s->name)) decl = &port->datasets[j];
+    if (!decl)
+      return cpli_fail(CPL_ERR_MISMATCH, "%s: dataset \"%s\" is not among "
+                       "the datasets port %s.%s declares (line %d)", where,
+                       s->name, comp->name, port->name, port->pos.line);
+    if (decl->ndims >= 0) {
+      int same = decl->ndims == s->rank;
+      for (int d = 0; same && d < s->rank; d++)
+        same = (hsize_t)decl->dims[d] == s->dims[d];
+      if (!same) {
+        char b1[160], dd[160];
+        size_t o = 0;
+        dd[0] = '\0';
+        for (int d = 0; d < decl->ndims && o < sizeof dd; d++)
+          o += (size_t)snprintf(dd + o, sizeof dd - o, "%s%lld", d ? ", " : "",
+                                decl->dims[d]);
+        return cpli_fail(CPL_ERR_MISMATCH, "%s: dataset \"%s\" has dims %s "
+                         "but port %s.%s declares [%s] (line %d)", where,
+                         s->name, cpli_dims_str(s->rank, s->dims, b1, sizeof b1),
+                         comp->name, port->name, dd, decl->pos.line);
+      }
+    }
+    if (decl->type) {
+      hid_t want = cpli_yaml_type(decl->type);
+      int ok = want >= 0 && (producer_side ? same_kind(s->type, want)
+                                           : cpli_type_convertible(s->type, want));
+      if (!ok)
+        return cpli_fail(CPL_ERR_MISMATCH, "%s: dataset \"%s\" is %s but port "
+                         "%s.%s declares %s (line %d)%s", where, s->name,
+                         cpli_type_str(s->type, t1, sizeof t1), comp->name,
+                         port->name, cpli_type_str(want, t2, sizeof t2),
+                         decl->pos.line,
+                         producer_side ? "" : ", and HDF5 cannot convert it");
+    }
+  }
+  return CPL_OK;
+}
+
+/* ------------------------------------------------------------ attributes */
+
+static void attr_free(cpli_attr *a) {
+  free(a->dataset);
+  free(a->name);
+  free(a->value);
+  if (a->type > 0) H5Tclose(a->type);
+}
+
+void cpli_attrs_clear(cpli_attrs *a) {
+  for (int i = 0; i < a->n; i++) attr_free(&a->v[i]);
+  free(a->v);
+  *a = (cpli_attrs){0};
+}
+
+int cpli_attrs_set(cpli_attrs *a, const char *dataset, const char *name,
+                   hid_t type, size_t n, const void *value) {
+  size_t esize = H5Tget_size(type);
+  if (esize == 0 || n > CPLI_ATTR_MAX_BYTES / esize)
+    return cpli_fail(CPL_ERR_ARG, "attribute \"%s\": %zu elements of %zu "
+                     "bytes exceed the %d-byte limit of an attribute", name, n,
+                     esize, CPLI_ATTR_MAX_BYTES);
+  size_t bytes = n * esize;
+  int k = 0;
+  while (k < a->n && (strcmp(a->v[k].dataset, dataset) ||
+                      strcmp(a->v[k].name, name)))
+    k++;
+  size_t others = a->bytes - (k < a->n ? a->v[k].bytes : 0);
+  if (others + bytes > CPLI_ATTRS_MAX_BYTES)
+    return cpli_fail(CPL_ERR_ARG, "attribute \"%s\": the step's attributes "
+                     "would exceed %d bytes", name, CPLI_ATTRS_MAX_BYTES);
+  cpli_attr v = {.n = n, .bytes = bytes, .type = H5Tcopy(type),
+                 .dataset = strdup(dataset), .name = strdup(name),
+                 .value = malloc(bytes ? bytes : 1)};
+  if (v.type < 0 || !v.dataset || !v.name || !v.value) {
+    attr_free(&v);
+    return cpli_fail(CPL_ERR_NOMEM, "attribute \"%s\": out of memory", name);
+  }
+  if (bytes) memcpy(v.value, value, bytes);
+  if (k == a->n && a->n == a->cap) {
+    int cap = a->cap ? 2 * a->cap : 8;
+    cpli_attr *nv = realloc(a->v, (size_t)cap * sizeof *nv);
+    if (!nv) {
+      attr_free(&v);
+      return cpli_fail(CPL_ERR_NOMEM, "attribute \"%s\": out of memory", name);
+    }
+    a->v = nv;
+    a->cap = cap;
+  }
+  if (k < a->n) attr_free(&a->v[k]);
+  else a->n++;
+  a->v[k] = v;
+  a->bytes = others + bytes;
+  return CPL_OK;
+}
+
+int cpli_attrs_encode(const cpli_attrs *a, cpli_wbuf *w) {
+  cpli_w_u32(w, ATTRS_MAGIC);
+  cpli_w_u32(w, (uint32_t)a->n);
+  for (int i = 0; i < a->n; i++) {
+    const cpli_attr *v = &a->v[i];
+    cpli_w_str(w, v->dataset);
+    cpli_w_str(w, v->name);
+    CPLI_TRY(encode_type(v->type, w));
+    cpli_w_u64(w, v->n);
+    cpli_w_bytes(w, v->value, v->bytes);
+  }
+  return w->oom ? cpli_fail(CPL_ERR_NOMEM, "out of memory encoding "
+                            "attributes") : CPL_OK;
+}
+
+int cpli_attrs_decode(const void *data, size_t len, const char *where,
+                      cpli_attrs *out) {
+  cpli_attrs_clear(out);
+  cpli_rbuf r = cpli_r_init(data, len);
+  uint32_t magic = cpli_r_u32(&r), n = cpli_r_u32(&r);
+  int rc = magic == ATTRS_MAGIC ? CPL_OK : CPL_ERR_INTERNAL;
+  for (uint32_t i = 0; i < n && rc == CPL_OK; i++) {
+    const char *ds = cpli_r_str(&r), *name = cpli_r_str(&r);
+    hid_t type = decode_type(&r);
+    uint64_t cnt = cpli_r_u64(&r);
+    size_t es = type >= 0 ? H5Tget_size(type) : 0;
+    const void *val = es && cnt <= CPLI_ATTR_MAX_BYTES / es
+                          ? cpli_r_bytes(&r, (size_t)cnt * es) : NULL;
+    if (r.bad || !val) rc = CPL_ERR_INTERNAL;
+    else rc = cpli_attrs_set(out, ds, name, type, (size_t)cnt, val);
+    if (type >= 0) H5Tclose(type);
+  }
+  if (rc == CPL_OK && r.pos != r.len) rc = CPL_ERR_INTERNAL;
+  if (rc == CPL_ERR_INTERNAL)
+    rc = cpli_fail(rc, "%s: corrupt attributes", where);
+  if (rc != CPL_OK) cpli_attrs_clear(out);
+  return rc;
+}

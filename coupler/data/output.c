@@ -1,0 +1,759 @@
+/*
+ * Producer side of a port: steps, puts, flow control, transfers.
+ *
+ * end_step, on every rank of the component, in this order:
+ *  1. encode this rank's blocks; root collects the credits that arrived;
+ *  2. one intra-group allgather of a small record per rank (did my
+ *     description change; root's credits and detaches), so every rank
+ *     takes the same decisions from here on;
+ *  3. if any description changed, an allgatherv of them; every rank
+ *     merges and checks the same way (tiling, both ports' declarations);
+ *     a failure goes to the consumers as an ERROR header;
+ *  4. per link: the policy, then one transfer per credit; under `all` a
+ *     full queue waits for a credit (root waits, then broadcasts);
+ *  5. steps still queued get a private copy of this rank's blocks, since
+ *     the caller's buffers are reused after end_step returns.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "data/data.h"
+#include "data/slab.h"
+
+typedef struct put {
+  char *name;
+  hid_t type;
+  int rank;
+  hsize_t dims[CPL_MAX_RANK], start[CPL_MAX_RANK], count[CPL_MAX_RANK];
+  const void *data;
+} put;
+
+/* A step held for delivery; shared by the queues of the port's links. */
+typedef struct pstep {
+  int refs;
+  long step, ordinal;
+  cpli_desc *desc;
+  cpli_wbuf attrs;     /* root: encoded attributes                  */
+  const void **block;  /* per dataset of desc: this rank's block     */
+  char *copy;          /* private copy of the blocks, once made      */
+  size_t copy_bytes;   /* this rank's blocks, all datasets            */
+  int copied;          /* held past its end_step (counted in stats)   */
+} pstep;
+
+typedef struct olink {
+  int end;                  /* index into ctx->ends                      */
+  const cpli_link *l;
+  pstep **q;                /* FIFO, at most depth (+1 while deciding)   */
+  int qn;
+  long desc_sent;           /* version last sent on this link, -1: none  */
+  cpl_output_stats st;
+  long stale_logged;
+} olink;
+
+struct cpl_output {
+  cpl_context *ctx;
+  const cpli_component *comp;
+  const cpli_port *port;
+  MPI_Comm comm;
+  int rank, size;
+  olink *links;
+  int nl;
+  double timeout;            /* longest of the links' timeouts           */
+  int in_step, closed;
+  int failed;                /* status of a failure that ended the port  */
+  char fail_msg[1024];
+  long step, ordinal;
+  put *puts;
+  int nputs, capputs;
+  cpli_attrs attrs;
+  cpli_wbuf local;           /* this rank's encoded blocks, last step    */
+  cpli_desc *desc;           /* merged description in force             */
+  long versions;
+  int held;                  /* steps held past their end_step           */
+  size_t held_bytes;
+  cpl_output_stats port_st;
+};
+
+static const char *port_name(const cpl_output *o, char *buf, size_t n) {
+  snprintf(buf, n, "%s.%s", o->comp->name, o->port->name);
+  return buf;
+}
+
+/* Once a collective step failed, the port is unusable: say why again. */
+static int check_usable(cpl_output *o, const char *call) {
+  if (!o) return cpli_fail(CPL_ERR_ARG, "%s: output is NULL", call);
+  if (o->failed)
+    return cpli_fail(o->failed, "%s: port failed earlier: %s", call, o->fail_msg);
+  return CPL_OK;
+}
+
+static int fail_port(cpl_output *o, int rc) {
+  o->failed = rc;
+  snprintf(o->fail_msg, sizeof o->fail_msg, "%s", cpl_last_error());
+  return rc;
+}
+
+static cpli_chan *chan(cpl_output *o, olink *ol) {
+  return &o->ctx->data->chan[ol->end];
+}
+
+/* -------------------------------------------------------------- open */
+
+int cpl_output_open(cpl_context *ctx, const char *port, cpl_output **out) {
+  if (!ctx || !port || !out)
+    return cpli_fail(CPL_ERR_ARG, "cpl_output_open: NULL argument");
+  *out = NULL;
+  const cpli_component *me = &ctx->wf->comps[ctx->comp];
+  int pi = cpli_wf_port_index(me, port);
+  if (pi < 0 || !me->ports[pi].output)
+    return cpli_fail(CPL_ERR_ARG, "cpl_output_open: component \"%s\" has no "
+                     "output port \"%s\"%s", me->name, port,
+                     pi >= 0 ? " (it is an input)" : "");
+  cpli_data_state *s;
+  CPLI_TRY(cpli_data_get(ctx, &s));
+  for (int e = 0; e < ctx->nends; e++)
+    if (ctx->ends[e].port == pi && s->chan[e].output_open)
+      return cpli_fail(CPL_ERR_STATE, "cpl_output_open: port %s.%s is "
+                       "already open", me->name, port);
+  cpl_output *o = calloc(1, sizeof *o);
+  if (!o) return cpli_fail(CPL_ERR_NOMEM, "cpl_output_open: out of memory");
+  o->ctx = ctx;
+  o->comp = me;
+  o->port = &me->ports[pi];
+  o->comm = ctx->comm;
+  MPI_Comm_rank(o->comm, &o->rank);
+  MPI_Comm_size(o->comm, &o->size);
+  o->step = -1;
+  o->timeout = 1;
+  o->links = calloc((size_t)(ctx->nends ? ctx->nends : 1), sizeof *o->links);
+  if (!o->links || cpli_data_track(ctx, o, NULL) != CPL_OK) {
+    free(o->links);
+    free(o);
+    return cpli_fail(CPL_ERR_NOMEM, "cpl_output_open: out of memory");
+  }
+  for (int e = 0; e < ctx->nends; e++) {
+    if (ctx->ends[e].port != pi) continue;
+    olink *ol = &o->links[o->nl++];
+    ol->end = e;
+    ol->l = &ctx->wf->links[ctx->ends[e].link];
+    ol->desc_sent = -1;
+    if (ol->l->timeout > o->timeout) o->timeout = ol->l->timeout;
+    s->chan[e].output_open = 1;
+  }
+  *out = o;
+  return CPL_OK;
+}
+
+/* -------------------------------------------------------------- puts */
+
+int cpl_output_begin_step(cpl_output *o, long step) {
+  CPLI_TRY(check_usable(o, "cpl_output_begin_step"));
+  char pn[200];
+  if (o->in_step)
+    return cpli_fail(CPL_ERR_STATE, "cpl_output_begin_step: port %s: step "
+                     "%ld is still open (call cpl_output_end_step)",
+                     port_name(o, pn, sizeof pn), o->step);
+  if (step < -1 || (step >= 0 && step <= o->step))
+    return cpli_fail(CPL_ERR_ARG, "cpl_output_begin_step: port %s: step %ld "
+                     "must be -1 (next) or larger than the previous step %ld",
+                     port_name(o, pn, sizeof pn), step, o->step);
+  o->step = step < 0 ? o->step + 1 : step;
+  o->in_step = 1;
+  return CPL_OK;
+}
+
+static put *find_put(cpl_output *o, const char *name) {
+  for (int i = 0; i < o->nputs; i++)
+    if (!strcmp(o->puts[i].name, name)) return &o->puts[i];
+  return NULL;
+}
+
+int cpl_output_put(cpl_output *o, const char *name, hid_t type, int rank,
+                   const hsize_t dims[], const hsize_t start[],
+                   const hsize_t count[], const void *data) {
+  CPLI_TRY(check_usable(o, "cpl_output_put"));
+  char pn[200], what[400], b1[200], b2[200];
+  port_name(o, pn, sizeof pn);
+  if (!o->in_step)
+    return cpli_fail(CPL_ERR_STATE, "cpl_output_put: port %s: no step is "
+                     "open (call cpl_output_begin_step)", pn);
+  if (!cpli_name_ok(name))
+    return cpli_fail(CPL_ERR_ARG, "cpl_output_put: port %s: bad dataset name "
+                     "\"%s\" (1-255 printable characters, no '/')", pn,
+                     name ? name : "(null)");
+  snprintf(what, sizeof what, "cpl_output_put: port %s, step %ld, dataset "
+           "\"%s\"", pn, o->step, name);
+  if (find_put(o, name))
+    return cpli_fail(CPL_ERR_ARG, "%s: put twice in one step", what);
+  if (rank < 1 || rank > CPL_MAX_RANK)
+    return cpli_fail(CPL_ERR_ARG, "%s: rank %d is not in 1..%d", what, rank,
+                     CPL_MAX_RANK);
+  if (!dims || !start || !count)
+    return cpli_fail(CPL_ERR_ARG, "%s: dims, start and count must not be NULL",
+                     what);
+  CPLI_TRY(cpli_type_check(type, what));
+  uint64_t vol;
+  if (!cpli_box_inside(rank, dims, start, count))
+    return cpli_fail(CPL_ERR_ARG, "%s: block %s lies outside the global "
+                     "array %s", what, cpli_box_str(rank, start, count, b1, sizeof b1),
+                     cpli_dims_str(rank, dims, b2, sizeof b2));
+  if (cpli_box_volume(rank, dims, &vol) != 0)
+    return cpli_fail(CPL_ERR_ARG, "%s: the product of the dims overflows 64 "
+                     "bits", what);
+  cpli_box_volume(rank, count, &vol);
+  if (vol > 0 && !data)
+    return cpli_fail(CPL_ERR_ARG, "%s: data is NULL for a block of %llu "
+                     "elements", what, (unsigned long long)vol);
+  if (o->nputs == o->capputs) {
+    int cap = o->capputs ? 2 * o->capputs : 8;
+    put *v = realloc(o->puts, (size_t)cap * sizeof *v);
+    if (!v) return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", what);
+    o->puts = v;
+    o->capputs = cap;
+  }
+  put *p = &o->puts[o->nputs];
+  *p = (put){.rank = rank, .data = data, .name = strdup(name),
+             .type = H5Tcopy(type)};
+  if (!p->name || p->type < 0) {
+    free(p->name);
+    if (p->type >= 0) H5Tclose(p->type);
+    return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", what);
+  }
+  size_t n = (size_t)rank * sizeof(hsize_t);
+  memcpy(p->dims, dims, n);
+  memcpy(p->start, start, n);
+  memcpy(p->count, count, n);
+  o->nputs++;
+  return CPL_OK;
+}
+
+int cpl_output_attr(cpl_output *o, const char *dataset, const char *name,
+                    hid_t type, size_t n, const void *value) {
+  CPLI_TRY(check_usable(o, "cpl_output_attr"));
+  char pn[200];
+  port_name(o, pn, sizeof pn);
+  if (!o->in_step)
+    return cpli_fail(CPL_ERR_STATE, "cpl_output_attr: port %s: no step is "
+                     "open", pn);
+  if (!cpli_name_ok(name) || (n > 0 && !value))
+    return cpli_fail(CPL_ERR_ARG, "cpl_output_attr: port %s: bad name or "
+                     "NULL value", pn);
+  if (dataset && !find_put(o, dataset))
+    return cpli_fail(CPL_ERR_ARG, "cpl_output_attr: port %s, step %ld: "
+                     "attribute \"%s\" of dataset \"%s\", which this rank has "
+                     "not put in this step", pn, o->step, name, dataset);
+  char what[300];
+  snprintf(what, sizeof what, "cpl_output_attr: port %s, attribute \"%s\"", pn, name);
+  CPLI_TRY(cpli_type_check(type, what));
+  int rc = cpli_attrs_set(&o->attrs, dataset ? dataset : "", name, type, n, value);
+  if (rc != CPL_OK) cpli_error_prefix("port %s, step %ld: ", pn, o->step);
+  return rc;
+}
+
+/* ---------------------------------------------------------- held steps */
+
+static void step_unref(cpl_output *o, pstep *st) {
+  if (--st->refs > 0) return;
+  if (st->copied) {
+    o->held--;
+    o->held_bytes -= st->copy_bytes;
+  }
+  cpli_desc_unref(st->desc);
+  cpli_w_free(&st->attrs);
+  free(st->block);
+  free(st->copy);
+  free(st);
+}
+
+/* Make the step independent of the caller's buffers. */
+static int step_copy(cpl_output *o, pstep *st) {
+  if (st->copied) return CPL_OK;
+  st->copied = 1;
+  o->held++;
+  o->held_bytes += st->copy_bytes;
+  if (o->held > o->port_st.queue_max) o->port_st.queue_max = o->held;
+  if (o->held_bytes > o->port_st.bytes_max) o->port_st.bytes_max = o->held_bytes;
+  if (st->copy_bytes == 0) return CPL_OK;
+  st->copy = malloc(st->copy_bytes);
+  if (!st->copy)
+    return cpli_fail(CPL_ERR_NOMEM, "port %s.%s, step %ld: out of memory "
+                     "queueing %zu bytes", o->comp->name, o->port->name,
+                     st->step, st->copy_bytes);
+  size_t off = 0;
+  for (int k = 0; k < st->desc->nd; k++) {
+    size_t b = st->desc->d[k].bytes[o->rank];
+    if (b) memcpy(st->copy + off, st->block[k], b);
+    st->block[k] = st->copy + off;
+    off += b;
+  }
+  return CPL_OK;
+}
+
+/* -------------------------------------------------------- transfers */
+
+static void link_opts(const olink *ol, long step, cpl_coll_options *opt) {
+  cpl_coll_options_init(opt);
+  opt->inter = ol->l->inter;
+  opt->intra = ol->l->intra;
+  opt->timeout = ol->l->timeout;
+  opt->label = ol->l->label;
+  opt->step = step;
+}
+
+/* Header on the root, then the datasets' allgathers on every rank. */
+static int send_step(cpl_output *o, olink *ol, pstep *st) {
+  cpl_context *ctx = o->ctx;
+  int rc = CPL_OK;
+  int new_desc = st->desc->version != ol->desc_sent;
+  if (o->rank == 0) {
+    cpli_wbuf d = {0};
+    if (new_desc) rc = cpli_desc_encode(st->desc, &d);
+    cpli_hdr h = {.kind = CPLI_HDR_DATA, .step = st->step,
+                  .desc_len = (int64_t)d.len, .attr_len = (int64_t)st->attrs.len};
+    if (rc == CPL_OK)
+      rc = cpli_chan_send_header(ctx, ol->end, &h, d.p, st->attrs.p, NULL,
+                                 ol->l->timeout);
+    cpli_w_free(&d);
+    if (rc != CPL_OK) return rc; /* the others time out in the allgather */
+  }
+  ol->desc_sent = st->desc->version;
+  cpl_coll_options opt;
+  link_opts(ol, st->step, &opt);
+  MPI_Comm inter = ctx->ends[ol->end].intercomm;
+  for (int k = 0; k < st->desc->nd && rc == CPL_OK; k++) {
+    const cpli_dset *s = &st->desc->d[k];
+    if (s->total == 0) continue;
+    rc = cpl_inter_allgatherv(st->block[k], (int)s->bytes[o->rank], MPI_BYTE,
+                              NULL, NULL, NULL, MPI_BYTE, CPL_SENDER, inter, &opt);
+    if (rc != CPL_OK)
+      cpli_error_prefix("dataset \"%s\": ", s->name);
+  }
+  if (rc == CPL_OK) ol->st.delivered++;
+  return rc;
+}
+
+static int serve_credits(cpl_output *o, olink *ol) {
+  cpli_chan *ch = chan(o, ol);
+  while (ch->credits > 0 && ol->qn > 0 && !ch->detached) {
+    pstep *st = ol->q[0];
+    memmove(ol->q, ol->q + 1, (size_t)(ol->qn - 1) * sizeof *ol->q);
+    ol->qn--;
+    ch->credits--;
+    int rc = send_step(o, ol, st);
+    step_unref(o, st);
+    CPLI_TRY(rc);
+  }
+  return CPL_OK;
+}
+
+/*
+ * Give every rank the root's view of the channels: credits and detaches
+ * per link. With `wait_on` >= 0 the root first waits (up to that link's
+ * timeout) for a credit or DETACH on it. A root failure reaches all ranks.
+ */
+static int sync_links(cpl_output *o, int wait_on) {
+  int n = 2 + 2 * o->nl;
+  int64_t *rec = calloc((size_t)n, sizeof *rec);
+  if (!rec) return cpli_fail(CPL_ERR_NOMEM, "out of memory");
+  int rc = CPL_OK;
+  if (o->rank == 0) {
+    for (int i = 0; i < o->nl && rc == CPL_OK; i++)
+      rc = cpli_chan_poll(o->ctx, o->links[i].end);
+    if (rc == CPL_OK && wait_on >= 0) {
+      olink *ol = &o->links[wait_on];
+      rc = cpli_chan_wait_credit(o->ctx, ol->end, ol->l->timeout);
+      if (rc == CPL_ERR_TIMEOUT)
+        cpli_fail(rc, "link %s, sender 0, step %ld: the consumer took no step "
+                  "within %g s (policy all, depth %d, %d steps queued): is it "
+                  "stuck, or slower than the link timeout allows?",
+                  ol->l->label, ol->q[0]->step, ol->l->timeout, ol->l->depth,
+                  ol->qn);
+    }
+    rec[0] = rc;
+    for (int i = 0; i < o->nl; i++) {
+      rec[2 + 2 * i] = chan(o, &o->links[i])->credits;
+      rec[3 + 2 * i] = chan(o, &o->links[i])->detached;
+    }
+  }
+  cpl_coll_options opt;
+  cpl_coll_options_init(&opt);
+  opt.timeout = 2 * o->timeout + 10; /* beyond the root's own wait */
+  opt.label = o->port->name;
+  opt.step = o->step;
+  int brc = cpl_intra_bcast(rec, n, MPI_INT64_T, 0, o->comm, &opt);
+  if (brc == CPL_OK && o->rank != 0) {
+    rc = (int)rec[0];
+    for (int i = 0; i < o->nl; i++) {
+      chan(o, &o->links[i])->credits = rec[2 + 2 * i];
+      chan(o, &o->links[i])->detached = (int)rec[3 + 2 * i];
+    }
+    if (rc != CPL_OK)
+      cpli_fail(rc, "port %s.%s, step %ld: failed on rank 0 (whose message "
+                "names the link)", o->comp->name, o->port->name, o->step);
+  }
+  free(rec);
+  return brc != CPL_OK ? brc : rc;
+}
+
+/* Release queued steps a departed consumer will never take. */
+static void drop_queue(cpl_output *o, olink *ol) {
+  ol->st.undelivered += ol->qn;
+  while (ol->qn > 0) step_unref(o, ol->q[--ol->qn]);
+}
+
+/* Under `all`: wait for credits until the queue fits its depth. */
+static int drain_to(cpl_output *o, int li, int limit) {
+  olink *ol = &o->links[li];
+  double t0 = MPI_Wtime();
+  int rc = CPL_OK;
+  while (rc == CPL_OK && ol->qn > limit) {
+    if (chan(o, ol)->detached) {
+      drop_queue(o, ol);
+      break;
+    }
+    if (chan(o, ol)->credits == 0) rc = sync_links(o, li);
+    if (rc == CPL_OK) rc = serve_credits(o, ol);
+  }
+  ol->st.wait_s += MPI_Wtime() - t0;
+  return rc;
+}
+
+static void log_drop(cpl_output *o, olink *ol, const pstep *st) {
+  ol->st.dropped++;
+  if (o->rank != 0 || ol->stale_logged >= 3) return;
+  ol->stale_logged++;
+  fprintf(stderr, "coupler: link %s: dropped step %ld (policy latest, depth "
+          "%d: the consumer is behind)%s\n", ol->l->label, st->step,
+          ol->l->depth, ol->stale_logged == 3 ? "; further drops are "
+          "counted and reported when the port closes" : "");
+}
+
+/* Policy for one link after the step was enqueued. */
+static int apply_policy(cpl_output *o, int li) {
+  olink *ol = &o->links[li];
+  if (ol->l->policy == CPL_POLICY_LATEST) {
+    while (ol->qn > ol->l->depth) {
+      pstep *st = ol->q[0];
+      memmove(ol->q, ol->q + 1, (size_t)(ol->qn - 1) * sizeof *ol->q);
+      ol->qn--;
+      log_drop(o, ol, st);
+      step_unref(o, st);
+    }
+    return serve_credits(o, ol);
+  }
+  CPLI_TRY(serve_credits(o, ol));
+  return drain_to(o, li, ol->l->depth);
+}
+
+/* ---------------------------------------------------------- end_step */
+
+/* This rank's blocks as a one-block description, encoded. */
+static int encode_local(cpl_output *o, cpli_wbuf *w) {
+  cpli_desc *d = cpli_desc_new(1);
+  if (!d) return cpli_fail(CPL_ERR_NOMEM, "out of memory");
+  int rc = CPL_OK;
+  for (int i = 0; i < o->nputs && rc == CPL_OK; i++) {
+    put *p = &o->puts[i];
+    int k = cpli_desc_add(d, p->name, p->type, p->rank, p->dims);
+    if (k < 0) {
+      rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
+      break;
+    }
+    memcpy(d->d[k].start, p->start, (size_t)p->rank * sizeof(hsize_t));
+    memcpy(d->d[k].count, p->count, (size_t)p->rank * sizeof(hsize_t));
+  }
+  if (rc == CPL_OK) rc = cpli_desc_encode(d, w);
+  cpli_desc_unref(d);
+  return rc;
+}
+
+/* Tell every consumer why the port failed; they return it from begin_step. */
+static void send_error(cpl_output *o, int status) {
+  if (o->rank != 0) return;
+  const char *msg = cpl_last_error();
+  for (int i = 0; i < o->nl; i++) {
+    olink *ol = &o->links[i];
+    cpli_chan *ch = chan(o, ol);
+    if (ch->detached || ch->eos_sent) continue;
+    cpli_hdr h = {.kind = CPLI_HDR_ERROR, .status = status, .step = o->step,
+                  .msg_len = (int64_t)strlen(msg) + 1};
+    char keep[1024];
+    snprintf(keep, sizeof keep, "%s", msg);
+    cpli_chan_send_header(o->ctx, ol->end, &h, NULL, NULL, keep, ol->l->timeout);
+    cpli_fail(status, "%s", keep);
+    ch->eos_sent = 1; /* nothing may follow an error */
+  }
+}
+
+/* Steps 2-3: agree on credits and on the description. */
+static int agree(cpl_output *o, int changed, size_t len, const unsigned char *blob) {
+  int n = 2 + 2 * o->nl;
+  int64_t *rec = calloc((size_t)n * (size_t)o->size, sizeof *rec);
+  if (!rec) return cpli_fail(CPL_ERR_NOMEM, "out of memory");
+  int64_t *mine = rec + (size_t)o->rank * n;
+  int rc = CPL_OK;
+  mine[0] = changed;
+  mine[1] = (int64_t)len;
+  if (o->rank == 0) {
+    for (int i = 0; i < o->nl && rc == CPL_OK; i++) {
+      rc = cpli_chan_poll(o->ctx, o->links[i].end);
+      mine[2 + 2 * i] = chan(o, &o->links[i])->credits;
+      mine[3 + 2 * i] = chan(o, &o->links[i])->detached;
+    }
+  }
+  cpl_coll_options opt;
+  cpl_coll_options_init(&opt);
+  opt.timeout = o->timeout;
+  opt.label = o->port->name;
+  opt.step = o->step;
+  if (rc == CPL_OK)
+    rc = cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rec, n,
+                             MPI_INT64_T, o->comm, &opt);
+  int any = 0;
+  for (int r = 0; rc == CPL_OK && r < o->size; r++) any |= rec[(size_t)r * n] != 0;
+  for (int i = 0; rc == CPL_OK && o->rank != 0 && i < o->nl; i++) {
+    chan(o, &o->links[i])->credits = rec[2 + 2 * i];
+    chan(o, &o->links[i])->detached = (int)rec[3 + 2 * i];
+  }
+  if (rc != CPL_OK || !any) {
+    free(rec);
+    return rc;
+  }
+  /* Someone's blocks changed: everyone merges everyone's. */
+  int *counts = malloc(2 * (size_t)o->size * sizeof *counts);
+  size_t *lens = malloc((size_t)o->size * sizeof *lens);
+  const unsigned char **blobs = malloc((size_t)o->size * sizeof *blobs);
+  unsigned char *all = NULL;
+  size_t total = 0;
+  for (int r = 0; r < o->size; r++) total += (size_t)rec[(size_t)r * n + 1];
+  if (total > 0x7fffffff)
+    rc = cpli_fail(CPL_ERR_UNSUPPORTED, "the descriptions of the port's "
+                   "datasets exceed 2 GiB");
+  else if (!counts || !lens || !blobs || !(all = malloc(total ? total : 1)))
+    rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
+  if (rc == CPL_OK) {
+    int off = 0;
+    for (int r = 0; r < o->size; r++) {
+      counts[r] = (int)rec[(size_t)r * n + 1];
+      counts[o->size + r] = off;
+      lens[r] = (size_t)counts[r];
+      blobs[r] = all + off;
+      off += counts[r];
+    }
+    rc = cpl_intra_allgatherv(blob, (int)len, MPI_BYTE, all, counts,
+                              counts + o->size, MPI_BYTE, o->comm, &opt);
+  }
+  char where[300];
+  snprintf(where, sizeof where, "port %s.%s, step %ld", o->comp->name,
+           o->port->name, o->step);
+  cpli_desc *m = NULL;
+  if (rc == CPL_OK) rc = cpli_desc_merge(o->size, blobs, lens, where, &m);
+  /* Declarations of this port and of every consumer's port. */
+  if (rc == CPL_OK) rc = cpli_desc_check_port(m, o->comp, o->port, 1, where);
+  for (int i = 0; rc == CPL_OK && i < o->nl; i++) {
+    const cpli_link *l = o->links[i].l;
+    const cpli_component *c = &o->ctx->wf->comps[l->to_comp];
+    char w2[400];
+    snprintf(w2, sizeof w2, "%s, link %s", where, l->label);
+    rc = cpli_desc_check_port(m, c, &c->ports[l->to_port], 0, w2);
+  }
+  if (rc == CPL_OK) {
+    m->version = ++o->versions;
+    cpli_desc_unref(o->desc);
+    o->desc = m;
+  } else {
+    cpli_desc_unref(m);
+  }
+  free(counts);
+  free(lens);
+  free(blobs);
+  free(all);
+  free(rec);
+  return rc;
+}
+
+static void clear_puts(cpl_output *o) {
+  for (int i = 0; i < o->nputs; i++) {
+    free(o->puts[i].name);
+    H5Tclose(o->puts[i].type);
+  }
+  o->nputs = 0;
+  cpli_attrs_clear(&o->attrs);
+}
+
+/* The step as a queue entry pointing at the caller's blocks. */
+static int make_step(cpl_output *o, pstep **out) {
+  pstep *st = calloc(1, sizeof *st);
+  const cpli_desc *d = o->desc;
+  if (!st || !(st->block = calloc((size_t)(d->nd ? d->nd : 1), sizeof *st->block))) {
+    free(st);
+    return cpli_fail(CPL_ERR_NOMEM, "out of memory");
+  }
+  st->step = o->step;
+  st->ordinal = o->ordinal;
+  st->desc = o->desc;
+  o->desc->refs++;
+  for (int k = 0; k < d->nd; k++) {
+    const put *p = find_put(o, d->d[k].name);
+    st->block[k] = p ? p->data : NULL;
+    st->copy_bytes += d->d[k].bytes[o->rank];
+  }
+  int rc = o->rank == 0 ? cpli_attrs_encode(&o->attrs, &st->attrs) : CPL_OK;
+  if (rc != CPL_OK) {
+    cpli_desc_unref(st->desc);
+    free(st->block);
+    free(st);
+    return rc;
+  }
+  st->refs = 1; /* the caller's, until end_step returns */
+  *out = st;
+  return CPL_OK;
+}
+
+int cpl_output_end_step(cpl_output *o) {
+  CPLI_TRY(check_usable(o, "cpl_output_end_step"));
+  if (!o->in_step)
+    return cpli_fail(CPL_ERR_STATE, "cpl_output_end_step: port %s.%s: no "
+                     "step is open", o->comp->name, o->port->name);
+  o->in_step = 0;
+  cpli_wbuf w = {0};
+  int lrc = encode_local(o, &w);
+  if (lrc != CPL_OK) cpli_w_free(&w);
+  int changed = lrc != CPL_OK || !o->desc || w.len != o->local.len ||
+                (w.len && memcmp(w.p, o->local.p, w.len) != 0);
+  /* A local failure must still take part in the agreement, or the other
+   * ranks would hang: its empty description fails the merge everywhere. */
+  int rc = agree(o, changed, w.len, w.p);
+  if (lrc != CPL_OK) rc = lrc;
+  if (rc != CPL_OK) {
+    send_error(o, rc);
+    cpli_w_free(&w);
+    clear_puts(o);
+    return fail_port(o, rc);
+  }
+  cpli_w_free(&o->local);
+  o->local = w;
+
+  pstep *st = NULL;
+  rc = make_step(o, &st);
+  o->port_st.steps++;
+  for (int i = 0; rc == CPL_OK && i < o->nl; i++) {
+    olink *ol = &o->links[i];
+    ol->st.steps++;
+    if (chan(o, ol)->detached) {
+      ol->st.undelivered++;
+      continue;
+    }
+    if (o->ordinal % ol->l->every != 0) {
+      ol->st.skipped++;
+      continue;
+    }
+    pstep **q = realloc(ol->q, (size_t)(ol->qn + 1) * sizeof *q);
+    if (!q) {
+      rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
+      break;
+    }
+    ol->q = q;
+    ol->q[ol->qn++] = st;
+    st->refs++;
+    rc = apply_policy(o, i);
+  }
+  o->ordinal++;
+  if (st) {
+    /* Whatever is still queued outlives the caller's buffers. */
+    if (rc == CPL_OK && st->refs > 1) rc = step_copy(o, st);
+    step_unref(o, st);
+  }
+  clear_puts(o);
+  if (rc != CPL_OK) {
+    send_error(o, rc); /* consumers must not wait for what will not come */
+    return fail_port(o, rc);
+  }
+  return CPL_OK;
+}
+
+/* ------------------------------------------------------------- close */
+
+int cpl_output_close(cpl_output *o) {
+  if (!o) return CPL_OK;
+  cpl_context *ctx = o->ctx;
+  int rc = CPL_OK; /* a failure reported earlier is not reported again */
+  char pn[200];
+  port_name(o, pn, sizeof pn);
+  if (!o->failed && o->in_step) {
+    clear_puts(o);
+    o->in_step = 0;
+    rc = cpli_fail(CPL_ERR_STATE, "cpl_output_close: port %s: step %ld was "
+                   "never ended; it is not sent", pn, o->step);
+  }
+  /* Deliver what is queued, then end the stream. */
+  for (int i = 0; i < o->nl && !o->failed; i++) {
+    int r = drain_to(o, i, 0);
+    if (r != CPL_OK) {
+      rc = fail_port(o, r);
+      break;
+    }
+  }
+  for (int i = 0; i < o->nl; i++) {
+    olink *ol = &o->links[i];
+    cpli_chan *ch = chan(o, ol);
+    drop_queue(o, ol); /* only after a failure is anything left */
+    if (o->rank == 0 && !o->failed && !ch->eos_sent && !ch->detached) {
+      cpli_hdr h = {.kind = CPLI_HDR_EOS, .step = o->step};
+      ch->eos_sent = 1;
+      int r = cpli_chan_send_header(ctx, ol->end, &h, NULL, NULL, NULL,
+                                    ol->l->timeout);
+      if (r != CPL_OK && rc == CPL_OK) rc = r;
+    }
+    ch->eos_sent = 1;
+    ch->output_open = 0;
+    const cpl_output_stats *s = &ol->st;
+    if (o->rank == 0 && (s->dropped || s->undelivered))
+      fprintf(stderr, "coupler: link %s: %ld of %ld steps not delivered "
+              "(%ld dropped by policy latest, %ld not taken: %s)\n",
+              ol->l->label, s->dropped + s->undelivered, s->steps, s->dropped,
+              s->undelivered, o->failed ? "the port failed"
+                                        : "the consumer closed its input early");
+  }
+  cpli_data_untrack(ctx, o, NULL);
+  clear_puts(o);
+  cpli_w_free(&o->local);
+  cpli_desc_unref(o->desc);
+  free(o->puts);
+  for (int i = 0; i < o->nl; i++) free(o->links[i].q);
+  free(o->links);
+  free(o);
+  return rc;
+}
+
+/* ------------------------------------------------------------- stats */
+
+int cpl_output_link_count(const cpl_output *o, int *n) {
+  if (!o || !n) return cpli_fail(CPL_ERR_ARG, "cpl_output_link_count: NULL argument");
+  *n = o->nl;
+  return CPL_OK;
+}
+
+int cpl_output_stats_get(const cpl_output *o, int link, cpl_output_stats *st) {
+  if (!o || !st || link < -1 || link >= o->nl)
+    return cpli_fail(CPL_ERR_ARG, "cpl_output_stats_get: bad argument (link "
+                     "%d of %d)", link, o ? o->nl : 0);
+  if (link >= 0) {
+    *st = o->links[link].st;
+    st->queue_max = o->port_st.queue_max;
+    st->bytes_max = o->port_st.bytes_max;
+    return CPL_OK;
+  }
+  *st = o->port_st;
+  for (int i = 0; i < o->nl; i++) {
+    const cpl_output_stats *s = &o->links[i].st;
+    st->delivered += s->delivered;
+    st->dropped += s->dropped;
+    st->skipped += s->skipped;
+    st->undelivered += s->undelivered;
+    st->wait_s += s->wait_s;
+  }
+  return CPL_OK;
+}

@@ -1,0 +1,33 @@
+/*
+ * The context cpl_init builds, shared by the group and data layers.
+ */
+#ifndef CPLI_GROUP_CONTEXT_H
+#define CPLI_GROUP_CONTEXT_H
+
+#include "coupler.h"
+#include "workflow/model.h"
+
+/* One link as this component sees it. */
+typedef struct cpli_end {
+  int link;                  /* global link index                        */
+  cpl_role role;
+  int port, peer_comp, peer_port;
+  MPI_Comm intercomm;        /* the link; data move on it (engine dup)   */
+  MPI_Comm ctl;              /* private dup: the data layer's control    */
+                             /* channel between the two group roots      */
+  int remote_size;
+} cpli_end;
+
+struct cpli_data_state; /* data/data.h: ports and link channels */
+
+struct cpl_context {
+  cpli_workflow *wf;
+  MPI_Comm world; /* private duplicate of the caller's communicator */
+  MPI_Comm comm;  /* this component */
+  int comp;
+  cpli_end *ends; /* links of this component, in global link order */
+  int nends;
+  struct cpli_data_state *data; /* NULL until a port is opened */
+};
+
+#endif

@@ -1,0 +1,541 @@
+/*
+ * End-to-end data-layer test: one program, launched by cpl-run as every
+ * component of a small workflow (tests/data/ YAML templates). argv: scenario.
+ * The component name says the role: prod* publish, cons* consume.
+ *
+ * Values are a function of (step, dataset, global index), so a consumer
+ * checks every element it gets without knowing the decomposition, and the
+ * decomposition is irregular on purpose (zero-size blocks, 2-D grids,
+ * blocks changing mid-stream).
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <coupler.h>
+
+static int wrank;
+static const char *comp_name = "?";
+static int failures;
+
+#define CHECK(cond, ...)                                                     \
+  do {                                                                       \
+    if (!(cond)) {                                                           \
+      fprintf(stderr, "FAIL %s rank %d %s:%d: ", comp_name, wrank, __FILE__, \
+              __LINE__);                                                     \
+      fprintf(stderr, __VA_ARGS__);                                          \
+      fprintf(stderr, "\n");                                                 \
+      failures++;                                                            \
+    }                                                                        \
+  } while (0)
+
+#define OK(call)                                                             \
+  do {                                                                       \
+    int rc_ = (call);                                                        \
+    if (rc_ != CPL_OK) {                                                     \
+      fprintf(stderr, "FAIL %s rank %d %s:%d: %s -> %s: %s\n", comp_name,    \
+              wrank, __FILE__, __LINE__, #call, cpl_strerror(rc_),           \
+              cpl_last_error());                                             \
+      MPI_Abort(MPI_COMM_WORLD, 3);                                          \
+    }                                                                        \
+  } while (0)
+
+static void sleep_ms(int ms) {
+  struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&t, NULL);
+}
+
+/* The value of element `idx` (row-major global index) of dataset `id`. */
+static double val(long step, int id, unsigned long long idx) {
+  return (double)(step * 100003 + id * 7919) + (double)idx;
+}
+
+/* Split n into `parts` irregular pieces (piece i weighs i+1); `skip` >= 0
+ * names a part that gets nothing. */
+static void split(unsigned long long n, int parts, int i, int skip,
+                  hsize_t *start, hsize_t *count) {
+  unsigned long long w = 0, before = 0, mine = 0;
+  for (int k = 0; k < parts; k++) {
+    unsigned long long wk = k == skip ? 0 : (unsigned long long)k + 1;
+    if (k < i) before += wk;
+    if (k == i) mine = wk;
+    w += wk;
+  }
+  *start = n * before / w;
+  *count = n * (before + mine) / w - *start;
+}
+
+/* ----------------------------------------------------------- producer */
+
+typedef struct dset {
+  const char *name;
+  int id, rank;
+  hsize_t dims[3];
+  hid_t type;
+} dset;
+
+/* Fill this rank's block of d (start/count) with its values in type. */
+static void *fill(const dset *d, long step, const hsize_t *start,
+                  const hsize_t *count) {
+  size_t n = 1;
+  for (int k = 0; k < d->rank; k++) n *= count[k];
+  size_t es = H5Tget_size(d->type);
+  char *buf = malloc(n * es + 1);
+  hsize_t idx[3] = {0};
+  for (size_t e = 0; e < n; e++) {
+    unsigned long long g = 0;
+    for (int k = 0; k < d->rank; k++) g = g * d->dims[k] + start[k] + idx[k];
+    double v = val(step, d->id, g);
+    if (H5Tequal(d->type, H5T_NATIVE_DOUBLE) > 0) ((double *)buf)[e] = v;
+    else if (H5Tequal(d->type, H5T_NATIVE_INT32) > 0) ((int *)buf)[e] = (int)v;
+    else ((unsigned short *)buf)[e] = (unsigned short)((unsigned long long)v & 0xffff);
+    for (int k = d->rank - 1; k >= 0 && ++idx[k] == count[k]; k--) idx[k] = 0;
+  }
+  return buf;
+}
+
+/* Blocks of rank r of p for dataset d at step. Step >= 3 changes them. */
+static void blocks(const dset *d, int r, int p, long step, hsize_t *start,
+                   hsize_t *count) {
+  for (int k = 0; k < d->rank; k++) {
+    start[k] = 0;
+    count[k] = d->dims[k];
+  }
+  if (d->id == 0) { /* 1-D: last rank empty (if p > 1); even after step 3 */
+    if (step >= 3) split(d->dims[0], p, p - 1 - r, -1, start, count);
+    else split(d->dims[0], p, r, p > 1 ? p - 1 : -1, start, count);
+  } else if (d->id == 1) { /* 2-D grid pr x pc */
+    int pr = 1;
+    for (int k = 1; k * k <= p; k++)
+      if (p % k == 0) pr = k;
+    int pc = p / pr;
+    split(d->dims[0], pr, r / pc, -1, &start[0], &count[0]);
+    split(d->dims[1], pc, r % pc, -1, &start[1], &count[1]);
+  } else if (d->id == 2) { /* 3-D: split dim 1 */
+    split(d->dims[1], p, r, -1, &start[1], &count[1]);
+  } else if (r != 0) { /* late dataset: all on rank 0 */
+    count[0] = 0;
+  }
+}
+
+static dset dsets[4];
+
+static void init_dsets(void) {
+  dsets[0] = (dset){"a1", 0, 1, {37, 0, 0}, H5T_NATIVE_INT32};
+  dsets[1] = (dset){"b2", 1, 2, {13, 11, 0}, H5T_NATIVE_DOUBLE};
+  dsets[2] = (dset){"c3", 2, 3, {4, 7, 5}, H5T_NATIVE_USHORT};
+  dsets[3] = (dset){"late", 3, 1, {5, 0, 0}, H5T_NATIVE_DOUBLE};
+}
+
+/* One full step of the standard datasets; `late` from step 3 on. */
+static int publish(cpl_output *out, long step, int r, int p) {
+  OK(cpl_output_begin_step(out, -1));
+  void *bufs[4] = {0};
+  int nd = step >= 3 ? 4 : 3;
+  for (int i = 0; i < nd; i++) {
+    hsize_t start[3], count[3];
+    blocks(&dsets[i], r, p, step, start, count);
+    bufs[i] = fill(&dsets[i], step, start, count);
+    OK(cpl_output_put(out, dsets[i].name, dsets[i].type, dsets[i].rank,
+                      dsets[i].dims, start, count, bufs[i]));
+  }
+  double t = 0.5 * (double)step;
+  OK(cpl_output_attr(out, NULL, "time", H5T_NATIVE_DOUBLE, 1, &t));
+  hid_t str = H5Tcopy(H5T_C_S1);
+  H5Tset_size(str, 6);
+  OK(cpl_output_attr(out, "b2", "units", str, 1, "kelvin"));
+  H5Tclose(str);
+  int rc = cpl_output_end_step(out);
+  for (int i = 0; i < nd; i++) free(bufs[i]);
+  return rc;
+}
+
+/* ----------------------------------------------------------- consumer */
+
+/* Check a whole dataset (stored type) and a sub-box (converted). */
+static void check_step(cpl_input *in, long step) {
+  int nd;
+  OK(cpl_input_dataset_count(in, &nd));
+  CHECK(nd == (step >= 3 ? 4 : 3), "step %ld: %d datasets", step, nd);
+  for (int i = 0; i < nd; i++) {
+    const dset *d = &dsets[i];
+    cpl_dataset_info info;
+    OK(cpl_input_inquire(in, d->name, &info));
+    CHECK(info.rank == d->rank && H5Tequal(info.type, d->type) > 0,
+          "%s: rank/type", d->name);
+    size_t n = 1;
+    for (int k = 0; k < d->rank; k++) {
+      CHECK(info.dims[k] == d->dims[k], "%s dims", d->name);
+      n *= d->dims[k];
+    }
+    /* Whole array, converted to double. */
+    double *all = malloc(n * sizeof *all);
+    OK(cpl_input_get(in, d->name, H5T_NATIVE_DOUBLE, NULL, NULL, all));
+    for (size_t e = 0; e < n; e++) {
+      double want = val(step, d->id, e);
+      if (d->id == 2) want = (double)((unsigned long long)want & 0xffff);
+      if (all[e] != want) {
+        CHECK(0, "step %ld %s[%zu] = %g, want %g", step, d->name, e, all[e], want);
+        break;
+      }
+    }
+    /* A sub-box in the stored type, against the whole array. */
+    hsize_t s[3], c[3];
+    for (int k = 0; k < d->rank; k++) {
+      s[k] = d->dims[k] / 3;
+      c[k] = d->dims[k] - s[k] - d->dims[k] / 4;
+    }
+    size_t m = 1;
+    for (int k = 0; k < d->rank; k++) m *= c[k];
+    char *sub = malloc(m * H5Tget_size(d->type));
+    OK(cpl_input_get(in, d->name, d->type, s, c, sub));
+    hsize_t idx[3] = {0};
+    for (size_t e = 0; e < m; e++) {
+      unsigned long long g = 0;
+      for (int k = 0; k < d->rank; k++) g = g * d->dims[k] + s[k] + idx[k];
+      double got = H5Tequal(d->type, H5T_NATIVE_DOUBLE) > 0 ? ((double *)sub)[e]
+                   : H5Tequal(d->type, H5T_NATIVE_INT32) > 0 ? ((int *)sub)[e]
+                   : ((unsigned short *)sub)[e];
+      if (got != all[g]) {
+        CHECK(0, "step %ld %s sub-box element %zu = %g, want %g", step,
+              d->name, e, got, all[g]);
+        break;
+      }
+      for (int k = d->rank - 1; k >= 0 && ++idx[k] == c[k]; k--) idx[k] = 0;
+    }
+    free(sub);
+    free(all);
+  }
+  /* float64 -> float32 conversion of the 2-D field. */
+  float f[13 * 11];
+  OK(cpl_input_get(in, "b2", H5T_NATIVE_FLOAT, NULL, NULL, f));
+  CHECK(f[12] == (float)val(step, 1, 12), "float conversion");
+  double t = -1;
+  OK(cpl_input_attr_get(in, NULL, "time", H5T_NATIVE_DOUBLE, &t));
+  CHECK(t == 0.5 * (double)step, "step %ld: time attribute %g", step, t);
+  int na;
+  OK(cpl_input_attr_count(in, "b2", &na));
+  CHECK(na == 1, "b2 has %d attributes", na);
+  cpl_attr_info ai;
+  OK(cpl_input_attr(in, "b2", 0, &ai));
+  char units[7] = {0};
+  OK(cpl_input_attr_get(in, "b2", "units", ai.type, units));
+  CHECK(!strcmp(ai.name, "units") && !strncmp(units, "kelvin", 6), "units");
+}
+
+/* Consume until end of stream; returns the steps seen. */
+static int consume(cpl_input *in, long *seen, int max, int sleep_each,
+                   int check) {
+  int n = 0;
+  long step;
+  int rc;
+  while ((rc = cpl_input_begin_step(in, &step)) == CPL_OK) {
+    if (n < max) seen[n] = step;
+    n++;
+    if (check) check_step(in, step);
+    if (sleep_each) sleep_ms(sleep_each);
+    OK(cpl_input_end_step(in));
+  }
+  CHECK(rc == CPL_END_OF_STREAM, "begin_step: %s: %s", cpl_strerror(rc),
+        cpl_last_error());
+  CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM,
+        "end of stream is sticky");
+  return n;
+}
+
+static void stats(cpl_output *out, int link, cpl_output_stats *st) {
+  OK(cpl_output_stats_get(out, link, st));
+  if (wrank == 0)
+    printf("%s link %d: steps %ld delivered %ld dropped %ld skipped %ld "
+           "undelivered %ld queue_max %d bytes_max %zu wait %.3f s\n",
+           comp_name, link, st->steps, st->delivered, st->dropped, st->skipped,
+           st->undelivered, st->queue_max, st->bytes_max, st->wait_s);
+}
+
+static int has(const char *hay, const char *needle) {
+  return strstr(hay, needle) != NULL;
+}
+
+/* ---------------------------------------------------------- scenarios */
+
+/* Flow-control runs publish this many bytes per rank per step. */
+#define FLOW_STEPS 12
+#define FLOW_N 4096
+
+static void flow_publish(cpl_output *out, int r, int p, int sleep_each) {
+  static double blk[FLOW_N];
+  hsize_t dims[1] = {(hsize_t)FLOW_N * p}, start[1] = {(hsize_t)FLOW_N * r},
+          count[1] = {FLOW_N};
+  for (long s = 0; s < FLOW_STEPS; s++) {
+    for (int i = 0; i < FLOW_N; i++) blk[i] = val(s, 9, start[0] + i);
+    OK(cpl_output_begin_step(out, -1));
+    OK(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 1, dims, start, count, blk));
+    OK(cpl_output_end_step(out));
+    if (sleep_each) sleep_ms(sleep_each);
+  }
+}
+
+static void flow_check(cpl_input *in, long step) {
+  cpl_dataset_info info;
+  OK(cpl_input_inquire(in, "x", &info));
+  double *x = malloc(info.bytes);
+  OK(cpl_input_get(in, "x", H5T_NATIVE_DOUBLE, NULL, NULL, x));
+  for (hsize_t i = 0; i < info.dims[0]; i++)
+    if (x[i] != val(step, 9, i)) {
+      CHECK(0, "flow step %ld x[%llu] wrong", step, (unsigned long long)i);
+      break;
+    }
+  free(x);
+}
+
+static int flow_consume(cpl_input *in, long *seen, int sleep_each) {
+  int n = 0;
+  long step;
+  int rc;
+  while ((rc = cpl_input_begin_step(in, &step)) == CPL_OK) {
+    seen[n++] = step;
+    flow_check(in, step);
+    sleep_ms(sleep_each);
+    OK(cpl_input_end_step(in));
+  }
+  CHECK(rc == CPL_END_OF_STREAM, "flow: %s", cpl_last_error());
+  return n;
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+  if (argc < 2) {
+    fprintf(stderr, "usage: data_e2e SCENARIO\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  const char *sc = argv[1];
+  init_dsets();
+  cpl_context *ctx;
+  OK(cpl_init(MPI_COMM_WORLD, NULL, NULL, &ctx));
+  const char *cn;
+  OK(cpl_context_component(ctx, NULL, &cn));
+  static char name_copy[80]; /* the context's copy dies with cpl_finalize */
+  snprintf(name_copy, sizeof name_copy, "%s", cn);
+  comp_name = name_copy;
+  MPI_Comm comm;
+  OK(cpl_component_comm(ctx, &comm));
+  int r, p;
+  MPI_Comm_rank(comm, &r);
+  MPI_Comm_size(comm, &p);
+  int producer = !strncmp(comp_name, "prod", 4);
+  cpl_output *out = NULL;
+  cpl_input *in = NULL;
+  long seen[64];
+
+  if (!strcmp(sc, "shapes")) {
+    /* Every consumer of every input port checks every step. */
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      for (long s = 0; s < 5; s++) OK(publish(out, s, r, p));
+      OK(cpl_output_close(out));
+    } else {
+      int nl;
+      OK(cpl_context_link_count(ctx, &nl));
+      for (int i = 0; i < nl; i++) { /* fan-in: one link after the other */
+        cpl_link_end le;
+        OK(cpl_context_link(ctx, i, &le));
+        char peer[200];
+        snprintf(peer, sizeof peer, "%s.%s", le.peer_component, le.peer_port);
+        OK(cpl_input_open(ctx, le.port, peer, &in));
+        int n = consume(in, seen, 64, 0, 1);
+        CHECK(n == 5, "%d steps from %s", n, peer);
+        for (int k = 0; k < n && k < 5; k++) CHECK(seen[k] == k, "step order");
+        OK(cpl_input_close(in));
+      }
+    }
+  } else if (!strcmp(sc, "all") || !strcmp(sc, "latest") || !strcmp(sc, "every")) {
+    /* A slow consumer (policy from the YAML): what arrives, what is
+     * dropped, and how much the producer held. */
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      flow_publish(out, r, p, 0);
+      cpl_output_stats st;
+      stats(out, 0, &st);
+      size_t step_bytes = FLOW_N * sizeof(double);
+      int depth = !strcmp(sc, "latest") ? 1 : 2;
+      CHECK(st.steps == FLOW_STEPS, "steps");
+      CHECK(st.queue_max <= depth, "queue_max %d > depth %d", st.queue_max, depth);
+      CHECK(st.bytes_max <= (size_t)depth * step_bytes, "bytes_max %zu > %d x %zu",
+            st.bytes_max, depth, step_bytes);
+      OK(cpl_output_close(out));
+      cpl_output_stats fin;
+      (void)fin;
+      if (!strcmp(sc, "all")) {
+        CHECK(st.dropped == 0 && st.skipped == 0, "all: nothing dropped");
+        CHECK(st.wait_s > 0.05, "all: the producer waited (%.3f s)", st.wait_s);
+      } else if (!strcmp(sc, "latest")) {
+        CHECK(st.dropped > 0, "latest: some steps dropped");
+        CHECK(st.wait_s == 0, "latest: the producer never waits");
+      } else {
+        CHECK(st.skipped == FLOW_STEPS - (FLOW_STEPS + 2) / 3, "every:3 skipped %ld",
+              st.skipped);
+      }
+    } else {
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      int n = flow_consume(in, seen, 60);
+      if (!strcmp(sc, "all")) {
+        CHECK(n == FLOW_STEPS, "all: %d of %d steps", n, FLOW_STEPS);
+        for (int k = 0; k < n; k++) CHECK(seen[k] == k, "all: order");
+      } else if (!strcmp(sc, "latest")) {
+        CHECK(n < FLOW_STEPS && n >= 2, "latest: %d steps", n);
+        for (int k = 1; k < n; k++) CHECK(seen[k] > seen[k - 1], "latest: order");
+        CHECK(seen[n - 1] == FLOW_STEPS - 1, "latest: the last step arrives");
+      } else {
+        CHECK(n == (FLOW_STEPS + 2) / 3, "every:3: %d steps", n);
+        for (int k = 0; k < n; k++) CHECK(seen[k] == 3 * k, "every:3 step %ld", seen[k]);
+      }
+      if (wrank == 0 || r == 0) printf("%s: %d steps received\n", comp_name, n);
+      OK(cpl_input_close(in));
+    }
+  } else if (!strcmp(sc, "detach")) {
+    /* The consumer leaves after 3 steps; the producer must not hang. */
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      flow_publish(out, r, p, 20);
+      cpl_output_stats st;
+      stats(out, 0, &st);
+      CHECK(st.delivered >= 3 && st.delivered <= 5, "delivered %ld", st.delivered);
+      CHECK(st.delivered + st.undelivered + 2 >= FLOW_STEPS, "every step "
+            "accounted for: %ld + %ld", st.delivered, st.undelivered);
+      OK(cpl_output_close(out));
+    } else {
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      long step;
+      for (int k = 0; k < 3; k++) {
+        OK(cpl_input_begin_step(in, &step));
+        flow_check(in, step);
+        OK(cpl_input_end_step(in));
+      }
+      OK(cpl_input_close(in));
+    }
+  } else if (!strcmp(sc, "timeout_consumer")) {
+    /* Producer late by 3 s, link timeout 1 s: the consumer's wait times
+     * out with a message naming link, rank and step; a retry succeeds. */
+    if (producer) {
+      sleep_ms(3000);
+      OK(cpl_output_open(ctx, "out", &out));
+      flow_publish(out, r, p, 0);
+      OK(cpl_output_close(out));
+    } else {
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      long step;
+      int rc, timeouts = 0;
+      while ((rc = cpl_input_begin_step(in, &step)) == CPL_ERR_TIMEOUT) {
+        const char *m = cpl_last_error();
+        if (r == 0 && timeouts == 0) {
+          CHECK(has(m, "link prod.out->cons.in") && has(m, "receiver 0") &&
+                has(m, "step after -1") && has(m, "within 1 s"), "message: %s", m);
+          printf("consumer timed out as expected: %s\n", m);
+        }
+        timeouts++;
+      }
+      CHECK(rc == CPL_OK && step == 0 && timeouts >= 1, "after %d timeouts: %s",
+            timeouts, cpl_strerror(rc));
+      flow_check(in, step);
+      OK(cpl_input_end_step(in));
+      int n = flow_consume(in, seen, 0);
+      CHECK(n == FLOW_STEPS - 1, "after the retries: %d more steps", n);
+      OK(cpl_input_close(in));
+    }
+  } else if (!strcmp(sc, "timeout_producer")) {
+    /* Consumer late by 3 s, policy all, depth 1, timeout 1 s: end_step
+     * gives up; the consumer then gets the producer's error. */
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      static double x[8];
+      hsize_t dims[1] = {8 * (hsize_t)p}, start[1] = {8 * (hsize_t)r}, count[1] = {8};
+      int rc = CPL_OK;
+      long s;
+      for (s = 0; s < 4 && rc == CPL_OK; s++) {
+        OK(cpl_output_begin_step(out, -1));
+        OK(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 1, dims, start, count, x));
+        rc = cpl_output_end_step(out);
+      }
+      const char *m = cpl_last_error();
+      CHECK(rc == CPL_ERR_TIMEOUT && s == 2, "expected a timeout at step 1, got "
+            "%s at step %ld", cpl_strerror(rc), s - 1);
+      if (r == 0)
+        CHECK(has(m, "link prod.out->cons.in, sender 0, step 0") &&
+              has(m, "took no step within 1 s") && has(m, "policy all, depth 1"),
+              "message: %s", m);
+      if (r == 0) printf("producer timed out as expected: %s\n", m);
+      CHECK(cpl_output_end_step(out) == CPL_ERR_TIMEOUT, "the port stays failed");
+      OK(cpl_output_close(out));
+    } else {
+      sleep_ms(3000);
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      long step;
+      int rc = cpl_input_begin_step(in, &step);
+      const char *m = cpl_last_error();
+      CHECK(rc == CPL_ERR_TIMEOUT && has(m, "producer: link prod.out->cons.in"),
+            "consumer: %s: %s", cpl_strerror(rc), m);
+      if (r == 0) printf("consumer got the producer's failure: %s\n", m);
+      OK(cpl_input_close(in));
+    }
+  } else if (!strcmp(sc, "overlap") || !strcmp(sc, "declared")) {
+    /* Overlapping blocks, or dims the consumer's port does not declare:
+     * an error on both sides before any data move. */
+    int rc;
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      double x[10] = {0};
+      hsize_t dims[1] = {10}, start[1] = {0}, count[1] = {10};
+      if (!strcmp(sc, "overlap")) { /* ranks 0 and 1 both claim [4:6] */
+        start[0] = r == 0 ? 0 : 4;
+        count[0] = r == 0 ? 6 : 6;
+      } else {
+        count[0] = r == 0 ? 10 : 0;
+      }
+      OK(cpl_output_begin_step(out, -1));
+      OK(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 1, dims, start, count, x));
+      rc = cpl_output_end_step(out);
+      const char *m = cpl_last_error();
+      CHECK(rc == CPL_ERR_MISMATCH, "producer: expected a mismatch, got %s",
+            cpl_strerror(rc));
+      if (!strcmp(sc, "overlap"))
+        CHECK(has(m, "port prod.out, step 0: dataset \"x\"") &&
+              has(m, "rank 0, [0:6], and rank 1, [4:10], overlap"), "message: %s", m);
+      else
+        CHECK(has(m, "has dims [10] but port cons.in declares [12]"),
+              "message: %s", m);
+      if (r == 0) printf("producer: %s\n", m);
+      OK(cpl_output_close(out));
+    } else {
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      long step;
+      rc = cpl_input_begin_step(in, &step);
+      const char *m = cpl_last_error();
+      CHECK(rc == CPL_ERR_MISMATCH && has(m, "producer: port prod.out, step 0"),
+            "consumer: %s: %s", cpl_strerror(rc), m);
+      if (r == 0) printf("consumer: %s\n", m);
+      CHECK(cpl_input_begin_step(in, &step) == CPL_ERR_MISMATCH, "sticky");
+      OK(cpl_input_close(in));
+    }
+  } else if (!strcmp(sc, "unopened")) {
+    /* A producer that never opens its port: consumers see end of stream
+     * at cpl_finalize, not a timeout. */
+    if (!producer) {
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      long step;
+      CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "EOS");
+    }
+  } else {
+    fprintf(stderr, "unknown scenario %s\n", sc);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  OK(cpl_finalize(ctx));
+  int all = 0;
+  MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (wrank == 0) printf("%s: %s (%d failures)\n", sc, all ? "FAILED" : "passed", all);
+  MPI_Finalize();
+  return all ? 1 : 0;
+}
