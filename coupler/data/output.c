@@ -19,62 +19,10 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "data/data.h"
+#include "data/output.h"
 #include "data/slab.h"
 
-typedef struct put {
-  char *name;
-  hid_t type;
-  int rank;
-  hsize_t dims[CPL_MAX_RANK], start[CPL_MAX_RANK], count[CPL_MAX_RANK];
-  const void *data;
-} put;
-
-/* A step held for delivery; shared by the queues of the port's links. */
-typedef struct pstep {
-  int refs;
-  long step, ordinal;
-  cpli_desc *desc;
-  cpli_wbuf attrs;     /* root: encoded attributes                  */
-  const void **block;  /* per dataset of desc: this rank's block     */
-  char *copy;          /* private copy of the blocks, once made      */
-  size_t copy_bytes;   /* this rank's blocks, all datasets            */
-  int copied;          /* held past its end_step (counted in stats)   */
-} pstep;
-
-typedef struct olink {
-  int end;                  /* index into ctx->ends                      */
-  const cpli_link *l;
-  pstep **q;                /* FIFO, at most depth (+1 while deciding)   */
-  int qn;
-  long desc_sent;           /* version last sent on this link, -1: none  */
-  cpl_output_stats st;
-  long stale_logged;
-} olink;
-
-struct cpl_output {
-  cpl_context *ctx;
-  const cpli_component *comp;
-  const cpli_port *port;
-  MPI_Comm comm;
-  int rank, size;
-  olink *links;
-  int nl;
-  double timeout;            /* longest of the links' timeouts           */
-  int in_step, closed;
-  int failed;                /* status of a failure that ended the port  */
-  char fail_msg[1024];
-  long step, ordinal;
-  put *puts;
-  int nputs, capputs;
-  cpli_attrs attrs;
-  cpli_wbuf local;           /* this rank's encoded blocks, last step    */
-  cpli_desc *desc;           /* merged description in force             */
-  long versions;
-  int held;                  /* steps held past their end_step           */
-  size_t held_bytes;
-  cpl_output_stats port_st;
-};
+#define chan(o, ol) cpli_out_chan(o, ol)
 
 static const char *port_name(const cpl_output *o, char *buf, size_t n) {
   snprintf(buf, n, "%s.%s", o->comp->name, o->port->name);
@@ -93,10 +41,6 @@ static int fail_port(cpl_output *o, int rc) {
   o->failed = rc;
   snprintf(o->fail_msg, sizeof o->fail_msg, "%s", cpl_last_error());
   return rc;
-}
-
-static cpli_chan *chan(cpl_output *o, olink *ol) {
-  return &o->ctx->data->chan[ol->end];
 }
 
 /* -------------------------------------------------------------- open */
@@ -252,201 +196,6 @@ int cpl_output_attr(cpl_output *o, const char *dataset, const char *name,
   return rc;
 }
 
-/* ---------------------------------------------------------- held steps */
-
-static void step_unref(cpl_output *o, pstep *st) {
-  if (--st->refs > 0) return;
-  if (st->copied) {
-    o->held--;
-    o->held_bytes -= st->copy_bytes;
-  }
-  cpli_desc_unref(st->desc);
-  cpli_w_free(&st->attrs);
-  free(st->block);
-  free(st->copy);
-  free(st);
-}
-
-/* Make the step independent of the caller's buffers. */
-static int step_copy(cpl_output *o, pstep *st) {
-  if (st->copied) return CPL_OK;
-  st->copied = 1;
-  o->held++;
-  o->held_bytes += st->copy_bytes;
-  if (o->held > o->port_st.queue_max) o->port_st.queue_max = o->held;
-  if (o->held_bytes > o->port_st.bytes_max) o->port_st.bytes_max = o->held_bytes;
-  if (st->copy_bytes == 0) return CPL_OK;
-  st->copy = malloc(st->copy_bytes);
-  if (!st->copy)
-    return cpli_fail(CPL_ERR_NOMEM, "port %s.%s, step %ld: out of memory "
-                     "queueing %zu bytes", o->comp->name, o->port->name,
-                     st->step, st->copy_bytes);
-  size_t off = 0;
-  for (int k = 0; k < st->desc->nd; k++) {
-    size_t b = st->desc->d[k].bytes[o->rank];
-    if (b) memcpy(st->copy + off, st->block[k], b);
-    st->block[k] = st->copy + off;
-    off += b;
-  }
-  return CPL_OK;
-}
-
-/* -------------------------------------------------------- transfers */
-
-static void link_opts(const olink *ol, long step, cpl_coll_options *opt) {
-  cpl_coll_options_init(opt);
-  opt->inter = ol->l->inter;
-  opt->intra = ol->l->intra;
-  opt->timeout = ol->l->timeout;
-  opt->label = ol->l->label;
-  opt->step = step;
-}
-
-/* Header on the root, then the datasets' allgathers on every rank. */
-static int send_step(cpl_output *o, olink *ol, pstep *st) {
-  cpl_context *ctx = o->ctx;
-  int rc = CPL_OK;
-  int new_desc = st->desc->version != ol->desc_sent;
-  if (o->rank == 0) {
-    cpli_wbuf d = {0};
-    if (new_desc) rc = cpli_desc_encode(st->desc, &d);
-    cpli_hdr h = {.kind = CPLI_HDR_DATA, .step = st->step,
-                  .desc_len = (int64_t)d.len, .attr_len = (int64_t)st->attrs.len};
-    if (rc == CPL_OK)
-      rc = cpli_chan_send_header(ctx, ol->end, &h, d.p, st->attrs.p, NULL,
-                                 ol->l->timeout);
-    cpli_w_free(&d);
-    if (rc != CPL_OK) return rc; /* the others time out in the allgather */
-  }
-  ol->desc_sent = st->desc->version;
-  cpl_coll_options opt;
-  link_opts(ol, st->step, &opt);
-  MPI_Comm inter = ctx->ends[ol->end].intercomm;
-  for (int k = 0; k < st->desc->nd && rc == CPL_OK; k++) {
-    const cpli_dset *s = &st->desc->d[k];
-    if (s->total == 0) continue;
-    rc = cpl_inter_allgatherv(st->block[k], (int)s->bytes[o->rank], MPI_BYTE,
-                              NULL, NULL, NULL, MPI_BYTE, CPL_SENDER, inter, &opt);
-    if (rc != CPL_OK)
-      cpli_error_prefix("dataset \"%s\": ", s->name);
-  }
-  if (rc == CPL_OK) ol->st.delivered++;
-  return rc;
-}
-
-static int serve_credits(cpl_output *o, olink *ol) {
-  cpli_chan *ch = chan(o, ol);
-  while (ch->credits > 0 && ol->qn > 0 && !ch->detached) {
-    pstep *st = ol->q[0];
-    memmove(ol->q, ol->q + 1, (size_t)(ol->qn - 1) * sizeof *ol->q);
-    ol->qn--;
-    ch->credits--;
-    int rc = send_step(o, ol, st);
-    step_unref(o, st);
-    CPLI_TRY(rc);
-  }
-  return CPL_OK;
-}
-
-/*
- * Give every rank the root's view of the channels: credits and detaches
- * per link. With `wait_on` >= 0 the root first waits (up to that link's
- * timeout) for a credit or DETACH on it. A root failure reaches all ranks.
- */
-static int sync_links(cpl_output *o, int wait_on) {
-  int n = 2 + 2 * o->nl;
-  int64_t *rec = calloc((size_t)n, sizeof *rec);
-  if (!rec) return cpli_fail(CPL_ERR_NOMEM, "out of memory");
-  int rc = CPL_OK;
-  if (o->rank == 0) {
-    for (int i = 0; i < o->nl && rc == CPL_OK; i++)
-      rc = cpli_chan_poll(o->ctx, o->links[i].end);
-    if (rc == CPL_OK && wait_on >= 0) {
-      olink *ol = &o->links[wait_on];
-      rc = cpli_chan_wait_credit(o->ctx, ol->end, ol->l->timeout);
-      if (rc == CPL_ERR_TIMEOUT)
-        cpli_fail(rc, "link %s, sender 0, step %ld: the consumer took no step "
-                  "within %g s (policy all, depth %d, %d steps queued): is it "
-                  "stuck, or slower than the link timeout allows?",
-                  ol->l->label, ol->q[0]->step, ol->l->timeout, ol->l->depth,
-                  ol->qn);
-    }
-    rec[0] = rc;
-    for (int i = 0; i < o->nl; i++) {
-      rec[2 + 2 * i] = chan(o, &o->links[i])->credits;
-      rec[3 + 2 * i] = chan(o, &o->links[i])->detached;
-    }
-  }
-  cpl_coll_options opt;
-  cpl_coll_options_init(&opt);
-  opt.timeout = 2 * o->timeout + 10; /* beyond the root's own wait */
-  opt.label = o->port->name;
-  opt.step = o->step;
-  int brc = cpl_intra_bcast(rec, n, MPI_INT64_T, 0, o->comm, &opt);
-  if (brc == CPL_OK && o->rank != 0) {
-    rc = (int)rec[0];
-    for (int i = 0; i < o->nl; i++) {
-      chan(o, &o->links[i])->credits = rec[2 + 2 * i];
-      chan(o, &o->links[i])->detached = (int)rec[3 + 2 * i];
-    }
-    if (rc != CPL_OK)
-      cpli_fail(rc, "port %s.%s, step %ld: failed on rank 0 (whose message "
-                "names the link)", o->comp->name, o->port->name, o->step);
-  }
-  free(rec);
-  return brc != CPL_OK ? brc : rc;
-}
-
-/* Release queued steps a departed consumer will never take. */
-static void drop_queue(cpl_output *o, olink *ol) {
-  ol->st.undelivered += ol->qn;
-  while (ol->qn > 0) step_unref(o, ol->q[--ol->qn]);
-}
-
-/* Under `all`: wait for credits until the queue fits its depth. */
-static int drain_to(cpl_output *o, int li, int limit) {
-  olink *ol = &o->links[li];
-  double t0 = MPI_Wtime();
-  int rc = CPL_OK;
-  while (rc == CPL_OK && ol->qn > limit) {
-    if (chan(o, ol)->detached) {
-      drop_queue(o, ol);
-      break;
-    }
-    if (chan(o, ol)->credits == 0) rc = sync_links(o, li);
-    if (rc == CPL_OK) rc = serve_credits(o, ol);
-  }
-  ol->st.wait_s += MPI_Wtime() - t0;
-  return rc;
-}
-
-static void log_drop(cpl_output *o, olink *ol, const pstep *st) {
-  ol->st.dropped++;
-  if (o->rank != 0 || ol->stale_logged >= 3) return;
-  ol->stale_logged++;
-  fprintf(stderr, "coupler: link %s: dropped step %ld (policy latest, depth "
-          "%d: the consumer is behind)%s\n", ol->l->label, st->step,
-          ol->l->depth, ol->stale_logged == 3 ? "; further drops are "
-          "counted and reported when the port closes" : "");
-}
-
-/* Policy for one link after the step was enqueued. */
-static int apply_policy(cpl_output *o, int li) {
-  olink *ol = &o->links[li];
-  if (ol->l->policy == CPL_POLICY_LATEST) {
-    while (ol->qn > ol->l->depth) {
-      pstep *st = ol->q[0];
-      memmove(ol->q, ol->q + 1, (size_t)(ol->qn - 1) * sizeof *ol->q);
-      ol->qn--;
-      log_drop(o, ol, st);
-      step_unref(o, st);
-    }
-    return serve_credits(o, ol);
-  }
-  CPLI_TRY(serve_credits(o, ol));
-  return drain_to(o, li, ol->l->depth);
-}
-
 /* ---------------------------------------------------------- end_step */
 
 /* This rank's blocks as a one-block description, encoded. */
@@ -467,24 +216,6 @@ static int encode_local(cpl_output *o, cpli_wbuf *w) {
   if (rc == CPL_OK) rc = cpli_desc_encode(d, w);
   cpli_desc_unref(d);
   return rc;
-}
-
-/* Tell every consumer why the port failed; they return it from begin_step. */
-static void send_error(cpl_output *o, int status) {
-  if (o->rank != 0) return;
-  const char *msg = cpl_last_error();
-  for (int i = 0; i < o->nl; i++) {
-    olink *ol = &o->links[i];
-    cpli_chan *ch = chan(o, ol);
-    if (ch->detached || ch->eos_sent) continue;
-    cpli_hdr h = {.kind = CPLI_HDR_ERROR, .status = status, .step = o->step,
-                  .msg_len = (int64_t)strlen(msg) + 1};
-    char keep[1024];
-    snprintf(keep, sizeof keep, "%s", msg);
-    cpli_chan_send_header(o->ctx, ol->end, &h, NULL, NULL, keep, ol->l->timeout);
-    cpli_fail(status, "%s", keep);
-    ch->eos_sent = 1; /* nothing may follow an error */
-  }
 }
 
 /* Steps 2-3: agree on credits and on the description. */
@@ -628,7 +359,7 @@ int cpl_output_end_step(cpl_output *o) {
   int rc = agree(o, changed, w.len, w.p);
   if (lrc != CPL_OK) rc = lrc;
   if (rc != CPL_OK) {
-    send_error(o, rc);
+    cpli_flow_send_error(o, rc);
     cpli_w_free(&w);
     clear_puts(o);
     return fail_port(o, rc);
@@ -658,17 +389,17 @@ int cpl_output_end_step(cpl_output *o) {
     ol->q = q;
     ol->q[ol->qn++] = st;
     st->refs++;
-    rc = apply_policy(o, i);
+    rc = cpli_flow_apply(o, i);
   }
   o->ordinal++;
   if (st) {
     /* Whatever is still queued outlives the caller's buffers. */
-    if (rc == CPL_OK && st->refs > 1) rc = step_copy(o, st);
-    step_unref(o, st);
+    if (rc == CPL_OK && st->refs > 1) rc = cpli_step_copy(o, st);
+    cpli_step_unref(o, st);
   }
   clear_puts(o);
   if (rc != CPL_OK) {
-    send_error(o, rc); /* consumers must not wait for what will not come */
+    cpli_flow_send_error(o, rc); /* consumers must not wait for what will not come */
     return fail_port(o, rc);
   }
   return CPL_OK;
@@ -690,7 +421,7 @@ int cpl_output_close(cpl_output *o) {
   }
   /* Deliver what is queued, then end the stream. */
   for (int i = 0; i < o->nl && !o->failed; i++) {
-    int r = drain_to(o, i, 0);
+    int r = cpli_flow_drain(o, i, 0);
     if (r != CPL_OK) {
       rc = fail_port(o, r);
       break;
@@ -699,7 +430,7 @@ int cpl_output_close(cpl_output *o) {
   for (int i = 0; i < o->nl; i++) {
     olink *ol = &o->links[i];
     cpli_chan *ch = chan(o, ol);
-    drop_queue(o, ol); /* only after a failure is anything left */
+    cpli_flow_drop_queue(o, ol); /* only after a failure is anything left */
     if (o->rank == 0 && !o->failed && !ch->eos_sent && !ch->detached) {
       cpli_hdr h = {.kind = CPLI_HDR_EOS, .step = o->step};
       ch->eos_sent = 1;

@@ -1,0 +1,82 @@
+/*
+ * Producer ports, shared by output.c (puts, descriptions, end_step,
+ * close) and flow.c (queues, policies, transfers).
+ */
+#ifndef CPLI_DATA_OUTPUT_H
+#define CPLI_DATA_OUTPUT_H
+
+#include "data/data.h"
+
+typedef struct put {
+  char *name;
+  hid_t type;
+  int rank;
+  hsize_t dims[CPL_MAX_RANK], start[CPL_MAX_RANK], count[CPL_MAX_RANK];
+  const void *data;
+} put;
+
+/* A step held for delivery; shared by the queues of the port's links. */
+typedef struct pstep {
+  int refs;
+  long step, ordinal;
+  cpli_desc *desc;
+  cpli_wbuf attrs;     /* root: encoded attributes                  */
+  const void **block;  /* per dataset of desc: this rank's block     */
+  char *copy;          /* private copy of the blocks, once made      */
+  size_t copy_bytes;   /* this rank's blocks, all datasets            */
+  int copied;          /* held past its end_step (counted in stats)   */
+} pstep;
+
+typedef struct olink {
+  int end;                  /* index into ctx->ends                      */
+  const cpli_link *l;
+  pstep **q;                /* FIFO, at most depth (+1 while deciding)   */
+  int qn;
+  long desc_sent;           /* version last sent on this link, -1: none  */
+  cpl_output_stats st;
+  long stale_logged;
+} olink;
+
+struct cpl_output {
+  cpl_context *ctx;
+  const cpli_component *comp;
+  const cpli_port *port;
+  MPI_Comm comm;
+  int rank, size;
+  olink *links;
+  int nl;
+  double timeout;            /* longest of the links' timeouts           */
+  int in_step, closed;
+  int failed;                /* status of a failure that ended the port  */
+  char fail_msg[1024];
+  long step, ordinal;
+  put *puts;
+  int nputs, capputs;
+  cpli_attrs attrs;
+  cpli_wbuf local;           /* this rank's encoded blocks, last step    */
+  cpli_desc *desc;           /* merged description in force             */
+  long versions;
+  int held;                  /* steps held past their end_step           */
+  size_t held_bytes;
+  cpl_output_stats port_st;
+};
+
+static inline cpli_chan *cpli_out_chan(cpl_output *o, olink *ol) {
+  return &o->ctx->data->chan[ol->end];
+}
+
+/* flow.c */
+void cpli_step_unref(cpl_output *o, pstep *st);
+/* Make the step independent of the caller's buffers (counted as held). */
+int cpli_step_copy(cpl_output *o, pstep *st);
+/* Policy for link li after a step was enqueued on it: drop, serve
+ * credits, wait (all ranks, same decisions). */
+int cpli_flow_apply(cpl_output *o, int li);
+/* Wait for credits until link li holds at most `limit` steps. */
+int cpli_flow_drain(cpl_output *o, int li, int limit);
+/* Release queued steps that will never be taken. */
+void cpli_flow_drop_queue(cpl_output *o, olink *ol);
+/* Root: tell every consumer why the port failed. */
+void cpli_flow_send_error(cpl_output *o, int status);
+
+#endif
