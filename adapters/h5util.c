@@ -1,0 +1,79 @@
+/* HDF5 helpers of the built-in sink and source. */
+#include "h5util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/error.h"
+
+typedef struct h5msg {
+  char inner[512]; /* the most specific message            */
+  char api[64];    /* the public call the error came out of */
+} h5msg;
+
+static herr_t walk(unsigned n, const H5E_error2_t *e, void *data) {
+  h5msg *m = data;
+  if (n == 0 && e->desc) snprintf(m->inner, sizeof m->inner, "%s", e->desc);
+  if (e->func_name) snprintf(m->api, sizeof m->api, "%s", e->func_name);
+  return 0;
+}
+
+int cpli_h5_fail(const char *fmt, ...) {
+  char ctx[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ctx, sizeof ctx, fmt, ap);
+  va_end(ap);
+  h5msg m = {"", ""};
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk, &m);
+  H5Eclear2(H5E_DEFAULT);
+  if (!m.inner[0]) return cpli_fail(CPL_ERR_HDF5, "%s", ctx);
+  return cpli_fail(CPL_ERR_HDF5, "%s: %s (HDF5, in %s)", ctx, m.inner, m.api);
+}
+
+hid_t cpli_h5_fapl(MPI_Comm comm) {
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  if (fapl < 0) return -1;
+  /* Metadata collective too: every rank makes the same calls anyway, and
+   * it saves each rank from reading the same metadata on its own. */
+  if (H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL) < 0 ||
+      H5Pset_all_coll_metadata_ops(fapl, 1) < 0 ||
+      H5Pset_coll_metadata_write(fapl, 1) < 0) {
+    H5Pclose(fapl);
+    return -1;
+  }
+  return fapl;
+}
+
+hid_t cpli_h5_dxpl(void) {
+  hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
+  if (dxpl >= 0 && H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE) < 0) {
+    H5Pclose(dxpl);
+    return -1;
+  }
+  return dxpl;
+}
+
+int cpli_h5_write_attr(hid_t obj, const char *name, hid_t type, size_t n,
+                       const void *buf) {
+  hsize_t dim = n;
+  hid_t space = n == 1 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &dim, NULL);
+  if (space < 0) return cpli_h5_fail("attribute \"%s\": dataspace of %zu", name, n);
+  hid_t a = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+  H5Sclose(space);
+  if (a < 0) return cpli_h5_fail("attribute \"%s\": H5Acreate2 failed", name);
+  herr_t w = H5Awrite(a, type, buf);
+  H5Aclose(a);
+  if (w < 0) return cpli_h5_fail("attribute \"%s\": H5Awrite failed", name);
+  return CPL_OK;
+}
+
+void cpli_h5_describe_path(const char *path, char *out, size_t size) {
+  char cwd[1024];
+  if (path[0] != '/' && getcwd(cwd, sizeof cwd))
+    snprintf(out, size, "\"%s\" (in %s)", path, cwd);
+  else
+    snprintf(out, size, "\"%s\"", path);
+}

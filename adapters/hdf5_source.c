@@ -1,0 +1,438 @@
+/*
+ * The built-in HDF5 source (kind: source): replays a file as steps on every
+ * linked output port (fan-out is the library's business).
+ *
+ * Steps: if the root holds groups named "step_*" (the sink's layout), each
+ * is one step, numbered by its `step` attribute (else the number in its
+ * name), in increasing order; its datasets, their attributes and the
+ * group's attributes (but `step`) travel. Otherwise the root's datasets
+ * and attributes are one step 0. Each source rank reads a slab of dim 0
+ * with a collective H5Dread in the native form of the file type and puts
+ * it as its block. Scalar datasets go out as 1-D of one element (the data
+ * API has no rank 0); anything skipped is named in a warning.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adapters.h"
+#include "core/error.h"
+#include "h5util.h"
+#include "stage/stage.h"
+
+typedef struct names {
+  char **v;
+  int n, cap;
+} names;
+
+typedef struct source {
+  const char *name;
+  int rank, size;
+  char where[1200];
+  hid_t file, dxpl;
+  cpl_output **outs;
+  const char **ports;
+  int nout;
+} source;
+
+typedef struct step_ref {
+  char *group;
+  long step;
+} step_ref;
+
+static int names_add(names *l, const char *s) {
+  if (l->n == l->cap) {
+    int cap = l->cap ? 2 * l->cap : 16;
+    char **v = realloc(l->v, (size_t)cap * sizeof *v);
+    if (!v) return -1;
+    l->v = v;
+    l->cap = cap;
+  }
+  size_t len = strlen(s) + 1;
+  if (!(l->v[l->n] = malloc(len))) return -1;
+  memcpy(l->v[l->n++], s, len);
+  return 0;
+}
+
+static void names_free(names *l) {
+  for (int i = 0; i < l->n; i++) free(l->v[i]);
+  free(l->v);
+  *l = (names){0};
+}
+
+static herr_t add_link(hid_t g, const char *name, const H5L_info_t *info,
+                       void *data) {
+  (void)g;
+  (void)info;
+  return names_add(data, name) ? -1 : 0;
+}
+
+static herr_t add_attr(hid_t o, const char *name, const H5A_info_t *info,
+                       void *data) {
+  (void)o;
+  (void)info;
+  return names_add(data, name) ? -1 : 0;
+}
+
+/* Members of a group by name (the same order on every rank). */
+static int list_links(hid_t g, const char *gname, names *out) {
+  hsize_t idx = 0;
+  if (H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, add_link, out) < 0)
+    return cpli_h5_fail("listing group \"%s\"", gname);
+  return CPL_OK;
+}
+
+/* H5I_GROUP, H5I_DATASET, H5I_DATATYPE of a member; < 0 if it cannot be
+ * opened (dangling soft or external link). */
+static H5I_type_t member_type(hid_t g, const char *name) {
+  hid_t o = H5Oopen(g, name, H5P_DEFAULT);
+  if (o < 0) return H5I_BADID;
+  H5I_type_t t = H5Iget_type(o);
+  H5Oclose(o);
+  return t;
+}
+
+/* ------------------------------------------------------------- attributes */
+
+/* Read attribute `aname` of obj in a type the data API can carry:
+ * native form; a variable-length string becomes a fixed-length one. */
+static int read_attr(hid_t obj, const char *aname, hid_t *memtype, size_t *n,
+                     void **buf) {
+  *memtype = -1;
+  *n = 0;
+  *buf = NULL;
+  hid_t a = H5Aopen(obj, aname, H5P_DEFAULT);
+  if (a < 0) return cpli_h5_fail("cannot open it");
+  hid_t ft = H5Aget_type(a), sp = H5Aget_space(a);
+  hssize_t np = sp >= 0 ? H5Sget_simple_extent_npoints(sp) : -1;
+  int rc = ft < 0 || np < 0 ? cpli_h5_fail("type or dataspace") : CPL_OK;
+  *n = np > 0 ? (size_t)np : 0;
+  if (rc == CPL_OK && H5Tis_variable_str(ft) > 0) {
+    hid_t vt = H5Tcopy(H5T_C_S1); /* same charset: HDF5 does not convert */
+    H5Tset_size(vt, H5T_VARIABLE);
+    H5Tset_cset(vt, H5Tget_cset(ft));
+    char **s = calloc(*n ? *n : 1, sizeof *s);
+    if (!s || H5Aread(a, vt, s) < 0) {
+      rc = s ? cpli_h5_fail("H5Aread (variable-length string)")
+             : cpli_fail(CPL_ERR_NOMEM, "out of memory");
+    } else {
+      size_t w = 1; /* fixed width: longest string plus its NUL */
+      for (size_t i = 0; i < *n; i++) if (s[i] && strlen(s[i]) + 1 > w) w = strlen(s[i]) + 1;
+      *memtype = H5Tcopy(H5T_C_S1);
+      H5Tset_size(*memtype, w);
+      H5Tset_cset(*memtype, H5Tget_cset(ft));
+      if (!(*buf = calloc(*n ? *n : 1, w)))
+        rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
+      for (size_t i = 0; rc == CPL_OK && i < *n; i++)
+        if (s[i]) memcpy((char *)*buf + i * w, s[i], strlen(s[i]));
+      H5Dvlen_reclaim(vt, sp, H5P_DEFAULT, s);
+    }
+    free(s);
+    H5Tclose(vt);
+  } else if (rc == CPL_OK && (H5Tdetect_class(ft, H5T_VLEN) > 0 ||
+                              H5Tdetect_class(ft, H5T_REFERENCE) > 0)) {
+    rc = cpli_fail(CPL_ERR_UNSUPPORTED, "variable-length and reference "
+                   "types cannot be replayed (only their bytes would travel)");
+  } else if (rc == CPL_OK) {
+    *memtype = H5Tget_native_type(ft, H5T_DIR_ASCEND);
+    size_t bytes = *memtype >= 0 ? H5Tget_size(*memtype) * *n : 0;
+    if (*memtype < 0) rc = cpli_h5_fail("no native type for it");
+    else if (!(*buf = malloc(bytes ? bytes : 1)))
+      rc = cpli_fail(CPL_ERR_NOMEM, "out of memory (%zu bytes)", bytes);
+    else if (H5Aread(a, *memtype, *buf) < 0)
+      rc = cpli_h5_fail("H5Aread failed");
+  }
+  if (ft >= 0) H5Tclose(ft);
+  if (sp >= 0) H5Sclose(sp);
+  H5Aclose(a);
+  return rc;
+}
+
+/* Put the attributes of obj on every port, for `dataset` (NULL: the step).
+ * `skip` (may be NULL) names one that is not forwarded. */
+static int put_attrs(source *s, hid_t obj, const char *dataset,
+                     const char *skip) {
+  names an = {0};
+  hsize_t idx = 0;
+  int rc = H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, add_attr, &an) < 0
+               ? cpli_h5_fail("listing attributes")
+               : CPL_OK;
+  for (int i = 0; rc == CPL_OK && i < an.n; i++) {
+    if (skip && strcmp(an.v[i], skip) == 0) continue;
+    hid_t mt = -1;
+    size_t n = 0;
+    void *buf = NULL;
+    rc = read_attr(obj, an.v[i], &mt, &n, &buf);
+    for (int k = 0; rc == CPL_OK && k < s->nout; k++)
+      rc = cpl_output_attr(s->outs[k], dataset, an.v[i], mt, n, buf);
+    if (mt >= 0) H5Tclose(mt);
+    free(buf);
+    if (rc != CPL_OK) cpli_error_prefix("attribute \"%s\": ", an.v[i]);
+  }
+  names_free(&an);
+  return rc;
+}
+
+/* --------------------------------------------------------------- datasets */
+
+typedef struct slab {
+  hid_t memtype;
+  void *buf;
+} slab;
+
+/* Read this rank's rows of dataset `dname` in group g and put them. */
+static int put_dataset(source *s, hid_t g, const char *dname, slab *sl) {
+  hid_t d = H5Dopen2(g, dname, H5P_DEFAULT);
+  if (d < 0) return cpli_h5_fail("cannot open it");
+  hid_t ft = H5Dget_type(d), fs = H5Dget_space(d), ms = -1;
+  int rank = fs >= 0 ? H5Sget_simple_extent_ndims(fs) : -1;
+  H5S_class_t cls = fs >= 0 ? H5Sget_simple_extent_type(fs) : H5S_NO_CLASS;
+  hsize_t dims[CPL_MAX_RANK] = {1}, start[CPL_MAX_RANK] = {0}, count[CPL_MAX_RANK];
+  int rc = ft < 0 || rank < 0 ? cpli_h5_fail("type or dataspace") : CPL_OK;
+  if (rc == CPL_OK && cls == H5S_NULL)
+    rc = cpli_fail(CPL_ERR_UNSUPPORTED, "it has a null dataspace (no shape)");
+  else if (rc == CPL_OK && rank > CPL_MAX_RANK)
+    rc = cpli_fail(CPL_ERR_UNSUPPORTED, "%d dimensions, at most %d travel",
+                   rank, CPL_MAX_RANK);
+  else if (rc == CPL_OK && (H5Tdetect_class(ft, H5T_VLEN) > 0 ||
+                            H5Tdetect_class(ft, H5T_REFERENCE) > 0))
+    rc = cpli_fail(CPL_ERR_UNSUPPORTED, "variable-length and reference types "
+                   "cannot be replayed (only their pointers would travel)");
+  if (rc == CPL_OK && rank > 0) H5Sget_simple_extent_dims(fs, dims, NULL);
+  const int prank = rank > 0 ? rank : 1; /* scalar: 1-D of one element */
+  sl->memtype = rc == CPL_OK ? H5Tget_native_type(ft, H5T_DIR_ASCEND) : -1;
+  if (rc == CPL_OK && sl->memtype < 0) rc = cpli_h5_fail("no native type");
+  memcpy(count, dims, (size_t)prank * sizeof *count);
+  cpli_split_rows(dims[0], s->rank, s->size, &start[0], &count[0]);
+  size_t bytes = 0;
+  if (rc == CPL_OK)
+    rc = cpli_block_bytes(prank, count, H5Tget_size(sl->memtype), dname, &bytes);
+  /* At least one element: a scalar is read whole by every rank. */
+  size_t alloc = bytes ? bytes : (sl->memtype >= 0 ? H5Tget_size(sl->memtype) : 1);
+  if (rc == CPL_OK && !(sl->buf = malloc(alloc)))
+    rc = cpli_fail(CPL_ERR_NOMEM, "out of memory (%zu bytes)", bytes);
+  if (rc == CPL_OK && rank > 0) {
+    ms = H5Screate_simple(rank, count, NULL);
+    herr_t sel = bytes ? H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL,
+                                             count, NULL)
+                       : H5Sselect_none(fs);
+    if (ms < 0 || sel < 0 || (!bytes && H5Sselect_none(ms) < 0))
+      rc = cpli_h5_fail("selecting rows %llu..%llu",
+                        (unsigned long long)start[0],
+                        (unsigned long long)(start[0] + count[0]));
+  }
+  int empty = 0; /* a zero extent: all ranks skip the read alike */
+  for (int k = 0; k < prank; k++) empty |= dims[k] == 0;
+  if (rc == CPL_OK && !empty &&
+      H5Dread(d, sl->memtype, rank > 0 ? ms : H5S_ALL,
+              rank > 0 ? fs : H5S_ALL, s->dxpl, sl->buf) < 0)
+    rc = cpli_h5_fail("H5Dread of rows %llu..%llu failed",
+                      (unsigned long long)start[0],
+                      (unsigned long long)(start[0] + count[0]));
+  for (int k = 0; rc == CPL_OK && k < s->nout; k++)
+    rc = cpl_output_put(s->outs[k], dname, sl->memtype, prank, dims, start,
+                        count, sl->buf);
+  if (rc == CPL_OK) rc = put_attrs(s, d, dname, NULL);
+  if (ms >= 0) H5Sclose(ms);
+  if (fs >= 0) H5Sclose(fs);
+  if (ft >= 0) H5Tclose(ft);
+  if (rc == CPL_OK && H5Dclose(d) < 0) rc = cpli_h5_fail("closing it");
+  return rc;
+}
+
+/* ------------------------------------------------------------------ steps */
+
+static void warn_skipped(source *s, const char *where, const char *what,
+                         const names *skipped) {
+  if (s->rank != 0 || skipped->n == 0) return;
+  fprintf(stderr, "cpl-component[%s]: warning: file %s: %s: %d %s not "
+          "replayed:", s->name, s->where, where, skipped->n, what);
+  for (int i = 0; i < skipped->n && i < 10; i++)
+    fprintf(stderr, " \"%s\"", skipped->v[i]);
+  fprintf(stderr, "%s\n", skipped->n > 10 ? " ..." : "");
+}
+
+/* One step: the datasets of group g and its attributes (but `skip`). */
+static int replay_step(source *s, hid_t g, const char *gname, long step,
+                       const char *skip) {
+  names members = {0}, other = {0};
+  slab *slabs = NULL;
+  int rc = list_links(g, gname, &members), nds = 0;
+  if (rc == CPL_OK && !(slabs = calloc((size_t)members.n + 1, sizeof *slabs)))
+    rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
+  for (int k = 0; rc == CPL_OK && k < s->nout; k++) {
+    rc = cpl_output_begin_step(s->outs[k], step);
+    if (rc != CPL_OK) cpli_error_prefix("output port \"%s\": ", s->ports[k]);
+  }
+  for (int i = 0; rc == CPL_OK && i < members.n; i++) {
+    if (member_type(g, members.v[i]) != H5I_DATASET) {
+      if (names_add(&other, members.v[i]))
+        rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
+      continue;
+    }
+    slabs[nds] = (slab){-1, NULL};
+    rc = put_dataset(s, g, members.v[i], &slabs[nds++]);
+    if (rc != CPL_OK) cpli_error_prefix("dataset \"%s\": ", members.v[i]);
+  }
+  if (rc == CPL_OK) rc = put_attrs(s, g, NULL, skip);
+  for (int k = 0; rc == CPL_OK && k < s->nout; k++) {
+    rc = cpl_output_end_step(s->outs[k]);
+    if (rc != CPL_OK) cpli_error_prefix("output port \"%s\": ", s->ports[k]);
+  }
+  if (rc == CPL_OK) warn_skipped(s, gname, "groups or named types", &other);
+  for (int i = 0; slabs && i < nds; i++) {
+    if (slabs[i].memtype >= 0) H5Tclose(slabs[i].memtype);
+    free(slabs[i].buf);
+  }
+  free(slabs);
+  names_free(&members);
+  names_free(&other);
+  if (rc != CPL_OK) cpli_error_prefix("group \"%s\" (step %ld): ", gname, step);
+  return rc;
+}
+
+/* The step number of a step group: its `step` attribute (an integer), else
+ * the number in its name ("step_000042" -> 42). */
+static int step_number(hid_t file, const char *gname, long *out) {
+  hid_t g = H5Gopen2(file, gname, H5P_DEFAULT);
+  if (g < 0) return cpli_h5_fail("group \"%s\": cannot open it", gname);
+  int rc = CPL_OK, found = 0;
+  if (H5Aexists(g, "step") > 0) {
+    hid_t a = H5Aopen(g, "step", H5P_DEFAULT);
+    hid_t t = a >= 0 ? H5Aget_type(a) : -1, sp = a >= 0 ? H5Aget_space(a) : -1;
+    long long v = 0;
+    if (t >= 0 && sp >= 0 && H5Tget_class(t) == H5T_INTEGER &&
+        H5Sget_simple_extent_npoints(sp) == 1) {
+      if (H5Aread(a, H5T_NATIVE_LLONG, &v) < 0)
+        rc = cpli_h5_fail("group \"%s\": reading attribute \"step\"", gname);
+      *out = (long)v;
+      found = 1;
+    }
+    if (t >= 0) H5Tclose(t);
+    if (sp >= 0) H5Sclose(sp);
+    if (a >= 0) H5Aclose(a);
+  }
+  if (rc == CPL_OK && !found) {
+    char *end;
+    const char *num = gname + strlen("step_");
+    long v = strtol(num, &end, 10);
+    if (*num < '0' || *num > '9' || *end != '\0')
+      rc = cpli_fail(CPL_ERR_CONFIG, "group \"%s\": no integer attribute "
+                     "\"step\" and no step number in its name", gname);
+    *out = v;
+  }
+  if (rc == CPL_OK && *out < 0)
+    rc = cpli_fail(CPL_ERR_CONFIG, "group \"%s\": step number %ld is negative",
+                   gname, *out);
+  if (rc == CPL_OK && H5Gclose(g) < 0) rc = cpli_h5_fail("closing \"%s\"", gname);
+  return rc;
+}
+
+static int by_step(const void *a, const void *b) {
+  const step_ref *x = a, *y = b;
+  return (x->step > y->step) - (x->step < y->step);
+}
+
+/* The step groups of the root, sorted; *n = 0 if there are none. Other
+ * root members are only named in a warning. */
+static int find_steps(source *s, step_ref **steps, int *n) {
+  names root = {0}, other = {0};
+  int rc = list_links(s->file, "/", &root), k = 0;
+  *steps = calloc((size_t)root.n + 1, sizeof **steps);
+  if (rc == CPL_OK && !*steps) rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
+  for (int i = 0; rc == CPL_OK && i < root.n; i++) {
+    const char *m = root.v[i];
+    if (strncmp(m, "step_", 5) == 0 && member_type(s->file, m) == H5I_GROUP) {
+      rc = step_number(s->file, m, &(*steps)[k].step);
+      (*steps)[k].group = root.v[i];
+      root.v[i] = NULL; /* moved */
+      k++;
+    } else if (names_add(&other, m)) {
+      rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
+    }
+  }
+  if (rc == CPL_OK) qsort(*steps, (size_t)k, sizeof **steps, by_step);
+  for (int i = 1; rc == CPL_OK && i < k; i++)
+    if ((*steps)[i].step == (*steps)[i - 1].step)
+      rc = cpli_fail(CPL_ERR_CONFIG, "groups \"%s\" and \"%s\" are both step "
+                     "%ld", (*steps)[i - 1].group, (*steps)[i].group,
+                     (*steps)[i].step);
+  if (rc == CPL_OK && k > 0) warn_skipped(s, "root", "objects beside the step groups", &other);
+  *n = k;
+  names_free(&root);
+  names_free(&other);
+  return rc;
+}
+
+static int replay(source *s) {
+  step_ref *steps = NULL;
+  int n = 0;
+  int rc = find_steps(s, &steps, &n);
+  if (rc == CPL_OK && n == 0) /* a plain file: the root is step 0 */
+    rc = replay_step(s, s->file, "/", 0, NULL);
+  for (int i = 0; rc == CPL_OK && i < n; i++) {
+    hid_t g = H5Gopen2(s->file, steps[i].group, H5P_DEFAULT);
+    rc = g < 0 ? cpli_h5_fail("group \"%s\": cannot open it", steps[i].group)
+               : replay_step(s, g, steps[i].group, steps[i].step, "step");
+    if (rc == CPL_OK && H5Gclose(g) < 0)
+      rc = cpli_h5_fail("closing \"%s\"", steps[i].group);
+  }
+  for (int i = 0; steps && i < n; i++) free(steps[i].group);
+  free(steps);
+  return rc;
+}
+
+static int open_ports(cpl_context *ctx, source *s) {
+  CPLI_TRY(cpli_linked_ports(ctx, CPL_SENDER, &s->ports, &s->nout));
+  if (s->nout == 0)
+    return cpli_fail(CPL_ERR_CONFIG, "no linked output port: nobody to "
+                     "replay the file to");
+  if (!(s->outs = calloc((size_t)s->nout, sizeof *s->outs)))
+    return cpli_fail(CPL_ERR_NOMEM, "out of memory");
+  for (int k = 0; k < s->nout; k++) {
+    int rc = cpl_output_open(ctx, s->ports[k], &s->outs[k]);
+    if (rc != CPL_OK) {
+      cpli_error_prefix("output port \"%s\": ", s->ports[k]);
+      return rc;
+    }
+  }
+  return CPL_OK;
+}
+
+static int close_ports(source *s) {
+  for (int k = 0; k < s->nout; k++) {
+    int rc = cpl_output_close(s->outs[k]);
+    s->outs[k] = NULL;
+    if (rc != CPL_OK) {
+      cpli_error_prefix("closing output port \"%s\": ", s->ports[k]);
+      return rc;
+    }
+  }
+  return CPL_OK;
+}
+
+int cpli_hdf5_source_run(cpl_context *ctx, const char *path) {
+  source s = {.file = -1, .dxpl = -1};
+  MPI_Comm comm;
+  cpli_whoami(ctx, &s.name, &s.rank);
+  CPLI_TRY(cpl_component_comm(ctx, &comm));
+  MPI_Comm_size(comm, &s.size);
+  cpli_h5_describe_path(path, s.where, sizeof s.where);
+  int rc = open_ports(ctx, &s);
+  hid_t fapl = rc == CPL_OK ? cpli_h5_fapl(comm) : -1;
+  if (rc == CPL_OK && fapl < 0) rc = cpli_h5_fail("MPI-IO file access");
+  if (rc == CPL_OK && (s.file = H5Fopen(path, H5F_ACC_RDONLY, fapl)) < 0)
+    rc = cpli_h5_fail("cannot open the file");
+  if (fapl >= 0) H5Pclose(fapl);
+  if (rc == CPL_OK && (s.dxpl = cpli_h5_dxpl()) < 0)
+    rc = cpli_h5_fail("collective transfer list");
+  if (rc == CPL_OK) rc = replay(&s);
+  if (rc == CPL_OK) rc = close_ports(&s);
+  if (s.dxpl >= 0) H5Pclose(s.dxpl);
+  if (rc == CPL_OK && H5Fclose(s.file) < 0) rc = cpli_h5_fail("closing the file");
+  free(s.outs); /* on failure ports stay open: the job is aborted */
+  free(s.ports);
+  if (rc != CPL_OK)
+    cpli_error_prefix("hdf5 source \"%s\": file %s: ", s.name, s.where);
+  return rc;
+}

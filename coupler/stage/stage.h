@@ -1,0 +1,36 @@
+/*
+ * Built-in components (run by cpl-component): the staging component, and
+ * the helpers the HDF5 sink and source share with it. Internal: only
+ * cpl-component links libcoupler_stage.a. Everything here is written on the
+ * public data API of coupler.h.
+ */
+#ifndef CPLI_STAGE_H
+#define CPLI_STAGE_H
+
+#include "coupler.h"
+
+/* Run the staging component: forward every step of the one linked input
+ * port to every linked output port, until end of stream. Collective over
+ * the component. */
+int cpli_stage_run(cpl_context *ctx);
+
+/* Rows [*start, *start + *count) of n rows that rank `rank` of `size` owns:
+ * contiguous, balanced (counts differ by at most one), ranks in order. */
+void cpli_split_rows(hsize_t n, int rank, int size, hsize_t *start,
+                     hsize_t *count);
+
+/* Distinct local ports of this component with a link in role `role`
+ * (CPL_SENDER: output ports, CPL_RECEIVER: input ports), in link order.
+ * *names is malloc'ed (free it; the strings belong to the context). */
+int cpli_linked_ports(const cpl_context *ctx, cpl_role role,
+                      const char ***names, int *n);
+
+/* Product of dims[0..rank) times `elem` bytes, or CPL_ERR_ARG naming `what`
+ * if it does not fit in size_t. */
+int cpli_block_bytes(int rank, const hsize_t dims[], size_t elem,
+                     const char *what, size_t *out);
+
+/* This process's component name and rank in it, for messages. */
+void cpli_whoami(const cpl_context *ctx, const char **name, int *rank);
+
+#endif
