@@ -86,6 +86,9 @@ int cpl_output_open(cpl_context *ctx, const char *port, cpl_output **out) {
     if (ol->l->timeout > o->timeout) o->timeout = ol->l->timeout;
     s->chan[e].output_open = 1;
   }
+  if (o->nl == 0 && o->rank == 0) /* legal, but never silent */
+    fprintf(stderr, "coupler: port %s.%s has no link in %s: its steps go "
+            "nowhere\n", me->name, port, ctx->wf->path);
   *out = o;
   return CPL_OK;
 }
