@@ -16,10 +16,12 @@
  * included): the failing rank returns at once and cpl-component aborts the
  * job, instead of ranks waiting in different collectives.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "adapters.h"
 #include "core/error.h"
@@ -54,7 +56,7 @@ static int write_attr(sink_link *l, const char *dataset, int i, hid_t obj,
   void *buf = malloc(bytes ? bytes : 1);
   if (!buf) return cpli_fail(CPL_ERR_NOMEM, "attribute \"%s\": out of memory "
                              "(%zu bytes)", a.name, bytes);
-  int rc = cpl_input_attr_get(l->in, dataset, a.name, a.type, buf);
+  int rc = cpl_input_attr_get(l->in, dataset, a.name, a.type, a.n, buf);
   if (rc == CPL_OK) rc = cpli_h5_write_attr(obj, a.name, a.type, a.n, buf);
   else cpli_error_prefix("attribute \"%s\": ", a.name);
   free(buf);
@@ -245,6 +247,32 @@ static int receive_all(sink *s) {
   return CPL_OK;
 }
 
+/* mkdir -p of the file's directory, so `file: out/run.h5` works in a
+ * fresh directory. Rank 0 creates, everyone learns the outcome. */
+static int make_parent_dirs(const char *path, MPI_Comm comm, int rank) {
+  char dir[4096], msg[4200] = "";
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (rank == 0 && slash && slash != dir) {
+    *slash = '\0';
+    /* Each prefix ending before a '/', then the whole directory. */
+    for (char *p = dir + 1;; p++) {
+      if (*p != '/' && *p != '\0') continue;
+      char c = *p;
+      *p = '\0';
+      if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        snprintf(msg, sizeof msg, "cannot create directory %s: %s", dir,
+                 strerror(errno));
+        break;
+      }
+      *p = c;
+      if (c == '\0') break;
+    }
+  }
+  MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, 0, comm);
+  return msg[0] ? cpli_fail(CPL_ERR_IO, "%s", msg) : CPL_OK;
+}
+
 int cpli_hdf5_sink_run(cpl_context *ctx, const char *path) {
   sink s = {.file = -1, .dxpl = -1};
   MPI_Comm comm;
@@ -253,6 +281,7 @@ int cpli_hdf5_sink_run(cpl_context *ctx, const char *path) {
   MPI_Comm_size(comm, &s.size);
   cpli_h5_describe_path(path, s.where, sizeof s.where);
   int rc = open_links(ctx, &s);
+  if (rc == CPL_OK) rc = make_parent_dirs(path, comm, s.rank);
   hid_t fapl = rc == CPL_OK ? cpli_h5_fapl(comm) : -1;
   if (rc == CPL_OK && fapl < 0) rc = cpli_h5_fail("MPI-IO file access");
   if (rc == CPL_OK) {

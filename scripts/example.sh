@@ -1,22 +1,55 @@
 #!/usr/bin/env bash
-# The main example, run by `bash scripts/setup.sh` after the build.
-# Until the simulation-to-analysis workflow lands, it shows the engine: a
-# verified ring schedule, then a short side-by-side benchmark of the
-# inter-group algorithms on 4 local ranks (2 senders, 2 receivers).
-# On one machine the ranks share cores, so the times show scheduling more
-# than communication; scripts/cluster/ gives the faithful testbed.
+# The main example, run by `bash scripts/setup.sh` after the build: the
+# Gray-Scott workflow of configs/gray_scott.yaml (examples/README.md), a
+# simulation on 4 ranks feeding an analysis on 2 ranks and an HDF5 sink.
+#   scripts/example.sh [BUILD_DIR]       (default: build)
+# Outputs go to out/ of the repository. Then a few seconds of cpl-bench.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 build=${1:-build}
-tools=$build/coupler/tools
+run=$build/coupler/tools/cpl-run
 shim=$build/scripts/libcpl_yield.so
 
-echo "== Kang ring schedule for 4 senders and 6 receivers (paper's Figure 2): 7 steps"
-"$tools/cpl-sched" ring 4 6 --check | awk '{ s[$1] = s[$1] sprintf(" %d->%d:m%d", $2, $3, $4) }
-  END { for (i = 0; i in s; i++) printf "step %d:%s\n", i, s[i] }'
+# configs/gray_scott.yaml finds the programs in build/; any other build
+# directory has a copy with its own absolute paths.
+config=configs/gray_scott.yaml
+if [[ $(realpath -m "$build") != $(realpath -m build) ]]; then
+  config=$build/configs/gray_scott.yaml
+fi
+# 7 ranks share the cores: MPICH busy-polls, the shim makes idle ranks yield.
+pre=()
+[[ -f $shim ]] && pre=(-genv LD_PRELOAD "$(realpath "$shim")")
+
+# Old pictures of another run would mislead; the sink does not create out/.
+rm -f out/V_*.png out/stats.csv out/gray_scott.h5
+mkdir -p out
+echo "== $run $config -- ${pre[*]}"
+start=$SECONDS
+timeout -k 10 300 "$run" "$config" -- "${pre[@]}"
+echo
+echo "== finished in $((SECONDS - start)) s; outputs in out/:"
+
+pngs=(out/V_*.png)
+echo "pictures of V:  ${#pngs[@]} PNG files, ${pngs[0]} .. ${pngs[-1]}"
+echo "statistics:     out/stats.csv, $(($(wc -l < out/stats.csv) - 1)) steps; the last:"
+awk -F, 'NR == 1 { split($0, h) } END { for (i = 1; i <= NF; i++)
+  printf "  %s %s", h[i], ($i ~ /e|\./ ? sprintf("%.4g", $i) : $i); print "" }' out/stats.csv
+h5=out/gray_scott.h5
+if command -v h5ls > /dev/null; then
+  groups=$(h5ls "$h5" | grep -c ' Group$')
+  first=$(h5ls "$h5" | awk 'NR == 1 { print $1 }')
+  last=$(h5ls "$h5" | awk 'END { print $1 }')
+  # "U    Dataset {256, 256}" lines -> "U {256, 256}, V {256, 256}"
+  content=$(h5ls "$h5/$first" | sed 's/ *Dataset */ /' | paste -sd ';' | sed 's/;/, /g')
+  echo "HDF5 file:      $h5, $(du -h "$h5" | cut -f1), $groups step groups $first .. $last, each: $content"
+  echo "look at them:   h5ls -r $h5 | head;  h5dump -A -g /$last $h5"
+else
+  echo "HDF5 file:      $h5 (install hdf5-tools for h5ls and h5dump)"
+fi
+echo "more:           examples/README.md (h5py, the options of the programs)"
 
 echo
 echo "== inter-group allgather, 2 senders -> 2 receivers, every byte verified"
-pre=()
-[[ -f $shim ]] && pre=(-genv LD_PRELOAD "$(realpath "$shim")")
-timeout 300 mpiexec "${pre[@]}" -n 4 "$tools/cpl-bench" --inter fc,ring,root,native \
-  --shape 2:2 --sizes 4K,256K --reps 7 --baseline native --quiet
+timeout 60 mpiexec "${pre[@]}" -n 4 "$build/coupler/tools/cpl-bench" \
+  --inter fc,ring,root,native --shape 2:2 --sizes 256K --reps 5 \
+  --baseline native --quiet

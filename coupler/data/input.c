@@ -459,21 +459,47 @@ int cpl_input_attr(const cpl_input *in, const char *dataset, int i,
   return CPL_OK;
 }
 
-int cpl_input_attr_get(const cpl_input *in, const char *dataset,
-                       const char *name, hid_t memtype, void *buf) {
-  CPLI_TRY(in_step(in, "cpl_input_attr_get"));
+static const cpli_attr *attr_find(const cpl_input *in, const char *dataset,
+                                  const char *name) {
   const char *ds = dataset ? dataset : "";
-  const cpli_attr *a = NULL;
-  for (int k = 0; k < in->attrs.n && !a; k++)
-    if (!strcmp(in->attrs.v[k].dataset, ds) && name &&
-        !strcmp(in->attrs.v[k].name, name))
-      a = &in->attrs.v[k];
+  for (int k = 0; name && k < in->attrs.n; k++)
+    if (!strcmp(in->attrs.v[k].dataset, ds) && !strcmp(in->attrs.v[k].name, name))
+      return &in->attrs.v[k];
+  return NULL;
+}
+
+static const char *attr_what(const cpl_input *in, const char *call,
+                             const char *dataset, const char *name, char *buf,
+                             size_t n) {
+  snprintf(buf, n, "%s: link %s, step %ld, attribute \"%s\"%s%s%s", call,
+           in->l->label, in->step, name ? name : "(null)",
+           dataset ? " of dataset \"" : "", dataset ? dataset : "",
+           dataset ? "\"" : "");
+  return buf;
+}
+
+int cpl_input_attr_inquire(const cpl_input *in, const char *dataset,
+                           const char *name, cpl_attr_info *info) {
+  CPLI_TRY(in_step(in, "cpl_input_attr_inquire"));
+  const cpli_attr *a = attr_find(in, dataset, name);
+  char what[400];
+  if (!a || !info)
+    return cpli_fail(CPL_ERR_ARG, "%s: %s", attr_what(in, "cpl_input_attr_inquire",
+                     dataset, name, what, sizeof what), a ? "info is NULL" : "not found");
+  *info = (cpl_attr_info){.name = a->name, .type = a->type, .n = a->n};
+  return CPL_OK;
+}
+
+int cpl_input_attr_get(const cpl_input *in, const char *dataset,
+                       const char *name, hid_t memtype, size_t n, void *buf) {
+  CPLI_TRY(in_step(in, "cpl_input_attr_get"));
+  const cpli_attr *a = attr_find(in, dataset, name);
   char what[400], t1[64], t2[64];
-  snprintf(what, sizeof what, "cpl_input_attr_get: link %s, step %ld, "
-           "attribute \"%s\"%s%s%s", in->l->label, in->step,
-           name ? name : "(null)", dataset ? " of dataset \"" : "",
-           dataset ? dataset : "", dataset ? "\"" : "");
+  attr_what(in, "cpl_input_attr_get", dataset, name, what, sizeof what);
   if (!a) return cpli_fail(CPL_ERR_ARG, "%s: not found", what);
+  if (a->n > n)
+    return cpli_fail(CPL_ERR_ARG, "%s: has %zu elements, the buffer room for "
+                     "%zu", what, a->n, n);
   if (a->n && !buf) return cpli_fail(CPL_ERR_ARG, "%s: buf is NULL", what);
   int same = H5Tequal(a->type, memtype);
   if (same < 0) return cpli_fail(CPL_ERR_ARG, "%s: memtype is not a datatype", what);

@@ -470,6 +470,13 @@ int cpl_output_link_count(const cpl_output *o, int *n) {
   return CPL_OK;
 }
 
+int cpl_output_link(const cpl_output *o, int i, cpl_link_end *le) {
+  if (!o || !le || i < 0 || i >= o->nl)
+    return cpli_fail(CPL_ERR_ARG, "cpl_output_link: no link %d (port has %d)",
+                     i, o ? o->nl : 0);
+  return cpl_context_link(o->ctx, o->links[i].end, le);
+}
+
 int cpl_output_stats_get(const cpl_output *o, int link, cpl_output_stats *st) {
   if (!o || !st || link < -1 || link >= o->nl)
     return cpli_fail(CPL_ERR_ARG, "cpl_output_stats_get: bad argument (link "

@@ -367,6 +367,8 @@ typedef struct cpl_output_stats {
 /* Links of the port (fan-out), and each one's counters; link -1 sums them
  * (queue_max and bytes_max: the port's own maxima). */
 int cpl_output_link_count(const cpl_output *out, int *n);
+/* Link i of the port (0 <= i < count), as cpl_context_link reports it. */
+int cpl_output_link(const cpl_output *out, int i, cpl_link_end *le);
 int cpl_output_stats_get(const cpl_output *out, int link,
                          cpl_output_stats *st);
 
@@ -413,9 +415,13 @@ typedef struct cpl_attr_info {
 int cpl_input_attr_count(const cpl_input *in, const char *dataset, int *n);
 int cpl_input_attr(const cpl_input *in, const char *dataset, int i,
                    cpl_attr_info *info);
-/* Read attribute `name` converted to memtype into buf (n elements). */
+/* Attribute `name` of the step (dataset NULL) or of a dataset. */
+int cpl_input_attr_inquire(const cpl_input *in, const char *dataset,
+                           const char *name, cpl_attr_info *info);
+/* Read attribute `name` converted to memtype into buf, which has room for
+ * n elements (CPL_ERR_ARG if the attribute has more). */
 int cpl_input_attr_get(const cpl_input *in, const char *dataset,
-                       const char *name, hid_t memtype, void *buf);
+                       const char *name, hid_t memtype, size_t n, void *buf);
 
 int cpl_input_end_step(cpl_input *in);
 

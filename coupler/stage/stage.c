@@ -60,7 +60,7 @@ static int forward_attrs(stage *s, const char *dataset) {
     void *buf = malloc(bytes ? bytes : 1);
     if (!buf) return cpli_fail(CPL_ERR_NOMEM, "attribute \"%s\": out of "
                                "memory (%zu bytes)", a.name, bytes);
-    int rc = cpl_input_attr_get(s->in, dataset, a.name, a.type, buf);
+    int rc = cpl_input_attr_get(s->in, dataset, a.name, a.type, a.n, buf);
     for (int k = 0; rc == CPL_OK && k < s->nout; k++)
       rc = cpl_output_attr(s->outs[k], dataset, a.name, a.type, a.n, buf);
     free(buf);

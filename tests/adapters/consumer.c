@@ -59,7 +59,7 @@ static void check_attr(cpl_input *in, const char *ds, const td_attr *want) {
   }
   if (!found) fail("attribute %s missing (%d others)", want->name, n);
   unsigned char got[64] = {0};
-  check(cpl_input_attr_get(in, ds, want->name, want->type, got), want->name);
+  check(cpl_input_attr_get(in, ds, want->name, want->type, want->n, got), want->name);
   size_t bytes = H5Tget_size(want->type) * want->n;
   if (memcmp(got, want->buf, bytes))
     fail("attribute %s differs (%zu bytes)", want->name, bytes);

@@ -214,7 +214,7 @@ static void check_step(cpl_input *in, long step) {
   OK(cpl_input_get(in, "b2", H5T_NATIVE_FLOAT, NULL, NULL, f));
   CHECK(f[12] == (float)val(step, 1, 12), "float conversion");
   double t = -1;
-  OK(cpl_input_attr_get(in, NULL, "time", H5T_NATIVE_DOUBLE, &t));
+  OK(cpl_input_attr_get(in, NULL, "time", H5T_NATIVE_DOUBLE, 1, &t));
   CHECK(t == 0.5 * (double)step, "step %ld: time attribute %g", step, t);
   int na;
   OK(cpl_input_attr_count(in, "b2", &na));
@@ -222,8 +222,13 @@ static void check_step(cpl_input *in, long step) {
   cpl_attr_info ai;
   OK(cpl_input_attr(in, "b2", 0, &ai));
   char units[7] = {0};
-  OK(cpl_input_attr_get(in, "b2", "units", ai.type, units));
+  OK(cpl_input_attr_get(in, "b2", "units", ai.type, 1, units));
   CHECK(!strcmp(ai.name, "units") && !strncmp(units, "kelvin", 6), "units");
+  OK(cpl_input_attr_inquire(in, NULL, "time", &ai));
+  CHECK(ai.n == 1 && H5Tequal(ai.type, H5T_NATIVE_DOUBLE) > 0, "time info");
+  CHECK(cpl_input_attr_get(in, NULL, "time", H5T_NATIVE_DOUBLE, 0, &t) ==
+        CPL_ERR_ARG && strstr(cpl_last_error(), "has 1 elements, the buffer "
+        "room for 0"), "attribute larger than the buffer: %s", cpl_last_error());
 }
 
 /* Consume until end of stream; returns the steps seen. */

@@ -1,0 +1,244 @@
+/*
+ * gray-scott-analysis: in-situ statistics and pictures of the Gray-Scott
+ * field V, on a different number of ranks than the simulation.
+ *
+ *   gray-scott-analysis [--out DIR] [--image-every M] [--image-size PX]
+ *                       [--threshold X] [--dataset NAME] [--port NAME]
+ *
+ * Every step, each rank reads a slab of rows of V (converted to float32 by
+ * Coupler), the ranks reduce min, max, mean, standard deviation and the
+ * fraction of cells above the threshold, and rank 0 appends them to
+ * DIR/stats.csv. Rank 0 also reads the whole field, to draw it to
+ * DIR/V_<step>.png every M-th step and at the last.
+ */
+#include "image.h"
+
+#include <coupler.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+typedef struct options {
+  const char *out, *dataset, *port;
+  int image_every, image_size;
+  double threshold;
+} options;
+
+static MPI_Comm comm = MPI_COMM_NULL;
+
+/* Loud failure: what failed and Coupler's message, then abort the job. */
+static void check(int rc, const char *what) {
+  if (rc == CPL_OK) return;
+  fprintf(stderr, "gray-scott-analysis: %s: %s: %s\n", what, cpl_strerror(rc),
+          cpl_last_error());
+  MPI_Abort(comm != MPI_COMM_NULL ? comm : MPI_COMM_WORLD, 1);
+}
+#define CHECK(call) check((call), #call)
+
+static void die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "gray-scott-analysis: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  MPI_Abort(comm, 1);
+}
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: gray-scott-analysis [--out DIR] [--image-every M]\n"
+          "         [--image-size PX] [--threshold X] [--dataset NAME] [--port NAME]\n"
+          "Per-step statistics of DATASET (default V) from input port NAME\n"
+          "(default fields) to DIR/stats.csv (default DIR: out); a PNG picture\n"
+          "DIR/V_<step>.png every M steps (default 4, 0: only the last) and of\n"
+          "the last step, at least PX pixels wide (default 512). X: the\n"
+          "threshold of the 'frac_above' column (default 0.25).\n");
+}
+
+/* Parsed after cpl_init so that a bad option aborts the whole job. */
+static int parse(int argc, char **argv, options *o, char *err,
+                 size_t errsize) {
+  *o = (options){.out = "out", .dataset = "V", .port = "fields",
+                 .image_every = 4, .image_size = 512, .threshold = 0.25};
+  for (int i = 1; i < argc; i += 2) { /* every option takes a value */
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    char *end = NULL;
+    double x = v ? strtod(v, &end) : NAN;
+    int isnum = v && *v && !*end;
+    if (!v) {
+      snprintf(err, errsize, "%s needs a value", a);
+      return -1;
+    } else if (!strcmp(a, "--out")) {
+      o->out = v;
+    } else if (!strcmp(a, "--dataset")) {
+      o->dataset = v;
+    } else if (!strcmp(a, "--port")) {
+      o->port = v;
+    } else if (!strcmp(a, "--image-every") && isnum && x >= 0 && x <= 1e9) {
+      o->image_every = (int)x;
+    } else if (!strcmp(a, "--image-size") && isnum && x >= 1 && x <= 8192) {
+      o->image_size = (int)x;
+    } else if (!strcmp(a, "--threshold") && isnum) {
+      o->threshold = x;
+    } else {
+      snprintf(err, errsize, "bad option or value: %s %s (--help lists them)",
+               a, v);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* Statistics of one step over all analysis ranks (valid on rank 0). */
+typedef struct stats {
+  double min, max, mean, std, frac_above;
+} stats;
+
+/* Rows [r0, r0 + nr) of ny rows split near-equally over the ranks. */
+static void my_rows(int ny, int rank, int size, int *r0, int *nr) {
+  *r0 = rank * (ny / size) + (rank < ny % size ? rank : ny % size);
+  *nr = ny / size + (rank < ny % size);
+}
+
+static stats reduce_stats(const float *v, long n, long total,
+                          double threshold) {
+  /* {min, -max} in one MPI_MIN; {sum, count above} in one MPI_SUM. */
+  double mm[2] = {INFINITY, INFINITY}, sums[2] = {0, 0};
+  for (long i = 0; i < n; i++) {
+    double x = v[i];
+    if (x < mm[0]) mm[0] = x;
+    if (-x < mm[1]) mm[1] = -x;
+    sums[0] += x;
+    sums[1] += x > threshold;
+  }
+  double gmm[2], gsums[2];
+  MPI_Reduce(mm, gmm, 2, MPI_DOUBLE, MPI_MIN, 0, comm);
+  MPI_Allreduce(sums, gsums, 2, MPI_DOUBLE, MPI_SUM, comm);
+  /* Second pass around the global mean: no cancellation in the variance. */
+  double mean = gsums[0] / total, sq = 0, gsq = 0;
+  for (long i = 0; i < n; i++) sq += (v[i] - mean) * (v[i] - mean);
+  MPI_Reduce(&sq, &gsq, 1, MPI_DOUBLE, MPI_SUM, 0, comm);
+  return (stats){gmm[0], -gmm[1], mean, sqrt(gsq / total), gsums[1] / total};
+}
+
+/* Read step attribute `name`: one element of memtype. */
+static void step_scalar(const cpl_input *in, const char *name, hid_t memtype,
+                        void *value) {
+  CHECK(cpl_input_attr_get(in, NULL, name, memtype, 1, value));
+}
+
+/* Rank 0: the picture of the whole field of one step. */
+static void write_image(const options *o, long step, const float *f, int ny,
+                        int nx, double lo, double hi) {
+  char path[4096], err[4200];
+  snprintf(path, sizeof path, "%s/%s_%04ld.png", o->out, o->dataset, step);
+  int scale = image_scale(ny, nx, o->image_size);
+  if (image_write_png(path, f, ny, nx, lo, hi, scale, err, sizeof err))
+    die("cannot write the picture: %s", err);
+}
+
+int main(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      usage(stdout);
+      return 0;
+    }
+  MPI_Init(&argc, &argv);
+  cpl_context *ctx;
+  CHECK(cpl_init(MPI_COMM_WORLD, NULL, NULL, &ctx));
+  CHECK(cpl_component_comm(ctx, &comm));
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+
+  options o;
+  char err[512];
+  if (parse(argc, argv, &o, err, sizeof err)) {
+    if (rank == 0) fprintf(stderr, "gray-scott-analysis: %s\n", err);
+    MPI_Abort(comm, 2);
+  }
+
+  FILE *csv = NULL;
+  char csvpath[4096];
+  if (rank == 0) {
+    if (mkdir(o.out, 0777) != 0 && errno != EEXIST)
+      die("cannot create the output directory %s", o.out);
+    snprintf(csvpath, sizeof csvpath, "%s/stats.csv", o.out);
+    csv = fopen(csvpath, "w");
+    if (!csv) die("cannot write %s", csvpath);
+    fprintf(csv, "step,iteration,t,min,max,mean,std,frac_above\n");
+  }
+
+  cpl_input *in;
+  CHECK(cpl_input_open(ctx, o.port, NULL, &in));
+  float *slab = NULL, *whole = NULL; /* sized at the first step */
+  int ny = 0, nx = 0, r0 = 0, nr = 0;
+  long step = -1, last = -1, last_image = -1;
+  stats s = {0};
+  int rc;
+  while ((rc = cpl_input_begin_step(in, &step)) == CPL_OK) {
+    cpl_dataset_info info;
+    CHECK(cpl_input_inquire(in, o.dataset, &info));
+    if (info.rank != 2) die("dataset %s is not 2-D", o.dataset);
+    if (!slab) {
+      ny = (int)info.dims[0];
+      nx = (int)info.dims[1];
+      my_rows(ny, rank, size, &r0, &nr);
+      slab = malloc(((size_t)nr * nx + 1) * sizeof(float));
+      whole = rank == 0 ? malloc((size_t)ny * nx * sizeof(float)) : NULL;
+      if (!slab || (rank == 0 && !whole)) die("out of memory");
+    } else if (info.dims[0] != (hsize_t)ny || info.dims[1] != (hsize_t)nx) {
+      die("dataset %s changed its dims", o.dataset);
+    }
+
+    /* Each rank reads only its rows, as float32 (Coupler converts). */
+    hsize_t start[2] = {(hsize_t)r0, 0}, count[2] = {(hsize_t)nr, (hsize_t)nx};
+    if (nr > 0)
+      CHECK(cpl_input_get(in, o.dataset, H5T_NATIVE_FLOAT, start, count, slab));
+    s = reduce_stats(slab, (long)nr * nx, (long)ny * nx, o.threshold);
+
+    if (rank == 0) {
+      double t = NAN;
+      long long iteration = -1;
+      step_scalar(in, "t", H5T_NATIVE_DOUBLE, &t);
+      step_scalar(in, "iteration", H5T_NATIVE_LLONG, &iteration);
+      fprintf(csv, "%ld,%lld,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n", step,
+              iteration, t, s.min, s.max, s.mean, s.std, s.frac_above);
+      fflush(csv); /* readable while the run goes on */
+      /* The whole field, for a picture now or at the end. */
+      CHECK(cpl_input_get(in, o.dataset, H5T_NATIVE_FLOAT, NULL, NULL, whole));
+      int image = o.image_every > 0 && step % o.image_every == 0;
+      if (image) {
+        write_image(&o, step, whole, ny, nx, s.min, s.max);
+        last_image = step;
+      }
+      printf("analysis: step %3ld  t %7.0f  %s min %.3f max %.3f mean %.4f "
+             "std %.4f  %4.1f%% > %g%s\n", step, t, o.dataset, s.min, s.max,
+             s.mean, s.std, 100 * s.frac_above, o.threshold,
+             image ? "  (picture)" : "");
+      fflush(stdout);
+    }
+    CHECK(cpl_input_end_step(in));
+    last = step;
+  }
+  if (rc != CPL_END_OF_STREAM) check(rc, "cpl_input_begin_step");
+
+  if (rank == 0) {
+    if (last >= 0 && last_image != last) /* the final state, always */
+      write_image(&o, last, whole, ny, nx, s.min, s.max);
+    if (fclose(csv) != 0) die("cannot write %s", csvpath);
+    printf("analysis: end of stream after step %ld; statistics in %s, "
+           "pictures %s/%s_*.png\n", last, csvpath, o.out, o.dataset);
+  }
+  free(slab);
+  free(whole);
+  CHECK(cpl_input_close(in));
+  CHECK(cpl_finalize(ctx));
+  MPI_Finalize();
+  return 0;
+}
