@@ -85,7 +85,8 @@ static int usable(const cpl_input *in, const char *call) {
 }
 
 /* Root: credit, then the header; every rank: the header, broadcast. */
-static int take_header(cpl_input *in, cpli_hdr *h, unsigned char **payload) {
+static int take_header(cpl_input *in, double wait, cpli_hdr *h,
+                       unsigned char **payload) {
   *payload = NULL;
   unsigned char *msg = NULL;
   size_t len = 0;
@@ -99,12 +100,12 @@ static int take_header(cpl_input *in, cpli_hdr *h, unsigned char **payload) {
       rc = cpli_chan_send_credit(in->ctx, in->end, CPLI_MSG_CREDIT, in->l->timeout);
     if (rc == CPL_OK) {
       ch->credit_out = 1;
-      rc = cpli_chan_recv_header(in->ctx, in->end, in->l->timeout, &msg, &len);
+      rc = cpli_chan_recv_header(in->ctx, in->end, wait, &msg, &len);
     }
     if (rc == CPL_ERR_TIMEOUT)
       cpli_fail(rc, "link %s, receiver 0, step after %ld: no step from the "
                 "producer within %g s (raise the link's timeout if it computes "
-                "longer between steps)", in->l->label, in->last, in->l->timeout);
+                "longer between steps)", in->l->label, in->last, wait);
     if (rc == CPL_OK && len < sizeof *h)
       rc = cpli_fail(CPL_ERR_INTERNAL, "link %s: short step header", in->l->label);
     if (rc == CPL_OK) memcpy(h, msg, sizeof *h);
@@ -196,7 +197,8 @@ static int set_desc(cpl_input *in, const unsigned char *data, size_t len,
   return CPL_OK;
 }
 
-int cpl_input_begin_step(cpl_input *in, long *step) {
+/* begin_step and try_step: wait up to `wait` seconds for the header. */
+static int begin(cpl_input *in, double wait, long *step) {
   CPLI_TRY(usable(in, "cpl_input_begin_step"));
   if (in->in_step)
     return cpli_fail(CPL_ERR_STATE, "cpl_input_begin_step: link %s: step %ld "
@@ -205,7 +207,7 @@ int cpl_input_begin_step(cpl_input *in, long *step) {
   if (in->eos) return CPL_END_OF_STREAM;
   cpli_hdr h;
   unsigned char *p;
-  CPLI_TRY(take_header(in, &h, &p));
+  CPLI_TRY(take_header(in, wait, &h, &p));
   if (h.kind == CPLI_HDR_EOS) {
     free(p);
     in->eos = 1;
@@ -268,6 +270,18 @@ int cpl_input_begin_step(cpl_input *in, long *step) {
   in->in_step = 1;
   if (step) *step = in->step;
   return CPL_OK;
+}
+
+int cpl_input_begin_step(cpl_input *in, long *step) {
+  return begin(in, in ? in->l->timeout : 0, step);
+}
+
+int cpl_input_try_step(cpl_input *in, double seconds, long *step) {
+  if (in && !(seconds >= 0 && seconds <= in->l->timeout))
+    return cpli_fail(CPL_ERR_ARG, "cpl_input_try_step: link %s: wait %g s is "
+                     "not in [0, %g] (the link timeout)", in->l->label,
+                     seconds, in->l->timeout);
+  return begin(in, seconds, step);
 }
 
 int cpl_input_end_step(cpl_input *in) {

@@ -383,6 +383,12 @@ int cpl_input_open(cpl_context *ctx, const char *port, const char *peer,
  * ...) arrives here with the producer's message. */
 int cpl_input_begin_step(cpl_input *in, long *step);
 
+/* As cpl_input_begin_step, but wait at most `seconds` (0: only look; at
+ * most the link timeout). CPL_ERR_TIMEOUT here is not a failure: the
+ * request stays open and a later call (try or begin) takes the step. With
+ * several inputs (fan-in) it takes steps from whichever link has one. */
+int cpl_input_try_step(cpl_input *in, double seconds, long *step);
+
 typedef struct cpl_dataset_info {
   const char *name;
   hid_t type;                  /* the producer's type; owned by the input, */
