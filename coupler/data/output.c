@@ -362,7 +362,7 @@ int cpl_output_end_step(cpl_output *o) {
   int rc = agree(o, changed, w.len, w.p);
   if (lrc != CPL_OK) rc = lrc;
   if (rc != CPL_OK) {
-    cpli_flow_send_error(o, rc);
+    cpli_queue_send_error(o, rc);
     cpli_w_free(&w);
     clear_puts(o);
     return fail_port(o, rc);
@@ -392,7 +392,7 @@ int cpl_output_end_step(cpl_output *o) {
     ol->q = q;
     ol->q[ol->qn++] = st;
     st->refs++;
-    rc = cpli_flow_apply(o, i);
+    rc = cpli_queue_apply(o, i);
   }
   o->ordinal++;
   if (st) {
@@ -402,7 +402,7 @@ int cpl_output_end_step(cpl_output *o) {
   }
   clear_puts(o);
   if (rc != CPL_OK) {
-    cpli_flow_send_error(o, rc); /* consumers must not wait for what will not come */
+    cpli_queue_send_error(o, rc); /* consumers must not wait for what will not come */
     return fail_port(o, rc);
   }
   return CPL_OK;
@@ -424,7 +424,7 @@ int cpl_output_close(cpl_output *o) {
   }
   /* Deliver what is queued, then end the stream. */
   for (int i = 0; i < o->nl && !o->failed; i++) {
-    int r = cpli_flow_drain(o, i, 0);
+    int r = cpli_queue_drain(o, i, 0);
     if (r != CPL_OK) {
       rc = fail_port(o, r);
       break;
@@ -433,7 +433,7 @@ int cpl_output_close(cpl_output *o) {
   for (int i = 0; i < o->nl; i++) {
     olink *ol = &o->links[i];
     cpli_chan *ch = chan(o, ol);
-    cpli_flow_drop_queue(o, ol); /* only after a failure is anything left */
+    cpli_queue_drop(o, ol); /* only after a failure is anything left */
     if (o->rank == 0 && !o->failed && !ch->eos_sent && !ch->detached) {
       cpli_hdr h = {.kind = CPLI_HDR_EOS, .step = o->step};
       ch->eos_sent = 1;

@@ -1,6 +1,6 @@
 /*
  * Producer ports, shared by output.c (puts, descriptions, end_step,
- * close) and flow.c (queues, policies, transfers).
+ * close) and queue.c (queues, policies, transfers).
  */
 #ifndef CPLI_DATA_OUTPUT_H
 #define CPLI_DATA_OUTPUT_H
@@ -65,18 +65,18 @@ static inline cpli_chan *cpli_out_chan(cpl_output *o, olink *ol) {
   return &o->ctx->data->chan[ol->end];
 }
 
-/* flow.c */
+/* queue.c */
 void cpli_step_unref(cpl_output *o, pstep *st);
 /* Make the step independent of the caller's buffers (counted as held). */
 int cpli_step_copy(cpl_output *o, pstep *st);
 /* Policy for link li after a step was enqueued on it: drop, serve
  * credits, wait (all ranks, same decisions). */
-int cpli_flow_apply(cpl_output *o, int li);
+int cpli_queue_apply(cpl_output *o, int li);
 /* Wait for credits until link li holds at most `limit` steps. */
-int cpli_flow_drain(cpl_output *o, int li, int limit);
+int cpli_queue_drain(cpl_output *o, int li, int limit);
 /* Release queued steps that will never be taken. */
-void cpli_flow_drop_queue(cpl_output *o, olink *ol);
+void cpli_queue_drop(cpl_output *o, olink *ol);
 /* Root: tell every consumer why the port failed. */
-void cpli_flow_send_error(cpl_output *o, int status);
+void cpli_queue_send_error(cpl_output *o, int status);
 
 #endif

@@ -160,19 +160,19 @@ static int sync_links(cpl_output *o, int wait_on) {
 }
 
 /* Release queued steps a departed consumer will never take. */
-void cpli_flow_drop_queue(cpl_output *o, olink *ol) {
+void cpli_queue_drop(cpl_output *o, olink *ol) {
   ol->st.undelivered += ol->qn;
   while (ol->qn > 0) cpli_step_unref(o, ol->q[--ol->qn]);
 }
 
 /* Under `all`: wait for credits until the queue fits its depth. */
-int cpli_flow_drain(cpl_output *o, int li, int limit) {
+int cpli_queue_drain(cpl_output *o, int li, int limit) {
   olink *ol = &o->links[li];
   double t0 = MPI_Wtime();
   int rc = CPL_OK;
   while (rc == CPL_OK && ol->qn > limit) {
     if (chan(o, ol)->detached) {
-      cpli_flow_drop_queue(o, ol);
+      cpli_queue_drop(o, ol);
       break;
     }
     if (chan(o, ol)->credits == 0) rc = sync_links(o, li);
@@ -193,7 +193,7 @@ static void log_drop(cpl_output *o, olink *ol, const pstep *st) {
 }
 
 /* Policy for one link after the step was enqueued. */
-int cpli_flow_apply(cpl_output *o, int li) {
+int cpli_queue_apply(cpl_output *o, int li) {
   olink *ol = &o->links[li];
   if (ol->l->policy == CPL_POLICY_LATEST) {
     while (ol->qn > ol->l->depth) {
@@ -206,12 +206,12 @@ int cpli_flow_apply(cpl_output *o, int li) {
     return serve_credits(o, ol);
   }
   CPLI_TRY(serve_credits(o, ol));
-  return cpli_flow_drain(o, li, ol->l->depth);
+  return cpli_queue_drain(o, li, ol->l->depth);
 }
 
 
 /* Tell every consumer why the port failed; they return it from begin_step. */
-void cpli_flow_send_error(cpl_output *o, int status) {
+void cpli_queue_send_error(cpl_output *o, int status) {
   if (o->rank != 0) return;
   const char *msg = cpl_last_error();
   for (int i = 0; i < o->nl; i++) {
