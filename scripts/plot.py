@@ -8,6 +8,20 @@
   scripts/plot.py model CPL_MODEL OUT.png     the model's ratios against p
                                               (root/fc and intra-ring/ring),
                                               running the cpl-model binary
+  scripts/plot.py ratio RESULTS.csv OUT.png [BASELINE]
+                                              each algorithm's speedup over
+                                              BASELINE (default: the CSV's
+                                              own baseline) against size
+  scripts/plot.py fit RESULTS.csv             fit t = a + b k (relative
+                                              least squares) per algorithm
+                                              whose step and volume counts
+                                              are known (lockstep rings,
+                                              circulant@step, bruck), print
+                                              alpha = a / steps and
+                                              beta = b / volume
+
+Rows may carry sweep.sh's leading columns; only the cpl-bench columns are
+used.
 
 Needs Debian's python3 with matplotlib (apt-get install python3-matplotlib);
 run it as scripts/plot.py so /usr/bin/python3 is used.
@@ -67,6 +81,113 @@ def bench(csv_path, out):
     print(f"wrote {out}")
 
 
+def ratio(csv_path, out, baseline=None):
+    plt = need_matplotlib()
+    rows = list(csv.DictReader(open(csv_path)))
+    if not rows:
+        sys.exit(f"plot.py: {csv_path} has no rows")
+    shapes = list(dict.fromkeys(r["shape"] for r in rows))
+    cols = min(3, len(shapes))
+    nrows = (len(shapes) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(5 * cols, 4 * nrows), squeeze=False)
+    for ax, shape in zip(axes.flat, shapes):
+        t = defaultdict(dict)
+        for r in rows:
+            if r["shape"] == shape:
+                t[r["algorithm"]][int(r["bytes"])] = float(r["median_s"])
+        base = baseline
+        if base is None:  # the CSV's baseline has ratio 1 everywhere
+            base = next((a for a in t if all(abs(float(r["ratio_to_baseline"]) - 1) < 1e-9
+                                               for r in rows if r["shape"] == shape
+                                               and r["algorithm"] == a)), None)
+        if base not in t:
+            continue
+        for alg, pts in t.items():
+            if alg == base:
+                continue
+            ks = sorted(k for k in pts if k in t[base])
+            ax.plot(ks, [t[base][k] / pts[k] for k in ks], marker="o", label=alg)
+        ax.axhline(1.0, color="k", lw=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"{shape}: speedup over {base}")
+        ax.set_xlabel("bytes per process")
+        ax.set_ylabel(f"median({base}) / median(alg)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    for ax in list(axes.flat)[len(shapes):]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    print(f"wrote {out}")
+
+
+def _log2c(n):
+    k = 0
+    while (1 << k) < n:
+        k += 1
+    return k
+
+
+def _counts(kind, alg, p, q):
+    """(steps, volume in blocks) of lockstep algorithms, or None."""
+    base = alg.split("@")[0]
+    step = "@step" in alg
+    if kind == "inter":
+        pe, qe = p + p % 2, q + q % 2
+        if base == "ring-intra":
+            return p + q - 1, p + q - 1
+        if base == "ring":
+            return pe + qe // 2, pe + qe // 2
+        if base == "fc" and step and p >= q:
+            return 1 + _log2c(p), p
+        return None
+    if base == "ring":
+        return p - 1, p - 1
+    if base in ("circulant", "bruck") and (step or base == "bruck"):
+        return _log2c(p), p - 1
+    return None
+
+
+def fit(csv_path):
+    rows = list(csv.DictReader(open(csv_path)))
+    groups = defaultdict(list)
+    for r in rows:
+        groups[(r["kind"], r["shape"], int(r["p"]), int(r["q"]), r["algorithm"])].append(
+            (int(r["bytes"]), float(r["median_s"])))
+    alphas, betas = [], []
+    print(f"{'kind':6} {'shape':6} {'algorithm':16} {'sizes':>5} {'alpha us':>9} "
+          f"{'beta ns/B':>10} {'MB/s':>7}")
+    for (kind, shape, p, q, alg), pts in sorted(groups.items()):
+        c = _counts(kind, alg, p, q)
+        if c is None or len(pts) < 3:
+            continue
+        n = len(pts)
+        # least squares in relative error (weights 1/t^2), so the small
+        # sizes, where alpha shows, count as much as the large ones
+        w = [1 / (t * t) for _, t in pts]
+        sw = sum(w)
+        mk = sum(wi * k for wi, (k, _) in zip(w, pts)) / sw
+        mt = sum(wi * t for wi, (_, t) in zip(w, pts)) / sw
+        sxx = sum(wi * (k - mk) ** 2 for wi, (k, _) in zip(w, pts))
+        if sxx == 0:
+            continue
+        b = sum(wi * (k - mk) * (t - mt) for wi, (k, t) in zip(w, pts)) / sxx
+        a = mt - b * mk
+        alpha, beta = a / c[0], b / c[1]
+        alphas.append(alpha)
+        betas.append(beta)
+        print(f"{kind:6} {shape:6} {alg:16} {n:5d} {alpha * 1e6:9.1f} {beta * 1e9:10.3f} "
+              f"{1e-6 / beta if beta > 0 else float('inf'):7.1f}")
+    if not alphas:
+        sys.exit("plot.py: no rows of algorithms with known step counts (ring, ring-intra, "
+                 "circulant@step, bruck) over 3 or more sizes")
+    alphas.sort()
+    betas.sort()
+    print(f"median: alpha = {alphas[len(alphas) // 2] * 1e6:.1f} us, "
+          f"beta = {betas[len(betas) // 2] * 1e9:.3f} ns/B "
+          f"({1e-6 / betas[len(betas) // 2]:.1f} MB/s)")
+
+
 def model(binary, out):
     plt = need_matplotlib()
     text = subprocess.run([binary, "--max", "1024"], check=True, capture_output=True,
@@ -107,6 +228,14 @@ def model(binary, out):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4 or sys.argv[1] not in ("bench", "model"):
+    cmd = sys.argv[1] if len(sys.argv) > 1 else ""
+    if cmd == "bench" and len(sys.argv) == 4:
+        bench(sys.argv[2], sys.argv[3])
+    elif cmd == "model" and len(sys.argv) == 4:
+        model(sys.argv[2], sys.argv[3])
+    elif cmd == "ratio" and len(sys.argv) in (4, 5):
+        ratio(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) == 5 else None)
+    elif cmd == "fit" and len(sys.argv) == 3:
+        fit(sys.argv[2])
+    else:
         sys.exit(__doc__)
-    (bench if sys.argv[1] == "bench" else model)(sys.argv[2], sys.argv[3])

@@ -21,6 +21,7 @@
 
 #include "coupler.h"
 #include "core/error.h"
+#include "sched/flow.h"
 
 /* Where a collective runs, for error messages and deadlines. */
 typedef struct cpli_ctx {
@@ -64,6 +65,13 @@ int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm,
  * group) or else by its rank in comm. Writes into buf and returns it. */
 const char *cpli_ctx_where(const cpli_ctx *ctx, MPI_Comm comm, char *buf,
                            size_t n);
+
+/* Run a resolved dataflow plan (sched/flow.h) on comm: every receive
+ * posted at once, each send issued when its data has arrived. base0 is
+ * buffer 0 of the plan, base1 buffer 1 (NULL if the plan does not use it).
+ * Deadline per wait as for cpli_waitall, restarted by any progress. */
+int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *base1,
+                  cpli_ctx *ctx);
 
 /* Largest message one MPI call moves with MPI_BYTE. */
 #define CPLI_MAX_MSG ((size_t)0x7fffffff)

@@ -1,8 +1,13 @@
 /*
  * Baseline: MPI_Iallgatherv on the intercommunicator, the receivers
- * contributing nothing. MPICH implements it by root gathering in each
- * direction (local gather, root-to-root exchange, remote broadcast).
- * Cost, as modelled in select.c: that of `root`.
+ * contributing nothing. MPICH 4.0 implements it as "remote gather, local
+ * broadcast": every sender sends its block straight to receiver 0 (an
+ * intercommunicator gatherv), which broadcasts the p blocks among the
+ * receivers (binomial tree below 8 processes, else scatter + allgather).
+ * Cost, as modelled in select.c: alpha + p k beta + bcast(q, p k).
+ * MPICH's blocking MPI_Allgather on an intercommunicator is the classic
+ * root gathering instead (local gather, root-to-root, local broadcast),
+ * modelled by `root`; cpl-bench measures it as the variant "mpi".
  */
 #include <limits.h>
 #include <stdlib.h>

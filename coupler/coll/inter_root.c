@@ -5,8 +5,10 @@
  * receiver 0, broadcast among the receivers.
  *
  * Cost: gather log2(p) alpha + (p-1) k beta; root-to-root alpha + p k beta;
- * broadcast of p k bytes (scatter + allgather) 2 log2(q) alpha + 2 p k beta.
- * About 4 p k beta in all, against p k beta for fc.
+ * broadcast of p k bytes: the paper assumes scatter + allgather,
+ * 2 log2(q) alpha + 2 p k beta, about 4 p k beta in all against p k beta
+ * for fc; MPICH's MPI_Ibcast uses a binomial tree below 8 processes,
+ * log2(q) (alpha + p k beta) (select.c models what MPICH does).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -14,8 +14,18 @@
 
 #include "coll/coll.h"
 
-/* Which allgatherv variant. */
-enum { CPLI_CIRC_AUTO = 0, CPLI_CIRC_ALG7 = 7, CPLI_CIRC_ALG9 = 9 };
+/* Which allgatherv variant. CPLI_CIRC_ALG7 runs as a dataflow plan
+ * (rounds cut into streams of cpli_flow_chunk() bytes, no step barriers)
+ * unless CPL_FLOW=0; CPLI_CIRC_ALG7_STEP is the lockstep execution, one
+ * message per round, kept for comparison and tests. CPLI_CIRC_RING is the
+ * circulant graph with the single skip 1: a pipelined ring, dataflow. */
+enum {
+  CPLI_CIRC_AUTO = 0,
+  CPLI_CIRC_RING = 1,
+  CPLI_CIRC_ALG7 = 7,
+  CPLI_CIRC_ALG9 = 9,
+  CPLI_CIRC_ALG7_STEP = 17
+};
 
 /* Modelled time (s) of the circulant allgatherv of `total_bytes` over p
  * ranks whose largest block is `max_block` bytes: the cheaper of Alg. 7
@@ -23,8 +33,9 @@ enum { CPLI_CIRC_AUTO = 0, CPLI_CIRC_ALG7 = 7, CPLI_CIRC_ALG9 = 9 };
 double cpli_circulant_cost(int p, size_t total_bytes, size_t max_block,
                            double alpha, double beta);
 
-/* The variant (CPLI_CIRC_ALG7 or CPLI_CIRC_ALG9) the model picks, and for
- * Alg. 9 the number of blocks per rank's buffer in *nblocks (1 for Alg. 7). */
+/* The variant (CPLI_CIRC_ALG7, CPLI_CIRC_ALG9 or, where Alg. 7 wins and
+ * cpli_ring_preferred_ab says so, CPLI_CIRC_RING) the model picks, and for
+ * Alg. 9 the number of blocks per rank's buffer in *nblocks (else 1). */
 int cpli_circulant_plan(int p, size_t total_bytes, size_t max_block,
                         double alpha, double beta, long long *nblocks);
 

@@ -102,6 +102,50 @@ void cpli_model_params(double *alpha, double *beta) {
   *beta = env_double("CPL_BETA", 1e-10);
 }
 
+size_t cpli_flow_chunk(void) {
+  const char *v = getenv("CPL_CHUNK");
+  if (!v || !*v) return CPLI_DEFAULT_CHUNK;
+  char *end;
+  double d = strtod(v, &end);
+  if (*end == 'k' || *end == 'K') d *= 1024, end++;
+  else if (*end == 'm' || *end == 'M') d *= 1024 * 1024, end++;
+  if (*end || !(d >= 1) || d > 1e15) return CPLI_DEFAULT_CHUNK;
+  return (size_t)d;
+}
+
+int cpli_flow_enabled(void) {
+  const char *v = getenv("CPL_FLOW");
+  return !(v && v[0] == '0' && v[1] == '\0');
+}
+
+static int env_flag(const char *var) {
+  const char *v = getenv(var);
+  if (v && (v[0] == '0' || v[0] == '1') && v[1] == '\0') return v[0] - '0';
+  return -1;
+}
+
+int cpli_ring_preferred_ab(int g, size_t total, double alpha, double beta) {
+  const int e = env_flag("CPL_RING");
+  if (e >= 0) return e;
+  if (g <= 2) return 0; /* one exchange either way */
+  return (g - 1 - cpli_ceil_log2(g)) * alpha <=
+         CPLI_RING_SHARE * beta * (double)total * (g - 1) / g;
+}
+
+int cpli_ring_preferred(int g, size_t total) {
+  double alpha, beta;
+  cpli_model_params(&alpha, &beta);
+  return cpli_ring_preferred_ab(g, total, alpha, beta);
+}
+
+int cpli_chain_preferred(int g, size_t bytes) {
+  const int e = env_flag("CPL_FC_CHAIN");
+  if (e >= 0) return e;
+  (void)g;
+  (void)bytes;
+  return 0;
+}
+
 int cpli_ceil_log2(long n) {
   int k = 0;
   while ((1L << k) < n) k++;
@@ -118,6 +162,19 @@ static double bcast_pipelined(int g, double m, double alpha, double beta) {
   if (n > m && m >= 1) n = m;
   n = floor(n);
   return (L + n - 1) * (alpha + beta * m / n);
+}
+
+/* MPICH 4.0's broadcast of m bytes among g processes (MPIR_Bcast_intra_auto
+ * and its nonblocking twin): binomial tree below 12 KiB or 8 processes,
+ * else scatter then recursive-doubling allgather (below 512 KiB, g a power
+ * of two) or ring allgather. */
+static double bcast_mpich(int g, double m, double alpha, double beta) {
+  if (g <= 1) return 0;
+  const int L = cpli_ceil_log2(g);
+  if (m < 12288 || g < 8) return L * (alpha + beta * m);
+  const double scatter = L * alpha + beta * m * (g - 1) / g;
+  if (m < 524288 && (g & (g - 1)) == 0) return 2 * scatter;
+  return scatter + (g - 1) * alpha + beta * m * (g - 1) / g;
 }
 
 double cpli_intra_cost_v(cpl_intra_algorithm a, int n, size_t bytes, size_t maxb,
@@ -164,7 +221,7 @@ double cpl_intra_cost(cpl_intra_algorithm a, int p, size_t bytes, double alpha,
 double cpl_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes,
                       double alpha, double beta) {
   const double m = (double)bytes, k = p ? m / p : 0;
-  const int Lp = cpli_ceil_log2(p), Lq = cpli_ceil_log2(q);
+  const int Lp = cpli_ceil_log2(p);
   switch (a) {
   case CPL_INTER_FC:
     if (p >= q) /* one inter step, then an allgather among p */
@@ -178,10 +235,13 @@ double cpl_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes,
     return (pe + qe / 2) * (alpha + beta * k);
   }
   case CPL_INTER_ROOT:
+    /* MPI_Igatherv to sender 0, one message to receiver 0, MPI_Ibcast */
+    return Lp * alpha + beta * (m - k) + alpha + beta * m + bcast_mpich(q, m, alpha, beta);
   case CPL_INTER_NATIVE:
-    /* gather, root-to-root, scatter+allgather broadcast of m bytes */
-    return Lp * alpha + beta * (m - k) + alpha + beta * m +
-           (q > 1 ? 2 * Lq * alpha + 2 * beta * m : 0);
+    /* MPICH's MPI_Iallgatherv on an intercommunicator: every sender sends
+     * straight to receiver 0 (an intercommunicator gatherv), which then
+     * broadcasts locally; no local gather, no root-to-root hop */
+    return alpha + beta * m + bcast_mpich(q, m, alpha, beta);
   default:
     return INFINITY;
   }

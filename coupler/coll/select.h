@@ -29,6 +29,33 @@ double cpli_intra_cost_v(cpl_intra_algorithm a, int n, size_t bytes, size_t maxb
  * for an irregular call, whose senders do not know each other's sizes. */
 #define CPLI_NOMINAL_BLOCK ((size_t)64 * 1024)
 
+/* Dataflow plans (coll/flow_exec.c): the size of the messages streams are
+ * cut into (CPL_CHUNK bytes, optional K or M suffix; default
+ * CPLI_DEFAULT_CHUNK), and whether plans are used at all (CPL_FLOW=0 runs
+ * the lockstep implementations instead, for A/B comparisons). Every rank
+ * must see the same values. */
+#define CPLI_DEFAULT_CHUNK ((size_t)32 * 1024)
+size_t cpli_flow_chunk(void);
+int cpli_flow_enabled(void);
+
+/* Allgather of `total` bytes among g members: run the pipelined ring
+ * (skip 1 only) rather than Alg. 7's skips 1, 2, 4, ..? Both move the same
+ * bytes; the ring pays g - 1 start-ups instead of ceil(log2 g) but keeps
+ * one peer per direction, which TCP rewards: on the emulated cluster a
+ * pattern with several peers per node loses 5-20% of the link rate
+ * (all-to-all 1.20 of the bound against 1.05 for a ring shift, 5 nodes,
+ * 2 MiB), and Alg. 7 lost 3-11% to the ring from 32 KiB up. The ring is
+ * chosen while its extra start-ups cost at most CPLI_RING_SHARE of the
+ * transfer time, (g - 1 - ceil(log2 g)) alpha <= share * beta * total
+ * (g - 1) / g. CPL_RING (0 or 1) overrides; _ab takes explicit model
+ * parameters.
+ * A p < q broadcast to g members of `bytes` runs as a pipelined chain
+ * rather than Alg. 6 only if CPL_FC_CHAIN=1 (slower where measured). */
+#define CPLI_RING_SHARE 0.25
+int cpli_ring_preferred(int g, size_t total);
+int cpli_ring_preferred_ab(int g, size_t total, double alpha, double beta);
+int cpli_chain_preferred(int g, size_t bytes);
+
 /* ceil(log2 n), 0 for n <= 1. */
 int cpli_ceil_log2(long n);
 

@@ -10,6 +10,20 @@
  * (p-1)*k/B (intra). Every run's data is verified outside the timing.
  *
  * Message size k is the block of ONE process (as in Kang et al.).
+ *
+ * Baselines besides the library's algorithms: "mpi" is MPICH's blocking
+ * MPI_Allgather (inter: on the intercommunicator, the receivers sending
+ * nothing), "ring-intra" the intra-group ring allgather over all p + q
+ * ranks (the baseline of Kang et al.'s ring comparison).
+ *
+ * A/B variants of one algorithm: NAME@step runs the lockstep execution
+ * (CPL_FLOW=0) and NAME@cSIZE cuts dataflow streams at SIZE bytes
+ * (CPL_CHUNK), NAME@iALG runs fc's intra-group phases with ALG
+ * (CPL_INTRA_ALGORITHM), NAME@ring / NAME@alg7 and NAME@chain / NAME@tree
+ * force the dataflow allgather (ring or Alg. 7, CPL_RING; also for the
+ * intra-group circulant) and fc's p < q broadcasts (CPL_FC_CHAIN),
+ * e.g. --inter fc,fc@step,fc@c1M,fc@alg7@chain. The settings reach
+ * the library through its environment, set on every rank around each run.
  */
 #include <math.h>
 #include <stdio.h>
@@ -20,13 +34,68 @@
 
 #define MAXV 16
 
+/* Environment the library read before cpl-bench changed it. */
+#define NENV 5
+static char *saved_env[NENV];
+static const char *const env_names[NENV] = {"CPL_FLOW", "CPL_CHUNK", "CPL_INTRA_ALGORITHM",
+                                            "CPL_RING", "CPL_FC_CHAIN"};
+
+static void save_env(void) {
+  for (int i = 0; i < NENV; i++) {
+    const char *v = getenv(env_names[i]);
+    saved_env[i] = v ? strdup(v) : NULL;
+  }
+}
+
+static void restore_env(void) {
+  for (int i = 0; i < NENV; i++) {
+    if (saved_env[i]) setenv(env_names[i], saved_env[i], 1);
+    else unsetenv(env_names[i]);
+  }
+}
+
+/* Split "ALG@opt@opt" into ALG (alg, n bytes) and, if apply, set the
+ * options' environment. Returns 0, or -1 for an unknown option. */
+static int variant(const char *name, char *alg, size_t n, int apply) {
+  snprintf(alg, n, "%s", name);
+  char *at = strchr(alg, '@');
+  if (!at) return 0;
+  *at = '\0';
+  for (char *o = at + 1; o && *o;) {
+    char *next = strchr(o, '@');
+    if (next) *next++ = '\0';
+    if (!strcmp(o, "step")) {
+      if (apply) setenv("CPL_FLOW", "0", 1);
+    } else if (!strcmp(o, "flow")) {
+      if (apply) setenv("CPL_FLOW", "1", 1);
+    } else if (!strcmp(o, "ring") || !strcmp(o, "alg7")) {
+      if (apply) setenv("CPL_RING", o[0] == 'r' ? "1" : "0", 1);
+    } else if (!strcmp(o, "chain") || !strcmp(o, "tree")) {
+      if (apply) setenv("CPL_FC_CHAIN", o[0] == 'c' ? "1" : "0", 1);
+    } else if (o[0] == 'c' && o[1] >= '0' && o[1] <= '9') {
+      if (apply) setenv("CPL_CHUNK", o + 1, 1);
+    } else if (o[0] == 'i' && o[1]) {
+      if (apply) setenv("CPL_INTRA_ALGORITHM", o + 1, 1);
+    } else {
+      return -1;
+    }
+    o = next;
+  }
+  return 0;
+}
+
 static void usage(FILE *f) {
   fprintf(f,
           "usage: mpiexec -n N cpl-bench [options]\n"
-          "  --inter LIST     inter-group algorithms: fc,ring,root,native,ring-intra\n"
+          "  --inter LIST     inter-group algorithms: fc,ring,root,native,ring-intra,mpi\n"
           "                   (ring-intra: ring allgather over all p+q ranks, the\n"
-          "                   baseline of the Kang ring comparison)\n"
-          "  --intra LIST     intra-group algorithms: circulant,bruck,ring,native\n"
+          "                   baseline of the Kang ring comparison; mpi: MPICH's\n"
+          "                   blocking MPI_Allgather, native: MPI_Iallgatherv)\n"
+          "  --intra LIST     intra-group algorithms: circulant,bruck,ring,native,mpi\n"
+          "                   (NAME@step: lockstep execution, NAME@cSIZE: dataflow\n"
+          "                   streams cut at SIZE bytes, NAME@iALG: fc's intra-group\n"
+          "                   phases with ALG, NAME@ring|alg7, NAME@chain|tree: fc's\n"
+          "                   dataflow phases; e.g. fc@step, fc@alg7@c64K, circulant@c1M)\n"
           "  --shape P:Q,...  inter shapes (default: N/2:N-N/2)\n"
           "  --procs P,...    intra group sizes (default: N)\n"
           "  --sizes LIST     bytes per process: 32K,1M or a range 32K..4M (x2 steps)\n"
@@ -110,10 +179,12 @@ static double run_inter(const bench *b, int v, int sender, MPI_Comm inter, MPI_C
                         int p, int lrank, long k, unsigned char *sbuf, unsigned char *rbuf,
                         int *counts, int *displs, int run) {
   const char *name = b->names[v];
-  const int ring_intra = strcmp(name, "ring-intra") == 0;
+  char alg[32];
+  if (variant(name, alg, sizeof alg, 1)) return -1;
+  const int ring_intra = strcmp(alg, "ring-intra") == 0, mpi = strcmp(alg, "mpi") == 0;
   cpl_coll_options opt;
   cpl_coll_options_init(&opt);
-  if (!ring_intra && cpl_inter_algorithm_parse(name, &opt.inter) != CPL_OK) return -1;
+  if (!ring_intra && !mpi && cpl_inter_algorithm_parse(alg, &opt.inter) != CPL_OK) return -1;
   if (sender)
     for (long i = 0; i < k; i++) sbuf[i] = pattern(lrank, i, run);
   MPI_Barrier(all);
@@ -129,11 +200,17 @@ static double run_inter(const bench *b, int v, int sender, MPI_Comm inter, MPI_C
     if (sender) memcpy(rbuf + (size_t)r * k, sbuf, (size_t)k);
     rc = cpl_intra_allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, rbuf, counts + p, displs + p, MPI_BYTE, all,
                               &opt);
+  } else if (mpi) {
+    /* MPICH's own blocking MPI_Allgather on the intercommunicator; the
+     * receivers' group contributes zero bytes */
+    rc = MPI_Allgather(sbuf, sender ? (int)k : 0, MPI_BYTE, rbuf, sender ? 0 : (int)k, MPI_BYTE,
+                       inter) == MPI_SUCCESS ? CPL_OK : CPL_ERR_MPI;
   } else {
     rc = cpl_inter_allgatherv(sbuf, sender ? (int)k : 0, MPI_BYTE, rbuf, counts, displs, MPI_BYTE,
                               sender ? CPL_SENDER : CPL_RECEIVER, inter, &opt);
   }
   double t = MPI_Wtime() - t0, tmax;
+  restore_env();
   if (rc != CPL_OK) {
     fprintf(stderr, "cpl-bench: %s: %s: %s\n", name, cpl_strerror(rc), cpl_last_error());
     MPI_Abort(MPI_COMM_WORLD, 1);
@@ -154,12 +231,18 @@ static double run_intra(const bench *b, int v, MPI_Comm comm, int n, int r, long
                         unsigned char *rbuf, int run) {
   cpl_coll_options opt;
   cpl_coll_options_init(&opt);
-  if (cpl_intra_algorithm_parse(b->names[v], &opt.intra) != CPL_OK) return -1;
+  char alg[32];
+  if (variant(b->names[v], alg, sizeof alg, 1)) return -1;
+  const int mpi = strcmp(alg, "mpi") == 0;
+  if (!mpi && cpl_intra_algorithm_parse(alg, &opt.intra) != CPL_OK) return -1;
   for (long i = 0; i < k; i++) rbuf[(size_t)r * k + i] = pattern(r, i, run);
   MPI_Barrier(comm);
   double t0 = MPI_Wtime();
-  int rc = cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_BYTE, rbuf, (int)k, MPI_BYTE, comm, &opt);
+  int rc = mpi ? (MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rbuf, (int)k, MPI_BYTE, comm) ==
+                          MPI_SUCCESS ? CPL_OK : CPL_ERR_MPI)
+               : cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_BYTE, rbuf, (int)k, MPI_BYTE, comm, &opt);
   double t = MPI_Wtime() - t0, tmax;
+  restore_env();
   if (rc != CPL_OK) {
     fprintf(stderr, "cpl-bench: %s: %s: %s\n", b->names[v], cpl_strerror(rc), cpl_last_error());
     MPI_Abort(MPI_COMM_WORLD, 1);
@@ -203,7 +286,7 @@ static void point(const bench *b, const char *shape, int p, int q, long k, int l
   char hs[32];
   for (int v = 0; v < b->nv; v++) {
     const double ratio = med[b->baseline] / med[v];
-    printf("%-7s %9s  %-11s %10.3f %10.3f  %6.2fx", shape, human(k, hs), b->names[v], med[v] * 1e3,
+    printf("%-7s %9s  %-15s %10.3f %10.3f  %6.2fx", shape, human(k, hs), b->names[v], med[v] * 1e3,
            mn[v] * 1e3, ratio);
     if (bound > 0) printf(" %10.3f %7.2f", bound * 1e3, med[v] / bound);
     printf("\n");
@@ -248,6 +331,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--version")) return printf("cpl-bench %s\n", CPL_VERSION_STRING), 0;
   }
   MPI_Init(&argc, &argv);
+  save_env();
   int wrank, wsize;
   MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
   MPI_Comm_size(MPI_COMM_WORLD, &wsize);
@@ -280,9 +364,12 @@ int main(int argc, char **argv) {
   for (int v = 0; v < b.nv && !bad; v++) {
     cpl_inter_algorithm ia;
     cpl_intra_algorithm xa;
-    const int ok = b.inter_mode ? !strcmp(b.names[v], "ring-intra") ||
-                                      cpl_inter_algorithm_parse(b.names[v], &ia) == CPL_OK
-                                : cpl_intra_algorithm_parse(b.names[v], &xa) == CPL_OK;
+    char alg[32];
+    const int ok = variant(b.names[v], alg, sizeof alg, 0) == 0 &&
+                   (!strcmp(alg, "mpi") ||
+                    (b.inter_mode ? !strcmp(alg, "ring-intra") ||
+                                        cpl_inter_algorithm_parse(alg, &ia) == CPL_OK
+                                  : cpl_intra_algorithm_parse(alg, &xa) == CPL_OK));
     if (!ok) bad = 1, wrank == 0 && fprintf(stderr, "cpl-bench: %s\n", cpl_last_error());
     if (baseline && !strcmp(baseline, b.names[v])) b.baseline = v;
   }
@@ -306,7 +393,7 @@ int main(int argc, char **argv) {
     printf("# cpl-bench %s: %d ranks, %d runs per variant (interleaved), %d warm-up; times in ms,\n"
            "# median and min of the slowest rank; ratio = median(%s) / median(variant)\n",
            CPL_VERSION_STRING, wsize, b.reps, b.warmup, b.names[b.baseline]);
-    printf("%-7s %9s  %-11s %10s %10s  %7s%s\n", "shape", "size", "algorithm", "median", "min",
+    printf("%-7s %9s  %-15s %10s %10s  %7s%s\n", "shape", "size", "algorithm", "median", "min",
            "ratio", b.rate > 0 ? "   bound   med/bnd" : "");
   }
   long maxk = 0;

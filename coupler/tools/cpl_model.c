@@ -2,7 +2,7 @@
  * cpl-model: the alpha-beta cost model at scale, no MPI needed.
  *
  *   cpl-model [--alpha S] [--beta S_PER_BYTE | --rate MBPS] [--size BYTES]
- *             [--max N] [--check]
+ *             [--max N] [--check] [--shapes P:Q,...] [--csv FILE]
  *
  * Prints
  *  1. Kang et al. Table I (fully connected): the paper's formulas for root
@@ -13,8 +13,14 @@
  *     against the Kang ring, with the EXACT step count of the schedule
  *     Coupler runs (sched/ring.c), for p = q, p = 2q and 2p = q up to N;
  *  3. circulant allgather/broadcast: ceil(log2 p) rounds per phase for the
- *     real schedules, verified (--check) for the sizes listed.
- * Parameters default to CPL_ALPHA/CPL_BETA (see select.c).
+ *     real schedules, verified (--check) for the sizes listed;
+ *  4. with --shapes, every inter-group algorithm at the given shapes (any
+ *     p, q up to the --max limit), the ring with its exact step count.
+ * root is Coupler's root gathering, the structure of MPICH's blocking
+ * MPI_Allgather on an intercommunicator; native is MPICH's MPI_Iallgatherv
+ * (remote gather + local broadcast). --csv writes every modelled time as
+ * table,p,q,algorithm,steps,seconds. Parameters default to
+ * CPL_ALPHA/CPL_BETA (see select.c).
  */
 #include <math.h>
 #include <stdio.h>
@@ -29,7 +35,25 @@
 static void usage(FILE *f) {
   fprintf(f, "usage: cpl-model [--alpha SECONDS] [--beta SECONDS_PER_BYTE | --rate MBPS]\n"
              "                 [--size BYTES_PER_PROCESS] [--max N] [--check]\n"
-             "  --check  also verify every ring and circulant schedule printed\n");
+             "                 [--shapes P:Q,...] [--csv FILE]\n"
+             "  --check   also verify every ring and circulant schedule printed\n"
+             "  --shapes  model every inter-group algorithm at these shapes (p, q <= --max)\n"
+             "  --csv     also write every modelled time (table,p,q,algorithm,steps,seconds)\n");
+}
+
+static FILE *csv;
+
+static void row(const char *table, int p, int q, const char *alg, int steps, double t) {
+  if (csv) fprintf(csv, "%s,%d,%d,%s,%d,%.9g\n", table, p, q, alg, steps, t);
+}
+
+/* Exact steps of the Kang ring schedule Coupler runs, or -1. */
+static int ring_steps(int p, int q) {
+  cpli_schedule s = {0};
+  if (cpli_ring_schedule(p, q, &s) != CPL_OK) return -1;
+  int n = s.nsteps;
+  cpli_schedule_free(&s);
+  return n;
 }
 
 static double lg(double x) { return x > 1 ? log2(x) : 0; }
@@ -37,6 +61,7 @@ static double lg(double x) { return x > 1 ? log2(x) : 0; }
 int main(int argc, char **argv) {
   double alpha, beta, k = 1 << 20;
   int max = 1024, check = 0;
+  const char *shapes = NULL, *csvpath = NULL;
   cpli_model_params(&alpha, &beta);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -49,17 +74,28 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--rate")) beta = 1 / (atof(v) * 1e6);
     else if (!strcmp(a, "--size")) k = atof(v);
     else if (!strcmp(a, "--max")) max = atoi(v);
+    else if (!strcmp(a, "--shapes")) shapes = v;
+    else if (!strcmp(a, "--csv")) csvpath = v;
     else return usage(stderr), 2;
     i++;
     if (!(alpha > 0) || !(beta > 0) || !(k >= 0) || max < 2) return usage(stderr), 2;
+  }
+  if (csvpath) {
+    if (!(csv = fopen(csvpath, "w"))) {
+      fprintf(stderr, "cpl-model: cannot write %s\n", csvpath);
+      return 2;
+    }
+    fprintf(csv, "table,p,q,algorithm,steps,seconds\n");
   }
   printf("# alpha = %.3g s, beta = %.3g s/B (%.1f MB/s), k = %.0f bytes per process\n\n", alpha,
          beta, 1e-6 / beta, k);
 
   printf("Table I (fully connected). Paper: root = (log p + 2 log q) ts + 4 p k tw,\n"
-         "proposed = log p ts + p k tw. Coupler's models in ms; ratio = root / fc.\n");
-  printf("%6s %6s %12s %12s %7s %10s %10s %10s %7s\n", "p", "q", "paper root", "paper fc",
-         "ratio", "fc", "root", "native", "ratio");
+         "proposed = log p ts + p k tw. Coupler's models in ms (root: Coupler's root\n"
+         "gathering = MPICH's blocking MPI_Allgather; native: MPICH's MPI_Iallgatherv);\n"
+         "ratio = root / fc, then native / fc.\n");
+  printf("%6s %6s %12s %12s %7s %10s %10s %10s %7s %7s\n", "p", "q", "paper root", "paper fc",
+         "ratio", "fc", "root", "native", "ratio", "nat/fc");
   for (int p = 2; p <= max; p *= 2) {
     const int qs[] = {p, p / 2 ? p / 2 : 1, p * 2};
     for (int j = 0; j < 3; j++) {
@@ -71,8 +107,13 @@ int main(int argc, char **argv) {
       const double fc = cpl_inter_cost(CPL_INTER_FC, p, q, bytes, alpha, beta);
       const double root = cpl_inter_cost(CPL_INTER_ROOT, p, q, bytes, alpha, beta);
       const double nat = cpl_inter_cost(CPL_INTER_NATIVE, p, q, bytes, alpha, beta);
-      printf("%6d %6d %12.3f %12.3f %7.2f %10.3f %10.3f %10.3f %7.2f\n", p, q, pr * 1e3,
-             pf * 1e3, pr / pf, fc * 1e3, root * 1e3, nat * 1e3, root / fc);
+      printf("%6d %6d %12.3f %12.3f %7.2f %10.3f %10.3f %10.3f %7.2f %7.2f\n", p, q, pr * 1e3,
+             pf * 1e3, pr / pf, fc * 1e3, root * 1e3, nat * 1e3, root / fc, nat / fc);
+      row("I", p, q, "paper-root", 0, pr);
+      row("I", p, q, "paper-fc", 0, pf);
+      row("I", p, q, "fc", 0, fc);
+      row("I", p, q, "root", 0, root);
+      row("I", p, q, "native", 0, nat);
     }
   }
 
@@ -102,6 +143,8 @@ int main(int argc, char **argv) {
       const int intra = pp + qq - 1;
       printf("%6d %6d %8d %8d %8d %7.3f %s\n", pp, qq, intra, cpli_ring_steps_even(pp, qq),
              s.nsteps, (double)intra / s.nsteps, verdict);
+      row("II", pp, qq, "ring-intra", intra, intra * (alpha + k * beta));
+      row("II", pp, qq, "ring", s.nsteps, s.nsteps * (alpha + k * beta));
       cpli_schedule_free(&s);
     }
   }
@@ -126,9 +169,44 @@ int main(int argc, char **argv) {
       snprintf(verdict, sizeof verdict, "%s", rc ? "INVALID" : "yes");
       bad += rc != 0;
     }
-    printf("%6d %6d %10.3f %s\n", p, f.c.q,
-           cpl_intra_cost(CPL_INTRA_CIRCULANT, p, (size_t)(p * k), alpha, beta) * 1e3, verdict);
+    const double tc = cpl_intra_cost(CPL_INTRA_CIRCULANT, p, (size_t)(p * k), alpha, beta);
+    printf("%6d %6d %10.3f %s\n", p, f.c.q, tc * 1e3, verdict);
+    row("circulant", p, 0, "circulant", f.c.q, tc);
     cpli_circ_full_free(&f);
   }
+
+  if (shapes) {
+    printf("\nShapes: every inter-group algorithm in ms (ring: the exact steps of its\n"
+           "schedule; ring-intra: the intra-group ring over p+q). bound = p k beta.\n");
+    printf("%6s %6s %9s %9s %9s %9s %9s %9s %7s %7s %8s\n", "p", "q", "bound", "fc", "root",
+           "native", "ring", "ringintra", "root/fc", "nat/fc", "ri/ring");
+    char *copy = strdup(shapes);
+    for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) {
+      int p, q;
+      if (sscanf(tok, "%d:%d", &p, &q) != 2 || p < 1 || q < 1 || p > max || q > max) {
+        fprintf(stderr, "cpl-model: bad shape %s (P:Q, 1 <= P, Q <= %d)\n", tok, max);
+        bad++;
+        continue;
+      }
+      const size_t bytes = (size_t)(p * k);
+      const double fc = cpl_inter_cost(CPL_INTER_FC, p, q, bytes, alpha, beta);
+      const double root = cpl_inter_cost(CPL_INTER_ROOT, p, q, bytes, alpha, beta);
+      const double nat = cpl_inter_cost(CPL_INTER_NATIVE, p, q, bytes, alpha, beta);
+      const int rs = ring_steps(p, q);
+      const double ring = rs * (alpha + k * beta), ri = (p + q - 1) * (alpha + k * beta);
+      printf("%6d %6d %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %7.2f %7.2f %8.3f\n", p, q,
+             p * k * beta * 1e3, fc * 1e3, root * 1e3, nat * 1e3, ring * 1e3, ri * 1e3, root / fc,
+             nat / fc, ri / ring);
+      row("shape", p, q, "bound", 0, p * k * beta);
+      row("shape", p, q, "fc", 0, fc);
+      row("shape", p, q, "root", 0, root);
+      row("shape", p, q, "native", 0, nat);
+      row("shape", p, q, "ring", rs, ring);
+      row("shape", p, q, "ring-intra", p + q - 1, ri);
+      if (rs < 0) bad++;
+    }
+    free(copy);
+  }
+  if (csv) fclose(csv);
   return bad ? 1 : 0;
 }

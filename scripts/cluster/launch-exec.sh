@@ -18,7 +18,10 @@ Run COMMAND (joined by spaces and interpreted by /bin/sh, like ssh does) in
 network namespace HOST of the emulated cluster, with the environment a rank
 needs there:
   UCX_TLS=tcp,self          only TCP (any shared-memory transport bypasses the shaping)
-  UCX_PROTO_ENABLE=y        new protocols (no serialised simultaneous pair exchange)
+  UCX_PROTO_ENABLE=y        UCX's new protocol selection
+  UCX_RNDV_SCHEME=get_zcopy the receiver pulls rendezvous data; with the default
+                            (put) two ranks sending each other a large message at
+                            once take turns instead of using both directions
   UCX_NET_DEVICES=<veth>    the namespace's own veth
   LD_PRELOAD+=\$CPL_YIELD_SHIM  if CPL_YIELD_SHIM names the yield shim library
 Variables already set (e.g. by mpiexec -genv) win over UCX_TLS/UCX_PROTO_ENABLE
@@ -46,6 +49,7 @@ read -r ns addr nif _hif <<<"$line"
 env_args=(
   "UCX_TLS=${UCX_TLS:-tcp,self}"
   "UCX_PROTO_ENABLE=${UCX_PROTO_ENABLE:-y}"
+  "UCX_RNDV_SCHEME=${UCX_RNDV_SCHEME:-get_zcopy}"
   "UCX_NET_DEVICES=$nif"
   "CPL_NODE_NS=$ns"
   "CPL_NODE_ADDR=$addr"

@@ -32,8 +32,11 @@ options:
   -v, --verbose   print the mpiexec command line
   -h, --help      this text
 
-Environment given to every rank: UCX_TLS=tcp,self, UCX_PROTO_ENABLE=y (both can
-be overridden by setting them), UCX_NET_DEVICES=<its veth>,
+Environment given to every rank: UCX_TLS=tcp,self, UCX_PROTO_ENABLE=y,
+UCX_RNDV_SCHEME=get_zcopy, Coupler's model parameters CPL_ALPHA=5e-4 and
+CPL_BETA=<payload time per byte at the testbed's rate>, and (unless set)
+CPL_CHUNK=32K for up to 8 ranks, 128K above (all can be overridden by setting
+them), UCX_NET_DEVICES=<its veth>,
 LD_PRELOAD=<shim>[:\$LD_PRELOAD], CPL_NODE_NS, CPL_NODE_ADDR. Extra mpiexec
 options go in CPL_MPIEXEC_ARGS (word-split), e.g. CPL_MPIEXEC_ARGS="-genv FOO 1".
 USAGE
@@ -119,7 +122,26 @@ hostfile=$(mktemp /tmp/cpl-hosts.XXXXXX)
 trap 'rm -f "$hostfile"' EXIT
 cpl_state_nodes | head -n "$total" | awk '{ print $1 ":1" }' > "$hostfile"
 
-genv=(-genv UCX_TLS "${UCX_TLS:-tcp,self}" -genv UCX_PROTO_ENABLE "${UCX_PROTO_ENABLE:-y}")
+# Coupler's cost model for this testbed (selection, block counts): beta is
+# the TCP payload rate of the shaped links (tbf counts 1514-byte frames that
+# carry 1448 payload bytes), alpha the effective start-up cost of a step on
+# 2 oversubscribed cores (see README.md, "Model parameters"). Both can be
+# overridden by setting them.
+rate=$(cpl_state_get rate || echo 400mbit)
+beta=$(echo "$rate" | awk '{
+  v = $0 + 0; u = $0; sub(/^[0-9.]+/, "", u)
+  m = 1; if (u ~ /^k/) m = 1e3; else if (u ~ /^m/) m = 1e6; else if (u ~ /^g/) m = 1e9
+  b = (u ~ /bit$/) ? v * m / 8 : v * m
+  printf "%.4g\n", 1514 / 1448 / b }')
+# Dataflow messages: every message costs CPU on the shared cores, so with
+# more than 8 ranks larger pieces pay (measured: 16 nodes, 12|4 at 1 MiB,
+# 1.32 of the bound with 128 KiB pieces against 1.49 with 32 KiB).
+chunk=32K
+(( total > 8 )) && chunk=128K
+genv=(-genv UCX_TLS "${UCX_TLS:-tcp,self}" -genv UCX_PROTO_ENABLE "${UCX_PROTO_ENABLE:-y}"
+      -genv UCX_RNDV_SCHEME "${UCX_RNDV_SCHEME:-get_zcopy}"
+      -genv CPL_ALPHA "${CPL_ALPHA:-5e-4}" -genv CPL_BETA "${CPL_BETA:-$beta}")
+[[ -n ${CPL_CHUNK:-} ]] || genv+=(-genv CPL_CHUNK "$chunk")
 [[ -n $preload ]] && genv+=(-genv LD_PRELOAD "$preload")
 # shellcheck disable=SC2206
 extra=(${CPL_MPIEXEC_ARGS:-})

@@ -9,7 +9,7 @@ source "$HERE/common.sh"
 
 DEFAULT_SHAPES="4x4 2x6 6x2 8x8 4x12 12x4"
 DEFAULT_SIZES="32K..4M"
-DEFAULT_ALGS="fc,root,native"
+DEFAULT_ALGS="fc,root,native,mpi,ring,ring-intra"
 DEFAULT_REPS=5
 
 usage() {
@@ -25,6 +25,7 @@ options:
   -s, --shapes LIST   shapes "PxQ ..." (default "$DEFAULT_SHAPES")
   -z, --sizes LIST    sizes, "32K..4M" (powers of two) or "32K,1M,4M" (default $DEFAULT_SIZES)
   -a, --algs LIST     algorithms for the default command (default $DEFAULT_ALGS)
+  -b, --baseline ALG  the variant ratios refer to, {BASELINE} (default: the last of --algs)
   -r, --repeat R      run every shape R times (default 1)
   --reps N            measured repetitions inside one run, {REPS} (default $DEFAULT_REPS)
   -t, --timeout S     timeout of one run, seconds (default 300)
@@ -37,6 +38,7 @@ options:
 COMMAND TEMPLATE (default: the cpl-bench interface below) may use placeholders:
   {P} {Q} {N}=P+Q   group sizes        {ALGS}   the --algs list
   {REPS}            the --reps value   {RATE_MBPS} link rate of the testbed in MB/s
+  {BASELINE}        the --baseline value
   {SIZES}           the --sizes list as given (one run per shape)
   {SIZE}            one size in bytes (one run per shape and size)
   {CSV}             a file the command writes its CSV to (header + rows);
@@ -45,13 +47,18 @@ COMMAND TEMPLATE (default: the cpl-bench interface below) may use placeholders:
 Every output row gets four leading columns: sweep_p,sweep_q,sweep_run,link_rate.
 
 Default command (coupler/tools/cpl-bench):
-  cpl-bench --inter {ALGS} --shape {P}:{Q} --sizes {SIZES} --reps {REPS} --rate {RATE_MBPS} --csv {CSV} --quiet
+  cpl-bench --inter {ALGS} --shape {P}:{Q} --sizes {SIZES} --reps {REPS} --rate {RATE_MBPS}
+            --baseline {BASELINE} --csv {CSV} --quiet
   - one SPMD job of P+Q ranks, groups of P and Q ranks
   - --sizes: bytes per rank, "32K..4M" = 32K,64K,...,4M
   - --csv FILE: a header line and one row per (algorithm, size):
     shape,p,q,kind,algorithm,bytes,median_s,min_s,ratio_to_baseline,bound_s,runs
-cpl-bench is found as \$CPL_BENCH, else on PATH, else in /build-cluster/ or
-/build/ (coupler/tools/cpl-bench; sanitizer builds cannot run under the shim).
+cpl-bench is found as \$CPL_BENCH, else on PATH, else in build-cluster/, build/
+or another build*/ directory of the repository (coupler/tools/cpl-bench;
+sanitizer builds cannot run under the shim). The rate given to cpl-bench is
+the TCP payload rate of the links (tbf counts 1514-byte frames carrying 1448
+payload bytes: 400mbit -> 47.8 MB/s), so its bound p*k/B is what a link can
+really carry.
 USAGE
 }
 
@@ -59,6 +66,7 @@ out="sweep-$(date +%Y%m%d-%H%M%S).csv"
 shapes=$DEFAULT_SHAPES
 sizes=$DEFAULT_SIZES
 algs=$DEFAULT_ALGS
+baseline=""
 repeat=1
 reps=$DEFAULT_REPS
 tmo=300
@@ -72,6 +80,7 @@ while [[ $# -gt 0 ]]; do
     -s|--shapes) shapes=$2; shift 2 ;;
     -z|--sizes) sizes=$2; shift 2 ;;
     -a|--algs) algs=$2; shift 2 ;;
+    -b|--baseline) baseline=$2; shift 2 ;;
     -r|--repeat) repeat=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
     -t|--timeout) tmo=$2; shift 2 ;;
@@ -105,13 +114,14 @@ if [[ $# -eq 0 ]]; then
   bench=${CPL_BENCH:-}
   if [[ -z $bench ]]; then
     bench=$(command -v cpl-bench 2>/dev/null || true)
-    for c in "$REPO"/build-cluster/coupler/tools/cpl-bench "$REPO"/build/coupler/tools/cpl-bench; do
+    for c in "$REPO"/build-cluster/coupler/tools/cpl-bench "$REPO"/build/coupler/tools/cpl-bench \
+             "$REPO"/build*/coupler/tools/cpl-bench; do
       [[ -z $bench && -x $c ]] && bench=$c
     done
   fi
   [[ -n $bench ]] || (( dry )) || cpl_die "cpl-bench not found (set CPL_BENCH, or give a command after --)"
   set -- "${bench:-cpl-bench}" --inter "{ALGS}" --shape "{P}:{Q}" --sizes "{SIZES}" --reps "{REPS}" \
-    --rate "{RATE_MBPS}" --csv "{CSV}" --quiet
+    --rate "{RATE_MBPS}" --baseline "{BASELINE}" --csv "{CSV}" --quiet
 fi
 template=("$@")
 per_size=0
@@ -150,6 +160,9 @@ fi
 link_rate=$(cpl_state_get rate 2>/dev/null || echo "$rate")
 [[ -n $link_rate ]] || link_rate=$rate
 rate_mbps=$(rate_to_mbps "$link_rate")
+# payload rate: tbf shapes 1514-byte frames that carry 1448 bytes of TCP payload
+rate_mbps=$(awk -v r="$rate_mbps" 'BEGIN { printf "%.4g\n", r * 1448 / 1514 }')
+[[ -n $baseline ]] || baseline=${algs##*,}
 cleanup() {
   rm -rf "${work:-}"
   if (( created )); then "$HERE/teardown.sh" || true; fi
@@ -184,6 +197,7 @@ for ((run = 1; run <= repeat; run++)); do
         w=${w//\{P\}/$p}; w=${w//\{Q\}/$q}; w=${w//\{N\}/$n}
         w=${w//\{REPS\}/$reps}; w=${w//\{RATE_MBPS\}/$rate_mbps}
         w=${w//\{ALGS\}/$algs}; w=${w//\{SIZES\}/$sizes}; w=${w//\{SIZE\}/$sz}; w=${w//\{CSV\}/$csv}
+        w=${w//\{BASELINE\}/$baseline}
         cmd+=("$w")
       done
       if (( dry )); then

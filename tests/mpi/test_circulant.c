@@ -1,6 +1,8 @@
 /*
  * Circulant algorithms over MPI, called directly on a dup of
- * MPI_COMM_WORLD: allgatherv (Alg. 7, Alg. 9 with several block counts, and
+ * MPI_COMM_WORLD: allgatherv (Alg. 7 as a dataflow plan and in lockstep,
+ * the pipelined ring,
+ * Alg. 9 with several block counts, and
  * the model's choice) on regular, irregular-with-zeros, all-zero,
  * single-big-block, 64 KiB and scattered/reversed layouts; the n-block
  * broadcast (Alg. 6) from every root with several sizes and block counts.
@@ -89,7 +91,8 @@ static void test_allgatherv(MPI_Comm comm) {
   const struct {
     int variant;
     long long n;
-  } vs[] = {{CPLI_CIRC_AUTO, 0}, {CPLI_CIRC_ALG7, 0}, {CPLI_CIRC_ALG9, 1},
+  } vs[] = {{CPLI_CIRC_AUTO, 0}, {CPLI_CIRC_ALG7, 0}, {CPLI_CIRC_ALG7_STEP, 0},
+            {CPLI_CIRC_RING, 0}, {CPLI_CIRC_ALG9, 1},
             {CPLI_CIRC_ALG9, 2}, {CPLI_CIRC_ALG9, 3}, {CPLI_CIRC_ALG9, 7},
             {CPLI_CIRC_ALG9, 40}};
   for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {

@@ -1,0 +1,563 @@
+/*
+ * Dataflow plans; see flow.h.
+ */
+#include "sched/flow.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coupler.h"
+#include "core/error.h"
+
+static int fault(char *why, size_t n, const char *fmt, ...) {
+  if (why && n) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, n, fmt, ap);
+    va_end(ap);
+  }
+  return CPL_ERR_INTERNAL;
+}
+
+void cpli_flow_init(cpli_flow *f) { memset(f, 0, sizeof *f); }
+
+void cpli_flow_free(cpli_flow *f) {
+  if (!f) return;
+  free(f->m);
+  free(f->off);
+  free(f->len);
+  free(f->dep);
+  free(f->hbuf);
+  free(f->hoff);
+  free(f->hlen);
+  cpli_flow_init(f);
+}
+
+
+/* Grow *p (element size es, capacity *cap) to hold at least need. */
+static int grow(void **p, size_t *cap, size_t need, size_t es) {
+  if (need <= *cap) return 0;
+  size_t c = *cap ? *cap : 16;
+  while (c < need) c *= 2;
+  void *n = realloc(*p, c * es);
+  if (!n) return -1;
+  *p = n;
+  *cap = c;
+  return 0;
+}
+
+static int nomem(void) { return cpli_fail(CPL_ERR_NOMEM, "dataflow plan: out of memory"); }
+
+
+int cpli_flow_have(cpli_flow *f, int buf, size_t off, size_t len) {
+  if (len == 0) return CPL_OK;
+  size_t c0 = f->ch, c1 = f->ch, c2 = f->ch;
+  if (grow((void **)&f->hbuf, &c0, f->nh + 1, sizeof *f->hbuf) ||
+      grow((void **)&f->hoff, &c1, f->nh + 1, sizeof *f->hoff) ||
+      grow((void **)&f->hlen, &c2, f->nh + 1, sizeof *f->hlen))
+    return nomem();
+  f->ch = c0 < c1 ? (c0 < c2 ? c0 : c2) : (c1 < c2 ? c1 : c2);
+  f->hbuf[f->nh] = buf;
+  f->hoff[f->nh] = off;
+  f->hlen[f->nh] = len;
+  f->nh++;
+  f->resolved = 0;
+  return CPL_OK;
+}
+
+static int add_piece(cpli_flow *f, size_t off, size_t len) {
+  cpli_fmsg *m = &f->m[f->nm - 1];
+  if (m->np > 0) { /* merge with the previous piece when adjacent */
+    size_t last = f->npc - 1;
+    if (f->off[last] + f->len[last] == off) {
+      f->len[last] += len;
+      m->bytes += len;
+      return CPL_OK;
+    }
+  }
+  size_t c0 = f->cpc, c1 = f->cpc;
+  if (grow((void **)&f->off, &c0, f->npc + 1, sizeof *f->off) ||
+      grow((void **)&f->len, &c1, f->npc + 1, sizeof *f->len))
+    return nomem();
+  f->cpc = c0 < c1 ? c0 : c1;
+  f->off[f->npc] = off;
+  f->len[f->npc] = len;
+  f->npc++;
+  m->np++;
+  m->bytes += len;
+  return CPL_OK;
+}
+
+int cpli_flow_stream(cpli_flow *f, int send, int peer, int buf, int n,
+                     const size_t *off, const size_t *len, size_t chunk) {
+  if (n < 0 || (!send && buf != 0) || buf < 0 || buf > 1)
+    return cpli_fail(CPL_ERR_ARG, "dataflow plan: bad stream (n %d, buffer %d, %s)", n, buf,
+                     send ? "send" : "receive");
+  size_t L = 0;
+  for (int i = 0; i < n; i++) L += len[i];
+  if (L == 0) return CPL_OK;
+  size_t m = 1;
+  if (chunk > 0 && L > chunk) m = (L - 1) / chunk + 1;
+  const size_t lo = (L - 1) / CPLI_FLOW_MAX_MSG + 1;
+  if (m < lo) m = lo;
+  const size_t bq = L / m, brem = L % m;
+  int s = 0;      /* current segment */
+  size_t so = 0;  /* bytes of segment s already used */
+  for (size_t i = 0; i < m; i++) {
+    size_t want = bq + (i < brem ? 1 : 0);
+    size_t cm = f->cm;
+    if (grow((void **)&f->m, &cm, f->nm + 1, sizeof *f->m)) return nomem();
+    f->cm = cm;
+    f->m[f->nm++] = (cpli_fmsg){.send = send, .peer = peer, .buf = buf, .p0 = f->npc};
+    while (want > 0) {
+      while (so == len[s]) s++, so = 0; /* skip used and empty segments */
+      size_t take = len[s] - so < want ? len[s] - so : want;
+      CPLI_TRY(add_piece(f, off[s] + so, take));
+      so += take;
+      want -= take;
+    }
+  }
+  f->resolved = 0;
+  return CPL_OK;
+}
+
+/* ---------------------------------------------------------- resolve */
+
+typedef struct span {
+  size_t off, len, msg;
+} span;
+
+static int cmp_span(const void *a, const void *b) {
+  const span *x = a, *y = b;
+  return (x->off > y->off) - (x->off < y->off);
+}
+
+/* Merge sorted spans in place (overlapping or touching); returns count. */
+static size_t merge_spans(span *s, size_t n) {
+  size_t w = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (w > 0 && s[w - 1].off + s[w - 1].len >= s[i].off) {
+      size_t end = s[i].off + s[i].len;
+      if (end > s[w - 1].off + s[w - 1].len) s[w - 1].len = end - s[w - 1].off;
+    } else {
+      s[w++] = s[i];
+    }
+  }
+  return w;
+}
+
+/* Is [a, b) inside one of the merged spans h[0..n)? */
+static int covered(const span *h, size_t n, size_t a, size_t b) {
+  if (a >= b) return 1;
+  size_t lo = 0, hi = n; /* first span with end > a */
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (h[mid].off + h[mid].len > a) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo < n && h[lo].off <= a && h[lo].off + h[lo].len >= b;
+}
+
+int cpli_flow_resolve(cpli_flow *f, char *why, size_t whylen) {
+  size_t nr = 0, nh[2] = {0, 0};
+  for (size_t i = 0; i < f->nm; i++)
+    if (!f->m[i].send) nr += (size_t)f->m[i].np;
+  for (size_t i = 0; i < f->nh; i++) nh[f->hbuf[i] ? 1 : 0]++;
+  span *rs = malloc(sizeof *rs * (nr ? nr : 1));
+  span *hs[2] = {malloc(sizeof(span) * (nh[0] ? nh[0] : 1)),
+                 malloc(sizeof(span) * (nh[1] ? nh[1] : 1))};
+  size_t *stamp = malloc(sizeof *stamp * (f->nm ? f->nm : 1));
+  int rc = CPL_OK;
+  if (!rs || !hs[0] || !hs[1] || !stamp) {
+    rc = nomem();
+    goto out;
+  }
+  nr = 0;
+  for (size_t i = 0; i < f->nm; i++) {
+    stamp[i] = (size_t)-1;
+    if (f->m[i].send) continue;
+    for (int j = 0; j < f->m[i].np; j++) {
+      size_t pc = f->m[i].p0 + (size_t)j;
+      rs[nr++] = (span){f->off[pc], f->len[pc], i};
+    }
+  }
+  qsort(rs, nr, sizeof *rs, cmp_span);
+  for (size_t i = 1; i < nr; i++)
+    if (rs[i - 1].off + rs[i - 1].len > rs[i].off) {
+      rc = fault(why, whylen, "receives %zu and %zu both write byte %zu", rs[i - 1].msg,
+                 rs[i].msg, rs[i].off);
+      goto out;
+    }
+  nh[0] = nh[1] = 0;
+  for (size_t i = 0; i < f->nh; i++) {
+    int b = f->hbuf[i] ? 1 : 0;
+    hs[b][nh[b]++] = (span){f->hoff[i], f->hlen[i], 0};
+  }
+  for (int b = 0; b < 2; b++) {
+    qsort(hs[b], nh[b], sizeof(span), cmp_span);
+    nh[b] = merge_spans(hs[b], nh[b]);
+  }
+  /* no receive may overwrite data valid from the start */
+  for (size_t i = 0, h = 0; i < nr; i++) {
+    while (h < nh[0] && hs[0][h].off + hs[0][h].len <= rs[i].off) h++;
+    if (h < nh[0] && hs[0][h].off < rs[i].off + rs[i].len) {
+      rc = fault(why, whylen, "receive %zu writes byte %zu, which holds data from the start",
+                 rs[i].msg, rs[i].off > hs[0][h].off ? rs[i].off : hs[0][h].off);
+      goto out;
+    }
+  }
+  f->ndep = 0;
+  for (size_t i = 0; i < f->nm; i++) {
+    cpli_fmsg *m = &f->m[i];
+    if (!m->send) continue;
+    m->d0 = f->ndep;
+    m->nd = 0;
+    for (int j = 0; j < m->np; j++) {
+      const size_t pc = m->p0 + (size_t)j, a = f->off[pc], b = a + f->len[pc];
+      if (m->buf == 1) {
+        if (!covered(hs[1], nh[1], a, b)) {
+          rc = fault(why, whylen, "send %zu reads bytes %zu..%zu of the own buffer, not all valid",
+                     i, a, b - 1);
+          goto out;
+        }
+        continue;
+      }
+      size_t lo = 0, hi = nr; /* first receive piece ending after a */
+      while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (rs[mid].off + rs[mid].len > a) hi = mid;
+        else lo = mid + 1;
+      }
+      size_t cur = a;
+      for (size_t k = lo; k < nr && rs[k].off < b; k++) {
+        if (!covered(hs[0], nh[0], cur, rs[k].off)) {
+          rc = fault(why, whylen, "send %zu reads byte %zu, which nothing provides", i, cur);
+          goto out;
+        }
+        if (rs[k].off + rs[k].len > cur) cur = rs[k].off + rs[k].len;
+        if (stamp[rs[k].msg] != i) {
+          stamp[rs[k].msg] = i;
+          size_t cd = f->cdep;
+          if (grow((void **)&f->dep, &cd, f->ndep + 1, sizeof *f->dep)) {
+            rc = nomem();
+            goto out;
+          }
+          f->cdep = cd;
+          f->dep[f->ndep++] = rs[k].msg;
+          m->nd++;
+        }
+      }
+      if (cur < b && !covered(hs[0], nh[0], cur, b)) {
+        rc = fault(why, whylen, "send %zu reads byte %zu, which nothing provides", i, cur);
+        goto out;
+      }
+    }
+  }
+  f->resolved = 1;
+out:
+  free(rs);
+  free(hs[0]);
+  free(hs[1]);
+  free(stamp);
+  return rc;
+}
+
+/* ---------------------------------------------------------- builders */
+
+static int map(const int *rank_of, int g) { return rank_of ? rank_of[g] : g; }
+
+int cpli_flow_alg7(cpli_flow *f, const cpli_circ *c, int r, const int *rank_of,
+                   const size_t *counts, const size_t *displs, size_t chunk) {
+  const int p = c->p;
+  if (p <= 1) return CPL_OK;
+  size_t *seg = malloc(sizeof *seg * 2 * (size_t)p);
+  if (!seg) return nomem();
+  size_t *so = seg, *sl = seg + p;
+  int rc = CPL_OK;
+  for (int k = 0; k < c->q && rc == CPL_OK; k++) {
+    const int d = c->skips[k + 1] - c->skips[k];
+    const int from = (int)(((long long)r + c->skips[k]) % p);
+    const int to = (int)(((long long)r - c->skips[k] + p) % p);
+    for (int i = 0; i < d; i++) {
+      const int j = (from + i) % p;
+      so[i] = displs[j];
+      sl[i] = counts[j];
+    }
+    rc = cpli_flow_stream(f, 0, map(rank_of, from), 0, d, so, sl, chunk);
+    for (int i = 0; i < d && rc == CPL_OK; i++) {
+      const int j = (r + i) % p;
+      so[i] = displs[j];
+      sl[i] = counts[j];
+    }
+    if (rc == CPL_OK) rc = cpli_flow_stream(f, 1, map(rank_of, to), 0, d, so, sl, chunk);
+  }
+  free(seg);
+  return rc;
+}
+
+int cpli_flow_bcast(cpli_flow *f, const cpli_circ *c, int rel, const int *rank_of,
+                    int root_buf, size_t off, size_t bytes, long long n) {
+  const int p = c->p, q = c->q;
+  if (p <= 1 || bytes == 0) return CPL_OK;
+  if (rel < 0 || rel >= p) return cpli_fail(CPL_ERR_ARG, "broadcast plan: member %d of %d", rel, p);
+  if (n < 1) n = 1;
+  if ((unsigned long long)n > bytes) n = (long long)bytes;
+  const long long lo = (long long)((bytes - 1) / CPLI_FLOW_MAX_MSG + 1);
+  if (n < lo) n = lo;
+  int recv[CPLI_CIRC_QMAX], send[CPLI_CIRC_QMAX];
+  if (cpli_circ_recvsched(c, rel, q, recv) || cpli_circ_sendsched(c, rel, send))
+    return cpli_fail(CPL_ERR_INTERNAL, "broadcast plan: no schedule for member %d of %d", rel, p);
+  const int x = cpli_circ_offset(q, n);
+  const size_t bq = bytes / (size_t)n, brem = bytes % (size_t)n;
+  for (long long t = 0; t < n + q - 1; t++) {
+    const long long v = x + t;
+    const int k = (int)(v % q);
+    if (rel != 0) {
+      const long long b = cpli_circ_block(q, recv[k], v, x, n);
+      if (b >= 0) {
+        const int from = (int)(((long long)rel - c->skips[k] + p) % p);
+        size_t o = off + (size_t)b * bq + ((size_t)b < brem ? (size_t)b : brem);
+        size_t l = bq + ((size_t)b < brem ? 1 : 0);
+        CPLI_TRY(cpli_flow_stream(f, 0, map(rank_of, from), 0, 1, &o, &l, 0));
+      }
+    }
+    const int to = (int)(((long long)rel + c->skips[k]) % p);
+    if (to != 0) {
+      const long long b = cpli_circ_block(q, send[k], v, x, n);
+      if (b >= 0) {
+        size_t o = off + (size_t)b * bq + ((size_t)b < brem ? (size_t)b : brem);
+        size_t l = bq + ((size_t)b < brem ? 1 : 0);
+        CPLI_TRY(cpli_flow_stream(f, 1, map(rank_of, to), rel == 0 ? root_buf : 0, 1, &o, &l, 0));
+      }
+    }
+  }
+  return CPL_OK;
+}
+
+int cpli_flow_ring(cpli_flow *f, int n, int r, const int *rank_of, const size_t *counts,
+                   const size_t *displs, size_t chunk) {
+  if (n <= 1) return CPL_OK;
+  const int right = map(rank_of, (r + 1) % n), left = map(rank_of, (r - 1 + n) % n);
+  for (int i = 0; i < n - 1; i++) {
+    const int sb = ((r - i) % n + n) % n, rb = ((r - i - 1) % n + n) % n;
+    CPLI_TRY(cpli_flow_stream(f, 1, right, 0, 1, &displs[sb], &counts[sb], chunk));
+    CPLI_TRY(cpli_flow_stream(f, 0, left, 0, 1, &displs[rb], &counts[rb], chunk));
+  }
+  return CPL_OK;
+}
+
+int cpli_flow_chain(cpli_flow *f, int n, int t, const int *rank_of, int root_buf, size_t off,
+                    size_t bytes, size_t chunk) {
+  if (n <= 1 || bytes == 0) return CPL_OK;
+  if (t < 0 || t >= n) return cpli_fail(CPL_ERR_ARG, "chain plan: member %d of %d", t, n);
+  if (t > 0) CPLI_TRY(cpli_flow_stream(f, 0, map(rank_of, t - 1), 0, 1, &off, &bytes, chunk));
+  if (t < n - 1)
+    CPLI_TRY(cpli_flow_stream(f, 1, map(rank_of, t + 1), t == 0 ? root_buf : 0, 1, &off, &bytes,
+                              chunk));
+  return CPL_OK;
+}
+
+int cpli_flow_fc(cpli_flow *f, int p, int q, int me, const size_t *counts,
+                 const size_t *displs, size_t own_bytes, const cpli_fc_opts *o) {
+  const size_t chunk = o->chunk;
+  if (p < 1 || q < 1 || me < 0 || me >= p + q)
+    return cpli_fail(CPL_ERR_ARG, "fc plan: rank %d of %d senders + %d receivers", me, p, q);
+  const int sender = me < p;
+  if (sender) CPLI_TRY(cpli_flow_have(f, 1, 0, own_bytes));
+  if ((!sender || (p > q && me >= q)) && (!counts || !displs))
+    return cpli_fail(CPL_ERR_ARG, "fc plan: rank %d needs the block sizes", me);
+  cpli_circ c;
+  if (p >= q) {
+    if (sender && me < q) /* straight to receiver me */
+      return cpli_flow_stream(f, 1, p + me, 1, 1, (size_t[]){0}, &own_bytes, chunk);
+    int *rank_of = malloc(sizeof *rank_of * (size_t)p);
+    if (!rank_of) return nomem();
+    for (int g = 0; g < p; g++) rank_of[g] = g < q ? p + g : g;
+    const int g = sender ? me : me - p;
+    int rc = CPL_OK;
+    if (sender) rc = cpli_flow_have(f, 0, displs[g], counts[g]);
+    else rc = cpli_flow_stream(f, 0, g, 0, 1, &displs[g], &counts[g], chunk);
+    if (rc == CPL_OK && o->ring) rc = cpli_flow_ring(f, p, g, rank_of, counts, displs, chunk);
+    if (rc == CPL_OK && !o->ring) rc = cpli_circ_init(&c, p);
+    if (rc == CPL_OK && !o->ring) rc = cpli_flow_alg7(f, &c, g, rank_of, counts, displs, chunk);
+    free(rank_of);
+    return rc;
+  }
+  const int s = q / p, e = q % p;
+  int *rank_of = malloc(sizeof *rank_of * (size_t)(p + (s + 1) + e / s + 1));
+  if (!rank_of) return nomem();
+  int rc = cpli_circ_init(&c, s + 1);
+  /* broadcast group of sender i: member 0 is the sender, t > 0 receiver i + (t-1) p */
+  const int j = me - p, i = sender ? me : j % p;
+  if (rc == CPL_OK && (sender || j < s * p)) {
+    for (int t = 0; t <= s; t++) rank_of[t] = t == 0 ? i : p + i + (t - 1) * p;
+    const int t = sender ? 0 : 1 + j / p;
+    const size_t off = sender ? 0 : displs[i], bytes = sender ? own_bytes : counts[i];
+    if (o->chain) rc = cpli_flow_chain(f, s + 1, t, rank_of, 1, off, bytes, chunk);
+    else rc = cpli_flow_bcast(f, &c, t, rank_of, 1, off, bytes, o->nblocks);
+  }
+  if (rc != CPL_OK || sender) {
+    free(rank_of);
+    return rc;
+  }
+  /* receiver subgroup T: receivers T p .. T p + p - 1, then remainder
+   * receivers s p + u (u < e, u mod s = T) with empty blocks */
+  const int T = j < s * p ? j / p : (j - s * p) % s;
+  int n = 0, g = -1;
+  for (int m = 0; m < p; m++) rank_of[n++] = p + T * p + m;
+  for (int u = T; u < e; u += s) {
+    if (s * p + u == j) g = n;
+    rank_of[n++] = p + s * p + u;
+  }
+  if (j < s * p) g = j % p;
+  size_t *cd = calloc(2 * (size_t)n, sizeof *cd);
+  if (!cd) rc = nomem();
+  for (int m = 0; rc == CPL_OK && m < p; m++) cd[m] = counts[m], cd[n + m] = displs[m];
+  if (rc == CPL_OK && o->ring) rc = cpli_flow_ring(f, n, g, rank_of, cd, cd + n, chunk);
+  if (rc == CPL_OK && !o->ring) rc = cpli_circ_init(&c, n);
+  if (rc == CPL_OK && !o->ring) rc = cpli_flow_alg7(f, &c, g, rank_of, cd, cd + n, chunk);
+  free(cd);
+  free(rank_of);
+  return rc;
+}
+
+/* ---------------------------------------------------------- simulate */
+
+typedef struct key {
+  int peer;
+  size_t ord, msg;
+} key;
+
+static int cmp_key(const void *a, const void *b) {
+  const key *x = a, *y = b;
+  if (x->peer != y->peer) return x->peer < y->peer ? -1 : 1;
+  return (x->ord > y->ord) - (x->ord < y->ord);
+}
+
+int cpli_flow_simulate(int nranks, cpli_flow *const *plans, unsigned char *const *buf0,
+                       unsigned char *const *buf1, char *why, size_t whylen) {
+  int rc = 0;
+  key **recvs = calloc((size_t)nranks, sizeof *recvs);
+  size_t *nrecv = calloc((size_t)nranks, sizeof *nrecv);
+  unsigned char **done = calloc((size_t)nranks, sizeof *done);
+  size_t **sord = calloc((size_t)nranks, sizeof *sord); /* ordinal of each send per peer */
+  size_t **next = calloc((size_t)nranks, sizeof *next); /* next send ordinal per peer */
+  size_t *first = calloc((size_t)nranks, sizeof *first);
+  unsigned char *tmp = NULL;
+  size_t tmpcap = 0;
+  if (!recvs || !nrecv || !done || !sord || !next || !first) {
+    rc = CPL_ERR_NOMEM;
+    goto out;
+  }
+  for (int r = 0; r < nranks; r++) {
+    const cpli_flow *f = plans[r];
+    if (!f->resolved) {
+      rc = fault(why, whylen, "rank %d: plan not resolved", r);
+      goto out;
+    }
+    size_t *cnt_s = calloc((size_t)nranks, sizeof *cnt_s), *cnt_r = calloc((size_t)nranks, sizeof *cnt_r);
+    recvs[r] = malloc(sizeof(key) * (f->nm ? f->nm : 1));
+    done[r] = calloc(f->nm ? f->nm : 1, 1);
+    sord[r] = malloc(sizeof(size_t) * (f->nm ? f->nm : 1));
+    next[r] = calloc((size_t)nranks, sizeof(size_t));
+    if (!cnt_s || !cnt_r || !recvs[r] || !done[r] || !sord[r] || !next[r]) {
+      free(cnt_s);
+      free(cnt_r);
+      rc = CPL_ERR_NOMEM;
+      goto out;
+    }
+    for (size_t i = 0; i < f->nm; i++) {
+      const cpli_fmsg *m = &f->m[i];
+      if (m->peer < 0 || m->peer >= nranks || m->peer == r) {
+        free(cnt_s);
+        free(cnt_r);
+        rc = fault(why, whylen, "rank %d message %zu: bad peer %d", r, i, m->peer);
+        goto out;
+      }
+      if (m->send) sord[r][i] = cnt_s[m->peer]++;
+      else recvs[r][nrecv[r]++] = (key){m->peer, cnt_r[m->peer]++, i};
+    }
+    free(cnt_s);
+    free(cnt_r);
+    qsort(recvs[r], nrecv[r], sizeof(key), cmp_key);
+  }
+  for (int progress = 1; progress;) {
+    progress = 0;
+    for (int r = 0; r < nranks; r++) {
+      const cpli_flow *f = plans[r];
+      while (first[r] < f->nm && (f->m[first[r]].send ? done[r][first[r]] : 1)) first[r]++;
+      for (size_t i = first[r]; i < f->nm; i++) {
+        const cpli_fmsg *m = &f->m[i];
+        if (!m->send || done[r][i] || sord[r][i] != next[r][m->peer]) continue;
+        int ready = 1;
+        for (int d = 0; d < m->nd && ready; d++) ready = done[r][f->dep[m->d0 + (size_t)d]];
+        if (!ready) continue;
+        /* deliver into the receiver's matching receive */
+        const int y = m->peer;
+        key want = {r, sord[r][i], 0};
+        key *hit = bsearch(&want, recvs[y], nrecv[y], sizeof(key), cmp_key);
+        if (!hit) {
+          rc = fault(why, whylen, "send %zu of rank %d (#%zu to rank %d) has no matching receive",
+                     i, r, sord[r][i], y);
+          goto out;
+        }
+        const cpli_fmsg *t = &plans[y]->m[hit->msg];
+        if (t->bytes != m->bytes) {
+          rc = fault(why, whylen, "send %zu of rank %d carries %zu bytes, receive %zu of rank %d "
+                     "expects %zu", i, r, m->bytes, hit->msg, y, t->bytes);
+          goto out;
+        }
+        if (m->bytes > tmpcap) {
+          unsigned char *n = realloc(tmp, m->bytes);
+          if (!n) {
+            rc = CPL_ERR_NOMEM;
+            goto out;
+          }
+          tmp = n;
+          tmpcap = m->bytes;
+        }
+        size_t w = 0;
+        for (int j = 0; j < m->np; j++) {
+          const size_t pc = m->p0 + (size_t)j;
+          memcpy(tmp + w, (m->buf ? buf1[r] : buf0[r]) + f->off[pc], f->len[pc]);
+          w += f->len[pc];
+        }
+        w = 0;
+        for (int j = 0; j < t->np; j++) {
+          const size_t pc = t->p0 + (size_t)j;
+          memcpy(buf0[y] + plans[y]->off[pc], tmp + w, plans[y]->len[pc]);
+          w += plans[y]->len[pc];
+        }
+        done[y][hit->msg] = 1;
+        done[r][i] = 1;
+        next[r][y]++;
+        progress = 1;
+      }
+    }
+  }
+  for (int r = 0; r < nranks; r++)
+    for (size_t i = 0; i < plans[r]->nm; i++)
+      if (!done[r][i]) {
+        const cpli_fmsg *m = &plans[r]->m[i];
+        rc = fault(why, whylen, "stuck: rank %d %s %zu %s rank %d (%zu bytes) never completes", r,
+                   m->send ? "send" : "receive", i, m->send ? "to" : "from", m->peer, m->bytes);
+        goto out;
+      }
+out:
+  for (int r = 0; recvs && r < nranks; r++) {
+    free(recvs[r]);
+    if (done) free(done[r]);
+    if (sord) free(sord[r]);
+    if (next) free(next[r]);
+  }
+  free(recvs);
+  free(nrecv);
+  free(done);
+  free(sord);
+  free(next);
+  free(first);
+  free(tmp);
+  return rc;
+}

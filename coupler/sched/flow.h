@@ -1,0 +1,153 @@
+/*
+ * Dataflow plans (pure: no MPI calls).
+ *
+ * A plan is one rank's part of a collective as a list of messages: receives
+ * and sends, each a list of byte pieces of one buffer. It carries no steps:
+ * the executor (coll/flow_exec.c) posts every receive at once and issues each
+ * send as soon as the receives that bring the bytes it reads have completed
+ * (its dependencies, computed here from byte ranges). So a link never waits
+ * for a step boundary, only for data: a lockstep round costs a rendezvous
+ * and the slowest peer's skew every time, a plan pays them once.
+ *
+ * Message matching is MPI's: one tag, and both ends list the messages
+ * between a pair in the same order. The executor keeps that order per peer
+ * (it may issue a send to one peer before an earlier send to another).
+ *
+ * Large transfers are streams cut into messages of at most `chunk` bytes,
+ * so a block starts moving on before all of it has arrived and several
+ * messages are in flight per link. Cuts depend only on a stream's length,
+ * never on memory layout, so both ends agree even when their layouts differ
+ * (fc's extra senders stage blocks packed, receivers use the caller's
+ * displacements).
+ *
+ * Builders for Traff's circulant allgather (Alg. 7) and n-block broadcast
+ * (Alg. 6) are here; coll/ combines them into the fc plans. The simulator
+ * replays the plans of all ranks with the executor's issue rules and moves
+ * real bytes, so unit tests check matching, deadlock freedom and delivered
+ * data without MPI.
+ */
+#ifndef CPLI_SCHED_FLOW_H
+#define CPLI_SCHED_FLOW_H
+
+#include <stddef.h>
+
+#include "sched/circulant.h"
+
+/* Largest message (MPI int count of MPI_BYTE). */
+#define CPLI_FLOW_MAX_MSG ((size_t)0x7fffffff)
+
+typedef struct cpli_fmsg {
+  int send;     /* 1: send, 0: receive                                  */
+  int peer;     /* rank in the communicator the plan runs on            */
+  int buf;      /* 0: the blocks buffer; 1: a read-only own buffer      */
+  int np;       /* pieces off[p0 .. p0 + np), len[...]                  */
+  size_t p0;
+  size_t bytes; /* total                                                */
+  size_t d0;    /* sends, after resolve: receives waited for,          */
+  int nd;       /* dep[d0 .. d0 + nd) (indices into m)                  */
+} cpli_fmsg;
+
+typedef struct cpli_flow {
+  cpli_fmsg *m;
+  size_t nm, cm;
+  size_t *off, *len; /* pieces */
+  size_t npc, cpc;
+  size_t *dep;
+  size_t ndep, cdep;
+  int *hbuf; /* byte ranges valid before the plan runs */
+  size_t *hoff, *hlen;
+  size_t nh, ch;
+  int resolved;
+} cpli_flow;
+
+void cpli_flow_init(cpli_flow *f);
+void cpli_flow_free(cpli_flow *f);
+
+/* Bytes [off, off + len) of buffer `buf` hold valid data from the start. */
+int cpli_flow_have(cpli_flow *f, int buf, size_t off, size_t len);
+
+/* A stream of n segments (segment i: len[i] bytes at off[i] of buffer
+ * buf, zero-length segments allowed), read as one string of L = sum len
+ * bytes, sent to (send = 1) or received from peer as m = ceil(L / chunk)
+ * messages, message i covering bytes [floor(i L / m), floor((i+1) L / m))
+ * of the string (chunk 0: no cutting; never a message over
+ * CPLI_FLOW_MAX_MSG; nothing at all if L == 0). Receives go to buffer 0.
+ * Returns CPL_OK, CPL_ERR_NOMEM or CPL_ERR_ARG. */
+int cpli_flow_stream(cpli_flow *f, int send, int peer, int buf, int n,
+                     const size_t *off, const size_t *len, size_t chunk);
+
+/* Dependencies: every byte a send reads must be valid from the start or be
+ * written by a receive, and the send waits for each such receive.
+ * CPL_ERR_INTERNAL (first fault in why) if two receives write the same
+ * byte, a receive writes a byte valid from the start, or a send reads a
+ * byte nobody provides. Does not touch the last-error message. */
+int cpli_flow_resolve(cpli_flow *f, char *why, size_t whylen);
+
+/* Traff Alg. 7 on the circulant graph of c->p members: member r receives
+ * blocks r + skips[k] .. r + skips[k+1] - 1 from r + skips[k] and sends
+ * blocks r .. r + skips[k+1] - skips[k] - 1 to r - skips[k], k = 0..q-1,
+ * each round as one stream (block j: counts[j] bytes at displs[j] of
+ * buffer 0). rank_of[g] is member g's rank in the communicator (NULL:
+ * g). The caller declares (have) or receives member r's own block. */
+int cpli_flow_alg7(cpli_flow *f, const cpli_circ *c, int r, const int *rank_of,
+                   const size_t *counts, const size_t *displs, size_t chunk);
+
+/* Traff Alg. 6: n-block broadcast of `bytes` bytes from member 0 of c->p
+ * members, one message per block and round; this is member rel. The root
+ * reads buffer `root_buf` at offset `off`, the others receive into buffer
+ * 0 at `off`. Blocks: the first bytes % n are one byte longer. n is
+ * clamped to 1..bytes and so that blocks fit one message. */
+int cpli_flow_bcast(cpli_flow *f, const cpli_circ *c, int rel, const int *rank_of,
+                    int root_buf, size_t off, size_t bytes, long long n);
+
+/* Pipelined ring allgather over n members: member r sends blocks r, r-1,
+ * .., r-n+2 to r+1 and receives blocks r-1, .., r-n+1 from r-1 (mod n),
+ * each block one stream; a block is passed on piece by piece as it
+ * arrives. One peer per direction for the whole operation. */
+int cpli_flow_ring(cpli_flow *f, int n, int r, const int *rank_of, const size_t *counts,
+                   const size_t *displs, size_t chunk);
+
+/* Pipelined chain broadcast of `bytes` bytes from member 0 through members
+ * 1, 2, .., n-1 (member t receives from t-1 and sends to t+1), one stream
+ * cut at `chunk`; buffers as for cpli_flow_bcast. */
+int cpli_flow_chain(cpli_flow *f, int n, int t, const int *rank_of, int root_buf, size_t off,
+                    size_t bytes, size_t chunk);
+
+/* How cpli_flow_fc runs its phases. */
+typedef struct cpli_fc_opts {
+  size_t chunk;       /* stream cut (0: none)                                 */
+  int ring;           /* intra-group phase: 1 pipelined ring, 0 Alg. 7         */
+  int chain;          /* p < q broadcasts: 1 pipelined chain, 0 Alg. 6         */
+  long long nblocks;  /* Alg. 6 broadcasts: blocks                             */
+} cpli_fc_opts;
+
+/* Kang et al.'s fully connected inter-group allgather as one plan, on the
+ * merged communicator of p senders (ranks 0..p-1) and q receivers (ranks
+ * p..p+q-1); `me` is this rank there.
+ *  p >= q: sender j < q streams its block to receiver j; receivers and the
+ *    extra senders q..p-1 (member i holds block i) allgather (Alg. 7 or
+ *    the ring, o->ring).
+ *  p < q, q = s p + e: sender i broadcasts (Alg. 6 with o->nblocks blocks,
+ *    or a chain, o->chain) to receivers j < s p with j mod p = i, in order
+ *    of j; receiver subgroups {t p .. t p + p - 1} allgather, each of the e
+ *    remainder receivers joining subgroup (j - s p) mod s with an empty
+ *    block. The allgather forwards a block while it is still arriving.
+ * Senders read their own block (own_bytes) from buffer 1 at offset 0.
+ * Receivers, and for p > q the extra senders (which relay), give all p
+ * block sizes and offsets of buffer 0 in counts/displs; the extra senders'
+ * own block must be in place there. Pure senders may pass NULL. */
+int cpli_flow_fc(cpli_flow *f, int p, int q, int me, const size_t *counts,
+                 const size_t *displs, size_t own_bytes, const cpli_fc_opts *o);
+
+/* Replay the plans of nranks ranks (plans[r], buffers buf0[r], buf1[r]) on
+ * an instant network: every rank posts its receives, issues sends in plan
+ * order as their dependencies complete (per peer in order), and the i-th
+ * send from X to Y lands in Y's i-th receive from X, whose size must be
+ * equal. Bytes are copied. Returns 0 when every message was delivered;
+ * CPL_ERR_INTERNAL with the fault in why for a size mismatch, a message
+ * with no partner, or a deadlock (nothing can move, something left).
+ * Plans must be resolved. */
+int cpli_flow_simulate(int nranks, cpli_flow *const *plans, unsigned char *const *buf0,
+                       unsigned char *const *buf1, char *why, size_t whylen);
+
+#endif

@@ -1,0 +1,323 @@
+/*
+ * Dataflow plans (sched/flow.h): build the plans of every rank for the
+ * circulant allgather (Alg. 7), the pipelined ring, the n-block broadcast
+ * (Alg. 6), the pipelined chain broadcast and the fc inter-group allgather
+ * (every combination of its phases), replay them with the simulator (which applies the
+ * executor's issue rules and moves real bytes), and check that every rank
+ * ends with every block, that bytes outside the blocks are never written,
+ * and that message pairs match. Streams are cut at sizes that do not divide
+ * the blocks (1, 3, 7, 64 bytes) and not at all (0); blocks include empty
+ * ones and all-empty calls. Also shows that resolve and the simulator
+ * reject broken plans (unprovided bytes, overlapping receives, size
+ * mismatch, deadlock).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coupler.h"
+#include "sched/flow.h"
+
+static int failures, cases;
+
+#define CHECK(cond, ...)                                                      \
+  do {                                                                        \
+    if (!(cond)) {                                                            \
+      failures++;                                                             \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                    \
+      fprintf(stderr, __VA_ARGS__);                                           \
+      fputc('\n', stderr);                                                    \
+    }                                                                         \
+  } while (0)
+
+static unsigned char pat(int block, size_t i) { return (unsigned char)(block * 37 + i * 11 + 1); }
+
+enum { COUNTS_REGULAR, COUNTS_IRREGULAR, COUNTS_ZERO, COUNTS_ONE_BIG, COUNTS_KINDS };
+enum { LAYOUT_CONTIG, LAYOUT_GAPS, LAYOUT_REVERSED, LAYOUT_KINDS };
+
+static size_t count_of(int kind, int j, int n) {
+  switch (kind) {
+  case COUNTS_REGULAR: return 13;
+  case COUNTS_IRREGULAR: return j % 3 == 1 ? 0 : (size_t)(j * 7 % 17 + 1);
+  case COUNTS_ZERO: return 0;
+  default: return j == n / 2 ? 100 : 0;
+  }
+}
+
+/* displs for a layout; returns the buffer size */
+static size_t layout(int kind, int n, const size_t *counts, size_t *displs) {
+  size_t off = 0;
+  for (int i = 0; i < n; i++) {
+    const int j = kind == LAYOUT_REVERSED ? n - 1 - i : i;
+    displs[j] = off;
+    off += counts[j] + (kind == LAYOUT_CONTIG ? 0 : 3);
+  }
+  return off + 1;
+}
+
+/* buffer of `size` bytes: 0xEE everywhere, blocks in `have` filled */
+static unsigned char *buffer(size_t size, int n, const size_t *counts, const size_t *displs,
+                             int only) {
+  unsigned char *b = malloc(size);
+  memset(b, 0xEE, size);
+  for (int j = 0; j < n; j++)
+    if (only == -1 || only == j)
+      for (size_t i = 0; i < counts[j]; i++) b[displs[j] + i] = pat(j, i);
+  return b;
+}
+
+static int full(const unsigned char *b, size_t size, int n, const size_t *counts,
+                const size_t *displs) {
+  unsigned char *w = buffer(size, n, counts, displs, -1);
+  int ok = memcmp(b, w, size) == 0;
+  free(w);
+  return ok;
+}
+
+/* ---------------------------------------------------------- Alg. 7 */
+
+static void alg7_case(int p, int ck, int lk, size_t chunk) {
+  size_t *counts = malloc(sizeof *counts * p), *displs = malloc(sizeof *displs * p);
+  for (int j = 0; j < p; j++) counts[j] = count_of(ck, j, p);
+  const size_t size = layout(lk, p, counts, displs);
+  cpli_circ c;
+  cpli_circ_init(&c, p);
+  cpli_flow *plans = malloc(sizeof *plans * p);
+  cpli_flow **pp = malloc(sizeof *pp * p);
+  unsigned char **b0 = malloc(sizeof *b0 * p), **b1 = calloc(p, sizeof *b1);
+  char why[256] = "";
+  int ok = 1;
+  for (int r = 0; r < p; r++) {
+    cpli_flow_init(&plans[r]);
+    pp[r] = &plans[r];
+    b0[r] = buffer(size, p, counts, displs, r);
+    ok = ok && cpli_flow_have(&plans[r], 0, displs[r], counts[r]) == CPL_OK &&
+         cpli_flow_alg7(&plans[r], &c, r, NULL, counts, displs, chunk) == CPL_OK &&
+         cpli_flow_resolve(&plans[r], why, sizeof why) == CPL_OK;
+  }
+  ok = ok && cpli_flow_simulate(p, pp, b0, b1, why, sizeof why) == 0;
+  for (int r = 0; r < p && ok; r++) ok = full(b0[r], size, p, counts, displs);
+  CHECK(ok, "alg7 p=%d counts %d layout %d chunk %zu: %s", p, ck, lk, chunk, why);
+  cases++;
+  for (int r = 0; r < p; r++) cpli_flow_free(&plans[r]), free(b0[r]);
+  free(plans), free(pp), free(b0), free(b1), free(counts), free(displs);
+}
+
+/* ---------------------------------------------------------- ring */
+
+static void ring_case(int p, int ck, int lk, size_t chunk) {
+  size_t *counts = malloc(sizeof *counts * p), *displs = malloc(sizeof *displs * p);
+  for (int j = 0; j < p; j++) counts[j] = count_of(ck, j, p);
+  const size_t size = layout(lk, p, counts, displs);
+  cpli_flow *plans = malloc(sizeof *plans * p);
+  cpli_flow **pp = malloc(sizeof *pp * p);
+  unsigned char **b0 = malloc(sizeof *b0 * p), **b1 = calloc(p, sizeof *b1);
+  int *rank_of = malloc(sizeof *rank_of * p); /* members in reverse rank order */
+  if (!plans || !pp || !b0 || !b1 || !rank_of) abort();
+  for (int g = 0; g < p; g++) rank_of[g] = p - 1 - g;
+  char why[256] = "";
+  int ok = 1;
+  for (int g = 0; g < p; g++) {
+    const int r = rank_of[g];
+    cpli_flow_init(&plans[r]);
+    pp[r] = &plans[r];
+    b0[r] = buffer(size, p, counts, displs, g);
+    ok = ok && cpli_flow_have(&plans[r], 0, displs[g], counts[g]) == CPL_OK &&
+         cpli_flow_ring(&plans[r], p, g, rank_of, counts, displs, chunk) == CPL_OK &&
+         cpli_flow_resolve(&plans[r], why, sizeof why) == CPL_OK;
+  }
+  ok = ok && cpli_flow_simulate(p, pp, b0, b1, why, sizeof why) == 0;
+  for (int r = 0; r < p && ok; r++) ok = full(b0[r], size, p, counts, displs);
+  CHECK(ok, "ring p=%d counts %d layout %d chunk %zu: %s", p, ck, lk, chunk, why);
+  cases++;
+  for (int r = 0; r < p; r++) cpli_flow_free(&plans[r]), free(b0[r]);
+  free(plans), free(pp), free(b0), free(b1), free(counts), free(displs), free(rank_of);
+}
+
+/* ---------------------------------------------------------- Alg. 6 */
+
+/* n > 0: Alg. 6 with n blocks; n <= 0: chain cut at -n bytes */
+static void bcast_case(int p, size_t bytes, long long n) {
+  cpli_circ c;
+  cpli_circ_init(&c, p);
+  cpli_flow *plans = malloc(sizeof *plans * p);
+  cpli_flow **pp = malloc(sizeof *pp * p);
+  unsigned char **b0 = malloc(sizeof *b0 * p), **b1 = calloc(p, sizeof *b1);
+  const size_t off = 5; /* receivers' data sits at an offset */
+  unsigned char *src = malloc(bytes + 1);
+  for (size_t i = 0; i < bytes; i++) src[i] = pat(3, i);
+  char why[256] = "";
+  int ok = 1;
+  for (int r = 0; r < p; r++) {
+    cpli_flow_init(&plans[r]);
+    pp[r] = &plans[r];
+    b0[r] = malloc(bytes + off + 1);
+    memset(b0[r], 0xEE, bytes + off + 1);
+    if (r == 0) {
+      b1[r] = src;
+      ok = ok && cpli_flow_have(&plans[r], 1, 0, bytes) == CPL_OK;
+    }
+    const size_t o = r == 0 ? 0 : off;
+    ok = ok &&
+         (n > 0 ? cpli_flow_bcast(&plans[r], &c, r, NULL, 1, o, bytes, n)
+                : cpli_flow_chain(&plans[r], p, r, NULL, 1, o, bytes, (size_t)-n)) == CPL_OK &&
+         cpli_flow_resolve(&plans[r], why, sizeof why) == CPL_OK;
+  }
+  ok = ok && cpli_flow_simulate(p, pp, b0, b1, why, sizeof why) == 0;
+  for (int r = 1; r < p && ok; r++) {
+    ok = b0[r][off - 1] == 0xEE && b0[r][off + bytes] == 0xEE &&
+         memcmp(b0[r] + off, src, bytes) == 0;
+    if (!ok) snprintf(why, sizeof why, "rank %d: wrong data", r);
+  }
+  CHECK(ok, "bcast p=%d bytes %zu n %lld: %s", p, bytes, n, why);
+  cases++;
+  for (int r = 0; r < p; r++) cpli_flow_free(&plans[r]), free(b0[r]);
+  free(plans), free(pp), free(b0), free(b1), free(src);
+}
+
+/* ---------------------------------------------------------- fc */
+
+static void fc_case(int p, int q, int ck, int lk, size_t chunk, long long nb, int ring, int chain) {
+  const cpli_fc_opts o = {.chunk = chunk, .ring = ring, .chain = chain, .nblocks = nb};
+  const int N = p + q;
+  size_t *counts = malloc(sizeof *counts * p), *displs = malloc(sizeof *displs * p);
+  size_t *packed = malloc(sizeof *packed * p);
+  for (int j = 0; j < p; j++) counts[j] = count_of(ck, j, p);
+  const size_t size = layout(lk, p, counts, displs);
+  const size_t psize = layout(LAYOUT_CONTIG, p, counts, packed); /* extra senders */
+  cpli_flow *plans = malloc(sizeof *plans * N);
+  cpli_flow **pp = malloc(sizeof *pp * N);
+  unsigned char **b0 = malloc(sizeof *b0 * N), **b1 = calloc(N, sizeof *b1);
+  if (!plans || !pp || !b0 || !b1 || N < 1) abort();
+  char why[256] = "";
+  int ok = 1;
+  for (int r = 0; r < N; r++) {
+    cpli_flow_init(&plans[r]);
+    pp[r] = &plans[r];
+    const int extra = r < p && p > q && r >= q;
+    if (r < p) {
+      b1[r] = malloc(counts[r] + 1);
+      for (size_t i = 0; i < counts[r]; i++) b1[r][i] = pat(r, i);
+      b0[r] = extra ? buffer(psize, p, counts, packed, r) : NULL;
+    } else {
+      b0[r] = buffer(size, p, counts, displs, -2);
+    }
+    const size_t *cn = r >= p || extra ? counts : NULL;
+    const size_t *dp = r >= p ? displs : extra ? packed : NULL;
+    ok = ok && cpli_flow_fc(&plans[r], p, q, r, cn, dp, counts[r < p ? r : 0] * (r < p), &o) ==
+                   CPL_OK &&
+         cpli_flow_resolve(&plans[r], why, sizeof why) == CPL_OK;
+    if (!ok && !why[0]) snprintf(why, sizeof why, "rank %d: %s", r, cpl_last_error());
+  }
+  ok = ok && cpli_flow_simulate(N, pp, b0, b1, why, sizeof why) == 0;
+  for (int r = 0; r < N && ok; r++) {
+    if (r >= p) ok = full(b0[r], size, p, counts, displs);
+    else if (p > q && r >= q) ok = full(b0[r], psize, p, counts, packed);
+    if (!ok) snprintf(why, sizeof why, "rank %d does not hold every block", r);
+  }
+  CHECK(ok, "fc %d|%d counts %d layout %d chunk %zu nblocks %lld ring %d chain %d: %s", p, q, ck,
+        lk, chunk, nb, ring, chain, why);
+  cases++;
+  for (int r = 0; r < N; r++) cpli_flow_free(&plans[r]), free(b0[r]), free(b1[r]);
+  free(plans), free(pp), free(b0), free(b1), free(counts), free(displs), free(packed);
+}
+
+/* ---------------------------------------------------------- faults */
+
+static void broken_plans(void) {
+  char why[256];
+  cpli_flow a, b;
+  /* a send of bytes nobody provides */
+  cpli_flow_init(&a);
+  cpli_flow_stream(&a, 1, 1, 0, 1, (size_t[]){0}, (size_t[]){10}, 0);
+  CHECK(cpli_flow_resolve(&a, why, sizeof why) == CPL_ERR_INTERNAL && strstr(why, "nothing"),
+        "unprovided bytes accepted");
+  cpli_flow_free(&a);
+  /* two receives writing one byte */
+  cpli_flow_init(&a);
+  cpli_flow_stream(&a, 0, 1, 0, 1, (size_t[]){0}, (size_t[]){10}, 0);
+  cpli_flow_stream(&a, 0, 1, 0, 1, (size_t[]){9}, (size_t[]){3}, 0);
+  CHECK(cpli_flow_resolve(&a, why, sizeof why) == CPL_ERR_INTERNAL && strstr(why, "both write"),
+        "overlapping receives accepted");
+  cpli_flow_free(&a);
+  /* a receive over data valid from the start */
+  cpli_flow_init(&a);
+  cpli_flow_have(&a, 0, 5, 1);
+  cpli_flow_stream(&a, 0, 1, 0, 1, (size_t[]){0}, (size_t[]){10}, 0);
+  CHECK(cpli_flow_resolve(&a, why, sizeof why) == CPL_ERR_INTERNAL, "overwrite accepted");
+  cpli_flow_free(&a);
+  /* size mismatch: 10 bytes cut in 3 against in 2 */
+  unsigned char x0[32] = {0}, y0[32] = {0};
+  unsigned char *b0[2] = {x0, y0}, *b1[2] = {NULL, NULL};
+  cpli_flow *pp[2] = {&a, &b};
+  cpli_flow_init(&a);
+  cpli_flow_init(&b);
+  cpli_flow_have(&a, 0, 0, 10);
+  cpli_flow_stream(&a, 1, 1, 0, 1, (size_t[]){0}, (size_t[]){10}, 4);
+  cpli_flow_stream(&b, 0, 0, 0, 1, (size_t[]){0}, (size_t[]){10}, 5);
+  cpli_flow_resolve(&a, why, sizeof why);
+  cpli_flow_resolve(&b, why, sizeof why);
+  CHECK(cpli_flow_simulate(2, pp, b0, b1, why, sizeof why) == CPL_ERR_INTERNAL &&
+            strstr(why, "expects"), "size mismatch accepted");
+  cpli_flow_free(&a);
+  cpli_flow_free(&b);
+  /* deadlock: each forwards what it has not received yet */
+  cpli_flow_init(&a);
+  cpli_flow_init(&b);
+  cpli_flow_stream(&a, 0, 1, 0, 1, (size_t[]){0}, (size_t[]){4}, 0);
+  cpli_flow_stream(&a, 1, 1, 0, 1, (size_t[]){0}, (size_t[]){4}, 0);
+  cpli_flow_stream(&b, 0, 0, 0, 1, (size_t[]){0}, (size_t[]){4}, 0);
+  cpli_flow_stream(&b, 1, 0, 0, 1, (size_t[]){0}, (size_t[]){4}, 0);
+  cpli_flow_resolve(&a, why, sizeof why);
+  cpli_flow_resolve(&b, why, sizeof why);
+  CHECK(cpli_flow_simulate(2, pp, b0, b1, why, sizeof why) == CPL_ERR_INTERNAL &&
+            strstr(why, "stuck"), "deadlock not found");
+  cpli_flow_free(&a);
+  cpli_flow_free(&b);
+  /* stream cuts: 10 bytes at chunk 4 -> 3 messages of 4, 3, 3 */
+  cpli_flow_init(&a);
+  cpli_flow_stream(&a, 0, 1, 0, 2, (size_t[]){0, 20}, (size_t[]){6, 4}, 4);
+  CHECK(a.nm == 3 && a.m[0].bytes == 4 && a.m[1].bytes == 3 && a.m[2].bytes == 3 &&
+            a.m[1].np == 2 && a.off[a.m[1].p0 + 1] == 20,
+        "stream cut wrong (%zu messages)", a.nm);
+  cpli_flow_free(&a);
+  cases += 7;
+}
+
+int main(void) {
+  const size_t chunks[] = {0, 1, 3, 7, 64};
+  broken_plans();
+  for (int p = 1; p <= 24; p++)
+    for (int ck = 0; ck < COUNTS_KINDS; ck++)
+      for (int lk = 0; lk < LAYOUT_KINDS; lk++)
+        for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++)
+          alg7_case(p, ck, lk, chunks[c]);
+  for (int p = 25; p <= 70; p += 9) alg7_case(p, COUNTS_IRREGULAR, LAYOUT_GAPS, 5);
+  for (int p = 1; p <= 17; p++)
+    for (int ck = 0; ck < COUNTS_KINDS; ck++)
+      for (int lk = 0; lk < LAYOUT_KINDS; lk++)
+        for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++) ring_case(p, ck, lk, chunks[c]);
+  const size_t sizes[] = {1, 2, 7, 100, 1001};
+  const long long ns[] = {1, 2, 3, 5, 64, 2000, 0, -1, -3, -64}; /* <= 0: chain */
+  for (int p = 2; p <= 20; p++)
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+      for (size_t n = 0; n < sizeof ns / sizeof *ns; n++) bcast_case(p, sizes[s], ns[n]);
+  bcast_case(33, 1000, 7);
+  bcast_case(65, 300, 20);
+  for (int p = 1; p <= 9; p++)
+    for (int q = 1; q <= 9; q++)
+      for (int ck = 0; ck < COUNTS_KINDS; ck++)
+        for (int lk = 0; lk < LAYOUT_KINDS; lk++)
+          for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c += 2)
+            for (int v = 0; v < 4; v++) /* ring x chain */
+              fc_case(p, q, ck, lk, chunks[c], 1 + (p + q + ck) % 4, v & 1, v >> 1);
+  const int big[][2] = {{2, 15}, {3, 20}, {4, 13}, {5, 22}, {20, 3}, {16, 5}, {7, 30}, {12, 12}};
+  for (size_t i = 0; i < sizeof big / sizeof *big; i++) {
+    fc_case(big[i][0], big[i][1], COUNTS_IRREGULAR, LAYOUT_REVERSED, 7, 3, 0, 0);
+    fc_case(big[i][0], big[i][1], COUNTS_REGULAR, LAYOUT_CONTIG, 5, 1, 0, 1);
+    fc_case(big[i][0], big[i][1], COUNTS_IRREGULAR, LAYOUT_GAPS, 3, 2, 1, 1);
+    fc_case(big[i][0], big[i][1], COUNTS_ONE_BIG, LAYOUT_CONTIG, 0, 1, 1, 0);
+  }
+  printf("flow: %d cases, %d failures\n", cases, failures);
+  return failures ? 1 : 0;
+}
