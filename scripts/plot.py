@@ -42,7 +42,8 @@ def need_matplotlib():
         sys.exit("plot.py: matplotlib is missing (apt-get install python3-matplotlib)")
 
 
-def bench(csv_path, out):
+def shape_panels(csv_path):
+    """The CSV's rows and one subplot per shape, three to a row."""
     plt = need_matplotlib()
     rows = list(csv.DictReader(open(csv_path)))
     if not rows:
@@ -51,6 +52,11 @@ def bench(csv_path, out):
     cols = min(3, len(shapes))
     nrows = (len(shapes) + cols - 1) // cols
     fig, axes = plt.subplots(nrows, cols, figsize=(5 * cols, 4 * nrows), squeeze=False)
+    return plt, rows, shapes, fig, axes
+
+
+def bench(csv_path, out):
+    plt, rows, shapes, fig, axes = shape_panels(csv_path)
     for ax, shape in zip(axes.flat, shapes):
         series = defaultdict(list)
         bound = {}
@@ -82,14 +88,7 @@ def bench(csv_path, out):
 
 
 def ratio(csv_path, out, baseline=None):
-    plt = need_matplotlib()
-    rows = list(csv.DictReader(open(csv_path)))
-    if not rows:
-        sys.exit(f"plot.py: {csv_path} has no rows")
-    shapes = list(dict.fromkeys(r["shape"] for r in rows))
-    cols = min(3, len(shapes))
-    nrows = (len(shapes) + cols - 1) // cols
-    fig, axes = plt.subplots(nrows, cols, figsize=(5 * cols, 4 * nrows), squeeze=False)
+    plt, rows, shapes, fig, axes = shape_panels(csv_path)
     for ax, shape in zip(axes.flat, shapes):
         t = defaultdict(dict)
         for r in rows:
