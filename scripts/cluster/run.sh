@@ -97,7 +97,7 @@ command -v timeout >/dev/null 2>&1 || cpl_die "timeout not found (coreutils)"
 
 find_shim() {
   local c
-  for c in "$REPO"/build-cluster/scripts/libcpl_yield.so "$REPO"/build*/scripts/libcpl_yield.so; do
+  for c in "$REPO"/build/scripts/libcpl_yield.so "$REPO"/build*/scripts/libcpl_yield.so; do
     [[ -r $c ]] && { echo "$c"; return 0; }
   done
   local out=/tmp/cpl-cluster-shim/libcpl_yield.so

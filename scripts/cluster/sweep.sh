@@ -53,7 +53,7 @@ Default command (coupler/tools/cpl-bench):
   - --sizes: bytes per rank, "32K..4M" = 32K,64K,...,4M
   - --csv FILE: a header line and one row per (algorithm, size):
     shape,p,q,kind,algorithm,bytes,median_s,min_s,ratio_to_baseline,bound_s,runs
-cpl-bench is found as \$CPL_BENCH, else on PATH, else in build-cluster/, build/
+cpl-bench is found as \$CPL_BENCH, else on PATH, else in build/, then other build*/
 or another build*/ directory of the repository (coupler/tools/cpl-bench;
 sanitizer builds cannot run under the shim). The rate given to cpl-bench is
 the TCP payload rate of the links (tbf counts 1514-byte frames carrying 1448
@@ -114,7 +114,7 @@ if [[ $# -eq 0 ]]; then
   bench=${CPL_BENCH:-}
   if [[ -z $bench ]]; then
     bench=$(command -v cpl-bench 2>/dev/null || true)
-    for c in "$REPO"/build-cluster/coupler/tools/cpl-bench "$REPO"/build/coupler/tools/cpl-bench \
+    for c in "$REPO"/build/coupler/tools/cpl-bench \
              "$REPO"/build*/coupler/tools/cpl-bench; do
       [[ -z $bench && -x $c ]] && bench=$c
     done
