@@ -284,6 +284,14 @@ static int settle_consumer(cpl_context *ctx, int end) {
   return CPL_OK;
 }
 
+/* The first failure is the one reported; later ones overwrite the
+ * last-error text, so its message is kept aside. */
+static void keep_first(int rc, int *first, char *msg, size_t n) {
+  if (rc == CPL_OK || *first != CPL_OK) return;
+  *first = rc;
+  snprintf(msg, n, "%s", cpl_last_error());
+}
+
 int cpli_data_finalize(cpl_context *ctx) {
   cpli_data_state *s;
   int first = cpli_data_get(ctx, &s);
@@ -293,17 +301,11 @@ int cpli_data_finalize(cpl_context *ctx) {
    * waits on its own consumers, or a chain of them could wait in a circle. */
   while (s->nins > 0) {
     int rc = cpl_input_close(s->ins[s->nins - 1]);
-    if (rc != CPL_OK && first == CPL_OK) {
-      first = rc;
-      snprintf(msg, sizeof msg, "%s", cpl_last_error());
-    }
+    keep_first(rc, &first, msg, sizeof msg);
   }
   while (s->nouts > 0) {
     int rc = cpl_output_close(s->outs[s->nouts - 1]);
-    if (rc != CPL_OK && first == CPL_OK) {
-      first = rc;
-      snprintf(msg, sizeof msg, "%s", cpl_last_error());
-    }
+    keep_first(rc, &first, msg, sizeof msg);
   }
   int root = 0;
   MPI_Comm_rank(ctx->comm, &root);
@@ -320,18 +322,12 @@ int cpli_data_finalize(cpl_context *ctx) {
     } else if (ctx->ends[e].role == CPL_RECEIVER && !ch->detach_sent) {
       rc = cpli_chan_send_credit(ctx, e, CPLI_MSG_DETACH, link_timeout(ctx, e));
     }
-    if (rc != CPL_OK && first == CPL_OK) {
-      first = rc;
-      snprintf(msg, sizeof msg, "%s", cpl_last_error());
-    }
+    keep_first(rc, &first, msg, sizeof msg);
   }
   for (int e = 0; root && e < ctx->nends; e++) {
     int rc = ctx->ends[e].role == CPL_SENDER ? settle_producer(ctx, e)
                                              : settle_consumer(ctx, e);
-    if (rc != CPL_OK && first == CPL_OK) {
-      first = rc;
-      snprintf(msg, sizeof msg, "%s", cpl_last_error());
-    }
+    keep_first(rc, &first, msg, sizeof msg);
   }
   for (int e = 0; e < ctx->nends; e++)
     if (s->chan[e].detach_req != MPI_REQUEST_NULL) {

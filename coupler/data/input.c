@@ -368,22 +368,30 @@ int cpl_input_inquire(const cpl_input *in, const char *name,
   return CPL_OK;
 }
 
-/* n elements of src_type at src -> dst_type at dst (may be the same). */
-static int convert(hid_t src_type, hid_t dst_type, size_t n, const void *src,
-                   void *dst, const char *what) {
-  size_t ss = H5Tget_size(src_type), ds = H5Tget_size(dst_type);
-  size_t big = ss > ds ? ss : ds;
+/* Room for n elements of the larger of two types, for an in-place
+ * H5Tconvert. */
+static int conv_alloc(hid_t a, hid_t b, size_t n, const char *what,
+                      char **out) {
+  size_t sa = H5Tget_size(a), sb = H5Tget_size(b), big = sa > sb ? sa : sb;
   if (n > SIZE_MAX / big)
     return cpli_fail(CPL_ERR_ARG, "%s: selection too large", what);
-  char *tmp = malloc(n > 0 ? n * big : 1);
+  *out = malloc(n > 0 ? n * big : 1);
+  if (!*out) return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory converting", what);
+  return CPL_OK;
+}
+
+/* tmp (from conv_alloc) holds n src_type elements: convert them in place
+ * and copy the result to dst. Frees tmp. */
+static int convert_into(hid_t src_type, hid_t dst_type, size_t n, char *tmp,
+                        void *dst, const char *what) {
+  size_t ds = H5Tget_size(dst_type);
   /* Compound conversions may read the destination's old values. */
-  char *bkg = H5Tget_class(dst_type) == H5T_COMPOUND ? calloc(n ? n : 1, ds) : NULL;
-  if (!tmp || (H5Tget_class(dst_type) == H5T_COMPOUND && !bkg)) {
+  int compound = H5Tget_class(dst_type) == H5T_COMPOUND;
+  char *bkg = compound ? calloc(n ? n : 1, ds) : NULL;
+  if (compound && !bkg) {
     free(tmp);
-    free(bkg);
     return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory converting", what);
   }
-  memcpy(tmp, src, n * ss);
   herr_t e;
   H5E_BEGIN_TRY { e = H5Tconvert(src_type, dst_type, n, tmp, bkg, H5P_DEFAULT); } H5E_END_TRY;
   if (e >= 0) memcpy(dst, tmp, n * ds);
@@ -425,20 +433,15 @@ int cpl_input_get(cpl_input *in, const char *name, hid_t memtype,
                      cpli_type_str(memtype, t2, sizeof t2));
   if (n > SIZE_MAX / s->esize)
     return cpli_fail(CPL_ERR_ARG, "%s: selection too large", what);
+  /* Converting: assemble in a buffer the conversion then works in. */
   char *dst = buf;
-  if (!same && !(dst = malloc((size_t)n * s->esize)))
-    return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", what);
+  if (!same) CPLI_TRY(conv_alloc(s->type, memtype, (size_t)n, what, &dst));
   for (int b = 0; b < in->desc->nblocks; b++)
     if (s->bytes[b])
       cpli_slab_copy(s->rank, s->esize, s->start + (size_t)b * s->rank,
                      s->count + (size_t)b * s->rank, in->buf[k] + s->offset[b],
                      start, count, dst);
-  int rc = CPL_OK;
-  if (!same) {
-    rc = convert(s->type, memtype, (size_t)n, dst, buf, what);
-    free(dst);
-  }
-  return rc;
+  return same ? CPL_OK : convert_into(s->type, memtype, (size_t)n, dst, buf, what);
 }
 
 /* ------------------------------------------------------------ attributes */
@@ -525,5 +528,8 @@ int cpl_input_attr_get(const cpl_input *in, const char *dataset,
     return cpli_fail(CPL_ERR_MISMATCH, "%s: HDF5 cannot convert %s to %s", what,
                      cpli_type_str(a->type, t1, sizeof t1),
                      cpli_type_str(memtype, t2, sizeof t2));
-  return convert(a->type, memtype, a->n, a->value, buf, what);
+  char *tmp;
+  CPLI_TRY(conv_alloc(a->type, memtype, a->n, what, &tmp));
+  memcpy(tmp, a->value, a->bytes);
+  return convert_into(a->type, memtype, a->n, tmp, buf, what);
 }

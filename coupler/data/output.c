@@ -230,13 +230,7 @@ static int agree(cpl_output *o, int changed, size_t len, const unsigned char *bl
   int rc = CPL_OK;
   mine[0] = changed;
   mine[1] = (int64_t)len;
-  if (o->rank == 0) {
-    for (int i = 0; i < o->nl && rc == CPL_OK; i++) {
-      rc = cpli_chan_poll(o->ctx, o->links[i].end);
-      mine[2 + 2 * i] = chan(o, &o->links[i])->credits;
-      mine[3 + 2 * i] = chan(o, &o->links[i])->detached;
-    }
-  }
+  if (o->rank == 0) rc = cpli_links_poll(o, mine + 2);
   cpl_coll_options opt;
   cpl_coll_options_init(&opt);
   opt.timeout = o->timeout;
@@ -247,10 +241,7 @@ static int agree(cpl_output *o, int changed, size_t len, const unsigned char *bl
                              MPI_INT64_T, o->comm, &opt);
   int any = 0;
   for (int r = 0; rc == CPL_OK && r < o->size; r++) any |= rec[(size_t)r * n] != 0;
-  for (int i = 0; rc == CPL_OK && o->rank != 0 && i < o->nl; i++) {
-    chan(o, &o->links[i])->credits = rec[2 + 2 * i];
-    chan(o, &o->links[i])->detached = (int)rec[3 + 2 * i];
-  }
+  if (rc == CPL_OK && o->rank != 0) cpli_links_take(o, rec + 2);
   if (rc != CPL_OK || !any) {
     free(rec);
     return rc;

@@ -66,6 +66,11 @@ static inline cpli_chan *cpli_out_chan(cpl_output *o, olink *ol) {
 }
 
 /* queue.c */
+/* Root: take the credits and DETACHes that arrived on every link, and
+ * write each link's (credits, detached) pair into rec[2 * nl]. */
+int cpli_links_poll(cpl_output *o, int64_t *rec);
+/* Other ranks: adopt the root's pairs. */
+void cpli_links_take(cpl_output *o, const int64_t *rec);
 void cpli_step_unref(cpl_output *o, pstep *st);
 /* Make the step independent of the caller's buffers (counted as held). */
 int cpli_step_copy(cpl_output *o, pstep *st);

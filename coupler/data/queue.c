@@ -109,6 +109,24 @@ static int serve_credits(cpl_output *o, olink *ol) {
   return CPL_OK;
 }
 
+int cpli_links_poll(cpl_output *o, int64_t *rec) {
+  int rc = CPL_OK;
+  for (int i = 0; i < o->nl && rc == CPL_OK; i++)
+    rc = cpli_chan_poll(o->ctx, o->links[i].end);
+  for (int i = 0; i < o->nl; i++) {
+    rec[2 * i] = chan(o, &o->links[i])->credits;
+    rec[2 * i + 1] = chan(o, &o->links[i])->detached;
+  }
+  return rc;
+}
+
+void cpli_links_take(cpl_output *o, const int64_t *rec) {
+  for (int i = 0; i < o->nl; i++) {
+    chan(o, &o->links[i])->credits = rec[2 * i];
+    chan(o, &o->links[i])->detached = (int)rec[2 * i + 1];
+  }
+}
+
 /*
  * Give every rank the root's view of the channels: credits and detaches
  * per link. With `wait_on` >= 0 the root first waits (up to that link's
@@ -120,16 +138,11 @@ static int sync_links(cpl_output *o, int wait_on) {
   if (!rec) return cpli_fail(CPL_ERR_NOMEM, "out of memory");
   int rc = CPL_OK;
   if (o->rank == 0) {
-    for (int i = 0; i < o->nl && rc == CPL_OK; i++)
-      rc = cpli_chan_poll(o->ctx, o->links[i].end);
-    if (rc == CPL_OK && wait_on >= 0)
+    if (wait_on >= 0)
       rc = cpli_chan_wait_credit(o->ctx, o->links[wait_on].end,
                                  o->links[wait_on].l->timeout);
-    rec[0] = rc;
-    for (int i = 0; i < o->nl; i++) {
-      rec[1 + 2 * i] = chan(o, &o->links[i])->credits;
-      rec[2 + 2 * i] = chan(o, &o->links[i])->detached;
-    }
+    int prc = cpli_links_poll(o, rec + 1);
+    rec[0] = rc = rc == CPL_OK ? prc : rc;
   }
   cpl_coll_options opt;
   cpl_coll_options_init(&opt);
@@ -139,10 +152,7 @@ static int sync_links(cpl_output *o, int wait_on) {
   int brc = cpl_intra_bcast(rec, n, MPI_INT64_T, 0, o->comm, &opt);
   if (brc == CPL_OK && o->rank != 0) {
     rc = (int)rec[0];
-    for (int i = 0; i < o->nl; i++) {
-      chan(o, &o->links[i])->credits = rec[1 + 2 * i];
-      chan(o, &o->links[i])->detached = (int)rec[2 + 2 * i];
-    }
+    cpli_links_take(o, rec + 1);
     if (rc != CPL_OK && rc != CPL_ERR_TIMEOUT)
       cpli_fail(rc, "port %s.%s, step %ld: rank 0 failed reading the "
                 "consumers' credits (its message says why)", o->comp->name,

@@ -11,18 +11,8 @@
 #include <time.h>
 
 #include "sched/circulant.h"
+#include "check.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                      \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      failures++;                                                             \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                    \
-      fprintf(stderr, __VA_ARGS__);                                           \
-      fputc('\n', stderr);                                                    \
-    }                                                                         \
-  } while (0)
 
 static double now(void) {
   struct timespec t;

@@ -17,18 +17,10 @@
 
 #include "coupler.h"
 #include "sched/flow.h"
+#include "check.h"
 
-static int failures, cases;
+static int cases;
 
-#define CHECK(cond, ...)                                                      \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      failures++;                                                             \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                    \
-      fprintf(stderr, __VA_ARGS__);                                           \
-      fputc('\n', stderr);                                                    \
-    }                                                                         \
-  } while (0)
 
 static unsigned char pat(int block, size_t i) { return (unsigned char)(block * 37 + i * 11 + 1); }
 

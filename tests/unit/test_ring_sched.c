@@ -15,18 +15,8 @@
 #include "coupler.h"
 #include "sched/ring.h"
 #include "sched/verify.h"
+#include "check.h"
 
-static int failures = 0;
-
-#define CHECK(cond, ...)                                                      \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      failures++;                                                             \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                    \
-      fprintf(stderr, __VA_ARGS__);                                           \
-      fputc('\n', stderr);                                                    \
-    }                                                                         \
-  } while (0)
 
 /* ---------------------------------------------------------------- helpers */
 

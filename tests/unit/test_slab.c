@@ -10,19 +10,8 @@
 
 #include "data/slab.h"
 #include "data/wire.h"
+#include "check.h"
 
-static long failures;
-
-#define EXPECT(cond, ...)                                     \
-  do {                                                        \
-    if (!(cond)) {                                            \
-      if (failures++ < 10) {                                  \
-        fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);       \
-        fprintf(stderr, __VA_ARGS__);                         \
-        fprintf(stderr, "\n");                                \
-      }                                                       \
-    }                                                         \
-  } while (0)
 
 /* Every box (start, count) of dims, count possibly zero, in order. */
 typedef struct box {
@@ -97,7 +86,7 @@ static void test_copy(int rank, const hsize_t *dims) {
         int want = (int)global(rank, dims, s, e, co);
         if (!inside(rank, b, co)) want = -1;
         if (dst[e] != want) {
-          EXPECT(0, "rank %d: copy block %d into selection %d: element %llu "
+          CHECK(0, "rank %d: copy block %d into selection %d: element %llu "
                  "is %d, want %d", rank, i, j, e, dst[e], want);
           break;
         }
@@ -144,7 +133,7 @@ static void test_tiling(int rank, const hsize_t *dims, int maxn) {
       char msg[300];
       int got = cpli_tiling_check(rank, dims, n, st, ct, msg, sizeof msg);
       int want = tiles(rank, dims, n, set);
-      EXPECT(got == want, "rank %d, %d boxes: check says %d, reference %d (%s)",
+      CHECK(got == want, "rank %d, %d boxes: check says %d, reference %d (%s)",
              rank, n, got, want, got ? "" : msg);
       sets++;
       tilings += want;
@@ -161,19 +150,19 @@ static void test_messages(void) {
   hsize_t dims[2] = {4, 6};
   hsize_t st[4] = {0, 0, 1, 3}, ct[4] = {2, 6, 3, 3};
   char msg[300];
-  EXPECT(!cpli_tiling_check(2, dims, 2, st, ct, msg, sizeof msg) &&
+  CHECK(!cpli_tiling_check(2, dims, 2, st, ct, msg, sizeof msg) &&
          strstr(msg, "rank 0, [0:2, 0:6], and rank 1, [1:4, 3:6], overlap"),
          "overlap message: %s", msg);
   hsize_t st2[4] = {0, 0, 2, 0}, ct2[4] = {2, 6, 1, 6};
-  EXPECT(!cpli_tiling_check(2, dims, 2, st2, ct2, msg, sizeof msg) &&
+  CHECK(!cpli_tiling_check(2, dims, 2, st2, ct2, msg, sizeof msg) &&
          strstr(msg, "cover 18 of the 24 elements of the global array [4, 6]"),
          "gap message: %s", msg);
   hsize_t st3[2] = {3, 0}, ct3[2] = {2, 6};
-  EXPECT(!cpli_tiling_check(2, dims, 1, st3, ct3, msg, sizeof msg) &&
+  CHECK(!cpli_tiling_check(2, dims, 1, st3, ct3, msg, sizeof msg) &&
          strstr(msg, "lies outside"), "outside message: %s", msg);
   hsize_t huge[2] = {1ull << 40, 1ull << 40};
   uint64_t v;
-  EXPECT(cpli_box_volume(2, huge, &v) == -1, "64-bit overflow detected");
+  CHECK(cpli_box_volume(2, huge, &v) == -1, "64-bit overflow detected");
 }
 
 static void test_wire(void) {
@@ -182,14 +171,14 @@ static void test_wire(void) {
   cpli_w_str(&w, "temperature");
   cpli_w_u64(&w, 1ull << 40);
   cpli_rbuf r = cpli_r_init(w.p, w.len);
-  EXPECT(cpli_r_u32(&r) == 7 && !strcmp(cpli_r_str(&r), "temperature") &&
+  CHECK(cpli_r_u32(&r) == 7 && !strcmp(cpli_r_str(&r), "temperature") &&
          cpli_r_u64(&r) == 1ull << 40 && !r.bad && r.pos == r.len, "round trip");
   for (size_t cut = 0; cut < w.len; cut++) { /* every truncation is caught */
     cpli_rbuf t = cpli_r_init(w.p, cut);
     cpli_r_u32(&t);
     cpli_r_str(&t);
     cpli_r_u64(&t);
-    EXPECT(t.bad, "truncated at %zu not detected", cut);
+    CHECK(t.bad, "truncated at %zu not detected", cut);
   }
   cpli_w_free(&w);
   printf("wire: round trip and every truncation checked\n");
@@ -206,6 +195,6 @@ int main(void) {
   test_tiling(3, t3, 2);
   test_messages();
   test_wire();
-  if (failures) fprintf(stderr, "%ld failures\n", failures);
+  if (failures) fprintf(stderr, "%d failures\n", failures);
   return failures != 0;
 }
