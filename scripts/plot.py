@@ -55,6 +55,19 @@ def shape_panels(csv_path):
     return plt, rows, shapes, fig, axes
 
 
+def save_panels(fig, axes, used, out):
+    """Grid and legend on the used panels, blank the rest, write the PNG."""
+    for i, ax in enumerate(axes.flat):
+        if i < used:
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=8)
+        else:
+            ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    print(f"wrote {out}")
+
+
 def bench(csv_path, out):
     plt, rows, shapes, fig, axes = shape_panels(csv_path)
     for ax, shape in zip(axes.flat, shapes):
@@ -78,13 +91,7 @@ def bench(csv_path, out):
         ax.set_title(f"{shape} ({rows[0]['kind']})")
         ax.set_xlabel("bytes per process")
         ax.set_ylabel("median time (s)")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-    for ax in list(axes.flat)[len(shapes):]:
-        ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    print(f"wrote {out}")
+    save_panels(fig, axes, len(shapes), out)
 
 
 def ratio(csv_path, out, baseline=None):
@@ -111,13 +118,7 @@ def ratio(csv_path, out, baseline=None):
         ax.set_title(f"{shape}: speedup over {base}")
         ax.set_xlabel("bytes per process")
         ax.set_ylabel(f"median({base}) / median(alg)")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-    for ax in list(axes.flat)[len(shapes):]:
-        ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    print(f"wrote {out}")
+    save_panels(fig, axes, len(shapes), out)
 
 
 def _log2c(n):
