@@ -311,7 +311,8 @@ int cpl_intra_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendty
   CPLI_TRY(make_ctx(opt, &ctx));
   CPLI_TRY(check_comm(comm, 0));
   MPI_Comm priv;
-  CPLI_TRY(cpli_intra_comm_get(comm, &priv));
+  cpli_plan_cache *plans;
+  CPLI_TRY(cpli_intra_comm_get(comm, &priv, &plans));
   int p, r;
   MPI_Comm_size(priv, &p);
   MPI_Comm_rank(priv, &r);
@@ -346,7 +347,7 @@ int cpl_intra_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendty
   if (rc == CPL_OK && alg == CPL_INTRA_AUTO) alg = cpli_intra_pick(p, v.total, v.maxb, v.regular);
   if (rc == CPL_OK) {
     ctx.alg = cpl_intra_algorithm_name(alg);
-    cpli_intra_args a = {priv, v.blk, &ctx};
+    cpli_intra_args a = {priv, v.blk, &ctx, plans};
     rc = cpli_intra_fn_of(alg)(&a);
   }
   int frc = recv_view_finish(&v, recvbuf, recvcounts, displs, recvtype, p,
@@ -378,7 +379,7 @@ int cpl_intra_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm 
   CPLI_TRY(make_ctx(opt, &ctx));
   CPLI_TRY(check_comm(comm, 0));
   MPI_Comm priv;
-  CPLI_TRY(cpli_intra_comm_get(comm, &priv));
+  CPLI_TRY(cpli_intra_comm_get(comm, &priv, NULL));
   int p, r;
   MPI_Comm_size(priv, &p);
   MPI_Comm_rank(priv, &r);

@@ -81,10 +81,12 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
 /* Allgatherv inside comm (a private communicator). On entry the calling
  * rank's own block is already in place in `blk`; on return every block is.
  * Counts and displacements are in bytes and identical on every rank. */
+struct cpli_plan_cache;
 typedef struct cpli_intra_args {
   MPI_Comm comm;
   cpli_blocks blk;
   cpli_ctx *ctx;
+  struct cpli_plan_cache *plans; /* the communicator's plans; NULL: none */
 } cpli_intra_args;
 
 typedef int (*cpli_intra_fn)(const cpli_intra_args *a);

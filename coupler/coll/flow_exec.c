@@ -19,8 +19,9 @@
  * emulated cluster). Larger ones travel as one hindexed message.
  *
  * Waiting polls MPI_Testsome with the context's deadline, restarted by any
- * progress: a peer that stops is CPL_ERR_TIMEOUT naming the first message
- * still pending (its index is reported as the step). Messages complete
+ * progress (the clock is read every FLOW_CLOCK_POLLS idle polls): a peer
+ * that stops is CPL_ERR_TIMEOUT naming the first message still pending
+ * (its index is reported as the step). Messages complete
  * roughly in plan order, so most polls test a window of FLOW_WINDOW
  * requests from the first one not done, and every FLOW_FULL_POLL-th (or
  * after a few idle ones) all of them.
@@ -35,6 +36,7 @@
 #define FLOW_PACK_MAX ((size_t)1 << 20)
 #define FLOW_WINDOW ((size_t)64)
 #define FLOW_FULL_POLL 16u
+#define FLOW_CLOCK_POLLS 16u
 
 static void free_type(MPI_Datatype *t) {
   if (*t != MPI_DATATYPE_NULL) MPI_Type_free(t);
@@ -90,6 +92,17 @@ static int msg_args(const cpli_flow *f, const cpli_fmsg *m, char *base, void **a
   return cpli_mpi_check(rc, "MPI_Type_create_hindexed", "dataflow: a %d-piece message", m->np);
 }
 
+/* Result of posting message i; the error text (where it ran) is only
+ * formatted on failure, never on the per-message fast path. */
+static int posted(int mpi_rc, const char *call, const char *what, size_t i, int peer,
+                  MPI_Comm comm, cpli_ctx *ctx) {
+  if (mpi_rc == MPI_SUCCESS) return CPL_OK;
+  char where[256];
+  ctx->xstep = (int)i;
+  return cpli_mpi_check(mpi_rc, call, "%s: %s rank %d",
+                        cpli_ctx_where(ctx, comm, where, sizeof where), what, peer);
+}
+
 int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *base1,
                   cpli_ctx *ctx) {
   if (!f->resolved)
@@ -100,61 +113,56 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
     return cpli_fail(CPL_ERR_UNSUPPORTED, "dataflow: %zu messages in one plan", nm);
   int np;
   MPI_Comm_size(comm, &np);
-  MPI_Request *req = malloc(sizeof *req * nm);
-  MPI_Datatype *type = malloc(sizeof *type * nm);
-  char **stage = calloc(nm, sizeof *stage);
-  MPI_Status *st = malloc(sizeof *st * nm);
-  int *idx = malloc(sizeof *idx * nm);
-  int *pend = malloc(sizeof *pend * nm);     /* sends: receives still awaited */
-  size_t *ord = malloc(sizeof *ord * nm);    /* sends: ordinal per destination */
-  size_t *nextord = calloc((size_t)np, sizeof *nextord);
-  size_t *rstart = calloc(nm + 1, sizeof *rstart); /* receive -> dependent sends */
-  size_t *rlist = malloc(sizeof *rlist * (f->ndep ? f->ndep : 1));
-  unsigned char *state = calloc(nm, 1); /* 0 idle, 1 active, 2 done */
+  /* All bookkeeping in one zeroed allocation: a small collective should
+   * not pay a dozen malloc/free pairs. */
+  const size_t sz[] = {sizeof(MPI_Request) * nm,  sizeof(MPI_Datatype) * nm,
+                       sizeof(char *) * nm,       sizeof(MPI_Status) * nm,
+                       sizeof(int) * nm,          sizeof(int) * nm,
+                       sizeof(size_t) * nm,       sizeof(size_t) * (size_t)np,
+                       sizeof(size_t) * (nm + 1), sizeof(size_t) * (f->ndep ? f->ndep : 1),
+                       sizeof(size_t) * nm,       nm};
+  enum { REQ, TYPE, STAGE, ST, IDX, PEND, ORD, NEXTORD, RSTART, RLIST, FILL, STATE, NARR };
+  size_t at[NARR], total = 0;
+  for (int i = 0; i < NARR; i++) at[i] = total, total += (sz[i] + 15) & ~(size_t)15;
+  char *arena = calloc(1, total);
+  if (!arena) return cpli_fail(CPL_ERR_NOMEM, "dataflow: out of memory for %zu messages", nm);
+  MPI_Request *req = (MPI_Request *)(arena + at[REQ]);
+  MPI_Datatype *type = (MPI_Datatype *)(arena + at[TYPE]);
+  char **stage = (char **)(arena + at[STAGE]);
+  MPI_Status *st = (MPI_Status *)(arena + at[ST]);
+  int *idx = (int *)(arena + at[IDX]);
+  int *pend = (int *)(arena + at[PEND]);             /* sends: receives still awaited */
+  size_t *ord = (size_t *)(arena + at[ORD]);         /* sends: ordinal per destination */
+  size_t *nextord = (size_t *)(arena + at[NEXTORD]); /* per peer: next send to issue */
+  size_t *rstart = (size_t *)(arena + at[RSTART]);   /* receive -> dependent sends */
+  size_t *rlist = (size_t *)(arena + at[RLIST]);
+  size_t *fill = (size_t *)(arena + at[FILL]);
+  unsigned char *state = (unsigned char *)(arena + at[STATE]); /* 0 idle, 1 active, 2 done */
   char where[256];
   int rc = CPL_OK;
-  if (!req || !type || !stage || !st || !idx || !pend || !ord || !nextord || !rstart || !rlist ||
-      !state) {
-    rc = cpli_fail(CPL_ERR_NOMEM, "dataflow: out of memory for %zu messages", nm);
-    goto out;
-  }
   for (size_t i = 0; i < nm; i++) req[i] = MPI_REQUEST_NULL, type[i] = MPI_DATATYPE_NULL;
-  {
-    size_t *cnt = calloc((size_t)np, sizeof *cnt);
-    if (!cnt) {
-      rc = cpli_fail(CPL_ERR_NOMEM, "dataflow: out of memory");
+  for (size_t i = 0; i < nm; i++) {
+    const cpli_fmsg *m = &f->m[i];
+    if (m->peer < 0 || m->peer >= np || (m->buf == 1 && !base1) || (m->buf == 0 && !base0)) {
+      rc = cpli_fail(CPL_ERR_INTERNAL, "dataflow: message %zu: peer %d of %d, buffer %d "
+                     "(a bug in Coupler)", i, m->peer, np, m->buf);
       goto out;
     }
-    for (size_t i = 0; i < nm; i++) {
-      const cpli_fmsg *m = &f->m[i];
-      if (m->peer < 0 || m->peer >= np || (m->buf == 1 && !base1) || (m->buf == 0 && !base0)) {
-        free(cnt);
-        rc = cpli_fail(CPL_ERR_INTERNAL, "dataflow: message %zu: peer %d of %d, buffer %d "
-                       "(a bug in Coupler)", i, m->peer, np, m->buf);
-        goto out;
-      }
-      if (m->send) {
-        ord[i] = cnt[m->peer]++;
-        pend[i] = m->nd;
-        for (int d = 0; d < m->nd; d++) rstart[f->dep[m->d0 + (size_t)d] + 1]++;
-      }
+    if (m->send) {
+      ord[i] = nextord[m->peer]++; /* counted here, reset below */
+      pend[i] = m->nd;
+      for (int d = 0; d < m->nd; d++) rstart[f->dep[m->d0 + (size_t)d] + 1]++;
     }
-    free(cnt);
-    for (size_t i = 0; i < nm; i++) rstart[i + 1] += rstart[i];
-    size_t *fill = calloc(nm, sizeof *fill);
-    if (!fill) {
-      rc = cpli_fail(CPL_ERR_NOMEM, "dataflow: out of memory");
-      goto out;
+  }
+  memset(nextord, 0, sz[NEXTORD]);
+  for (size_t i = 0; i < nm; i++) rstart[i + 1] += rstart[i];
+  for (size_t i = 0; i < nm; i++) {
+    const cpli_fmsg *m = &f->m[i];
+    if (!m->send) continue;
+    for (int d = 0; d < m->nd; d++) {
+      const size_t r = f->dep[m->d0 + (size_t)d];
+      rlist[rstart[r] + fill[r]++] = i;
     }
-    for (size_t i = 0; i < nm; i++) {
-      const cpli_fmsg *m = &f->m[i];
-      if (!m->send) continue;
-      for (int d = 0; d < m->nd; d++) {
-        const size_t r = f->dep[m->d0 + (size_t)d];
-        rlist[rstart[r] + fill[r]++] = i;
-      }
-    }
-    free(fill);
   }
   /* post every receive */
   for (size_t i = 0; i < nm && rc == CPL_OK; i++) {
@@ -164,15 +172,14 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
     int count;
     rc = msg_args(f, m, base0, &addr, &count, &type[i], &stage[i]);
     if (rc != CPL_OK) break;
-    ctx->xstep = (int)i;
-    rc = cpli_mpi_check(MPI_Irecv(addr, count, type[i] != MPI_DATATYPE_NULL ? type[i] : MPI_BYTE,
-                                  m->peer, FLOW_TAG, comm, &req[i]),
-                        "MPI_Irecv", "%s: receive from rank %d",
-                        cpli_ctx_where(ctx, comm, where, sizeof where), m->peer);
+    rc = posted(MPI_Irecv(addr, count, type[i] != MPI_DATATYPE_NULL ? type[i] : MPI_BYTE,
+                          m->peer, FLOW_TAG, comm, &req[i]),
+                "MPI_Irecv", "receive from", i, m->peer, comm, ctx);
     state[i] = 1;
   }
   size_t ndone = 0, first = 0, lo = 0;
-  unsigned polls = 0, idle = 0;
+  unsigned polls = 0, idle = 0, idle_polls = 0;
+  int progressed = 0;
   int dirty = 1;
   double deadline = ctx->timeout > 0 ? MPI_Wtime() + ctx->timeout : 0;
   while (rc == CPL_OK && ndone < nm) {
@@ -186,12 +193,9 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
         int count;
         rc = msg_args(f, m, m->buf ? (char *)base1 : base0, &addr, &count, &type[i], &stage[i]);
         if (rc != CPL_OK) break;
-        ctx->xstep = (int)i;
-        rc = cpli_mpi_check(MPI_Isend(addr, count,
-                                      type[i] != MPI_DATATYPE_NULL ? type[i] : MPI_BYTE, m->peer,
-                                      FLOW_TAG, comm, &req[i]),
-                            "MPI_Isend", "%s: send to rank %d",
-                            cpli_ctx_where(ctx, comm, where, sizeof where), m->peer);
+        rc = posted(MPI_Isend(addr, count, type[i] != MPI_DATATYPE_NULL ? type[i] : MPI_BYTE,
+                              m->peer, FLOW_TAG, comm, &req[i]),
+                    "MPI_Isend", "send to", i, m->peer, comm, ctx);
         state[i] = 1;
         nextord[m->peer]++;
         dirty = 1; /* the next send to this peer may be ready too */
@@ -225,20 +229,28 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
         for (size_t k = rstart[i]; k < rstart[i + 1]; k++)
           if (--pend[rlist[k]] == 0) dirty = 1;
     }
+    /* The clock is read every FLOW_CLOCK_POLLS idle polls, not per poll;
+     * progress since the last reading restarts the deadline there. */
     if (outcount > 0 || dirty) {
-      if (ctx->timeout > 0) deadline = MPI_Wtime() + ctx->timeout;
-    } else if (ctx->timeout > 0 && MPI_Wtime() > deadline) {
-      size_t w = 0;
-      while (w < nm && state[w] == 2) w++;
-      const cpli_fmsg *m = &f->m[w < nm ? w : 0];
-      ctx->xstep = (int)w;
-      rc = cpli_fail(CPL_ERR_TIMEOUT,
-                     "%s: %s rank %d (%zu bytes) did not complete within %g s "
-                     "(peer dead, stuck, or not in this collective)",
-                     cpli_ctx_where(ctx, comm, where, sizeof where),
-                     m->send ? (state[w] ? "send to" : "send (waiting for its data) to")
-                             : "receive from",
-                     m->peer, m->bytes, ctx->timeout);
+      progressed = 1;
+    } else if (ctx->timeout > 0 && ++idle_polls % FLOW_CLOCK_POLLS == 0) {
+      const double now = MPI_Wtime();
+      if (progressed) {
+        deadline = now + ctx->timeout;
+        progressed = 0;
+      } else if (now > deadline) {
+        size_t w = 0;
+        while (w < nm && state[w] == 2) w++;
+        const cpli_fmsg *m = &f->m[w < nm ? w : 0];
+        ctx->xstep = (int)w;
+        rc = cpli_fail(CPL_ERR_TIMEOUT,
+                       "%s: %s rank %d (%zu bytes) did not complete within %g s "
+                       "(peer dead, stuck, or not in this collective)",
+                       cpli_ctx_where(ctx, comm, where, sizeof where),
+                       m->send ? (state[w] ? "send to" : "send (waiting for its data) to")
+                               : "receive from",
+                       m->peer, m->bytes, ctx->timeout);
+      }
     }
   }
   if (rc != CPL_OK) /* leave nothing pending on the caller's buffers */
@@ -249,18 +261,8 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
         stage[i] = NULL; /* MPI may still touch it: leaked, not freed */
       }
 out:
-  for (size_t i = 0; type && i < nm; i++) free_type(&type[i]);
-  for (size_t i = 0; stage && i < nm; i++) free(stage[i]);
-  free(req);
-  free(type);
-  free(stage);
-  free(st);
-  free(idx);
-  free(pend);
-  free(ord);
-  free(nextord);
-  free(rstart);
-  free(rlist);
-  free(state);
+  for (size_t i = 0; i < nm; i++) free_type(&type[i]);
+  for (size_t i = 0; i < nm; i++) free(stage[i]);
+  free(arena);
   return rc;
 }

@@ -86,7 +86,7 @@ static int run_intra(const cpli_inter_args *a, MPI_Comm comm, cpli_blocks blk) {
   }
   cpl_intra_algorithm alg = a->intra;
   if (alg == CPL_INTRA_AUTO) alg = cpli_intra_pick(n, bytes, maxb, regular);
-  cpli_intra_args ia = {comm, blk, a->ctx};
+  cpli_intra_args ia = {comm, blk, a->ctx, NULL};
   const char *outer = a->ctx->alg;
   a->ctx->alg = cpl_intra_algorithm_name(alg);
   int rc = cpli_intra_fn_of(alg)(&ia);
@@ -223,18 +223,31 @@ static int dataflow(const cpli_inter_args *a, cpli_dir *d, int lrank) {
     o.nblocks = nb;
     o.chain = cpli_chain_preferred(q / p + 1, k);
   }
+  /* Everything the plan depends on; the link keeps plans per direction. */
+  const double param[] = {(double)o.chunk, o.ring, o.chain, (double)o.nblocks,
+                          (double)(a->sender ? a->own_bytes : 0)};
+  cpli_plan_key key;
+  const cpli_flow *plan = NULL;
+  if (cpli_plan_key_make(&key, param, 5, pure ? 0 : p, pure ? NULL : blk.counts,
+                         pure ? NULL : blk.displs) == CPL_OK)
+    plan = cpli_plan_cache_find(&d->plans, &key);
   cpli_flow f;
   cpli_flow_init(&f);
   a->ctx->xstep = 0;
-  int rc = cpli_flow_fc(&f, p, q, me, pure ? NULL : blk.counts, pure ? NULL : blk.displs,
-                        a->sender ? a->own_bytes : 0, &o);
-  char why[256];
-  if (rc == CPL_OK && cpli_flow_resolve(&f, why, sizeof why) != CPL_OK)
-    rc = cpli_fail(CPL_ERR_INTERNAL, "fc: invalid plan for rank %d of %d|%d: %s "
-                   "(a bug in Coupler)", me, p, q, why);
+  int rc = CPL_OK;
+  if (!plan) {
+    rc = cpli_flow_fc(&f, p, q, me, pure ? NULL : blk.counts, pure ? NULL : blk.displs,
+                      a->sender ? a->own_bytes : 0, &o);
+    char why[256];
+    if (rc == CPL_OK && cpli_flow_resolve(&f, why, sizeof why) != CPL_OK)
+      rc = cpli_fail(CPL_ERR_INTERNAL, "fc: invalid plan for rank %d of %d|%d: %s "
+                     "(a bug in Coupler)", me, p, q, why);
+    if (rc == CPL_OK) plan = cpli_plan_cache_put(&d->plans, &key, &f);
+  }
   if (rc == CPL_OK)
-    rc = cpli_flow_run(&f, d->merged, pure ? NULL : blk.base, a->sender ? a->own : NULL, a->ctx);
+    rc = cpli_flow_run(plan, d->merged, pure ? NULL : blk.base, a->sender ? a->own : NULL, a->ctx);
   cpli_flow_free(&f);
+  cpli_plan_key_free(&key);
   free(tmp);
   free(mem);
   return rc;

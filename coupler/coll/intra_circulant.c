@@ -12,6 +12,9 @@
  *   T7 = q alpha + beta * sum_k min(m, d_k * maxb)
  * (m total bytes, maxb the largest block; regular: q alpha + beta m (p-1)/p).
  * One big block travels in every round, so T7 tends to q beta maxb.
+ * As a dataflow the latency term is the dependency chain D <= q
+ * (cpli_circ_alg7_depth): rounds that forward nothing go at once, so
+ * p = 3 costs one start-up, p = 5, 6 two, where MPICH's Bruck pays q.
  *
  * Alg. 7 runs as a dataflow plan (sched/flow.h, coll/flow_exec.c): every
  * receive posted at once, each round cut into streams of at most
@@ -48,6 +51,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "sched/plan_cache.h"
 #include "coll/select.h"
 #include "sched/circulant.h"
 
@@ -59,7 +63,7 @@
 
 static double alg7_cost(const cpli_circ *c, double m, double maxb, double alpha,
                         double beta) {
-  double t = c->q * alpha;
+  double t = (cpli_flow_enabled() ? cpli_circ_alg7_depth(c) : c->q) * alpha;
   for (int k = 0; k < c->q; k++)
     t += beta * fmin(m, (double)(c->skips[k + 1] - c->skips[k]) * maxb);
   return t;
@@ -204,21 +208,33 @@ static int alg7(const cpli_intra_args *a, const cpli_circ *c, int r) {
   return rc;
 }
 
-/* Alg. 7 (or the ring) as a dataflow plan. */
+/* Alg. 7 (or the ring) as a dataflow plan, built once per layout and
+ * kept in the communicator's plan cache. */
 static int alg7_flow(const cpli_intra_args *a, const cpli_circ *c, int r, int ring) {
+  const size_t chunk = cpli_flow_chunk();
+  const double param[] = {ring ? 1 : 7, (double)chunk};
+  cpli_plan_key key;
+  const cpli_flow *plan = NULL;
+  if (cpli_plan_key_make(&key, param, 2, c->p, a->blk.counts, a->blk.displs) == CPL_OK)
+    plan = cpli_plan_cache_find(a->plans, &key);
   cpli_flow f;
   cpli_flow_init(&f);
-  int rc = cpli_flow_have(&f, 0, a->blk.displs[r], a->blk.counts[r]);
-  if (rc == CPL_OK && ring)
-    rc = cpli_flow_ring(&f, c->p, r, NULL, a->blk.counts, a->blk.displs, cpli_flow_chunk());
-  else if (rc == CPL_OK)
-    rc = cpli_flow_alg7(&f, c, r, NULL, a->blk.counts, a->blk.displs, cpli_flow_chunk());
-  char why[256];
-  if (rc == CPL_OK && cpli_flow_resolve(&f, why, sizeof why) != CPL_OK)
-    rc = cpli_fail(CPL_ERR_INTERNAL, "circulant: invalid plan for rank %d of %d: %s "
-                   "(a bug in Coupler)", r, c->p, why);
-  if (rc == CPL_OK) rc = cpli_flow_run(&f, a->comm, a->blk.base, NULL, a->ctx);
+  int rc = CPL_OK;
+  if (!plan) {
+    rc = cpli_flow_have(&f, 0, a->blk.displs[r], a->blk.counts[r]);
+    if (rc == CPL_OK && ring)
+      rc = cpli_flow_ring(&f, c->p, r, NULL, a->blk.counts, a->blk.displs, chunk);
+    else if (rc == CPL_OK)
+      rc = cpli_flow_alg7(&f, c, r, NULL, a->blk.counts, a->blk.displs, chunk);
+    char why[256];
+    if (rc == CPL_OK && cpli_flow_resolve(&f, why, sizeof why) != CPL_OK)
+      rc = cpli_fail(CPL_ERR_INTERNAL, "circulant: invalid plan for rank %d of %d: %s "
+                     "(a bug in Coupler)", r, c->p, why);
+    if (rc == CPL_OK) plan = cpli_plan_cache_put(a->plans, &key, &f);
+  }
+  if (rc == CPL_OK) rc = cpli_flow_run(plan, a->comm, a->blk.base, NULL, a->ctx);
   cpli_flow_free(&f);
+  cpli_plan_key_free(&key);
   return rc;
 }
 

@@ -6,6 +6,11 @@
 static int link_keyval = MPI_KEYVAL_INVALID;
 static int intra_keyval = MPI_KEYVAL_INVALID;
 
+typedef struct intra_cache {
+  MPI_Comm priv;
+  cpli_plan_cache plans;
+} intra_cache;
+
 static void free_comm(MPI_Comm *c) {
   if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
 }
@@ -20,6 +25,7 @@ static void dir_free(cpli_dir *d) {
   free(d->ring_recv_from);
   free(d->ring_recv_msg);
   free(d->ring_recv_dup);
+  cpli_plan_cache_clear(&d->plans);
   memset(d, 0, sizeof *d);
 }
 
@@ -39,8 +45,9 @@ static int intra_delete(MPI_Comm comm, int keyval, void *attr, void *extra) {
   (void)comm;
   (void)keyval;
   (void)extra;
-  MPI_Comm *c = attr;
-  free_comm(c);
+  intra_cache *c = attr;
+  free_comm(&c->priv);
+  cpli_plan_cache_clear(&c->plans);
   free(c);
   return MPI_SUCCESS;
 }
@@ -66,6 +73,7 @@ int cpli_link_get(MPI_Comm user_inter, cpli_link **out) {
   for (int i = 0; i < 2; i++) {
     l->dir[i].merged = l->dir[i].local = MPI_COMM_NULL;
     l->dir[i].fc_group = l->dir[i].fc_bcast = MPI_COMM_NULL;
+    cpli_plan_cache_init(&l->dir[i].plans);
   }
   rc = MPI_Comm_dup(user_inter, &l->inter);
   if (rc != MPI_SUCCESS) {
@@ -123,7 +131,23 @@ int cpli_sender_counts(cpli_dir *d, size_t own_bytes, int regular,
   return rc;
 }
 
-int cpli_intra_comm_get(MPI_Comm user_comm, MPI_Comm *priv) {
+/* Duplicate user_comm into the new cache entry c and attach it; frees c
+ * on failure. */
+static int dup_and_attach(MPI_Comm user_comm, intra_cache *c) {
+  int rc = MPI_Comm_dup(user_comm, &c->priv);
+  if (rc != MPI_SUCCESS) {
+    free(c);
+    return cpli_mpi_check(rc, "MPI_Comm_dup", "duplicating the communicator");
+  }
+  rc = MPI_Comm_set_attr(user_comm, intra_keyval, c);
+  if (rc != MPI_SUCCESS) {
+    intra_delete(user_comm, intra_keyval, c, NULL);
+    return cpli_mpi_check(rc, "MPI_Comm_set_attr", "caching the communicator");
+  }
+  return CPL_OK;
+}
+
+int cpli_intra_comm_get(MPI_Comm user_comm, MPI_Comm *priv, cpli_plan_cache **plans) {
   int rc;
   if (intra_keyval == MPI_KEYVAL_INVALID) {
     rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, intra_delete,
@@ -134,22 +158,14 @@ int cpli_intra_comm_get(MPI_Comm user_comm, MPI_Comm *priv) {
   int found = 0;
   rc = MPI_Comm_get_attr(user_comm, intra_keyval, &attr, &found);
   CPLI_TRY(cpli_mpi_check(rc, "MPI_Comm_get_attr", "communicator cache"));
-  if (found) {
-    *priv = *(MPI_Comm *)attr;
-    return CPL_OK;
+  intra_cache *c = attr;
+  if (!found) {
+    if (!(c = malloc(sizeof *c)))
+      return cpli_fail(CPL_ERR_NOMEM, "out of memory caching a communicator");
+    cpli_plan_cache_init(&c->plans);
+    CPLI_TRY(dup_and_attach(user_comm, c));
   }
-  MPI_Comm *c = malloc(sizeof *c);
-  if (!c) return cpli_fail(CPL_ERR_NOMEM, "out of memory caching a communicator");
-  rc = MPI_Comm_dup(user_comm, c);
-  if (rc != MPI_SUCCESS) {
-    free(c);
-    return cpli_mpi_check(rc, "MPI_Comm_dup", "duplicating the communicator");
-  }
-  rc = MPI_Comm_set_attr(user_comm, intra_keyval, c);
-  if (rc != MPI_SUCCESS) {
-    intra_delete(user_comm, intra_keyval, c, NULL);
-    return cpli_mpi_check(rc, "MPI_Comm_set_attr", "caching the communicator");
-  }
-  *priv = *c;
+  *priv = c->priv;
+  if (plans) *plans = &c->plans;
   return CPL_OK;
 }

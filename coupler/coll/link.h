@@ -9,6 +9,7 @@
 #define CPLI_LINK_H
 
 #include "coll/coll.h"
+#include "sched/plan_cache.h"
 #include "sched/sched.h"
 
 typedef struct cpli_dir {
@@ -28,6 +29,7 @@ typedef struct cpli_dir {
   int *ring_send_to, *ring_send_msg; /* per step; -1 = idle */
   int *ring_recv_from, *ring_recv_msg;
   unsigned char *ring_recv_dup;      /* receipt of a message already held */
+  cpli_plan_cache plans;             /* fc dataflow plans                 */
 } cpli_dir;
 
 typedef struct cpli_link {
@@ -50,7 +52,8 @@ int cpli_link_dir(cpli_link *l, int sender, cpli_dir **out);
 int cpli_sender_counts(cpli_dir *d, size_t own_bytes, int regular,
                        size_t *counts, cpli_ctx *ctx);
 
-/* Cache for intra-group communicators: a private dup. */
-int cpli_intra_comm_get(MPI_Comm user_comm, MPI_Comm *priv);
+/* Cache for intra-group communicators: a private dup and its plans
+ * (plans may be NULL). */
+int cpli_intra_comm_get(MPI_Comm user_comm, MPI_Comm *priv, cpli_plan_cache **plans);
 
 #endif

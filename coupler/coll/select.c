@@ -128,7 +128,11 @@ int cpli_ring_preferred_ab(int g, size_t total, double alpha, double beta) {
   const int e = env_flag("CPL_RING");
   if (e >= 0) return e;
   if (g <= 2) return 0; /* one exchange either way */
-  return (g - 1 - cpli_ceil_log2(g)) * alpha <=
+  cpli_circ c;
+  if (cpli_circ_init(&c, g) != CPL_OK) return 0;
+  /* Alg. 7's latency as it runs: its dependency chain, not its rounds */
+  const int depth = cpli_flow_enabled() ? cpli_circ_alg7_depth(&c) : c.q;
+  return (g - 1 - depth) * alpha <=
          CPLI_RING_SHARE * beta * (double)total * (g - 1) / g;
 }
 

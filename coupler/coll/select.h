@@ -46,9 +46,11 @@ int cpli_flow_enabled(void);
  * (all-to-all 1.20 of the bound against 1.05 for a ring shift, 5 nodes,
  * 2 MiB), and Alg. 7 lost 3-11% to the ring from 32 KiB up. The ring is
  * chosen while its extra start-ups cost at most CPLI_RING_SHARE of the
- * transfer time, (g - 1 - ceil(log2 g)) alpha <= share * beta * total
- * (g - 1) / g. CPL_RING (0 or 1) overrides; _ab takes explicit model
- * parameters.
+ * transfer time, (g - 1 - D) alpha <= share * beta * total (g - 1) / g,
+ * where D is Alg. 7's dependency chain as a dataflow (cpli_circ_alg7_depth;
+ * ceil(log2 g) in lockstep). So for g = 3 (D = 1, the ring 2) small
+ * allgathers stay on Alg. 7. CPL_RING (0 or 1) overrides; _ab takes
+ * explicit model parameters.
  * A p < q broadcast to g members of `bytes` runs as a pipelined chain
  * rather than Alg. 6 only if CPL_FC_CHAIN=1 (slower where measured). */
 #define CPLI_RING_SHARE 0.25

@@ -62,6 +62,18 @@ int cpli_circ_init(cpli_circ *c, int p) {
   return CPL_OK;
 }
 
+int cpli_circ_alg7_depth(const cpli_circ *c) {
+  int depth[CPLI_CIRC_QMAX], longest = 0;
+  for (int k = 0; k < c->q; k++) {
+    const int last = c->skips[k + 1] - c->skips[k] - 1; /* highest offset sent */
+    depth[k] = 1;
+    for (int j = 0; j < k && c->skips[j] <= last; j++)
+      if (depth[j] + 1 > depth[k]) depth[k] = depth[j] + 1;
+    if (depth[k] > longest) longest = depth[k];
+  }
+  return longest;
+}
+
 int cpli_circ_baseblock(const cpli_circ *c, int r) {
   if (r == 0) return c->q;
   /* Algorithm 2: find the homerange [skips[k], skips[k+1]) and fold down. */

@@ -49,6 +49,14 @@ typedef struct cpli_circ {
  * CPL_ERR_ARG if p < 1. */
 int cpli_circ_init(cpli_circ *c, int p);
 
+/* Alg. 7 (regular allgather) run as a dataflow: the longest chain of
+ * messages each of which forwards a block the previous one brought. Round
+ * k sends offsets 0 .. d_k - 1 (d_k = skips[k+1] - skips[k]); offset j > 0
+ * arrived in the round k' with skips[k'] <= j < skips[k'+1]. Rounds that
+ * forward nothing start at once, so the chain (1 for p = 3, 2 for p = 5
+ * and 6) can be shorter than q; 0 for p = 1. */
+int cpli_circ_alg7_depth(const cpli_circ *c);
+
 /* Baseblock of rank r (0 <= r < p): Algorithm 2 for r > 0, q for the root. */
 int cpli_circ_baseblock(const cpli_circ *c, int r);
 

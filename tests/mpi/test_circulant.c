@@ -53,7 +53,7 @@ static int run_allgatherv(MPI_Comm comm, const size_t *counts, int kind,
   memset(buf, 0xEE, total);
   for (size_t i = 0; i < counts[rank]; i++) buf[displs[rank] + i] = pat(rank, i, salt);
   cpli_ctx ctx = {.timeout = 20.0, .label = "test", .step = -1, .alg = "circulant"};
-  cpli_intra_args a = {comm, {(char *)buf, counts, displs}, &ctx};
+  cpli_intra_args a = {comm, {(char *)buf, counts, displs}, &ctx, NULL};
   int rc = cpli_intra_circulant_v(&a, variant, n);
   int bad = 0;
   if (rc != CPL_OK) {

@@ -95,6 +95,44 @@ static void alg7_case(int p, int ck, int lk, size_t chunk) {
   free(plans), free(pp), free(b0), free(b1), free(counts), free(displs);
 }
 
+/* The chain depth cpli_circ_alg7_depth predicts, read off rank 0's
+ * resolved plan: a send waits for the receives its dependencies name, and
+ * by symmetry the peer's send in that round has the depth of ours. */
+static void alg7_depth_case(int p) {
+  size_t *counts = malloc(sizeof *counts * p), *displs = malloc(sizeof *displs * p);
+  for (int j = 0; j < p; j++) counts[j] = 1, displs[j] = (size_t)j;
+  cpli_circ c;
+  cpli_circ_init(&c, p);
+  cpli_flow f;
+  cpli_flow_init(&f);
+  char why[256] = "";
+  int ok = cpli_flow_have(&f, 0, 0, 1) == CPL_OK &&
+           cpli_flow_alg7(&f, &c, 0, NULL, counts, displs, 0) == CPL_OK &&
+           cpli_flow_resolve(&f, why, sizeof why) == CPL_OK;
+  int depth[CPLI_CIRC_QMAX] = {0}, longest = 0;
+  for (size_t i = 0; i < f.nm && ok; i++) {
+    const cpli_fmsg *m = &f.m[i];
+    if (!m->send) continue;
+    int k = 0;
+    while (k < c.q && (p - c.skips[k]) % p != m->peer) k++;
+    ok = k < c.q;
+    depth[k] = 1;
+    for (int d = 0; d < m->nd && ok; d++) {
+      const int from = f.m[f.dep[m->d0 + (size_t)d]].peer;
+      int j = 0;
+      while (j < k && c.skips[j] != from) j++;
+      ok = j < k;
+      if (ok && depth[j] + 1 > depth[k]) depth[k] = depth[j] + 1;
+    }
+    if (depth[k] > longest) longest = depth[k];
+  }
+  CHECK(ok && longest == cpli_circ_alg7_depth(&c), "alg7 depth p=%d: plan %d, formula %d %s",
+        p, longest, cpli_circ_alg7_depth(&c), why);
+  cases++;
+  cpli_flow_free(&f);
+  free(counts), free(displs);
+}
+
 /* ---------------------------------------------------------- ring */
 
 static void ring_case(int p, int ck, int lk, size_t chunk) {
@@ -285,6 +323,9 @@ int main(void) {
         for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++)
           alg7_case(p, ck, lk, chunks[c]);
   for (int p = 25; p <= 70; p += 9) alg7_case(p, COUNTS_IRREGULAR, LAYOUT_GAPS, 5);
+  for (int p = 1; p <= 1100; p++) alg7_depth_case(p);
+  alg7_depth_case(4097);
+  alg7_depth_case(65537);
   for (int p = 1; p <= 17; p++)
     for (int ck = 0; ck < COUNTS_KINDS; ck++)
       for (int lk = 0; lk < LAYOUT_KINDS; lk++)
