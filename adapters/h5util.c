@@ -33,7 +33,8 @@ int cpli_h5_fail(const char *fmt, ...) {
   return cpli_fail(CPL_ERR_HDF5, "%s: %s (HDF5, in %s)", ctx, m.inner, m.api);
 }
 
-hid_t cpli_h5_fapl(MPI_Comm comm) {
+/* File access list for parallel HDF5 (MPI-IO) on comm; < 0 on failure. */
+static hid_t file_access(MPI_Comm comm) {
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
   if (fapl < 0) return -1;
   /* Metadata collective too: every rank makes the same calls anyway, and
@@ -47,13 +48,26 @@ hid_t cpli_h5_fapl(MPI_Comm comm) {
   return fapl;
 }
 
-hid_t cpli_h5_dxpl(void) {
+/* Transfer list for collective dataset reads and writes; < 0 on failure. */
+static hid_t collective_transfer(void) {
   hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
   if (dxpl >= 0 && H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE) < 0) {
     H5Pclose(dxpl);
     return -1;
   }
   return dxpl;
+}
+
+int cpli_h5_file(const char *path, MPI_Comm comm, int create, hid_t *file, hid_t *dxpl) {
+  *file = *dxpl = -1;
+  const hid_t fapl = file_access(comm);
+  if (fapl < 0) return cpli_h5_fail("MPI-IO file access");
+  *file = create ? H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)
+                 : H5Fopen(path, H5F_ACC_RDONLY, fapl);
+  H5Pclose(fapl);
+  if (*file < 0) return cpli_h5_fail(create ? "cannot create the file" : "cannot open the file");
+  if ((*dxpl = collective_transfer()) < 0) return cpli_h5_fail("collective transfer list");
+  return CPL_OK;
 }
 
 int cpli_h5_write_attr(hid_t obj, const char *name, hid_t type, size_t n,

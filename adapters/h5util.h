@@ -13,11 +13,12 @@ int cpli_h5_fail(const char *fmt, ...)
 #endif
     ;
 
-/* File access list for parallel HDF5 (MPI-IO) on `comm`; < 0 on failure. */
-hid_t cpli_h5_fapl(MPI_Comm comm);
-
-/* Transfer list for collective dataset reads and writes; < 0 on failure. */
-hid_t cpli_h5_dxpl(void);
+/* Open `path` read-only (create = 0) or create it, truncating (create =
+ * 1), collectively on `comm` with MPI-IO, and make the collective transfer
+ * list for its dataset reads and writes. On failure (CPL_ERR_HDF5, via
+ * cpli_h5_fail) what was not made is < 0; what was made is the caller's
+ * to close, as on success. */
+int cpli_h5_file(const char *path, MPI_Comm comm, int create, hid_t *file, hid_t *dxpl);
 
 /* Write attribute `name` of n elements of `type` on object `obj`. One
  * element is stored with a scalar dataspace, else a 1-D one of n. */

@@ -282,15 +282,7 @@ int cpli_hdf5_sink_run(cpl_context *ctx, const char *path) {
   cpli_h5_describe_path(path, s.where, sizeof s.where);
   int rc = open_links(ctx, &s);
   if (rc == CPL_OK) rc = make_parent_dirs(path, comm, s.rank);
-  hid_t fapl = rc == CPL_OK ? cpli_h5_fapl(comm) : -1;
-  if (rc == CPL_OK && fapl < 0) rc = cpli_h5_fail("MPI-IO file access");
-  if (rc == CPL_OK) {
-    s.file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-    if (s.file < 0) rc = cpli_h5_fail("cannot create the file");
-  }
-  if (fapl >= 0) H5Pclose(fapl);
-  if (rc == CPL_OK && (s.dxpl = cpli_h5_dxpl()) < 0)
-    rc = cpli_h5_fail("collective transfer list");
+  if (rc == CPL_OK) rc = cpli_h5_file(path, comm, 1, &s.file, &s.dxpl);
   if (rc == CPL_OK && s.nlinks == 0 && s.rank == 0)
     fprintf(stderr, "cpl-component[%s]: warning: sink has no input link; "
             "file %s stays empty\n", s.name, s.where);

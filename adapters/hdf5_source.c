@@ -419,13 +419,7 @@ int cpli_hdf5_source_run(cpl_context *ctx, const char *path) {
   MPI_Comm_size(comm, &s.size);
   cpli_h5_describe_path(path, s.where, sizeof s.where);
   int rc = open_ports(ctx, &s);
-  hid_t fapl = rc == CPL_OK ? cpli_h5_fapl(comm) : -1;
-  if (rc == CPL_OK && fapl < 0) rc = cpli_h5_fail("MPI-IO file access");
-  if (rc == CPL_OK && (s.file = H5Fopen(path, H5F_ACC_RDONLY, fapl)) < 0)
-    rc = cpli_h5_fail("cannot open the file");
-  if (fapl >= 0) H5Pclose(fapl);
-  if (rc == CPL_OK && (s.dxpl = cpli_h5_dxpl()) < 0)
-    rc = cpli_h5_fail("collective transfer list");
+  if (rc == CPL_OK) rc = cpli_h5_file(path, comm, 0, &s.file, &s.dxpl);
   if (rc == CPL_OK) rc = replay(&s);
   if (rc == CPL_OK) rc = close_ports(&s);
   if (s.dxpl >= 0) H5Pclose(s.dxpl);
