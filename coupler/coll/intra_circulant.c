@@ -63,7 +63,7 @@
 
 static double alg7_cost(const cpli_circ *c, double m, double maxb, double alpha,
                         double beta) {
-  double t = (cpli_flow_enabled() ? cpli_circ_alg7_depth(c) : c->q) * alpha;
+  double t = cpli_alg7_startups(c) * alpha;
   for (int k = 0; k < c->q; k++)
     t += beta * fmin(m, (double)(c->skips[k + 1] - c->skips[k]) * maxb);
   return t;
@@ -111,7 +111,7 @@ int cpli_circulant_plan(int p, size_t total_bytes, size_t max_block,
     *nblocks = n;
     return CPLI_CIRC_ALG9;
   }
-  return cpli_ring_preferred_ab(p, total_bytes, alpha, beta) ? CPLI_CIRC_RING : CPLI_CIRC_ALG7;
+  return cpli_ring_preferred_ab(&c, total_bytes, alpha, beta) ? CPLI_CIRC_RING : CPLI_CIRC_ALG7;
 }
 
 double cpli_circulant_cost(int p, size_t total_bytes, size_t max_block,

@@ -124,22 +124,25 @@ static int env_flag(const char *var) {
   return -1;
 }
 
-int cpli_ring_preferred_ab(int g, size_t total, double alpha, double beta) {
+int cpli_alg7_startups(const cpli_circ *c) {
+  return cpli_flow_enabled() ? cpli_circ_alg7_depth(c) : c->q;
+}
+
+int cpli_ring_preferred_ab(const cpli_circ *c, size_t total, double alpha, double beta) {
   const int e = env_flag("CPL_RING");
   if (e >= 0) return e;
+  const int g = c->p;
   if (g <= 2) return 0; /* one exchange either way */
-  cpli_circ c;
-  if (cpli_circ_init(&c, g) != CPL_OK) return 0;
-  /* Alg. 7's latency as it runs: its dependency chain, not its rounds */
-  const int depth = cpli_flow_enabled() ? cpli_circ_alg7_depth(&c) : c.q;
-  return (g - 1 - depth) * alpha <=
+  return (g - 1 - cpli_alg7_startups(c)) * alpha <=
          CPLI_RING_SHARE * beta * (double)total * (g - 1) / g;
 }
 
 int cpli_ring_preferred(int g, size_t total) {
   double alpha, beta;
   cpli_model_params(&alpha, &beta);
-  return cpli_ring_preferred_ab(g, total, alpha, beta);
+  cpli_circ c;
+  if (cpli_circ_init(&c, g) != CPL_OK) return 0;
+  return cpli_ring_preferred_ab(&c, total, alpha, beta);
 }
 
 int cpli_chain_preferred(int g, size_t bytes) {

@@ -50,12 +50,15 @@ int cpli_flow_enabled(void);
  * where D is Alg. 7's dependency chain as a dataflow (cpli_circ_alg7_depth;
  * ceil(log2 g) in lockstep). So for g = 3 (D = 1, the ring 2) small
  * allgathers stay on Alg. 7. CPL_RING (0 or 1) overrides; _ab takes
- * explicit model parameters.
+ * the group's schedule and explicit model parameters.
  * A p < q broadcast to g members of `bytes` runs as a pipelined chain
  * rather than Alg. 6 only if CPL_FC_CHAIN=1 (slower where measured). */
 #define CPLI_RING_SHARE 0.25
 int cpli_ring_preferred(int g, size_t total);
-int cpli_ring_preferred_ab(int g, size_t total, double alpha, double beta);
+int cpli_ring_preferred_ab(const cpli_circ *c, size_t total, double alpha, double beta);
+/* Start-ups Alg. 7 pays on c's group: its dependency chain when it runs
+ * as a dataflow, its q rounds in lockstep (CPL_FLOW=0). */
+int cpli_alg7_startups(const cpli_circ *c);
 int cpli_chain_preferred(int g, size_t bytes);
 
 /* ceil(log2 n), 0 for n <= 1. */
