@@ -28,17 +28,15 @@ void cpl_coll_options_init(cpl_coll_options *opt) {
   opt->step = -1;
 }
 
+/* Every collective starts here: the CPL_* variables are read once, now. */
 static int make_ctx(const cpl_coll_options *opt, cpli_ctx *ctx) {
+  const cpli_tuning *env = cpli_tuning_refresh();
   double t = opt ? opt->timeout : 0;
   if (t == 0) {
-    const char *e = getenv("CPL_TIMEOUT");
-    t = DEFAULT_TIMEOUT;
-    if (e && *e) {
-      char *end;
-      t = strtod(e, &end);
-      if (*end || !isfinite(t))
-        return cpli_fail(CPL_ERR_ENV, "CPL_TIMEOUT: expected seconds (negative: none), got \"%s\"", e);
-    }
+    if (env->timeout_bad)
+      return cpli_fail(CPL_ERR_ENV, "CPL_TIMEOUT: expected seconds (negative: none), got \"%s\"",
+                       env->timeout_bad);
+    t = env->timeout_set ? env->timeout : DEFAULT_TIMEOUT;
   }
   if (isnan(t)) return cpli_fail(CPL_ERR_ARG, "timeout is NaN");
   *ctx = (cpli_ctx){.timeout = t, .label = opt && opt->label ? opt->label : "",

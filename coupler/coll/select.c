@@ -21,6 +21,7 @@
 
 #include "coll/select.h"
 #include "coll/intra_circulant.h"
+#include "coll/tuning.h"
 
 static const char *const inter_names[CPL_INTER_COUNT] = {
     [CPL_INTER_AUTO] = "auto", [CPL_INTER_FC] = "fc", [CPL_INTER_RING] = "ring",
@@ -65,9 +66,11 @@ int cpl_intra_algorithm_parse(const char *name, cpl_intra_algorithm *out) {
   return CPL_OK;
 }
 
-static int env_alg(const char *var, int (*parse_fn)(const char *, void *), void *out) {
-  const char *v = getenv(var);
-  if (!v || !*v) return CPL_OK;
+/* An algorithm named in the environment (empty: none); a bad name is
+ * CPL_ERR_ENV naming the variable. */
+static int env_alg(const char *var, const char *v, int (*parse_fn)(const char *, void *),
+                   void *out) {
+  if (!*v) return CPL_OK;
   if (parse_fn(v, out) != CPL_OK) {
     cpli_error_prefix("%s: ", var);
     return CPL_ERR_ENV;
@@ -80,56 +83,30 @@ static int parse_intra_v(const char *s, void *o) { return cpl_intra_algorithm_pa
 
 int cpli_env_inter(cpl_inter_algorithm *out) {
   *out = CPL_INTER_AUTO;
-  return env_alg("CPL_INTER_ALGORITHM", parse_inter_v, out);
+  return env_alg("CPL_INTER_ALGORITHM", cpli_tuning_now()->inter, parse_inter_v, out);
 }
 
 int cpli_env_intra(cpl_intra_algorithm *out) {
   *out = CPL_INTRA_AUTO;
-  return env_alg("CPL_INTRA_ALGORITHM", parse_intra_v, out);
-}
-
-static double env_double(const char *var, double dflt) {
-  const char *v = getenv(var);
-  if (!v || !*v) return dflt;
-  char *end;
-  double d = strtod(v, &end);
-  return (*end == '\0' && d > 0 && isfinite(d)) ? d : dflt;
+  return env_alg("CPL_INTRA_ALGORITHM", cpli_tuning_now()->intra, parse_intra_v, out);
 }
 
 void cpli_model_params(double *alpha, double *beta) {
-  /* Defaults: 5 us latency, 10 GB/s links. */
-  *alpha = env_double("CPL_ALPHA", 5e-6);
-  *beta = env_double("CPL_BETA", 1e-10);
+  const cpli_tuning *t = cpli_tuning_now();
+  *alpha = t->alpha;
+  *beta = t->beta;
 }
 
-size_t cpli_flow_chunk(void) {
-  const char *v = getenv("CPL_CHUNK");
-  if (!v || !*v) return CPLI_DEFAULT_CHUNK;
-  char *end;
-  double d = strtod(v, &end);
-  if (*end == 'k' || *end == 'K') d *= 1024, end++;
-  else if (*end == 'm' || *end == 'M') d *= 1024 * 1024, end++;
-  if (*end || !(d >= 1) || d > 1e15) return CPLI_DEFAULT_CHUNK;
-  return (size_t)d;
-}
+size_t cpli_flow_chunk(void) { return cpli_tuning_now()->chunk; }
 
-int cpli_flow_enabled(void) {
-  const char *v = getenv("CPL_FLOW");
-  return !(v && v[0] == '0' && v[1] == '\0');
-}
-
-static int env_flag(const char *var) {
-  const char *v = getenv(var);
-  if (v && (v[0] == '0' || v[0] == '1') && v[1] == '\0') return v[0] - '0';
-  return -1;
-}
+int cpli_flow_enabled(void) { return cpli_tuning_now()->flow; }
 
 int cpli_alg7_startups(const cpli_circ *c) {
   return cpli_flow_enabled() ? cpli_circ_alg7_depth(c) : c->q;
 }
 
 int cpli_ring_preferred_ab(const cpli_circ *c, size_t total, double alpha, double beta) {
-  const int e = env_flag("CPL_RING");
+  const int e = cpli_tuning_now()->ring;
   if (e >= 0) return e;
   const int g = c->p;
   if (g <= 2) return 0; /* one exchange either way */
@@ -146,7 +123,7 @@ int cpli_ring_preferred(int g, size_t total) {
 }
 
 int cpli_chain_preferred(int g, size_t bytes) {
-  const int e = env_flag("CPL_FC_CHAIN");
+  const int e = cpli_tuning_now()->fc_chain;
   if (e >= 0) return e;
   (void)g;
   (void)bytes;
@@ -219,22 +196,22 @@ cpl_intra_algorithm cpli_intra_pick(int n, size_t bytes, size_t maxb, int regula
   return best;
 }
 
-double cpl_intra_cost(cpl_intra_algorithm a, int p, size_t bytes, double alpha,
-                      double beta) {
+static double intra_cost(cpl_intra_algorithm a, int p, size_t bytes, double alpha,
+                         double beta) {
   if (a == CPL_INTRA_AUTO) a = cpli_intra_pick(p, bytes, p ? bytes / p : 0, 1);
   return cpli_intra_cost_v(a, p, bytes, p ? bytes / p : 0, 1, alpha, beta);
 }
 
-double cpl_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes,
-                      double alpha, double beta) {
+static double inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes,
+                         double alpha, double beta) {
   const double m = (double)bytes, k = p ? m / p : 0;
   const int Lp = cpli_ceil_log2(p);
   switch (a) {
   case CPL_INTER_FC:
     if (p >= q) /* one inter step, then an allgather among p */
-      return alpha + beta * k + cpl_intra_cost(CPL_INTRA_AUTO, p, bytes, alpha, beta);
+      return alpha + beta * k + intra_cost(CPL_INTRA_AUTO, p, bytes, alpha, beta);
     return bcast_pipelined(q / p + 1, k, alpha, beta) +
-           cpl_intra_cost(CPL_INTRA_AUTO, p + (q % p ? (q % p + q / p - 1) / (q / p) : 0),
+           intra_cost(CPL_INTRA_AUTO, p + (q % p ? (q % p + q / p - 1) / (q / p) : 0),
                           bytes, alpha, beta);
   case CPL_INTER_RING: {
     /* p + q/2 steps of one block each (even sizes; odd sizes round up). */
@@ -254,8 +231,21 @@ double cpl_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes,
   }
 }
 
+double cpl_intra_cost(cpl_intra_algorithm a, int p, size_t bytes, double alpha,
+                      double beta) {
+  cpli_tuning_refresh();
+  return intra_cost(a, p, bytes, alpha, beta);
+}
+
+double cpl_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes,
+                      double alpha, double beta) {
+  cpli_tuning_refresh();
+  return inter_cost(a, p, q, bytes, alpha, beta);
+}
+
 int cpl_inter_select(int p, int q, size_t bytes, const cpl_coll_options *opt,
                      cpl_inter_algorithm *out) {
+  cpli_tuning_refresh();
   cpl_inter_algorithm a = opt ? opt->inter : CPL_INTER_AUTO, env;
   CPLI_TRY(cpli_env_inter(&env));
   if (env != CPL_INTER_AUTO) a = env;
@@ -267,7 +257,7 @@ int cpl_inter_select(int p, int q, size_t bytes, const cpl_coll_options *opt,
     /* Ring is for ring networks; it is never chosen automatically. */
     const cpl_inter_algorithm order[] = {CPL_INTER_FC, CPL_INTER_ROOT, CPL_INTER_NATIVE};
     for (size_t i = 0; i < 3; i++) {
-      double c = cpl_inter_cost(order[i], p, q, bytes, alpha, beta);
+      double c = inter_cost(order[i], p, q, bytes, alpha, beta);
       if (c < best) best = c, a = order[i];
     }
   }
@@ -287,6 +277,7 @@ int cpli_intra_requested(const cpl_coll_options *opt, cpl_intra_algorithm *out) 
 
 int cpl_intra_select(int p, size_t bytes, int regular, const cpl_coll_options *opt,
                      cpl_intra_algorithm *out) {
+  cpli_tuning_refresh();
   CPLI_TRY(cpli_intra_requested(opt, out));
   if (*out == CPL_INTRA_AUTO) *out = cpli_intra_pick(p, bytes, p ? bytes / p : 0, regular);
   return CPL_OK;

@@ -3,9 +3,10 @@
 #define CPLI_SELECT_H
 
 #include "coll/coll.h"
+#include "coll/tuning.h"
 
 /* Model parameters: CPL_ALPHA (s) and CPL_BETA (s/byte) from the
- * environment, else defaults for a typical cluster. */
+ * environment, else defaults for a typical cluster (coll/tuning.h). */
 void cpli_model_params(double *alpha, double *beta);
 
 /* Environment override for the inter/intra algorithm; CPL_ERR_ENV with the
@@ -34,7 +35,6 @@ double cpli_intra_cost_v(cpl_intra_algorithm a, int n, size_t bytes, size_t maxb
  * CPLI_DEFAULT_CHUNK), and whether plans are used at all (CPL_FLOW=0 runs
  * the lockstep implementations instead, for A/B comparisons). Every rank
  * must see the same values. */
-#define CPLI_DEFAULT_CHUNK ((size_t)32 * 1024)
 size_t cpli_flow_chunk(void);
 int cpli_flow_enabled(void);
 

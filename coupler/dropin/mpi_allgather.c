@@ -236,7 +236,7 @@ static int cpli_mpi_inter(const cpli_mpi_call *c) {
   cpl_coll_options_init(&opt);
   /* MPI_Allgather waits as long as it takes; only an explicit CPL_TIMEOUT
    * turns on the engine's deadline. */
-  opt.timeout = getenv("CPL_TIMEOUT") && *getenv("CPL_TIMEOUT") ? 0 : -1;
+  opt.timeout = cpli_tuning_now()->timeout_set ? 0 : -1;
   opt.label = c->fn;
   for (int phase = 0; phase < 2 && rc == CPL_OK; phase++) {
     const int sending = (phase == 0) == (first != 0);
@@ -320,7 +320,7 @@ static int cpli_mpi_intra(const cpli_mpi_call *c) {
   cpl_coll_options opt;
   cpl_coll_options_init(&opt);
   opt.intra = a;
-  opt.timeout = getenv("CPL_TIMEOUT") && *getenv("CPL_TIMEOUT") ? 0 : -1;
+  opt.timeout = cpli_tuning_now()->timeout_set ? 0 : -1;
   opt.label = c->fn;
   rc = regular ? cpl_intra_allgather(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
                                      c->recvcount, c->recvtype, c->comm, &opt)
@@ -334,6 +334,7 @@ static int cpli_mpi_intra(const cpli_mpi_call *c) {
 
 static int cpli_mpi_dispatch(const cpli_mpi_call *c) {
   atomic_fetch_add(&cpli_mpi_calls, 1);
+  cpli_tuning_refresh();
   int inter = 0;
   /* A null or invalid communicator, or CPL_MPI_DISABLE: MPI's own call,
    * which reports bad communicators the standard way. */

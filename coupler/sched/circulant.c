@@ -38,11 +38,13 @@ static void prefix_counts(const cpli_circ *c, long long L, int *cnt) {
 int cpli_circ_init(cpli_circ *c, int p) {
   if (!c || p < 1)
     return cpli_fail(CPL_ERR_ARG, "circulant schedule: need p >= 1, got %d", p);
-  memset(c, 0, sizeof *c);
   c->p = p;
   int q = 0;
   while (q < CPLI_CIRC_QMAX && (1LL << q) < p) q++;
   c->q = q;
+  /* Only rows 0..q and columns 0..q-1 of full[] mean anything: zero those,
+   * not the whole 4 KiB table (every intra call builds this). */
+  for (int k = 0; k <= q; k++) memset(c->full[k], 0, sizeof c->full[k][0] * (size_t)q);
   /* Algorithm 1: successive halving, rounding up. */
   long long s = p;
   for (int k = q; k > 0; k--) {

@@ -1,0 +1,78 @@
+/*
+ * Environment snapshot (coll/tuning.h): defaults when unset or empty, the
+ * same parsing as before the snapshot existed (bad numbers fall back to the
+ * defaults, a bad timeout is reported), and a change made with setenv
+ * between two calls is always seen, including a value changed back and a
+ * value longer than the remembered length, from the next refresh on.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/tuning.h"
+#include "check.h"
+
+static void unset_all(void) {
+  const char *v[] = {"CPL_ALPHA", "CPL_BETA", "CPL_CHUNK", "CPL_FLOW", "CPL_RING",
+                     "CPL_FC_CHAIN", "CPL_INTER_ALGORITHM", "CPL_INTRA_ALGORITHM",
+                     "CPL_TIMEOUT"};
+  for (size_t i = 0; i < sizeof v / sizeof *v; i++) unsetenv(v[i]);
+}
+
+int main(void) {
+  unset_all();
+  const cpli_tuning *t = cpli_tuning_refresh();
+  CHECK(t->alpha == CPLI_DEFAULT_ALPHA && t->beta == CPLI_DEFAULT_BETA, "model defaults");
+  CHECK(t->chunk == CPLI_DEFAULT_CHUNK && t->flow == 1, "chunk %zu flow %d", t->chunk, t->flow);
+  CHECK(t->ring == -1 && t->fc_chain == -1, "flags unset: %d %d", t->ring, t->fc_chain);
+  CHECK(!*t->inter && !*t->intra && !t->timeout_set && !t->timeout_bad, "names, timeout unset");
+
+  setenv("CPL_ALPHA", "2e-5", 1);
+  setenv("CPL_BETA", "-1", 1); /* not positive: default */
+  setenv("CPL_CHUNK", "128K", 1);
+  setenv("CPL_FLOW", "0", 1);
+  setenv("CPL_RING", "1", 1);
+  setenv("CPL_FC_CHAIN", "yes", 1); /* not 0 or 1: the model decides */
+  setenv("CPL_INTRA_ALGORITHM", "bruck", 1);
+  setenv("CPL_TIMEOUT", "2.5", 1);
+  setenv("CPL_NODE_ADDR", "10.77.0.1", 1); /* other CPL_ names are ignored */
+  t = cpli_tuning_refresh();
+  CHECK(t->alpha == 2e-5 && t->beta == CPLI_DEFAULT_BETA, "alpha %g beta %g", t->alpha, t->beta);
+  CHECK(t->chunk == 128 * 1024 && t->flow == 0, "chunk %zu flow %d", t->chunk, t->flow);
+  CHECK(t->ring == 1 && t->fc_chain == -1, "ring %d chain %d", t->ring, t->fc_chain);
+  CHECK(strcmp(t->intra, "bruck") == 0 && !*t->inter, "intra \"%s\"", t->intra);
+  CHECK(t->timeout_set && t->timeout == 2.5 && !t->timeout_bad, "timeout %g", t->timeout);
+
+  setenv("CPL_CHUNK", "1M", 1);
+  setenv("CPL_TIMEOUT", "soon", 1);
+  t = cpli_tuning_refresh();
+  CHECK(t->chunk == 1024 * 1024, "chunk changed: %zu", t->chunk);
+  CHECK(t->timeout_bad && strcmp(t->timeout_bad, "soon") == 0, "bad timeout kept as text");
+
+  setenv("CPL_CHUNK", "128K", 1); /* back to an earlier value */
+  unsetenv("CPL_TIMEOUT");
+  t = cpli_tuning_refresh();
+  CHECK(t->chunk == 128 * 1024 && !t->timeout_set && !t->timeout_bad, "changed back");
+
+  char long_name[300];
+  memset(long_name, 'x', sizeof long_name - 1);
+  long_name[sizeof long_name - 1] = '\0';
+  setenv("CPL_INTER_ALGORITHM", long_name, 1);
+  t = cpli_tuning_refresh();
+  CHECK(strcmp(t->inter, long_name) == 0, "a long value is passed on whole");
+  CHECK(t->chunk == 128 * 1024 && t->ring == 1, "other values with a long one");
+  setenv("CPL_INTER_ALGORITHM", "fc", 1);
+  t = cpli_tuning_refresh();
+  CHECK(strcmp(t->inter, "fc") == 0, "after a long value: \"%s\"", t->inter);
+
+  setenv("CPL_CHUNK", "", 1); /* empty is unset */
+  setenv("CPL_FLOW", "", 1);
+  t = cpli_tuning_refresh();
+  CHECK(t->chunk == CPLI_DEFAULT_CHUNK && t->flow == 1, "empty values");
+  CHECK(cpli_tuning_refresh() == t, "one snapshot per thread");
+  setenv("CPL_CHUNK", "64K", 1); /* seen from the next refresh on */
+  CHECK(cpli_tuning_now()->chunk == CPLI_DEFAULT_CHUNK, "now() does not read the environment");
+  CHECK(cpli_tuning_refresh()->chunk == 64 * 1024 && cpli_tuning_now()->chunk == 64 * 1024,
+        "refresh reads it");
+  unset_all();
+  return failures != 0;
+}
