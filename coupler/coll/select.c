@@ -21,7 +21,6 @@
 
 #include "coll/select.h"
 #include "coll/intra_circulant.h"
-#include "coll/tuning.h"
 
 static const char *const inter_names[CPL_INTER_COUNT] = {
     [CPL_INTER_AUTO] = "auto", [CPL_INTER_FC] = "fc", [CPL_INTER_RING] = "ring",
@@ -212,7 +211,7 @@ static double inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes,
       return alpha + beta * k + intra_cost(CPL_INTRA_AUTO, p, bytes, alpha, beta);
     return bcast_pipelined(q / p + 1, k, alpha, beta) +
            intra_cost(CPL_INTRA_AUTO, p + (q % p ? (q % p + q / p - 1) / (q / p) : 0),
-                          bytes, alpha, beta);
+                      bytes, alpha, beta);
   case CPL_INTER_RING: {
     /* p + q/2 steps of one block each (even sizes; odd sizes round up). */
     const int pe = p + (p & 1), qe = q + (q & 1);
@@ -243,9 +242,8 @@ double cpl_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes,
   return inter_cost(a, p, q, bytes, alpha, beta);
 }
 
-int cpl_inter_select(int p, int q, size_t bytes, const cpl_coll_options *opt,
-                     cpl_inter_algorithm *out) {
-  cpli_tuning_refresh();
+int cpli_inter_select(int p, int q, size_t bytes, const cpl_coll_options *opt,
+                      cpl_inter_algorithm *out) {
   cpl_inter_algorithm a = opt ? opt->inter : CPL_INTER_AUTO, env;
   CPLI_TRY(cpli_env_inter(&env));
   if (env != CPL_INTER_AUTO) a = env;
@@ -263,6 +261,12 @@ int cpl_inter_select(int p, int q, size_t bytes, const cpl_coll_options *opt,
   }
   *out = a;
   return CPL_OK;
+}
+
+int cpl_inter_select(int p, int q, size_t bytes, const cpl_coll_options *opt,
+                     cpl_inter_algorithm *out) {
+  cpli_tuning_refresh();
+  return cpli_inter_select(p, q, bytes, opt, out);
 }
 
 int cpli_intra_requested(const cpl_coll_options *opt, cpl_intra_algorithm *out) {

@@ -14,6 +14,11 @@ void cpli_model_params(double *alpha, double *beta);
 int cpli_env_inter(cpl_inter_algorithm *out);
 int cpli_env_intra(cpl_intra_algorithm *out);
 
+/* cpl_inter_select on the values the caller's entry point has read
+ * (coll/tuning.h): the environment is not read again. */
+int cpli_inter_select(int p, int q, size_t bytes, const cpl_coll_options *opt,
+                      cpl_inter_algorithm *out);
+
 /* The intra algorithm asked for by the options or, overriding them, the
  * environment; AUTO if neither names one. */
 int cpli_intra_requested(const cpl_coll_options *opt, cpl_intra_algorithm *out);
