@@ -23,6 +23,7 @@ static const char *const descriptions[CPL_STATUS_COUNT] = {
     [CPL_ERR_HDF5] = "HDF5 call failed",
     [CPL_ERR_STATE] = "call out of order",
     [CPL_ERR_UNSUPPORTED] = "not supported",
+    [CPL_ERR_NOT_FOUND] = "step not held by the producer",
     [CPL_ERR_INTERNAL] = "internal error (a bug in Coupler)",
     [CPL_END_OF_STREAM] = "end of stream",
 };

@@ -38,6 +38,7 @@ typedef enum cpl_status {
   CPL_ERR_HDF5,        /* an HDF5 call failed                               */
   CPL_ERR_STATE,       /* call out of order (e.g. put outside a step)       */
   CPL_ERR_UNSUPPORTED, /* valid request this build cannot do                */
+  CPL_ERR_NOT_FOUND,   /* the requested step is not held by the producer   */
   CPL_ERR_INTERNAL,    /* a bug in Coupler: please report                   */
   CPL_END_OF_STREAM,   /* not an error: the producer has finished           */
   CPL_STATUS_COUNT
@@ -431,12 +432,99 @@ int cpl_input_attr_get(const cpl_input *in, const char *dataset,
 
 int cpl_input_end_step(cpl_input *in);
 
+/* Requests for cpl_input_begin_step_at (step numbers are >= 0). */
+#define CPL_STEP_NEXT (-1L)   /* the step after the last one taken     */
+#define CPL_STEP_LATEST (-2L) /* the newest step the producer holds    */
+
+/* As cpl_input_begin_step, but ask for a particular step: CPL_STEP_NEXT,
+ * CPL_STEP_LATEST (older steps are passed over by this consumer), or a step
+ * number. A producer serves a step it still holds (queued, or kept by a
+ * stage) or waits to make it; one it no longer holds, or never made, is
+ * CPL_ERR_NOT_FOUND with the range it holds, and the link stays usable. */
+int cpl_input_begin_step_at(cpl_input *in, long want, long *step);
+
+/* -------------------------------------------------- selective delivery
+ * By default every consumer rank receives every dataset whole. A rank that
+ * declares what it reads receives only that: the producer ranks send each
+ * consumer rank the parts of their blocks inside its boxes (an M x N
+ * redistribution), so a rank's memory for a step is its boxes, not the
+ * global arrays. Selections are local calls, made after open or between
+ * steps; they take effect at the next begin_step and stay until changed.
+ * Once a rank selected anything, it reads only what it selected: a get
+ * outside its boxes is CPL_ERR_ARG, and datasets it did not select (by
+ * name or by a default) are not sent to it. Which mechanism moves the step
+ * (the allgather to every rank, or the redistribution) is the link's
+ * `delivery` (YAML): `auto` picks by the cost model.
+ */
+
+/* Read only these boxes of `dataset` (NULL: of every dataset with `ndims`
+ * dimensions that has no selection of its own). start and count hold
+ * nboxes x ndims values, box after box. Boxes may overlap (shared elements
+ * travel once) and may reach past the array (they are clipped to it);
+ * nboxes 0 means this rank reads nothing of it. Replaces an earlier
+ * selection of the same dataset (or of the default). */
+int cpl_input_select(cpl_input *in, const char *dataset, int ndims,
+                     int nboxes, const hsize_t start[], const hsize_t count[]);
+
+/* Read only part `part` of `nparts` of dimension 0 (rows split as evenly as
+ * possible, part 0 first; other dimensions whole), resolved at every step
+ * from the dataset's dims. dataset NULL: every dataset without a selection
+ * of its own, whatever its rank. */
+int cpl_input_select_rows(cpl_input *in, const char *dataset, int part,
+                          int nparts);
+
+/* Forget this rank's selections: whole datasets again from the next step. */
+int cpl_input_select_clear(cpl_input *in);
+
+typedef struct cpl_input_stats {
+  long steps;          /* steps taken                                    */
+  long selective;      /* of them, moved by redistribution               */
+  size_t bytes;        /* bytes this rank received, all steps            */
+  size_t bytes_held;   /* bytes of step data this rank holds now         */
+  size_t bytes_max;    /* most bytes of step data held at once           */
+} cpl_input_stats;
+
+int cpl_input_stats_get(const cpl_input *in, cpl_input_stats *st);
+
 /* Tell the producer this consumer is done (it stops waiting for it), and
  * free the port. */
 int cpl_input_close(cpl_input *in);
 
 /* Which link this port is, as cpl_port_link reports it. */
 int cpl_input_link(const cpl_input *in, cpl_link_end *out);
+
+/* ------------------------------------------------ serving steps on request
+ * A component that keeps steps (a staging service) answers each consumer's
+ * requests itself instead of queueing every step for every link: it polls
+ * the port's links for requests, then builds the step a request asks for
+ * (begin_step, puts, attrs) and sends it to that one link. All calls are
+ * collective over the component, like the rest of the port's calls.
+ */
+
+/* Switch a freshly opened port to serving: end_step is replaced by
+ * cpl_output_send, and step numbers need not increase. */
+int cpl_output_serve(cpl_output *out);
+
+#define CPL_REQ_NONE (-3L) /* no request pending on the link           */
+#define CPL_REQ_GONE (-4L) /* the consumer closed its input (or ended)  */
+
+/* Wait up to `seconds` until some link has a request; want[i] (one per link
+ * of the port, cpl_output_link_count) is then CPL_REQ_NONE, CPL_REQ_GONE,
+ * or what the consumer asked for: CPL_STEP_NEXT, CPL_STEP_LATEST or a step
+ * number. A request stays pending until answered. */
+int cpl_output_requests(cpl_output *out, double seconds, long want[]);
+
+/* End the step built since begin_step and send it to link `link`, which
+ * must have a request pending; the step's data move before it returns. */
+int cpl_output_send(cpl_output *out, int link);
+
+/* Answer link's pending request with CPL_ERR_NOT_FOUND and this message
+ * (the consumer's begin_step_at returns it; the link stays usable). */
+int cpl_output_refuse(cpl_output *out, int link, const char *why);
+
+/* End of stream for one link: its pending and later requests get
+ * CPL_END_OF_STREAM. */
+int cpl_output_end_link(cpl_output *out, int link);
 
 #ifdef __cplusplus
 }

@@ -68,6 +68,14 @@ typedef struct cpli_component {
   cpli_pos pos, nprocs_pos;
 } cpli_component;
 
+/* How a link moves a step to the consumer ranks (YAML `delivery`). */
+typedef enum cpli_delivery {
+  CPLI_DELIVERY_AUTO = 0,  /* by the cost model and what consumers selected */
+  CPLI_DELIVERY_ALLGATHER, /* every rank gets every dataset whole           */
+  CPLI_DELIVERY_SELECT,    /* redistribution to the boxes ranks selected    */
+  CPLI_DELIVERY_COUNT
+} cpli_delivery;
+
 typedef struct cpli_link {
   int from_comp, from_port; /* indices into comps / comps[].ports    */
   int to_comp, to_port;
@@ -77,6 +85,7 @@ typedef struct cpli_link {
   int every;                /* N of every:N, 1 otherwise             */
   int depth;
   double timeout;
+  cpli_delivery delivery;   /* how a step reaches the consumer ranks */
   char *label;              /* "sim.out->ana.in", for messages       */
   cpli_pos pos;
 } cpli_link;
@@ -108,6 +117,7 @@ void cpli_wf_free(cpli_workflow *wf);
 /* Names of enum values as written in YAML; NULL if out of range. */
 const char *cpli_kind_name(cpl_component_kind k);
 const char *cpli_policy_name(cpl_flow_policy p);
+const char *cpli_delivery_name(cpli_delivery d);
 const char *cpli_inter_name(cpl_inter_algorithm a);
 const char *cpli_intra_name(cpl_intra_algorithm a);
 

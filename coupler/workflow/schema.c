@@ -325,6 +325,9 @@ static const char *const kind_names[CPL_KIND_COUNT] = {
 static const char *const policy_names[CPL_POLICY_COUNT] = {
     [CPL_POLICY_ALL] = "all", [CPL_POLICY_LATEST] = "latest",
     [CPL_POLICY_EVERY] = "every:N"};
+static const char *const delivery_names[CPLI_DELIVERY_COUNT] = {
+    [CPLI_DELIVERY_AUTO] = "auto", [CPLI_DELIVERY_ALLGATHER] = "allgather",
+    [CPLI_DELIVERY_SELECT] = "select"};
 static const char *const dtype_names[] = {
     "int8",   "int16",  "int32",   "int64",   "uint8", "uint16",
     "uint32", "uint64", "float32", "float64", "char",  "byte"};
@@ -341,6 +344,9 @@ const char *cpli_kind_name(cpl_component_kind k) {
 }
 const char *cpli_policy_name(cpl_flow_policy p) {
   return (unsigned)p < CPL_POLICY_COUNT ? policy_names[p] : NULL;
+}
+const char *cpli_delivery_name(cpli_delivery d) {
+  return (unsigned)d < CPLI_DELIVERY_COUNT ? delivery_names[d] : NULL;
 }
 
 /* --------------------------------------------------------- command */
@@ -721,15 +727,15 @@ static int parse_policy(S *s, const cpli_ynode *n, cpli_link *l) {
 }
 
 static void parse_link(S *s, const cpli_ynode *n, cpli_link *l) {
-  static const char *const known[] = {"from",   "to",    "inter", "intra",
-                                      "policy", "depth", "timeout"};
+  static const char *const known[] = {"from",   "to",    "inter",   "intra",
+                                      "policy", "depth", "timeout", "delivery"};
   l->pos = pos_of(n);
   l->from_comp = l->to_comp = l->from_port = l->to_port = -1;
   l->every = 1;
   l->depth = CPLI_WF_DEFAULT_DEPTH;
   l->timeout = CPLI_WF_DEFAULT_TIMEOUT;
   if (!want_kind(s, n, CPLI_Y_MAP, "a link")) return;
-  check_keys(s, n, "link", known, 7);
+  check_keys(s, n, "link", known, 8);
   const cpli_ynode *from = cpli_ymap_get(n, "from");
   const cpli_ynode *to = cpli_ymap_get(n, "to");
   if (!from) err(s, n, "link needs from: component.port (an output)");
@@ -754,6 +760,9 @@ static void parse_link(S *s, const cpli_ynode *n, cpli_link *l) {
   if ((v = cpli_ymap_get(n, "intra")) &&
       want_enum(s, v, "intra algorithm", intra_names, CPL_INTRA_COUNT, &e))
     l->intra = (cpl_intra_algorithm)e;
+  if ((v = cpli_ymap_get(n, "delivery")) &&
+      want_enum(s, v, "delivery", delivery_names, CPLI_DELIVERY_COUNT, &e))
+    l->delivery = (cpli_delivery)e;
   if ((v = cpli_ymap_get(n, "policy"))) parse_policy(s, v, l);
   long long d;
   if ((v = cpli_ymap_get(n, "depth")) &&
