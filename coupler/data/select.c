@@ -20,18 +20,17 @@ void cpli_boxes_reset(cpli_boxes *b, int rank) {
 }
 
 int cpli_boxes_add(cpli_boxes *b, const hsize_t *start, const hsize_t *count) {
-  if (b->n == b->cap) {
-    int cap = b->cap ? 2 * b->cap : 4;
-    size_t sz = (size_t)cap * (size_t)(b->rank ? b->rank : 1) * sizeof(hsize_t);
-    hsize_t *s = realloc(b->start, sz);
+  size_t r = (size_t)b->rank;
+  if (((size_t)b->n + 1) * r > b->room) { /* rank may have changed: values */
+    size_t room = 2 * ((size_t)b->n + 1) * (r ? r : 1);
+    hsize_t *s = realloc(b->start, room * sizeof *s);
     if (!s) return -1;
     b->start = s;
-    hsize_t *c = realloc(b->count, sz);
+    hsize_t *c = realloc(b->count, room * sizeof *c);
     if (!c) return -1;
     b->count = c;
-    b->cap = cap;
+    b->room = room;
   }
-  size_t r = (size_t)b->rank;
   memcpy(b->start + (size_t)b->n * r, start, r * sizeof(hsize_t));
   memcpy(b->count + (size_t)b->n * r, count, r * sizeof(hsize_t));
   b->n++;

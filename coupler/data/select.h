@@ -22,7 +22,8 @@
 
 /* A growable list of boxes of one rank (dimension count). */
 typedef struct cpli_boxes {
-  int rank, n, cap;
+  int rank, n;
+  size_t room;            /* values allocated in start and count each */
   hsize_t *start, *count; /* n x rank each */
 } cpli_boxes;
 
