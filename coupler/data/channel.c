@@ -163,6 +163,15 @@ int cpli_chan_recv_header(cpl_context *ctx, int end, double timeout,
 
 /* ---------------------------------------------------------------- state */
 
+void cpli_link_options(const cpli_link *l, long step, cpl_coll_options *opt) {
+  cpl_coll_options_init(opt);
+  opt->inter = l->inter;
+  opt->intra = l->intra;
+  opt->timeout = l->timeout;
+  opt->label = l->label;
+  opt->step = step;
+}
+
 int cpli_data_get(cpl_context *ctx, cpli_data_state **out) {
   if (!ctx->data) {
     cpli_data_state *s = calloc(1, sizeof *s);

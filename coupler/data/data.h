@@ -69,6 +69,10 @@ int cpli_data_get(cpl_context *ctx, cpli_data_state **out);
 int cpli_data_track(cpl_context *ctx, cpl_output *o, cpl_input *in);
 void cpli_data_untrack(cpl_context *ctx, cpl_output *o, cpl_input *in);
 
+/* The collective options of one step on a link: the link's algorithms,
+ * timeout and label. Both ends build them here, so they agree. */
+void cpli_link_options(const cpli_link *l, long step, cpl_coll_options *opt);
+
 /* Called by cpl_finalize: close open ports, drain every channel. */
 int cpli_data_finalize(cpl_context *ctx);
 

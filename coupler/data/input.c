@@ -241,12 +241,7 @@ static int begin(cpl_input *in, double wait, long *step) {
     return rc;
   }
   cpl_coll_options opt;
-  cpl_coll_options_init(&opt);
-  opt.inter = in->l->inter;
-  opt.intra = in->l->intra;
-  opt.timeout = in->l->timeout;
-  opt.label = in->l->label;
-  opt.step = (long)h.step;
+  cpli_link_options(in->l, (long)h.step, &opt);
   const cpli_desc *d = in->desc;
   int *counts = in->counts, *displs = in->counts + d->nblocks;
   MPI_Comm inter = in->ctx->ends[in->end].intercomm;

@@ -54,15 +54,6 @@ int cpli_step_copy(cpl_output *o, pstep *st) {
 
 /* -------------------------------------------------------- transfers */
 
-static void link_opts(const olink *ol, long step, cpl_coll_options *opt) {
-  cpl_coll_options_init(opt);
-  opt->inter = ol->l->inter;
-  opt->intra = ol->l->intra;
-  opt->timeout = ol->l->timeout;
-  opt->label = ol->l->label;
-  opt->step = step;
-}
-
 /* Header on the root, then the datasets' allgathers on every rank. */
 static int send_step(cpl_output *o, olink *ol, pstep *st) {
   cpl_context *ctx = o->ctx;
@@ -81,7 +72,7 @@ static int send_step(cpl_output *o, olink *ol, pstep *st) {
   }
   ol->desc_sent = st->desc->version;
   cpl_coll_options opt;
-  link_opts(ol, st->step, &opt);
+  cpli_link_options(ol->l, st->step, &opt);
   MPI_Comm inter = ctx->ends[ol->end].intercomm;
   for (int k = 0; k < st->desc->nd && rc == CPL_OK; k++) {
     const cpli_dset *s = &st->desc->d[k];
