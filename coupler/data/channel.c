@@ -1,6 +1,7 @@
 /*
  * The control channel between the roots of a link, the data layer's
- * per-context state, and the drain at cpl_finalize (protocol in data.h).
+ * per-context state, the drain at cpl_finalize and cpl_finalize itself
+ * (protocol in data.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -350,4 +351,15 @@ int cpli_data_finalize(cpl_context *ctx) {
   ctx->data = NULL;
   if (first != CPL_OK) cpli_fail(first, "%s", msg);
   return first;
+}
+
+/* The end of a context belongs to the layer on top: ports left open are
+ * closed and every link's control channel drained (even for ports this
+ * component never opened: its peers wait for EOS or DETACH) before the
+ * group layer frees the communicators. */
+int cpl_finalize(cpl_context *ctx) {
+  if (!ctx) return CPL_OK;
+  int rc = cpli_data_finalize(ctx);
+  cpli_context_free(ctx);
+  return rc;
 }

@@ -1,6 +1,7 @@
 /*
- * cpl_init / cpl_finalize: workflow model + the caller's world communicator
- * -> one communicator per component and one intercommunicator per link.
+ * cpl_init: workflow model + the caller's communicator -> one
+ * communicator per component and one intercommunicator per link, and
+ * cpli_context_free, which cpl_finalize (data/channel.c) ends with.
  *
  * No rank may hang on a disagreement, so nothing is split until all ranks
  * have agreed: each rank loads the file itself, then one allgather of a
@@ -20,7 +21,6 @@
 #include "core/error.h"
 #include "group/agree.h"
 #include "group/context.h"
-#include "data/data.h"
 #include "workflow/model.h"
 
 #define CPLI_INIT_TIMEOUT_DEFAULT 60.0
@@ -80,7 +80,7 @@ static int load_local(const char *path, cpli_workflow **wf) {
   return rc;
 }
 
-static void free_context(cpl_context *ctx) {
+void cpli_context_free(cpl_context *ctx) {
   if (!ctx) return;
   for (int i = 0; i < ctx->nends; i++) {
     if (ctx->ends[i].intercomm != MPI_COMM_NULL)
@@ -188,7 +188,7 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
     /* An unfinished communicator cannot be freed: leave it (the job is
      * broken anyway and should abort). */
     ctx->world = MPI_COMM_NULL;
-    free_context(ctx);
+    cpli_context_free(ctx);
     return rc;
   }
   MPI_Comm_set_errhandler(ctx->world, MPI_ERRORS_RETURN);
@@ -206,7 +206,7 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
     /* Cannot take part in the agreement: the others will time out. */
     free(all);
     free(recs);
-    free_context(ctx);
+    cpli_context_free(ctx);
     return cpli_fail(CPL_ERR_NOMEM, "cpl_init: out of memory");
   }
   rc = cpli_mpi_check(MPI_Iallgather(w, CPLI_REC_WORDS, MPI_UINT32_T, all,
@@ -218,7 +218,7 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
     if (rc == CPL_ERR_TIMEOUT) {
       /* The allgather still owns both buffers and the communicator. */
       ctx->world = MPI_COMM_NULL;
-      free_context(ctx);
+      cpli_context_free(ctx);
       return rc;
     }
   }
@@ -232,20 +232,11 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
   free(all);
   free(recs);
   if (rc != CPL_OK) {
-    free_context(ctx);
+    cpli_context_free(ctx);
     return rc;
   }
   *out = ctx;
   return CPL_OK;
-}
-
-int cpl_finalize(cpl_context *ctx) {
-  if (!ctx) return CPL_OK;
-  /* Ports left open are closed, and every link's control channel drained,
-   * before the communicators go. */
-  int rc = cpli_data_finalize(ctx);
-  free_context(ctx);
-  return rc;
 }
 
 /* ------------------------------------------------------------ accessors */
