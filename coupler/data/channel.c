@@ -6,28 +6,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/error.h"
+#include "core/wait.h"
 #include "data/data.h"
 
-/* Spin briefly, then nap: a waiting root must not steal a shared core
- * from the rank it waits for. */
-static void backoff(long *spins) {
-  if (++*spins < 200) return;
-  struct timespec nap = {0, 50000};
-  nanosleep(&nap, NULL);
-}
-
+/* Roots wait with naps (core/wait.h): the rank they wait for may share
+ * their core. */
 int cpli_poll_request(MPI_Request *req, double timeout, int *done) {
-  double t0 = MPI_Wtime();
-  long spins = 0;
+  cpli_wait w;
+  cpli_wait_start(&w, timeout, CPLI_WAIT_NAP);
   *done = 0;
   for (;;) {
     int rc = MPI_Test(req, done, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) return cpli_mpi_check(rc, "MPI_Test", "control channel");
-    if (*done || MPI_Wtime() - t0 > timeout) return CPL_OK;
-    backoff(&spins);
+    if (*done || cpli_wait_idle(&w)) return CPL_OK;
   }
 }
 
@@ -76,13 +69,12 @@ int cpli_chan_poll(cpl_context *ctx, int end) {
 
 int cpli_chan_wait_credit(cpl_context *ctx, int end, double timeout) {
   cpli_chan *ch = &ctx->data->chan[end];
-  double t0 = MPI_Wtime();
-  long spins = 0;
+  cpli_wait w;
+  cpli_wait_start(&w, timeout, CPLI_WAIT_NAP);
   for (;;) {
     CPLI_TRY(cpli_chan_poll(ctx, end));
     if (ch->credits > 0 || ch->detached) return CPL_OK;
-    if (MPI_Wtime() - t0 > timeout) return CPL_ERR_TIMEOUT; /* caller says */
-    backoff(&spins);
+    if (cpli_wait_idle(&w)) return CPL_ERR_TIMEOUT; /* caller says */
   }
 }
 
@@ -132,8 +124,8 @@ int cpli_chan_recv_header(cpl_context *ctx, int end, double timeout,
                           unsigned char **buf, size_t *len) {
   *buf = NULL;
   *len = 0;
-  double t0 = MPI_Wtime();
-  long spins = 0;
+  cpli_wait w;
+  cpli_wait_start(&w, timeout, CPLI_WAIT_NAP);
   MPI_Message m;
   MPI_Status st;
   for (;;) {
@@ -141,8 +133,7 @@ int cpli_chan_recv_header(cpl_context *ctx, int end, double timeout,
     int rc = MPI_Improbe(0, CPLI_TAG_HEADER, ctx->ends[end].ctl, &flag, &m, &st);
     CPLI_TRY(cpli_mpi_check(rc, "MPI_Improbe", "link %s", label(ctx, end)));
     if (flag) break;
-    if (MPI_Wtime() - t0 > timeout) return CPL_ERR_TIMEOUT; /* caller says */
-    backoff(&spins);
+    if (cpli_wait_idle(&w)) return CPL_ERR_TIMEOUT; /* caller says */
   }
   int n = 0;
   MPI_Get_count(&st, MPI_BYTE, &n);

@@ -1,0 +1,50 @@
+/*
+ * The one way Coupler waits: poll, back off, give up at a deadline.
+ *
+ * Deadline: a wait fails once `timeout` seconds pass in which its polls
+ * saw no progress. A wait on one event (or on a set that completes all at
+ * once, MPI_Testall) thus fails `timeout` seconds after it began; a wait
+ * on many messages (a dataflow plan) fails only when all of them stall
+ * that long, so a slow but moving transfer is never cut off. timeout 0
+ * means one poll (a try); CPLI_WAIT_FOREVER means no deadline. Callers map
+ * their own conventions (an option's "<= 0: no limit") onto these.
+ *
+ *   cpli_wait w;
+ *   cpli_wait_start(&w, timeout, CPLI_WAIT_NAP);
+ *   while (!ready()) {
+ *     if (cpli_wait_idle(&w)) return timed_out();
+ *   }
+ *
+ * Back-off: CPLI_WAIT_SPIN never sleeps (collectives: MPICH progresses
+ * only while polled, and the peers are in the same call); CPLI_WAIT_NAP
+ * spins a while, then naps 50 us between polls (a root waiting for
+ * another group, which may compute for minutes, must not take a shared
+ * core from the ranks it waits for). The clock is read every few idle
+ * polls, not on every one.
+ */
+#ifndef CPLI_CORE_WAIT_H
+#define CPLI_CORE_WAIT_H
+
+#include <math.h>
+
+#define CPLI_WAIT_FOREVER INFINITY
+
+enum { CPLI_WAIT_SPIN = 0, CPLI_WAIT_NAP = 1 };
+
+typedef struct cpli_wait {
+  double timeout;   /* seconds without progress; see above              */
+  double deadline;  /* MPI_Wtime() past which the wait has failed        */
+  unsigned polls;   /* idle polls since the wait started                 */
+  int style;        /* CPLI_WAIT_SPIN or CPLI_WAIT_NAP                   */
+  int moved;        /* progress since the clock was last read            */
+} cpli_wait;
+
+void cpli_wait_start(cpli_wait *w, double timeout, int style);
+
+/* A poll made progress: the deadline restarts (at the next clock read). */
+static inline void cpli_wait_moved(cpli_wait *w) { w->moved = 1; }
+
+/* A poll made no progress: back off; 1 once the deadline has passed. */
+int cpli_wait_idle(cpli_wait *w);
+
+#endif
