@@ -15,7 +15,7 @@
  * their core. */
 int cpli_poll_request(MPI_Request *req, double timeout, int *done) {
   cpli_wait w;
-  cpli_wait_start(&w, timeout, CPLI_WAIT_NAP);
+  cpli_wait_start(&w, timeout, CPLI_WAIT_NAP_US);
   *done = 0;
   for (;;) {
     int rc = MPI_Test(req, done, MPI_STATUS_IGNORE);
@@ -70,7 +70,7 @@ int cpli_chan_poll(cpl_context *ctx, int end) {
 int cpli_chan_wait_credit(cpl_context *ctx, int end, double timeout) {
   cpli_chan *ch = &ctx->data->chan[end];
   cpli_wait w;
-  cpli_wait_start(&w, timeout, CPLI_WAIT_NAP);
+  cpli_wait_start(&w, timeout, CPLI_WAIT_NAP_US);
   for (;;) {
     CPLI_TRY(cpli_chan_poll(ctx, end));
     if (ch->credits > 0 || ch->detached) return CPL_OK;
@@ -125,7 +125,7 @@ int cpli_chan_recv_header(cpl_context *ctx, int end, double timeout,
   *buf = NULL;
   *len = 0;
   cpli_wait w;
-  cpli_wait_start(&w, timeout, CPLI_WAIT_NAP);
+  cpli_wait_start(&w, timeout, CPLI_WAIT_NAP_US);
   MPI_Message m;
   MPI_Status st;
   for (;;) {

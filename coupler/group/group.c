@@ -11,14 +11,13 @@
  * and polled against a deadline, so a rank that never calls cpl_init makes
  * the others fail with CPL_ERR_TIMEOUT instead of waiting forever.
  */
-#define _POSIX_C_SOURCE 200809L /* nanosleep */
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/error.h"
+#include "core/wait.h"
 #include "group/agree.h"
 #include "group/context.h"
 #include "workflow/model.h"
@@ -28,19 +27,18 @@
 
 /* Wait for a request, polling, up to `timeout` seconds. */
 static int wait_deadline(MPI_Request *req, double timeout, const char *what) {
-  double t0 = MPI_Wtime();
-  struct timespec nap = {0, 200000}; /* 0.2 ms: don't spin on shared cores */
+  cpli_wait w;
+  cpli_wait_start(&w, timeout, 200); /* 0.2 ms naps: don't spin on shared cores */
   for (;;) {
     int done = 0;
     int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) return cpli_mpi_check(rc, what, "cpl_init");
     if (done) return CPL_OK;
-    if (MPI_Wtime() - t0 > timeout)
+    if (cpli_wait_idle(&w))
       return cpli_fail(CPL_ERR_TIMEOUT,
                        "cpl_init: %s did not complete within %g s: some "
                        "process of the job did not call cpl_init (set "
                        "CPL_INIT_TIMEOUT to wait longer)", what, timeout);
-    nanosleep(&nap, NULL);
   }
 }
 
