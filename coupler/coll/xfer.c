@@ -3,7 +3,7 @@
  *
  * A step posts its receive and its send together (the bidirectional model:
  * a process may send and receive at once) and waits for both. Waiting polls
- * MPI_Testall against a deadline instead of blocking in MPI_Waitall, so a
+ * MPI_Testall (core/wait.h) instead of blocking in MPI_Waitall, so a
  * peer that died or never entered the collective surfaces as
  * CPL_ERR_TIMEOUT naming link, rank and step. MPICH's progress engine
  * busy-polls inside MPI_Waitall anyway, so polling costs nothing extra.
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "coll/coll.h"
+#include "core/wait.h"
 
 #define CPLI_TAG 7717
 
@@ -47,7 +48,8 @@ int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm,
     return cpli_mpi_check(rc, "MPI_Waitall", "%s: %s%s",
                           cpli_ctx_where(ctx, comm, where, sizeof where), what, with);
   }
-  const double deadline = MPI_Wtime() + ctx->timeout;
+  cpli_wait w;
+  cpli_wait_start(&w, ctx->timeout, 0);
   for (;;) {
     int done = 0;
     int rc = MPI_Testall(n, reqs, &done, st);
@@ -55,7 +57,7 @@ int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm,
       return cpli_mpi_check(rc, "MPI_Testall", "%s: %s%s",
                             cpli_ctx_where(ctx, comm, where, sizeof where), what, with);
     if (done) return CPL_OK;
-    if (MPI_Wtime() > deadline) {
+    if (cpli_wait_idle(&w)) {
       /* Cancelled receives can no longer write into buffers the caller is
        * about to free; the link itself is unusable after this. MPI forbids
        * cancelling or freeing nonblocking collectives (peer < 0). */
