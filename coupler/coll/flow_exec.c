@@ -103,6 +103,14 @@ static int posted(int mpi_rc, const char *call, const char *what, size_t i, int 
                         cpli_ctx_where(ctx, comm, where, sizeof where), what, peer);
 }
 
+/* The watchdog's description of a plan's wait. */
+static void say_plan(const void *arg, char *buf, unsigned long n) {
+  const void *const *a = arg;
+  char where[256];
+  snprintf(buf, n, "%s: waiting for the plan's messages",
+           cpli_ctx_where(a[0], *(const MPI_Comm *)a[1], where, sizeof where));
+}
+
 int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *base1,
                   cpli_ctx *ctx) {
   if (!f->resolved)
@@ -182,6 +190,8 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
   int dirty = 1;
   cpli_wait w;
   cpli_wait_start(&w, ctx->timeout > 0 ? ctx->timeout : CPLI_WAIT_FOREVER, 0);
+  const void *args[2] = {ctx, &comm};
+  cpli_wait_watch(&w, say_plan, args);
   while (rc == CPL_OK && ndone < nm) {
     if (dirty) { /* issue every send whose data is here, in order per peer */
       dirty = 0;

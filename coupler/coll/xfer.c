@@ -10,6 +10,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "coll/coll.h"
 #include "core/wait.h"
@@ -35,6 +36,22 @@ const char *cpli_ctx_where(const cpli_ctx *ctx, MPI_Comm comm, char *buf,
   return buf;
 }
 
+/* The watchdog's description of a step's wait. */
+typedef struct watched {
+  const cpli_ctx *ctx;
+  MPI_Comm comm;
+  const char *what;
+  int peer;
+} watched;
+
+static void say_step(const void *arg, char *buf, unsigned long n) {
+  const watched *x = arg;
+  char where[256];
+  cpli_ctx_where(x->ctx, x->comm, where, sizeof where);
+  if (x->peer >= 0) snprintf(buf, n, "%s: %s with rank %d", where, x->what, x->peer);
+  else snprintf(buf, n, "%s: %s", where, x->what);
+}
+
 int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm,
                  const char *what, int peer) {
   char where[256], with[32] = "";
@@ -50,6 +67,8 @@ int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm,
   }
   cpli_wait w;
   cpli_wait_start(&w, ctx->timeout, 0);
+  watched x = {ctx, comm, what, peer};
+  cpli_wait_watch(&w, say_step, &x);
   for (;;) {
     int done = 0;
     int rc = MPI_Testall(n, reqs, &done, st);

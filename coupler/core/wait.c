@@ -1,4 +1,5 @@
 /* The wait primitive (wait.h). */
+#include <stdio.h>
 #include <time.h>
 
 #include <mpi.h>
@@ -22,7 +23,15 @@ int cpli_wait_slow(cpli_wait *w) {
   if (w->moved) {
     w->deadline = now + w->timeout;
     w->moved = 0;
+    w->warned = 0;
     return 0;
+  }
+  if (w->say && !w->warned && now > w->deadline - w->timeout / 2) {
+    char what[512];
+    w->warned = 1;
+    w->say(w->say_arg, what, sizeof what);
+    fprintf(stderr, "coupler: still waiting after %.3g s (half the %g s "
+            "timeout): %s\n", w->timeout / 2, w->timeout, what);
   }
   return now > w->deadline;
 }

@@ -21,6 +21,11 @@
  * many microseconds between polls (a root waiting for another group, which
  * may compute for minutes, must not take a shared core from the ranks it
  * waits for). The clock is read every CPLI_WAIT_CLOCK_POLLS idle polls.
+ *
+ * Watchdog: a wait given a description (cpli_wait_watch) that passes half
+ * its timeout without progress prints once on stderr what it waits for
+ * (link, peer, step, phase), so a hang is explained while there is still
+ * time to look, not only when it fails.
  */
 #ifndef CPLI_CORE_WAIT_H
 #define CPLI_CORE_WAIT_H
@@ -41,9 +46,21 @@ typedef struct cpli_wait {
   unsigned polls;   /* idle polls since the wait started                 */
   unsigned nap_us;  /* 0: spin; else nap after CPLI_WAIT_SPINS polls     */
   int moved;        /* progress since the clock was last read            */
+  /* watchdog: says what the wait is for, into buf */
+  void (*say)(const void *arg, char *buf, unsigned long n);
+  const void *say_arg;
+  int warned;
 } cpli_wait;
 
 void cpli_wait_start(cpli_wait *w, double timeout, unsigned nap_us);
+
+/* Describe the wait for the watchdog (arg must outlive the wait). */
+static inline void cpli_wait_watch(cpli_wait *w,
+                                   void (*say)(const void *, char *, unsigned long),
+                                   const void *arg) {
+  w->say = say;
+  w->say_arg = arg;
+}
 
 /* A poll made progress: the deadline restarts (at the next clock read). */
 static inline void cpli_wait_moved(cpli_wait *w) { w->moved = 1; }

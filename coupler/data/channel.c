@@ -105,10 +105,27 @@ int cpli_chan_poll(cpl_context *ctx, int end) {
   }
 }
 
+/* Watchdog descriptions of the roots' waits. */
+typedef struct watched {
+  cpl_context *ctx;
+  int end;
+  const char *phase;
+} watched;
+
+static void say_end(const void *arg, char *buf, unsigned long n) {
+  const watched *x = arg;
+  const cpli_end *e = &x->ctx->ends[x->end];
+  snprintf(buf, n, "link %s, %s rank 0: %s (peer: %s rank 0)", label(x->ctx, x->end),
+           e->role == CPL_SENDER ? "producer" : "consumer", x->phase,
+           x->ctx->wf->comps[e->peer_comp].name);
+}
+
 int cpli_chan_wait_credit(cpl_context *ctx, int end, double timeout) {
   cpli_chan *ch = &ctx->data->chan[end];
   cpli_wait w;
   cpli_wait_start(&w, timeout, CPLI_WAIT_NAP_US);
+  watched x = {ctx, end, "waiting for the consumer to ask for a step (credit)"};
+  cpli_wait_watch(&w, say_end, &x);
   for (;;) {
     CPLI_TRY(cpli_chan_poll(ctx, end));
     if (ch->credits > 0 || ch->detached) return CPL_OK;
@@ -176,6 +193,8 @@ int cpli_chan_recv_header(cpl_context *ctx, int end, double timeout,
   *len = 0;
   cpli_wait w;
   cpli_wait_start(&w, timeout, CPLI_WAIT_NAP_US);
+  watched x = {ctx, end, "waiting for the producer's next step (header)"};
+  cpli_wait_watch(&w, say_end, &x);
   MPI_Message m;
   MPI_Status st;
   for (;;) {

@@ -198,6 +198,11 @@ static int msg_type(int n, MPI_Aint *addr, MPI_Datatype *types, MPI_Datatype *ou
 
 /* ----------------------------------------------------------------- wait */
 
+static void say_redist(const void *arg, char *buf, unsigned long n) {
+  const char *const *a = arg;
+  snprintf(buf, n, "%s: redistribution: waiting for %s ranks' parts", a[0], a[1]);
+}
+
 /* Poll until every request completes or `timeout` seconds pass without any
  * completing; on timeout name the peers still outstanding. */
 static int wait_all(int n, MPI_Request *reqs, const int *peer, double timeout,
@@ -214,6 +219,8 @@ static int wait_all(int n, MPI_Request *reqs, const int *peer, double timeout,
   for (int i = 0; i < n; i++) left += reqs[i] != MPI_REQUEST_NULL;
   cpli_wait w;
   cpli_wait_start(&w, timeout, 0); /* both groups are in this step */
+  const char *args[2] = {where, who};
+  cpli_wait_watch(&w, say_redist, args);
   int rc = CPL_OK;
   while (left > 0) {
     int done = 0;
