@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "coupler.h"
 #include "stage/stage.h"
+#include "tools/cli.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -61,18 +62,12 @@ static int run(cpl_context *ctx) {
 }
 
 int main(int argc, char **argv) {
-  if (argc > 1) {
-    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-      usage(stdout);
-      return 0;
-    }
-    if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
-      printf("cpl-component (Coupler) %s\n", CPL_VERSION_STRING);
-      return 0;
-    }
-    usage(stderr);
-    return 2;
-  }
+  int info = cpli_cli_info("cpl-component", argc, argv, usage);
+  if (info >= 0) return info;
+  if (argc > 1)
+    return cpli_cli_usage_error("cpl-component", usage, "unexpected argument %s "
+                                "(it takes none: the workflow file says what to do)",
+                                argv[1]);
   MPI_Init(&argc, &argv);
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
