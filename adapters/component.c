@@ -23,7 +23,13 @@ static void usage(FILE *f) {
           "Started by cpl-run, which sets CPL_WORKFLOW (the workflow file)\n"
           "and CPL_COMPONENT (this process's component); the component's\n"
           "kind and file are read from the workflow file.\n"
-          "CPL_HDF5_VERBOSE=1 also prints HDF5's own error stacks.\n");
+          "Output: one line when done, \"cpl-component[<component>]: sink: 20 steps,\n"
+          "...\" (steps, bytes, file); CPL_VERBOSE=0 prints nothing on success,\n"
+          "CPL_VERBOSE=2 also a line per step (set it in the component's env:).\n"
+          "CPL_HDF5_VERBOSE=1 also prints HDF5's own error stacks.\n"
+          "Exit status: 0 when every stream has ended; any failure prints\n"
+          "\"cpl-component[<component> rank <r>]: <what failed>\" and aborts the job.\n"
+          "Options: -h, --help (this text), -V, --version.\n");
 }
 
 /* Report and take the job down: peers blocked in a collective or waiting
@@ -46,6 +52,7 @@ static int run(cpl_context *ctx) {
   int rc = cpl_context_component(ctx, &index, NULL);
   if (rc == CPL_OK)
     rc = cpl_workflow_component(cpl_context_workflow(ctx), index, &info);
+  if (rc == CPL_OK) rc = cpli_report_init();
   if (rc != CPL_OK) return rc;
   switch (info.kind) {
   case CPL_KIND_SINK:
