@@ -56,7 +56,7 @@ static void usage(FILE *f) {
              "Exit status: 0 done, 1 a schedule failed or was invalid, 2 usage error.\n");
 }
 
-/* A number that is all of s, or 0. */
+/* 1 if all of s is a number (in *out), else 0. */
 static int number(const char *s, double *out) {
   char *end;
   *out = strtod(s, &end);
