@@ -44,6 +44,8 @@ typedef struct sink {
   sink_link *links;
   int nlinks;
   int warned_step_attr;
+  long steps;   /* written, all links */
+  double bytes; /* of all datasets written, whole arrays */
 } sink;
 
 /* Write one attribute of the input step (dataset NULL: a step attribute). */
@@ -119,6 +121,9 @@ static int write_dataset(sink *s, sink_link *l, hid_t group, int i) {
   int empty = 0; /* a zero extent: nothing to write, the shape says it all */
   for (int k = 0; k < d.rank; k++) empty |= d.dims[k] == 0;
   if (rc == CPL_OK && !empty) rc = write_data(s, l, dset, &d);
+  double bytes = (double)H5Tget_size(d.type);
+  for (int k = 0; k < d.rank; k++) bytes *= (double)d.dims[k];
+  s->bytes += bytes;
   int nattrs = 0;
   if (rc == CPL_OK) rc = cpl_input_attr_count(l->in, d.name, &nattrs);
   for (int a = 0; rc == CPL_OK && a < nattrs; a++)
@@ -236,8 +241,13 @@ static int receive_all(sink *s) {
         cpli_error_prefix("link %s: waiting for the next step: ", l->label);
         return rc;
       }
+      const double before = s->bytes;
+      char b[32];
       rc = write_step(s, l, step);
       if (rc == CPL_OK) rc = cpl_input_end_step(l->in);
+      if (rc == CPL_OK)
+        s->steps++, cpli_report(2, s->name, s->rank, "sink: step %ld from %s: %s", step,
+                                l->label, cpli_report_bytes(s->bytes - before, b, sizeof b));
       if (rc != CPL_OK) {
         cpli_error_prefix("link %s: step %ld: ", l->label, step);
         return rc;
@@ -294,6 +304,12 @@ int cpli_hdf5_sink_run(cpl_context *ctx, const char *path) {
   if (s.dxpl >= 0) H5Pclose(s.dxpl);
   if (rc == CPL_OK && H5Fclose(s.file) < 0)
     rc = cpli_h5_fail("closing the file");
+  if (rc == CPL_OK) {
+    char b[32];
+    cpli_report(1, s.name, s.rank, "sink: %ld step%s, %s from %d link%s written to %s in %.1f s",
+                s.steps, s.steps == 1 ? "" : "s", cpli_report_bytes(s.bytes, b, sizeof b),
+                s.nlinks, s.nlinks == 1 ? "" : "s", s.where, cpli_report_elapsed());
+  }
   free(s.links); /* on failure ports stay open: the job is aborted */
   if (rc != CPL_OK)
     cpli_error_prefix("hdf5 sink \"%s\": file %s: ", s.name, s.where);
