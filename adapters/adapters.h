@@ -12,4 +12,8 @@ int cpli_hdf5_sink_run(cpl_context *ctx, const char *path);
 /* kind: source. Replay `path` on every linked output port. */
 int cpli_hdf5_source_run(cpl_context *ctx, const char *path);
 
+/* kind: stage. Keep the last steps of the one linked input port and serve
+ * them to every linked output port's consumers, until end of stream. */
+int cpli_stage_run(cpl_context *ctx);
+
 #endif

@@ -26,7 +26,7 @@
 #include "adapters.h"
 #include "core/error.h"
 #include "h5util.h"
-#include "stage/stage.h"
+#include "builtin.h"
 
 typedef struct sink_link {
   cpl_input *in;

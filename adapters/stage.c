@@ -14,7 +14,8 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "stage/stage.h"
+#include "adapters.h"
+#include "builtin.h"
 
 typedef struct stage {
   const char *name; /* component, for messages */
