@@ -4,12 +4,20 @@
  *
  *   gray-scott-analysis [--out DIR] [--image-every M] [--image-size PX]
  *                       [--threshold X] [--dataset NAME] [--port NAME]
+ *                       [--select all|rows]
  *
  * Every step, each rank reads a slab of rows of V (converted to float32 by
  * Coupler), the ranks reduce min, max, mean, standard deviation and the
  * fraction of cells above the threshold, and rank 0 appends them to
  * DIR/stats.csv. Rank 0 also reads the whole field, to draw it to
  * DIR/V_<step>.png every M-th step and at the last.
+ *
+ * --select rows: each rank declares that it reads only its rows of V
+ * (cpl_input_select_rows), so only those reach it (selective delivery) and
+ * nothing of the other datasets; rank 0 gathers the rows from the other
+ * ranks for a picture. --select all: every rank receives every dataset
+ * whole (the default, without the option). With either, every rank prints
+ * at the end what it received and held, and its peak RSS.
  */
 #include "image.h"
 
@@ -20,12 +28,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 typedef struct options {
   const char *out, *dataset, *port;
   int image_every, image_size;
   double threshold;
+  int select_rows, report; /* --select rows; --select given at all */
 } options;
 
 static MPI_Comm comm = MPI_COMM_NULL;
@@ -57,7 +67,10 @@ static void usage(FILE *f) {
           "(default fields) to DIR/stats.csv (default DIR: out); a PNG picture\n"
           "DIR/V_<step>.png every M steps (default 4, 0: only the last) and of\n"
           "the last step, at least PX pixels wide (default 512). X: the\n"
-          "threshold of the 'frac_above' column (default 0.25).\n");
+          "threshold of the 'frac_above' column (default 0.25).\n"
+          "--select rows: each rank receives only its rows of DATASET\n"
+          "(selective delivery); --select all: every dataset whole on every\n"
+          "rank (the default). Either prints each rank's bytes and peak RSS.\n");
 }
 
 /* Parsed after cpl_init so that a bad option aborts the whole job. */
@@ -79,6 +92,10 @@ static int parse(int argc, char **argv, options *o, char *err,
       o->dataset = v;
     } else if (!strcmp(a, "--port")) {
       o->port = v;
+    } else if (!strcmp(a, "--select") &&
+               (!strcmp(v, "rows") || !strcmp(v, "all"))) {
+      o->select_rows = !strcmp(v, "rows");
+      o->report = 1;
     } else if (!strcmp(a, "--image-every") && isnum && x >= 0 && x <= 1e9) {
       o->image_every = (int)x;
     } else if (!strcmp(a, "--image-size") && isnum && x >= 1 && x <= 8192) {
@@ -132,6 +149,43 @@ static void step_scalar(const cpl_input *in, const char *name, hid_t memtype,
   CHECK(cpl_input_attr_get(in, NULL, name, memtype, 1, value));
 }
 
+/* --select rows: rank 0 collects the rows of every rank into `whole`. */
+static void gather_rows(const float *slab, int nr, int nx, int ny,
+                        float *whole, int rank, int size) {
+  int *counts = NULL, *displs = NULL;
+  if (rank == 0) {
+    counts = malloc((size_t)size * sizeof *counts);
+    displs = malloc((size_t)size * sizeof *displs);
+    if (!counts || !displs) die("out of memory");
+    for (int r = 0; r < size; r++) {
+      int r0, n;
+      my_rows(ny, r, size, &r0, &n);
+      counts[r] = n * nx;
+      displs[r] = r0 * nx;
+    }
+  }
+  MPI_Gatherv(slab, nr * nx, MPI_FLOAT, whole, counts, displs, MPI_FLOAT, 0,
+              comm);
+  free(counts);
+  free(displs);
+}
+
+/* What this rank received and held, and its peak RSS (one line each). */
+static void report_memory(const cpl_input *in, const options *o, int rank,
+                          int nr, int ny, int nx) {
+  cpl_input_stats st;
+  struct rusage ru;
+  CHECK(cpl_input_stats_get(in, &st));
+  getrusage(RUSAGE_SELF, &ru);
+  const double mib = 1024.0 * 1024.0;
+  printf("analysis rank %d: rows %d of %d (%s), %ld steps (%ld selective): "
+         "received %.2f MiB, held at most %.2f MiB, its rows %.2f MiB per "
+         "step (float64), peak RSS %.1f MiB\n", rank, nr, ny,
+         o->select_rows ? "selected" : "whole arrays", st.steps, st.selective,
+         st.bytes / mib, st.bytes_max / mib, (double)nr * nx * 8 / mib,
+         ru.ru_maxrss / 1024.0);
+}
+
 /* Rank 0: the picture of the whole field of one step. */
 static void write_image(const options *o, long step, const float *f, int ny,
                         int nx, double lo, double hi) {
@@ -176,6 +230,8 @@ int main(int argc, char **argv) {
 
   cpl_input *in;
   CHECK(cpl_input_open(ctx, o.port, NULL, &in));
+  if (o.select_rows) /* the same split as my_rows: part `rank` of `size` */
+    CHECK(cpl_input_select_rows(in, o.dataset, rank, size));
   float *slab = NULL, *whole = NULL; /* sized at the first step */
   int ny = 0, nx = 0, r0 = 0, nr = 0;
   long step = -1, last = -1, last_image = -1;
@@ -190,6 +246,7 @@ int main(int argc, char **argv) {
       nx = (int)info.dims[1];
       my_rows(ny, rank, size, &r0, &nr);
       slab = malloc(((size_t)nr * nx + 1) * sizeof(float));
+      /* The whole field on rank 0, for the pictures. */
       whole = rank == 0 ? malloc((size_t)ny * nx * sizeof(float)) : NULL;
       if (!slab || (rank == 0 && !whole)) die("out of memory");
     } else if (info.dims[0] != (hsize_t)ny || info.dims[1] != (hsize_t)nx) {
@@ -202,6 +259,9 @@ int main(int argc, char **argv) {
       CHECK(cpl_input_get(in, o.dataset, H5T_NATIVE_FLOAT, start, count, slab));
     s = reduce_stats(slab, (long)nr * nx, (long)ny * nx, o.threshold);
 
+    int image = o.image_every > 0 && step % o.image_every == 0;
+    if (o.select_rows && image) /* the other rows are on the other ranks */
+      gather_rows(slab, nr, nx, ny, whole, rank, size);
     if (rank == 0) {
       double t = NAN;
       long long iteration = -1;
@@ -211,12 +271,9 @@ int main(int argc, char **argv) {
               iteration, t, s.min, s.max, s.mean, s.std, s.frac_above);
       fflush(csv); /* readable while the run goes on */
       /* The whole field, for a picture now or at the end. */
-      CHECK(cpl_input_get(in, o.dataset, H5T_NATIVE_FLOAT, NULL, NULL, whole));
-      int image = o.image_every > 0 && step % o.image_every == 0;
-      if (image) {
-        write_image(&o, step, whole, ny, nx, s.min, s.max);
-        last_image = step;
-      }
+      if (!o.select_rows)
+        CHECK(cpl_input_get(in, o.dataset, H5T_NATIVE_FLOAT, NULL, NULL, whole));
+      if (image) write_image(&o, step, whole, ny, nx, s.min, s.max);
       printf("analysis: step %3ld  t %7.0f  %s min %.3f max %.3f mean %.4f "
              "std %.4f  %4.1f%% > %g%s\n", step, t, o.dataset, s.min, s.max,
              s.mean, s.std, 100 * s.frac_above, o.threshold,
@@ -225,8 +282,14 @@ int main(int argc, char **argv) {
     }
     CHECK(cpl_input_end_step(in));
     last = step;
+    last_image = image ? step : last_image;
   }
   if (rc != CPL_END_OF_STREAM) check(rc, "cpl_input_begin_step");
+  /* The final state is always drawn: with --select rows, the last step's
+   * rows are still in each rank's slab. */
+  if (o.select_rows && last >= 0 && last_image != last)
+    gather_rows(slab, nr, nx, ny, whole, rank, size);
+  if (o.report) report_memory(in, &o, rank, nr, ny, nx);
 
   if (rank == 0) {
     if (last >= 0 && last_image != last) /* the final state, always */
