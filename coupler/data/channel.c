@@ -30,6 +30,15 @@ int cpli_poll_request(MPI_Request *req, double timeout, int *done) {
   }
 }
 
+void cpli_link_options(const cpli_link *l, long step, cpl_coll_options *opt) {
+  cpl_coll_options_init(opt);
+  opt->inter = l->inter;
+  opt->intra = l->intra;
+  opt->timeout = l->timeout;
+  opt->label = l->label;
+  opt->step = step;
+}
+
 static const char *label(cpl_context *ctx, int end) {
   return ctx->wf->links[ctx->ends[end].link].label;
 }
@@ -51,13 +60,49 @@ static int send_wait(cpl_context *ctx, int end, const void *buf, int n,
 
 /* ------------------------------------------------------------- producer */
 
-static int take_credit_msg(cpl_context *ctx, int end, cpli_chan *ch) {
-  int64_t m[2];
-  int rc = MPI_Recv(m, (int)sizeof m, MPI_BYTE, 0, CPLI_TAG_CREDIT,
-                    ctx->ends[end].ctl, MPI_STATUS_IGNORE);
-  CPLI_TRY(cpli_mpi_check(rc, "MPI_Recv", "link %s: credit", label(ctx, end)));
-  if (m[0] == CPLI_MSG_DETACH) ch->detached = 1;
-  else if (!ch->detached) ch->credits++;
+static int take_credit_msg(cpl_context *ctx, int end, cpli_chan *ch,
+                           MPI_Message *m, MPI_Status *st) {
+  int n = 0;
+  MPI_Get_count(st, MPI_BYTE, &n);
+  unsigned char *b = malloc(n > 0 ? (size_t)n : 1);
+  if (!b) {
+    MPI_Mrecv(NULL, 0, MPI_BYTE, m, MPI_STATUS_IGNORE); /* truncates */
+    return cpli_fail(CPL_ERR_NOMEM, "link %s: out of memory", label(ctx, end));
+  }
+  int rc = MPI_Mrecv(b, n, MPI_BYTE, m, MPI_STATUS_IGNORE);
+  if (rc != MPI_SUCCESS) free(b);
+  CPLI_TRY(cpli_mpi_check(rc, "MPI_Mrecv", "link %s: credit", label(ctx, end)));
+  cpli_credit c;
+  if ((size_t)n < sizeof c) {
+    free(b);
+    return cpli_fail(CPL_ERR_INTERNAL, "link %s: short credit message (%d "
+                     "bytes)", label(ctx, end), n);
+  }
+  memcpy(&c, b, sizeof c);
+  if (c.sel_len < 0 || (size_t)c.sel_len != (size_t)n - sizeof c) {
+    free(b);
+    return cpli_fail(CPL_ERR_INTERNAL, "link %s: corrupt credit message",
+                     label(ctx, end));
+  }
+  if (c.kind == CPLI_MSG_DETACH) {
+    ch->detached = 1;
+  } else if (!ch->detached) {
+    ch->credits++;
+    ch->want = (long)c.want;
+    if (c.sel_len > 0) { /* keep the selections, for the group to share */
+      free(ch->sel);
+      ch->sel = malloc((size_t)c.sel_len);
+      if (!ch->sel) {
+        free(b);
+        ch->sel_len = 0;
+        return cpli_fail(CPL_ERR_NOMEM, "link %s: out of memory", label(ctx, end));
+      }
+      memcpy(ch->sel, b + sizeof c, (size_t)c.sel_len);
+      ch->sel_len = (size_t)c.sel_len;
+      ch->sel_version++;
+    }
+  }
+  free(b);
   return CPL_OK;
 }
 
@@ -65,11 +110,12 @@ int cpli_chan_poll(cpl_context *ctx, int end) {
   cpli_chan *ch = &ctx->data->chan[end];
   for (;;) {
     int flag = 0;
-    int rc = MPI_Iprobe(0, CPLI_TAG_CREDIT, ctx->ends[end].ctl, &flag,
-                        MPI_STATUS_IGNORE);
-    CPLI_TRY(cpli_mpi_check(rc, "MPI_Iprobe", "link %s", label(ctx, end)));
+    MPI_Message m;
+    MPI_Status st;
+    int rc = MPI_Improbe(0, CPLI_TAG_CREDIT, ctx->ends[end].ctl, &flag, &m, &st);
+    CPLI_TRY(cpli_mpi_check(rc, "MPI_Improbe", "link %s", label(ctx, end)));
     if (!flag) return CPL_OK;
-    CPLI_TRY(take_credit_msg(ctx, end, ch));
+    CPLI_TRY(take_credit_msg(ctx, end, ch, &m, &st));
   }
 }
 
@@ -111,18 +157,30 @@ int cpli_chan_send_header(cpl_context *ctx, int end, const cpli_hdr *h,
 
 /* ------------------------------------------------------------- consumer */
 
-int cpli_chan_send_credit(cpl_context *ctx, int end, int64_t kind,
-                          double timeout) {
+int cpli_chan_send_credit(cpl_context *ctx, int end, int64_t kind, long want,
+                          const void *sel, size_t sel_len, double timeout) {
   cpli_chan *ch = &ctx->data->chan[end];
-  ch->msg[0] = kind;
-  ch->msg[1] = 0;
-  if (kind == CPLI_MSG_CREDIT)
-    return send_wait(ctx, end, ch->msg, (int)sizeof ch->msg, CPLI_TAG_CREDIT,
-                     timeout, "sending a credit to the producer");
+  if (kind == CPLI_MSG_CREDIT) {
+    cpli_credit c = {.kind = kind, .want = want, .sel_len = (int64_t)sel_len};
+    size_t n = sizeof c + sel_len;
+    if (n > 0x7fffffff)
+      return cpli_fail(CPL_ERR_UNSUPPORTED, "link %s: the consumers' "
+                       "selections take %zu bytes, more than 2 GiB",
+                       label(ctx, end), sel_len);
+    unsigned char *b = malloc(n);
+    if (!b) return cpli_fail(CPL_ERR_NOMEM, "link %s: out of memory", label(ctx, end));
+    memcpy(b, &c, sizeof c);
+    if (sel_len) memcpy(b + sizeof c, sel, sel_len);
+    int rc = send_wait(ctx, end, b, (int)n, CPLI_TAG_CREDIT, timeout,
+                       "sending a credit to the producer");
+    free(b);
+    return rc;
+  }
   /* DETACH completes at finalize: the producer may be long gone by now,
    * or still computing. */
+  ch->msg = (cpli_credit){.kind = kind};
   ch->detach_sent = 1;
-  int rc = MPI_Isend(ch->msg, (int)sizeof ch->msg, MPI_BYTE, 0,
+  int rc = MPI_Isend(&ch->msg, (int)sizeof ch->msg, MPI_BYTE, 0,
                      CPLI_TAG_CREDIT, ctx->ends[end].ctl, &ch->detach_req);
   return cpli_mpi_check(rc, "MPI_Isend", "link %s: detach", label(ctx, end));
 }
@@ -320,7 +378,8 @@ int cpli_data_finalize(cpl_context *ctx) {
       ch->eos_sent = 1;
       rc = cpli_chan_send_header(ctx, e, &h, NULL, NULL, NULL, link_timeout(ctx, e));
     } else if (ctx->ends[e].role == CPL_RECEIVER && !ch->detach_sent) {
-      rc = cpli_chan_send_credit(ctx, e, CPLI_MSG_DETACH, link_timeout(ctx, e));
+      rc = cpli_chan_send_credit(ctx, e, CPLI_MSG_DETACH, 0, NULL, 0,
+                                 link_timeout(ctx, e));
     }
     keep_first(rc, &first, msg, sizeof msg);
   }
@@ -334,6 +393,7 @@ int cpli_data_finalize(cpl_context *ctx) {
       MPI_Cancel(&s->chan[e].detach_req);
       MPI_Request_free(&s->chan[e].detach_req);
     }
+  for (int e = 0; e < ctx->nends; e++) free(s->chan[e].sel);
   free(s->chan);
   free(s->outs);
   free(s->ins);

@@ -27,24 +27,39 @@
 #include "data/desc.h"
 #include "group/context.h"
 
-enum { CPLI_TAG_CREDIT = 1, CPLI_TAG_HEADER = 2, CPLI_TAG_BYE = 3 };
+enum { CPLI_TAG_CREDIT = 1, CPLI_TAG_HEADER = 2, CPLI_TAG_BYE = 3,
+       CPLI_TAG_DATA = 4 /* selective delivery, any rank to any rank */ };
 enum { CPLI_MSG_CREDIT = 1, CPLI_MSG_DETACH = 2 };
-enum { CPLI_HDR_DATA = 1, CPLI_HDR_EOS = 2, CPLI_HDR_ERROR = 3 };
+enum { CPLI_HDR_DATA = 1, CPLI_HDR_EOS = 2, CPLI_HDR_ERROR = 3,
+       CPLI_HDR_MISSING = 4 /* the requested step is not held */ };
 
 /* Fixed part of a header; desc, attrs and message bytes follow it.
- * `status`: ERROR's cpl_status. `root_rc` is set by the consumer root
- * before it broadcasts the header: its own failure to take it. */
+ * `status`: ERROR's cpl_status. `mode`: CPLI_MODE_* of a DATA step.
+ * `root_rc` and `credit_out` are set by the consumer root before it
+ * broadcasts the header: its own failure to take it, and whether its
+ * credit is still unanswered (after a timeout). */
 typedef struct cpli_hdr {
-  int64_t kind, status, step;
+  int64_t kind, status, step, mode;
   int64_t desc_len, attr_len, msg_len;
-  int64_t root_rc;
+  int64_t root_rc, credit_out; /* consumer side only, see above */
 } cpli_hdr;
+
+/* Fixed part of a credit; the consumers' selections follow it when they
+ * changed (sel_len bytes: per consumer rank a u64 length and its
+ * cpli_sel encoding). `want`: CPL_STEP_NEXT, CPL_STEP_LATEST or a step. */
+typedef struct cpli_credit {
+  int64_t kind, want, sel_len;
+} cpli_credit;
 
 /* One link end's channel state; counters are kept on the root. */
 typedef struct cpli_chan {
   /* producer side */
   long credits;       /* credits received and not yet answered          */
+  long want;          /* what the pending credit asks for              */
   int detached;       /* DETACH received                                */
+  unsigned char *sel; /* root: the consumers' selections, last received */
+  size_t sel_len;
+  long sel_version;   /* counts selections received (0: none)           */
   int eos_sent;
   long headers_sent;
   int output_open;    /* the port of this end has an open cpl_output    */
@@ -52,7 +67,7 @@ typedef struct cpli_chan {
   int credit_out;     /* a credit not yet answered (begin_step timed out) */
   int detach_sent;
   long headers_recv;
-  int64_t msg[2];     /* CREDIT/DETACH send buffer                      */
+  cpli_credit msg;    /* DETACH send buffer                             */
   MPI_Request detach_req;
   int input_open;
 } cpli_chan;
@@ -82,12 +97,16 @@ int cpli_chan_wait_credit(cpl_context *ctx, int end, double timeout);
 int cpli_chan_send_header(cpl_context *ctx, int end, const cpli_hdr *h,
                           const void *desc, const void *attrs,
                           const void *msg, double timeout);
-/* Consumer root: send CREDIT or DETACH. */
-int cpli_chan_send_credit(cpl_context *ctx, int end, int64_t kind,
-                          double timeout);
+/* Consumer root: send CREDIT (asking for `want`, with the selections when
+ * sel_len > 0) or DETACH. */
+int cpli_chan_send_credit(cpl_context *ctx, int end, int64_t kind, long want,
+                          const void *sel, size_t sel_len, double timeout);
 /* Consumer root: receive the next header (malloc'd into *buf). */
 int cpli_chan_recv_header(cpl_context *ctx, int end, double timeout,
                           unsigned char **buf, size_t *len);
+
+/* A link's collective options (algorithms, timeout, label) for a step. */
+void cpli_link_options(const cpli_link *l, long step, cpl_coll_options *opt);
 
 /* Poll an MPI request until done or timeout; *done says which. */
 int cpli_poll_request(MPI_Request *req, double timeout, int *done);

@@ -1,10 +1,12 @@
 /*
  * Consumer side of a port. begin_step asks the producer for a step (a
- * credit), takes its header on the root, shares it with the group, then
- * takes part in one allgatherv per dataset: afterwards every rank holds
- * every dataset whole, as the producers' blocks concatenated in rank
- * order. inquire and get are local: get assembles the caller's selection
- * from the blocks that intersect it, converting the type if asked.
+ * credit, with the group's selections when they changed), takes its
+ * header on the root, shares it with the group, then receives the step:
+ * by the link's allgatherv (every rank then holds every dataset whole, as
+ * the producers' blocks concatenated in rank order) or, when the producer
+ * chose redistribution, only the pieces this rank selected. inquire and
+ * get are local: get assembles the caller's box from the blocks or pieces
+ * that intersect it, converting the type if asked.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 
 #include "core/error.h"
 #include "data/data.h"
+#include "data/redist.h"
 #include "data/slab.h"
 
 struct cpl_input {
@@ -24,12 +27,20 @@ struct cpl_input {
   int failed;               /* status that ended the stream              */
   char fail_msg[1024];
   long step, last;          /* current step; last one taken (-1: none)   */
+  int credit_out;           /* a credit is unanswered (after a timeout)  */
+  long want_out;            /* what it asked for                         */
   cpli_desc *desc;
-  char **buf;               /* per dataset: the blocks, concatenated     */
-  size_t *cap;
+  int mode;                 /* CPLI_MODE_* of the current step           */
+  char **buf;               /* per dataset: blocks or pieces, one after  */
+  size_t *cap;              /*   another                                 */
+  cpli_boxes *pieces;       /* per dataset: this rank's pieces           */
   int nbuf;
   int *counts;              /* nblocks counts, then displacements        */
   cpli_attrs attrs;
+  cpli_sel sel;             /* as the user set it                        */
+  cpli_sel sel_used;        /* as last sent: what the producer serves    */
+  int sel_dirty;
+  cpl_input_stats st;
 };
 
 int cpl_input_open(cpl_context *ctx, const char *port, const char *peer,
@@ -64,6 +75,7 @@ int cpl_input_open(cpl_context *ctx, const char *port, const char *peer,
   MPI_Comm_rank(in->comm, &in->rank);
   MPI_Comm_size(in->comm, &in->size);
   in->step = in->last = -1;
+  in->want_out = CPL_STEP_NEXT;
   s->chan[end].input_open = 1;
   *out = in;
   return CPL_OK;
@@ -84,20 +96,88 @@ static int usable(const cpl_input *in, const char *call) {
   return CPL_OK;
 }
 
+/*
+ * Before a new credit: if any rank changed its selection, every rank's
+ * goes to the root (*blob: per rank a u64 length and its encoding), and
+ * each rank's selection in force becomes the one it set.
+ */
+static int sync_selections(cpl_input *in, const cpl_coll_options *opt,
+                           cpli_wbuf *blob) {
+  cpli_wbuf mine = {0};
+  cpli_sel_encode(&in->sel, &mine);
+  int64_t *rec = calloc(2 * (size_t)in->size, sizeof *rec);
+  int *counts = malloc(2 * (size_t)in->size * sizeof *counts);
+  unsigned char *all = NULL;
+  int rc = CPL_OK;
+  if (!rec || !counts || mine.oom)
+    rc = cpli_fail(CPL_ERR_NOMEM, "link %s: out of memory", in->l->label);
+  if (rc == CPL_OK) {
+    rec[2 * in->rank] = in->sel_dirty;
+    rec[2 * in->rank + 1] = (int64_t)mine.len;
+    rc = cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rec, 2,
+                             MPI_INT64_T, in->comm, opt);
+  }
+  int any = 0;
+  size_t total = 0;
+  for (int r = 0; rc == CPL_OK && r < in->size; r++) {
+    any |= rec[2 * r] != 0;
+    total += (size_t)rec[2 * r + 1];
+  }
+  if (rc == CPL_OK && any && total > 0x7fffffff)
+    rc = cpli_fail(CPL_ERR_UNSUPPORTED, "link %s: the selections of the "
+                   "consumer ranks take %zu bytes, more than 2 GiB",
+                   in->l->label, total);
+  if (rc == CPL_OK && any && !(all = malloc(total ? total : 1)))
+    rc = cpli_fail(CPL_ERR_NOMEM, "link %s: out of memory", in->l->label);
+  if (rc == CPL_OK && any) {
+    int off = 0;
+    for (int r = 0; r < in->size; r++) {
+      counts[r] = (int)rec[2 * r + 1];
+      counts[in->size + r] = off;
+      off += counts[r];
+    }
+    rc = cpl_intra_allgatherv(mine.p, (int)mine.len, MPI_BYTE, all, counts,
+                              counts + in->size, MPI_BYTE, in->comm, opt);
+  }
+  if (rc == CPL_OK && any && in->rank == 0)
+    for (int r = 0; r < in->size; r++) {
+      cpli_w_u64(blob, (uint64_t)counts[r]);
+      cpli_w_bytes(blob, all + counts[in->size + r], (size_t)counts[r]);
+    }
+  if (rc == CPL_OK && blob->oom)
+    rc = cpli_fail(CPL_ERR_NOMEM, "link %s: out of memory", in->l->label);
+  if (rc == CPL_OK && any) rc = cpli_sel_copy(&in->sel, &in->sel_used);
+  if (rc == CPL_OK) in->sel_dirty = 0;
+  cpli_w_free(&mine);
+  free(rec);
+  free(counts);
+  free(all);
+  return rc;
+}
+
 /* Root: credit, then the header; every rank: the header, broadcast. */
-static int take_header(cpl_input *in, double wait, cpli_hdr *h,
+static int take_header(cpl_input *in, double wait, long want, cpli_hdr *h,
                        unsigned char **payload) {
   *payload = NULL;
   unsigned char *msg = NULL;
   size_t len = 0;
   int rc = CPL_OK;
   memset(h, 0, sizeof *h);
+  cpl_coll_options opt;
+  cpli_link_options(in->l, in->last, &opt);
+  cpli_wbuf sel = {0};
+  /* After a timeout the credit is still out: asking twice would make the
+   * producer send a step nobody waits for. */
+  if (!in->credit_out) rc = sync_selections(in, &opt, &sel);
+  if (rc != CPL_OK) {
+    cpli_w_free(&sel);
+    return rc; /* collective: every rank failed the same allgather */
+  }
   if (in->rank == 0) {
-    /* After a timeout the credit is still out: asking twice would make
-     * the producer send a step nobody waits for. */
     cpli_chan *ch = &in->ctx->data->chan[in->end];
     if (!ch->credit_out)
-      rc = cpli_chan_send_credit(in->ctx, in->end, CPLI_MSG_CREDIT, in->l->timeout);
+      rc = cpli_chan_send_credit(in->ctx, in->end, CPLI_MSG_CREDIT, want, sel.p,
+                                 sel.len, in->l->timeout);
     if (rc == CPL_OK) {
       ch->credit_out = 1;
       rc = cpli_chan_recv_header(in->ctx, in->end, wait, &msg, &len);
@@ -109,19 +189,19 @@ static int take_header(cpl_input *in, double wait, cpli_hdr *h,
     if (rc == CPL_OK && len < sizeof *h)
       rc = cpli_fail(CPL_ERR_INTERNAL, "link %s: short step header", in->l->label);
     if (rc == CPL_OK) memcpy(h, msg, sizeof *h);
-    if (rc == CPL_OK && h->kind == CPLI_HDR_DATA) ch->credit_out = 0;
+    if (rc == CPL_OK) ch->credit_out = 0; /* every header answers or ends */
     h->root_rc = rc;
+    h->credit_out = ch->credit_out;
   }
-  cpl_coll_options opt;
-  cpl_coll_options_init(&opt);
+  cpli_w_free(&sel);
   opt.timeout = 2 * in->l->timeout + 10; /* beyond the root's own wait */
-  opt.label = in->l->label;
-  opt.step = in->last;
   int brc = cpl_intra_bcast(h, (int)sizeof *h, MPI_BYTE, 0, in->comm, &opt);
   if (brc != CPL_OK) {
     free(msg);
     return brc;
   }
+  in->credit_out = (int)h->credit_out;
+  in->want_out = want;
   if (h->root_rc != CPL_OK) {
     free(msg);
     if (in->rank != 0)
@@ -131,7 +211,7 @@ static int take_header(cpl_input *in, double wait, cpli_hdr *h,
     return (int)h->root_rc;
   }
   int64_t plen = h->desc_len + h->attr_len + h->msg_len;
-  if (plen < 0 || plen > 0x7fffffff ||
+  if (h->desc_len < 0 || h->attr_len < 0 || h->msg_len < 0 || plen > 0x7fffffff ||
       (in->rank == 0 && (size_t)plen != len - sizeof *h)) {
     free(msg);
     return cpli_fail(CPL_ERR_INTERNAL, "link %s: corrupt step header", in->l->label);
@@ -156,7 +236,7 @@ static int take_header(cpl_input *in, double wait, cpli_hdr *h,
   return CPL_OK;
 }
 
-/* A new description: check it and size the buffers. */
+/* A new description: check it, make room for per-dataset state. */
 static int set_desc(cpl_input *in, const unsigned char *data, size_t len,
                     const char *where) {
   cpli_desc *d;
@@ -166,28 +246,22 @@ static int set_desc(cpl_input *in, const unsigned char *data, size_t len,
   if (rc == CPL_OK) rc = cpli_desc_check_port(d, c, &c->ports[in->l->to_port], 0, where);
   if (rc == CPL_OK && d->nd > in->nbuf) {
     char **b = realloc(in->buf, (size_t)d->nd * sizeof *b);
-    size_t *cap = b ? realloc(in->cap, (size_t)d->nd * sizeof *cap) : NULL;
     if (b) in->buf = b;
+    size_t *cap = b ? realloc(in->cap, (size_t)d->nd * sizeof *cap) : NULL;
     if (cap) in->cap = cap;
-    if (!b || !cap) rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
+    cpli_boxes *pc = cap ? realloc(in->pieces, (size_t)d->nd * sizeof *pc) : NULL;
+    if (pc) in->pieces = pc;
+    if (!b || !cap || !pc) rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
     for (int k = in->nbuf; rc == CPL_OK && k < d->nd; k++) {
       in->buf[k] = NULL;
       in->cap[k] = 0;
+      in->pieces[k] = (cpli_boxes){0};
     }
     if (rc == CPL_OK) in->nbuf = d->nd;
   }
   int *counts = rc == CPL_OK ? realloc(in->counts, 2 * (size_t)d->nblocks * sizeof *counts) : NULL;
   if (rc == CPL_OK && !counts) rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
   if (counts) in->counts = counts;
-  for (int k = 0; rc == CPL_OK && k < d->nd; k++) {
-    if (d->d[k].total <= in->cap[k]) continue;
-    free(in->buf[k]);
-    in->buf[k] = malloc(d->d[k].total);
-    in->cap[k] = in->buf[k] ? d->d[k].total : 0;
-    if (!in->buf[k]) rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory for "
-                                    "dataset \"%s\" (%zu bytes)", where,
-                                    d->d[k].name, d->d[k].total);
-  }
   if (rc != CPL_OK) {
     cpli_desc_unref(d);
     return rc;
@@ -197,28 +271,104 @@ static int set_desc(cpl_input *in, const unsigned char *data, size_t len,
   return CPL_OK;
 }
 
-/* begin_step and try_step: wait up to `wait` seconds for the header. */
-static int begin(cpl_input *in, double wait, long *step) {
+/* This rank's pieces of every dataset, and buffers sized for the step:
+ * whole arrays for the allgather, the pieces for a redistribution. A
+ * buffer much larger than needed is given back. */
+static int size_buffers(cpl_input *in, const char *where) {
+  const cpli_desc *d = in->desc;
+  size_t held = 0;
+  for (int k = 0; k < d->nd; k++) {
+    const cpli_dset *s = &d->d[k];
+    if (cpli_sel_pieces(&in->sel_used, s->name, s->rank, s->dims, &in->pieces[k]) < 0)
+      return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
+    size_t need = in->mode == CPLI_MODE_SELECT
+                      ? cpli_pieces_bytes(&in->pieces[k], s->esize) : s->total;
+    if (need > in->cap[k] || need < in->cap[k] / 2) {
+      free(in->buf[k]);
+      in->buf[k] = need ? malloc(need) : NULL;
+      in->cap[k] = in->buf[k] ? need : 0;
+      if (need && !in->buf[k])
+        return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory for dataset "
+                         "\"%s\" (%zu bytes)", where, s->name, need);
+    }
+    held += in->cap[k];
+  }
+  in->st.bytes_held = held;
+  if (held > in->st.bytes_max) in->st.bytes_max = held;
+  return CPL_OK;
+}
+
+/* The step's data: the allgathers, or this rank's pieces. */
+static int receive(cpl_input *in, long step, const char *where) {
+  cpl_coll_options opt;
+  cpli_link_options(in->l, step, &opt);
+  const cpli_desc *d = in->desc;
+  if (in->mode == CPLI_MODE_SELECT) {
+    size_t got = 0;
+    int rc = cpli_redist_recv(d, in->pieces, in->buf, in->ctx->ends[in->end].ctl,
+                              CPLI_TAG_DATA, in->l->timeout, where, &got);
+    in->st.bytes += got;
+    in->st.selective++;
+    return rc;
+  }
+  int *counts = in->counts, *displs = in->counts + d->nblocks;
+  MPI_Comm inter = in->ctx->ends[in->end].intercomm;
+  for (int k = 0; k < d->nd; k++) {
+    const cpli_dset *s = &d->d[k];
+    if (s->total == 0) continue;
+    for (int b = 0; b < d->nblocks; b++) {
+      counts[b] = (int)s->bytes[b];
+      displs[b] = (int)s->offset[b];
+    }
+    int rc = cpl_inter_allgatherv(NULL, 0, MPI_BYTE, in->buf[k], counts, displs,
+                                  MPI_BYTE, CPL_RECEIVER, inter, &opt);
+    if (rc != CPL_OK) {
+      cpli_error_prefix("dataset \"%s\": ", s->name);
+      return rc;
+    }
+    in->st.bytes += s->total;
+  }
+  return CPL_OK;
+}
+
+static int fail_link(cpl_input *in, int rc) {
+  in->failed = rc;
+  snprintf(in->fail_msg, sizeof in->fail_msg, "%s", cpl_last_error());
+  return rc;
+}
+
+/* begin_step, try_step, begin_step_at: wait up to `wait` seconds for the
+ * header of the step `want` asks for. */
+static int begin(cpl_input *in, double wait, long want, long *step) {
   CPLI_TRY(usable(in, "cpl_input_begin_step"));
   if (in->in_step)
     return cpli_fail(CPL_ERR_STATE, "cpl_input_begin_step: link %s: step %ld "
                      "is still open (call cpl_input_end_step)", in->l->label,
                      in->step);
   if (in->eos) return CPL_END_OF_STREAM;
+  if (in->credit_out && want != in->want_out)
+    return cpli_fail(CPL_ERR_STATE, "cpl_input_begin_step_at: link %s: the "
+                     "request for %ld is still unanswered (it timed out); ask "
+                     "for the same until it is", in->l->label, in->want_out);
   cpli_hdr h;
   unsigned char *p;
-  CPLI_TRY(take_header(in, wait, &h, &p));
+  CPLI_TRY(take_header(in, wait, want, &h, &p));
   if (h.kind == CPLI_HDR_EOS) {
     free(p);
     in->eos = 1;
     return CPL_END_OF_STREAM;
   }
-  if (h.kind == CPLI_HDR_ERROR) {
-    in->failed = h.status > 0 && h.status < CPL_STATUS_COUNT ? (int)h.status
-                                                             : CPL_ERR_MISMATCH;
-    snprintf(in->fail_msg, sizeof in->fail_msg, "producer: %.*s",
-             (int)h.msg_len, p ? (char *)p : "");
+  if (h.kind == CPLI_HDR_ERROR || h.kind == CPLI_HDR_MISSING) {
+    int st = h.status > 0 && h.status < CPL_STATUS_COUNT ? (int)h.status
+                                                         : CPL_ERR_MISMATCH;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "producer: %.*s", (int)h.msg_len, p ? (char *)p : "");
     free(p);
+    if (h.kind == CPLI_HDR_MISSING) /* an answer, not the end of the link */
+      return cpli_fail(CPL_ERR_NOT_FOUND, "link %s, receiver %d: %s",
+                       in->l->label, in->rank, msg);
+    in->failed = st;
+    snprintf(in->fail_msg, sizeof in->fail_msg, "%s", msg);
     return cpli_fail(in->failed, "link %s, receiver %d: %s", in->l->label,
                      in->rank, in->fail_msg);
   }
@@ -226,46 +376,21 @@ static int begin(cpl_input *in, double wait, long *step) {
   snprintf(where, sizeof where, "link %s, receiver %d, step %ld", in->l->label,
            in->rank, (long)h.step);
   int rc = CPL_OK;
-  if (h.kind != CPLI_HDR_DATA || (!in->desc && h.desc_len == 0))
+  if (h.kind != CPLI_HDR_DATA || (!in->desc && h.desc_len == 0) ||
+      (h.mode != CPLI_MODE_ALLGATHER && h.mode != CPLI_MODE_SELECT))
     rc = cpli_fail(CPL_ERR_INTERNAL, "%s: unexpected step header", where);
   if (rc == CPL_OK && h.desc_len)
     rc = set_desc(in, p, (size_t)h.desc_len, where);
   if (rc == CPL_OK)
     rc = cpli_attrs_decode(p + h.desc_len, (size_t)h.attr_len, where, &in->attrs);
   free(p);
-  if (rc != CPL_OK) {
-    /* The producers are already in the data allgathers; without a valid
-     * description there is no way to join them, so the link is over. */
-    in->failed = rc;
-    snprintf(in->fail_msg, sizeof in->fail_msg, "%s", cpl_last_error());
-    return rc;
-  }
-  cpl_coll_options opt;
-  cpl_coll_options_init(&opt);
-  opt.inter = in->l->inter;
-  opt.intra = in->l->intra;
-  opt.timeout = in->l->timeout;
-  opt.label = in->l->label;
-  opt.step = (long)h.step;
-  const cpli_desc *d = in->desc;
-  int *counts = in->counts, *displs = in->counts + d->nblocks;
-  MPI_Comm inter = in->ctx->ends[in->end].intercomm;
-  for (int k = 0; k < d->nd && rc == CPL_OK; k++) {
-    const cpli_dset *s = &d->d[k];
-    if (s->total == 0) continue;
-    for (int b = 0; b < d->nblocks; b++) {
-      counts[b] = (int)s->bytes[b];
-      displs[b] = (int)s->offset[b];
-    }
-    rc = cpl_inter_allgatherv(NULL, 0, MPI_BYTE, in->buf[k], counts, displs,
-                              MPI_BYTE, CPL_RECEIVER, inter, &opt);
-    if (rc != CPL_OK) cpli_error_prefix("dataset \"%s\": ", s->name);
-  }
-  if (rc != CPL_OK) {
-    in->failed = rc;
-    snprintf(in->fail_msg, sizeof in->fail_msg, "%s", cpl_last_error());
-    return rc;
-  }
+  in->mode = (int)h.mode;
+  /* Without a valid description there is no way to join the producers'
+   * transfers, so the link is over. */
+  if (rc == CPL_OK) rc = size_buffers(in, where);
+  if (rc == CPL_OK) rc = receive(in, (long)h.step, where);
+  if (rc != CPL_OK) return fail_link(in, rc);
+  in->st.steps++;
   in->step = in->last = (long)h.step;
   in->in_step = 1;
   if (step) *step = in->step;
@@ -273,7 +398,15 @@ static int begin(cpl_input *in, double wait, long *step) {
 }
 
 int cpl_input_begin_step(cpl_input *in, long *step) {
-  return begin(in, in ? in->l->timeout : 0, step);
+  return begin(in, in ? in->l->timeout : 0, CPL_STEP_NEXT, step);
+}
+
+int cpl_input_begin_step_at(cpl_input *in, long want, long *step) {
+  if (in && want < CPL_STEP_LATEST)
+    return cpli_fail(CPL_ERR_ARG, "cpl_input_begin_step_at: link %s: %ld is "
+                     "neither a step number nor CPL_STEP_NEXT/LATEST",
+                     in->l->label, want);
+  return begin(in, in ? in->l->timeout : 0, want, step);
 }
 
 int cpl_input_try_step(cpl_input *in, double seconds, long *step) {
@@ -281,7 +414,7 @@ int cpl_input_try_step(cpl_input *in, double seconds, long *step) {
     return cpli_fail(CPL_ERR_ARG, "cpl_input_try_step: link %s: wait %g s is "
                      "not in [0, %g] (the link timeout)", in->l->label,
                      seconds, in->l->timeout);
-  return begin(in, seconds, step);
+  return begin(in, seconds, CPL_STEP_NEXT, step);
 }
 
 int cpl_input_end_step(cpl_input *in) {
@@ -293,18 +426,71 @@ int cpl_input_end_step(cpl_input *in) {
   return CPL_OK;
 }
 
+/* ---------------------------------------------------------- selections */
+
+int cpl_input_select(cpl_input *in, const char *dataset, int ndims,
+                     int nboxes, const hsize_t start[], const hsize_t count[]) {
+  if (!in) return cpli_fail(CPL_ERR_ARG, "cpl_input_select: input is NULL");
+  if (dataset && !cpli_name_ok(dataset))
+    return cpli_fail(CPL_ERR_ARG, "cpl_input_select: link %s: bad dataset "
+                     "name", in->l->label);
+  int rc = cpli_sel_set_boxes(&in->sel, dataset, ndims, nboxes, start, count);
+  if (rc != CPL_OK)
+    cpli_error_prefix("cpl_input_select: link %s, receiver %d, %s%s%s: ",
+                      in->l->label, in->rank, dataset ? "dataset \"" : "default",
+                      dataset ? dataset : "", dataset ? "\"" : "");
+  else
+    in->sel_dirty = 1;
+  return rc;
+}
+
+int cpl_input_select_rows(cpl_input *in, const char *dataset, int part,
+                          int nparts) {
+  if (!in) return cpli_fail(CPL_ERR_ARG, "cpl_input_select_rows: input is NULL");
+  if (dataset && !cpli_name_ok(dataset))
+    return cpli_fail(CPL_ERR_ARG, "cpl_input_select_rows: link %s: bad "
+                     "dataset name", in->l->label);
+  int rc = cpli_sel_set_rows(&in->sel, dataset, part, nparts);
+  if (rc != CPL_OK)
+    cpli_error_prefix("cpl_input_select_rows: link %s, receiver %d: ",
+                      in->l->label, in->rank);
+  else
+    in->sel_dirty = 1;
+  return rc;
+}
+
+int cpl_input_select_clear(cpl_input *in) {
+  if (!in) return cpli_fail(CPL_ERR_ARG, "cpl_input_select_clear: input is NULL");
+  in->sel_dirty |= in->sel.active;
+  cpli_sel_clear(&in->sel);
+  return CPL_OK;
+}
+
+int cpl_input_stats_get(const cpl_input *in, cpl_input_stats *st) {
+  if (!in || !st) return cpli_fail(CPL_ERR_ARG, "cpl_input_stats_get: NULL argument");
+  *st = in->st;
+  return CPL_OK;
+}
+
 int cpl_input_close(cpl_input *in) {
   if (!in) return CPL_OK;
   cpl_context *ctx = in->ctx;
   int rc = CPL_OK;
   if (in->rank == 0)
-    rc = cpli_chan_send_credit(ctx, in->end, CPLI_MSG_DETACH, in->l->timeout);
+    rc = cpli_chan_send_credit(ctx, in->end, CPLI_MSG_DETACH, 0, NULL, 0,
+                               in->l->timeout);
   ctx->data->chan[in->end].detach_sent = 1;
   ctx->data->chan[in->end].input_open = 0;
   cpli_data_untrack(ctx, NULL, in);
-  for (int k = 0; k < in->nbuf; k++) free(in->buf[k]);
+  for (int k = 0; k < in->nbuf; k++) {
+    free(in->buf[k]);
+    cpli_boxes_free(&in->pieces[k]);
+  }
   free(in->buf);
   free(in->cap);
+  free(in->pieces);
+  cpli_sel_free(&in->sel);
+  cpli_sel_free(&in->sel_used);
   free(in->counts);
   cpli_attrs_clear(&in->attrs);
   cpli_desc_unref(in->desc);
@@ -401,6 +587,19 @@ static int convert_into(hid_t src_type, hid_t dst_type, size_t n, char *tmp,
   return CPL_OK;
 }
 
+/* Elements of box (start, count) inside the disjoint pieces. */
+static uint64_t covered(const cpli_boxes *pc, const hsize_t *start,
+                        const hsize_t *count) {
+  uint64_t in = 0, v;
+  hsize_t is[CPL_MAX_RANK], ic[CPL_MAX_RANK];
+  for (int m = 0; m < pc->n; m++)
+    if (cpli_box_intersect(pc->rank, pc->start + (size_t)m * pc->rank,
+                           pc->count + (size_t)m * pc->rank, start, count, is, ic) &&
+        cpli_box_volume(pc->rank, ic, &v) == 0)
+      in += v;
+  return in;
+}
+
 int cpl_input_get(cpl_input *in, const char *name, hid_t memtype,
                   const hsize_t start[], const hsize_t count[], void *buf) {
   CPLI_TRY(in_step(in, "cpl_input_get"));
@@ -424,6 +623,14 @@ int cpl_input_get(cpl_input *in, const char *name, hid_t memtype,
   uint64_t n;
   cpli_box_volume(s->rank, count, &n);
   if (n == 0) return CPL_OK;
+  const cpli_boxes *pc = &in->pieces[k];
+  if (in->sel_used.active && covered(pc, start, count) < n)
+    return cpli_fail(CPL_ERR_ARG, "%s: box %s is not inside the boxes this "
+                     "rank selected (%d piece%s%s%s; select it before "
+                     "begin_step)", what,
+                     cpli_box_str(s->rank, start, count, b1, sizeof b1), pc->n,
+                     pc->n == 1 ? "" : "s", pc->n ? ", the first " : "",
+                     pc->n ? cpli_box_str(s->rank, pc->start, pc->count, b2, sizeof b2) : "");
   if (!buf) return cpli_fail(CPL_ERR_ARG, "%s: buf is NULL", what);
   int same = H5Tequal(s->type, memtype);
   if (same < 0) return cpli_fail(CPL_ERR_ARG, "%s: memtype is not a datatype", what);
@@ -436,11 +643,23 @@ int cpl_input_get(cpl_input *in, const char *name, hid_t memtype,
   /* Converting: assemble in a buffer the conversion then works in. */
   char *dst = buf;
   if (!same) CPLI_TRY(conv_alloc(s->type, memtype, (size_t)n, what, &dst));
-  for (int b = 0; b < in->desc->nblocks; b++)
-    if (s->bytes[b])
-      cpli_slab_copy(s->rank, s->esize, s->start + (size_t)b * s->rank,
-                     s->count + (size_t)b * s->rank, in->buf[k] + s->offset[b],
-                     start, count, dst);
+  if (in->mode == CPLI_MODE_SELECT) { /* from this rank's pieces */
+    size_t off = 0;
+    for (int m = 0; m < pc->n; m++) {
+      const hsize_t *ps = pc->start + (size_t)m * s->rank;
+      const hsize_t *pn = pc->count + (size_t)m * s->rank;
+      cpli_slab_copy(s->rank, s->esize, ps, pn, in->buf[k] + off, start, count, dst);
+      uint64_t v;
+      cpli_box_volume(s->rank, pn, &v);
+      off += (size_t)v * s->esize;
+    }
+  } else {
+    for (int b = 0; b < in->desc->nblocks; b++)
+      if (s->bytes[b])
+        cpli_slab_copy(s->rank, s->esize, s->start + (size_t)b * s->rank,
+                       s->count + (size_t)b * s->rank, in->buf[k] + s->offset[b],
+                       start, count, dst);
+  }
   return same ? CPL_OK : convert_into(s->type, memtype, (size_t)n, dst, buf, what);
 }
 

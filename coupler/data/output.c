@@ -102,7 +102,7 @@ int cpl_output_begin_step(cpl_output *o, long step) {
     return cpli_fail(CPL_ERR_STATE, "cpl_output_begin_step: port %s: step "
                      "%ld is still open (call cpl_output_end_step)",
                      port_name(o, pn, sizeof pn), o->step);
-  if (step < -1 || (step >= 0 && step <= o->step))
+  if (step < -1 || (step >= 0 && step <= o->step && !o->serving))
     return cpli_fail(CPL_ERR_ARG, "cpl_output_begin_step: port %s: step %ld "
                      "must be -1 (next) or larger than the previous step %ld",
                      port_name(o, pn, sizeof pn), step, o->step);
@@ -223,7 +223,7 @@ static int encode_local(cpl_output *o, cpli_wbuf *w) {
 
 /* Steps 2-3: agree on credits and on the description. */
 static int agree(cpl_output *o, int changed, size_t len, const unsigned char *blob) {
-  int n = 2 + 2 * o->nl;
+  int n = 2 + CPLI_LREC * o->nl;
   int64_t *rec = calloc((size_t)n * (size_t)o->size, sizeof *rec);
   if (!rec) return cpli_fail(CPL_ERR_NOMEM, "out of memory");
   int64_t *mine = rec + (size_t)o->rank * n;
@@ -241,7 +241,8 @@ static int agree(cpl_output *o, int changed, size_t len, const unsigned char *bl
                              MPI_INT64_T, o->comm, &opt);
   int any = 0;
   for (int r = 0; rc == CPL_OK && r < o->size; r++) any |= rec[(size_t)r * n] != 0;
-  if (rc == CPL_OK && o->rank != 0) cpli_links_take(o, rec + 2);
+  /* The root's row carries its status: a failure there fails every rank. */
+  if (rc == CPL_OK) rc = cpli_links_adopt(o, rec + 2);
   if (rc != CPL_OK || !any) {
     free(rec);
     return rc;
@@ -337,12 +338,11 @@ static int make_step(cpl_output *o, pstep **out) {
   return CPL_OK;
 }
 
-int cpl_output_end_step(cpl_output *o) {
-  CPLI_TRY(check_usable(o, "cpl_output_end_step"));
-  if (!o->in_step)
-    return cpli_fail(CPL_ERR_STATE, "cpl_output_end_step: port %s.%s: no "
-                     "step is open", o->comp->name, o->port->name);
+/* The end of every step: agree on the description, then make the step.
+ * On failure the consumers are told, and the port is over. */
+static int finish_step(cpl_output *o, pstep **out) {
   o->in_step = 0;
+  *out = NULL;
   cpli_wbuf w = {0};
   int lrc = encode_local(o, &w);
   if (lrc != CPL_OK) cpli_w_free(&w);
@@ -360,10 +360,26 @@ int cpl_output_end_step(cpl_output *o) {
   }
   cpli_w_free(&o->local);
   o->local = w;
-
-  pstep *st = NULL;
-  rc = make_step(o, &st);
+  rc = make_step(o, out);
   o->port_st.steps++;
+  if (rc != CPL_OK) {
+    cpli_queue_send_error(o, rc);
+    clear_puts(o);
+    return fail_port(o, rc);
+  }
+  return CPL_OK;
+}
+
+int cpl_output_end_step(cpl_output *o) {
+  CPLI_TRY(check_usable(o, "cpl_output_end_step"));
+  if (!o->in_step || o->serving)
+    return cpli_fail(CPL_ERR_STATE, "cpl_output_end_step: port %s.%s: %s",
+                     o->comp->name, o->port->name, o->serving ?
+                     "a serving port sends steps with cpl_output_send" :
+                     "no step is open");
+  pstep *st = NULL;
+  CPLI_TRY(finish_step(o, &st));
+  int rc = CPL_OK;
   for (int i = 0; rc == CPL_OK && i < o->nl; i++) {
     olink *ol = &o->links[i];
     ol->st.steps++;
@@ -447,7 +463,13 @@ int cpl_output_close(cpl_output *o) {
   cpli_w_free(&o->local);
   cpli_desc_unref(o->desc);
   free(o->puts);
-  for (int i = 0; i < o->nl; i++) free(o->links[i].q);
+  for (int i = 0; i < o->nl; i++) {
+    olink *ol = &o->links[i];
+    free(ol->q);
+    for (int j = 0; j < ol->nsels; j++) cpli_sel_free(&ol->sels[j]);
+    free(ol->sels);
+    cpli_rplan_free(&ol->plan);
+  }
   free(o->links);
   free(o);
   return rc;
@@ -488,4 +510,103 @@ int cpl_output_stats_get(const cpl_output *o, int link, cpl_output_stats *st) {
     st->wait_s += s->wait_s;
   }
   return CPL_OK;
+}
+
+/* ------------------------------------------------------------ serving */
+
+int cpl_output_serve(cpl_output *o) {
+  CPLI_TRY(check_usable(o, "cpl_output_serve"));
+  if (o->in_step || o->port_st.steps > 0)
+    return cpli_fail(CPL_ERR_STATE, "cpl_output_serve: port %s.%s: call it "
+                     "before the first step", o->comp->name, o->port->name);
+  o->serving = 1;
+  return CPL_OK;
+}
+
+/* The link of a serving call, which must have a request pending. */
+static int pending_link(cpl_output *o, int link, const char *call, olink **out) {
+  CPLI_TRY(check_usable(o, call));
+  if (!o->serving)
+    return cpli_fail(CPL_ERR_STATE, "%s: port %s.%s is not serving (call "
+                     "cpl_output_serve after open)", call, o->comp->name, o->port->name);
+  if (link < 0 || link >= o->nl)
+    return cpli_fail(CPL_ERR_ARG, "%s: port %s.%s has no link %d (it has %d)",
+                     call, o->comp->name, o->port->name, link, o->nl);
+  olink *ol = &o->links[link];
+  cpli_chan *ch = chan(o, ol);
+  if (ch->credits <= 0 || ch->detached || ch->eos_sent)
+    return cpli_fail(CPL_ERR_STATE, "%s: link %s has no request pending",
+                     call, ol->l->label);
+  *out = ol;
+  return CPL_OK;
+}
+
+int cpl_output_requests(cpl_output *o, double seconds, long want[]) {
+  CPLI_TRY(check_usable(o, "cpl_output_requests"));
+  if (!o->serving || !want || !(seconds >= 0))
+    return cpli_fail(CPL_ERR_ARG, "cpl_output_requests: port %s.%s: %s",
+                     o->comp->name, o->port->name, !o->serving ?
+                     "not serving (call cpl_output_serve)" : "bad argument");
+  double t0 = MPI_Wtime();
+  int rc = cpli_links_sync(o, -2, seconds);
+  for (int i = 0; i < o->nl; i++) o->links[i].st.wait_s += MPI_Wtime() - t0;
+  if (rc != CPL_OK) return fail_port(o, rc);
+  for (int i = 0; i < o->nl; i++) {
+    const cpli_chan *ch = chan(o, &o->links[i]);
+    want[i] = ch->detached || ch->eos_sent ? CPL_REQ_GONE
+              : ch->credits > 0            ? ch->want
+                                           : CPL_REQ_NONE;
+  }
+  return CPL_OK;
+}
+
+int cpl_output_send(cpl_output *o, int link) {
+  olink *ol;
+  CPLI_TRY(pending_link(o, link, "cpl_output_send", &ol));
+  if (!o->in_step)
+    return cpli_fail(CPL_ERR_STATE, "cpl_output_send: port %s.%s: no step "
+                     "is open", o->comp->name, o->port->name);
+  pstep *st;
+  CPLI_TRY(finish_step(o, &st));
+  ol->st.steps++;
+  if (chan(o, ol)->detached) { /* it closed while the step was agreed */
+    ol->st.undelivered++;
+    cpli_step_unref(o, st);
+    clear_puts(o);
+    return CPL_OK;
+  }
+  chan(o, ol)->credits--;
+  int rc = cpli_step_send(o, ol, st); /* straight from the caller's buffers */
+  cpli_step_unref(o, st);
+  clear_puts(o);
+  if (rc != CPL_OK) {
+    cpli_queue_send_error(o, rc);
+    return fail_port(o, rc);
+  }
+  return CPL_OK;
+}
+
+int cpl_output_refuse(cpl_output *o, int link, const char *why) {
+  olink *ol;
+  CPLI_TRY(pending_link(o, link, "cpl_output_refuse", &ol));
+  char msg[1024];
+  snprintf(msg, sizeof msg, "link %s: %s", ol->l->label, why ? why : "step not held");
+  int rc = cpli_queue_send_missing(o, ol, msg);
+  return rc == CPL_OK ? CPL_OK : fail_port(o, rc);
+}
+
+int cpl_output_end_link(cpl_output *o, int link) {
+  CPLI_TRY(check_usable(o, "cpl_output_end_link"));
+  if (link < 0 || link >= o->nl)
+    return cpli_fail(CPL_ERR_ARG, "cpl_output_end_link: port %s.%s has no "
+                     "link %d", o->comp->name, o->port->name, link);
+  olink *ol = &o->links[link];
+  cpli_chan *ch = chan(o, ol);
+  if (ch->eos_sent) return CPL_OK;
+  ch->eos_sent = 1;
+  if (o->rank != 0 || ch->detached) return CPL_OK;
+  cpli_hdr h = {.kind = CPLI_HDR_EOS, .step = o->step};
+  int rc = cpli_chan_send_header(o->ctx, ol->end, &h, NULL, NULL, NULL,
+                                 ol->l->timeout);
+  return rc == CPL_OK ? CPL_OK : fail_port(o, rc);
 }

@@ -6,6 +6,7 @@
 #define CPLI_DATA_OUTPUT_H
 
 #include "data/data.h"
+#include "data/redist.h"
 
 typedef struct put {
   char *name;
@@ -35,7 +36,15 @@ typedef struct olink {
   long desc_sent;           /* version last sent on this link, -1: none  */
   cpl_output_stats st;
   long stale_logged;
+  cpli_sel *sels;           /* the consumer ranks' selections (q)        */
+  int nsels;
+  long sel_version;         /* of sels: the root channel's sel_version   */
+  cpli_rplan plan;          /* delivery plan for (desc, sels) versions   */
 } olink;
+
+/* Per link in the records the producer ranks share: credits, detached,
+ * want, sel_version. */
+#define CPLI_LREC 4
 
 struct cpl_output {
   cpl_context *ctx;
@@ -47,6 +56,7 @@ struct cpl_output {
   int nl;
   double timeout;            /* longest of the links' timeouts           */
   int in_step, closed;
+  int serving;               /* cpl_output_serve: steps sent on request  */
   int failed;                /* status of a failure that ended the port  */
   char fail_msg[1024];
   long step, ordinal;
@@ -67,10 +77,19 @@ static inline cpli_chan *cpli_out_chan(cpl_output *o, olink *ol) {
 
 /* queue.c */
 /* Root: take the credits and DETACHes that arrived on every link, and
- * write each link's (credits, detached) pair into rec[2 * nl]. */
+ * write each link's record (CPLI_LREC values) into rec[CPLI_LREC * nl]. */
 int cpli_links_poll(cpl_output *o, int64_t *rec);
-/* Other ranks: adopt the root's pairs. */
-void cpli_links_take(cpl_output *o, const int64_t *rec);
+/* Every rank, after the root's records were shared: adopt them, and take
+ * the consumers' selections where they changed (collective). */
+int cpli_links_adopt(cpl_output *o, const int64_t *rec);
+/* Send step st to link ol now (it holds a credit): header, then data. */
+int cpli_step_send(cpl_output *o, olink *ol, pstep *st);
+/* Share the root's view of the links (collective); with wait_on >= 0 the
+ * root first waits for a credit on that link (its timeout is an error),
+ * with wait_on == -2 for one on any link, at most `seconds`. */
+int cpli_links_sync(cpl_output *o, int wait_on, double seconds);
+/* Root: answer link ol's request with MISSING and this message. */
+int cpli_queue_send_missing(cpl_output *o, olink *ol, const char *why);
 void cpli_step_unref(cpl_output *o, pstep *st);
 /* Make the step independent of the caller's buffers (counted as held). */
 int cpli_step_copy(cpl_output *o, pstep *st);

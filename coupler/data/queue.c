@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/error.h"
 #include "data/output.h"
@@ -54,36 +55,62 @@ int cpli_step_copy(cpl_output *o, pstep *st) {
 
 /* -------------------------------------------------------- transfers */
 
-static void link_opts(const olink *ol, long step, cpl_coll_options *opt) {
-  cpl_coll_options_init(opt);
-  opt->inter = ol->l->inter;
-  opt->intra = ol->l->intra;
-  opt->timeout = ol->l->timeout;
-  opt->label = ol->l->label;
-  opt->step = step;
+/* The delivery plan of this step on this link: the allgather unless some
+ * consumer rank selected (or the link forces the redistribution). */
+static int plan_for(cpl_output *o, olink *ol, const pstep *st,
+                    const cpl_coll_options *opt) {
+  cpli_rplan *pl = &ol->plan;
+  if (ol->sel_version == 0 && ol->l->delivery != CPLI_DELIVERY_SELECT) {
+    pl->mode = CPLI_MODE_ALLGATHER; /* nobody ever selected: no planning */
+    return CPL_OK;
+  }
+  if (pl->valid && pl->desc_version == st->desc->version &&
+      pl->sel_version == ol->sel_version)
+    return CPL_OK;
+  char where[300];
+  snprintf(where, sizeof where, "link %s, sender %d, step %ld", ol->l->label,
+           o->rank, st->step);
+  pl->valid = 0;
+  CPLI_TRY(cpli_rplan_build(pl, st->desc, o->rank,
+                            o->ctx->ends[ol->end].remote_size,
+                            ol->nsels ? ol->sels : NULL, ol->l->delivery, opt, where));
+  pl->desc_version = st->desc->version;
+  pl->sel_version = ol->sel_version;
+  return CPL_OK;
 }
 
-/* Header on the root, then the datasets' allgathers on every rank. */
-static int send_step(cpl_output *o, olink *ol, pstep *st) {
+/* Header on the root, then the datasets on every rank: the allgathers, or
+ * the redistribution to the boxes the consumer ranks selected. */
+int cpli_step_send(cpl_output *o, olink *ol, pstep *st) {
   cpl_context *ctx = o->ctx;
-  int rc = CPL_OK;
+  cpl_coll_options opt;
+  cpli_link_options(ol->l, st->step, &opt);
+  int rc = plan_for(o, ol, st, &opt);
   int new_desc = st->desc->version != ol->desc_sent;
   if (o->rank == 0) {
     cpli_wbuf d = {0};
-    if (new_desc) rc = cpli_desc_encode(st->desc, &d);
-    cpli_hdr h = {.kind = CPLI_HDR_DATA, .step = st->step,
+    if (rc == CPL_OK && new_desc) rc = cpli_desc_encode(st->desc, &d);
+    cpli_hdr h = {.kind = CPLI_HDR_DATA, .step = st->step, .mode = ol->plan.mode,
                   .desc_len = (int64_t)d.len, .attr_len = (int64_t)st->attrs.len};
     if (rc == CPL_OK)
       rc = cpli_chan_send_header(ctx, ol->end, &h, d.p, st->attrs.p, NULL,
                                  ol->l->timeout);
     cpli_w_free(&d);
-    if (rc != CPL_OK) return rc; /* the others time out in the allgather */
+    if (rc != CPL_OK) return rc; /* the others time out in the transfer */
   }
+  if (rc != CPL_OK) return rc;
   ol->desc_sent = st->desc->version;
-  cpl_coll_options opt;
-  link_opts(ol, st->step, &opt);
+  if (ol->plan.mode == CPLI_MODE_SELECT) {
+    char where[300];
+    snprintf(where, sizeof where, "link %s, sender %d, step %ld", ol->l->label,
+             o->rank, st->step);
+    rc = cpli_redist_send(&ol->plan, st->desc, o->rank, st->block,
+                          ctx->ends[ol->end].ctl, CPLI_TAG_DATA, ol->l->timeout,
+                          where);
+  }
   MPI_Comm inter = ctx->ends[ol->end].intercomm;
-  for (int k = 0; k < st->desc->nd && rc == CPL_OK; k++) {
+  for (int k = 0; ol->plan.mode == CPLI_MODE_ALLGATHER && k < st->desc->nd &&
+                  rc == CPL_OK; k++) {
     const cpli_dset *s = &st->desc->d[k];
     if (s->total == 0) continue;
     rc = cpl_inter_allgatherv(st->block[k], (int)s->bytes[o->rank], MPI_BYTE,
@@ -95,14 +122,59 @@ static int send_step(cpl_output *o, olink *ol, pstep *st) {
   return rc;
 }
 
+static pstep *pop(olink *ol) {
+  pstep *st = ol->q[0];
+  memmove(ol->q, ol->q + 1, (size_t)(ol->qn - 1) * sizeof *ol->q);
+  ol->qn--;
+  return st;
+}
+
+/* A queued step the consumer's request passed over (it asked for the
+ * latest, or for a later step). */
+static void pass_over(cpl_output *o, olink *ol) {
+  ol->st.skipped++;
+  cpli_step_unref(o, pop(ol));
+}
+
+int cpli_queue_send_missing(cpl_output *o, olink *ol, const char *why) {
+  cpli_chan *ch = chan(o, ol);
+  ch->credits--;
+  if (o->rank != 0) return CPL_OK;
+  cpli_hdr h = {.kind = CPLI_HDR_MISSING, .status = CPL_ERR_NOT_FOUND,
+                .step = ch->want, .msg_len = (int64_t)strlen(why) + 1};
+  return cpli_chan_send_header(o->ctx, ol->end, &h, NULL, NULL, why, ol->l->timeout);
+}
+
+/* Answer the pending credits: the step each asks for, passing over the
+ * queued steps it does not want; a step that is not held (passed, dropped,
+ * never made) is answered MISSING. A request for a step not made yet waits. */
 static int serve_credits(cpl_output *o, olink *ol) {
   cpli_chan *ch = chan(o, ol);
-  while (ch->credits > 0 && ol->qn > 0 && !ch->detached) {
-    pstep *st = ol->q[0];
-    memmove(ol->q, ol->q + 1, (size_t)(ol->qn - 1) * sizeof *ol->q);
-    ol->qn--;
+  while (ch->credits > 0 && !ch->detached) {
+    long want = ch->want;
+    if (want == CPL_STEP_LATEST)
+      while (ol->qn > 1) pass_over(o, ol);
+    if (want >= 0) {
+      while (ol->qn > 0 && ol->q[0]->step < want) pass_over(o, ol);
+      int gone = ol->qn > 0 ? ol->q[0]->step > want : want <= o->step;
+      if (gone) {
+        char why[300];
+        if (ol->qn > 0)
+          snprintf(why, sizeof why, "link %s: step %ld is not held by the "
+                   "producer (it holds steps %ld..%ld)", ol->l->label, want,
+                   ol->q[0]->step, ol->q[ol->qn - 1]->step);
+        else
+          snprintf(why, sizeof why, "link %s: step %ld is not held by the "
+                   "producer (it holds none; its last step is %ld)",
+                   ol->l->label, want, o->step);
+        CPLI_TRY(cpli_queue_send_missing(o, ol, why));
+        continue;
+      }
+    }
+    if (ol->qn == 0) break;
+    pstep *st = pop(ol);
     ch->credits--;
-    int rc = send_step(o, ol, st);
+    int rc = cpli_step_send(o, ol, st);
     cpli_step_unref(o, st);
     CPLI_TRY(rc);
   }
@@ -114,26 +186,96 @@ int cpli_links_poll(cpl_output *o, int64_t *rec) {
   for (int i = 0; i < o->nl && rc == CPL_OK; i++)
     rc = cpli_chan_poll(o->ctx, o->links[i].end);
   for (int i = 0; i < o->nl; i++) {
-    rec[2 * i] = chan(o, &o->links[i])->credits;
-    rec[2 * i + 1] = chan(o, &o->links[i])->detached;
+    const cpli_chan *ch = chan(o, &o->links[i]);
+    int64_t *r = rec + CPLI_LREC * i;
+    r[0] = ch->credits;
+    r[1] = ch->detached;
+    r[2] = ch->want;
+    r[3] = ch->sel_version;
   }
   return rc;
 }
 
-void cpli_links_take(cpl_output *o, const int64_t *rec) {
+/* Decode the q selections the root received on link ol (bcast from it). */
+static int take_selections(cpl_output *o, olink *ol, long version) {
+  cpli_chan *ch = chan(o, ol);
+  int64_t len = o->rank == 0 ? (int64_t)ch->sel_len : 0;
+  cpl_coll_options opt;
+  cpli_link_options(ol->l, o->step, &opt);
+  CPLI_TRY(cpl_intra_bcast(&len, 1, MPI_INT64_T, 0, o->comm, &opt));
+  unsigned char *b = o->rank == 0 ? ch->sel : malloc(len > 0 ? (size_t)len : 1);
+  if (!b) return cpli_fail(CPL_ERR_NOMEM, "link %s: out of memory", ol->l->label);
+  int rc = len > 0x7fffffff ? cpli_fail(CPL_ERR_UNSUPPORTED, "link %s: "
+                                        "selections over 2 GiB", ol->l->label)
+                            : cpl_intra_bcast(b, (int)len, MPI_BYTE, 0, o->comm, &opt);
+  int q = o->ctx->ends[ol->end].remote_size;
+  if (rc == CPL_OK && ol->nsels != q) {
+    cpli_sel *v = calloc((size_t)q, sizeof *v);
+    if (!v) rc = cpli_fail(CPL_ERR_NOMEM, "link %s: out of memory", ol->l->label);
+    for (int j = 0; v && j < ol->nsels; j++) cpli_sel_free(&ol->sels[j]);
+    if (v) {
+      free(ol->sels);
+      ol->sels = v;
+      ol->nsels = q;
+    }
+  }
+  cpli_rbuf r = cpli_r_init(b, (size_t)len);
+  for (int j = 0; rc == CPL_OK && j < q && !r.bad; j++) {
+    uint64_t n = cpli_r_u64(&r);
+    const void *p = n <= r.len - r.pos ? cpli_r_bytes(&r, (size_t)n) : NULL;
+    cpli_rbuf one = cpli_r_init(p, p ? (size_t)n : 0);
+    if (p) cpli_sel_decode(&one, &ol->sels[j]);
+    r.bad |= !p || one.bad || one.pos != one.len;
+  }
+  if (rc == CPL_OK && (r.bad || r.pos != r.len))
+    rc = cpli_fail(CPL_ERR_INTERNAL, "link %s: corrupt selections from the "
+                   "consumers (%lld bytes)", ol->l->label, (long long)len);
+  if (o->rank != 0) free(b);
+  if (rc == CPL_OK) ol->sel_version = version;
+  return rc;
+}
+
+int cpli_links_adopt(cpl_output *o, const int64_t *rec) {
+  int rc = CPL_OK;
   for (int i = 0; i < o->nl; i++) {
-    chan(o, &o->links[i])->credits = rec[2 * i];
-    chan(o, &o->links[i])->detached = (int)rec[2 * i + 1];
+    olink *ol = &o->links[i];
+    const int64_t *r = rec + CPLI_LREC * i;
+    if (o->rank != 0) {
+      chan(o, ol)->credits = r[0];
+      chan(o, ol)->detached = (int)r[1];
+      chan(o, ol)->want = (long)r[2];
+    }
+    if (r[3] != ol->sel_version && rc == CPL_OK) rc = take_selections(o, ol, (long)r[3]);
+  }
+  return rc;
+}
+
+/* Root: wait up to `seconds` for a credit or DETACH on any link. */
+static int wait_any(cpl_output *o, double seconds) {
+  double t0 = MPI_Wtime();
+  for (long spins = 0;; spins++) {
+    for (int i = 0; i < o->nl; i++) {
+      CPLI_TRY(cpli_chan_poll(o->ctx, o->links[i].end));
+      const cpli_chan *ch = chan(o, &o->links[i]);
+      if ((ch->credits > 0 || ch->detached) && !ch->eos_sent) return CPL_OK;
+    }
+    if (MPI_Wtime() - t0 >= seconds) return CPL_OK;
+    if (spins > 200) {
+      struct timespec nap = {0, 50000};
+      nanosleep(&nap, NULL);
+    }
   }
 }
 
 /*
- * Give every rank the root's view of the channels: credits and detaches
- * per link. With `wait_on` >= 0 the root first waits (up to that link's
- * timeout) for a credit or DETACH on it. A root failure reaches all ranks.
+ * Give every rank the root's view of the channels: credits, detaches,
+ * requests and selections per link. With `wait_on` >= 0 the root first
+ * waits (up to that link's timeout) for a credit or DETACH on it; with -2,
+ * for one on any link, at most `seconds` (not an error). A root failure
+ * reaches all ranks.
  */
-static int sync_links(cpl_output *o, int wait_on) {
-  int n = 1 + 2 * o->nl;
+int cpli_links_sync(cpl_output *o, int wait_on, double seconds) {
+  int n = 1 + CPLI_LREC * o->nl;
   int64_t *rec = calloc((size_t)n, sizeof *rec);
   if (!rec) return cpli_fail(CPL_ERR_NOMEM, "out of memory");
   int rc = CPL_OK;
@@ -141,23 +283,25 @@ static int sync_links(cpl_output *o, int wait_on) {
     if (wait_on >= 0)
       rc = cpli_chan_wait_credit(o->ctx, o->links[wait_on].end,
                                  o->links[wait_on].l->timeout);
+    else if (wait_on == -2)
+      rc = wait_any(o, seconds);
     int prc = cpli_links_poll(o, rec + 1);
     rec[0] = rc = rc == CPL_OK ? prc : rc;
   }
   cpl_coll_options opt;
   cpl_coll_options_init(&opt);
-  opt.timeout = 2 * o->timeout + 10; /* beyond the root's own wait */
+  opt.timeout = 2 * (wait_on == -2 ? seconds : o->timeout) + 10; /* beyond the root's own wait */
   opt.label = o->port->name;
   opt.step = o->step;
   int brc = cpl_intra_bcast(rec, n, MPI_INT64_T, 0, o->comm, &opt);
   if (brc == CPL_OK && o->rank != 0) {
     rc = (int)rec[0];
-    cpli_links_take(o, rec + 1);
     if (rc != CPL_OK && rc != CPL_ERR_TIMEOUT)
       cpli_fail(rc, "port %s.%s, step %ld: rank 0 failed reading the "
                 "consumers' credits (its message says why)", o->comp->name,
                 o->port->name, o->step);
   }
+  if (brc == CPL_OK && rc == CPL_OK) brc = cpli_links_adopt(o, rec + 1);
   if (brc == CPL_OK && rc == CPL_ERR_TIMEOUT) { /* the same words everywhere */
     const olink *ol = &o->links[wait_on];
     cpli_fail(rc, "link %s, sender 0, step %ld: the consumer took no step "
@@ -185,7 +329,7 @@ int cpli_queue_drain(cpl_output *o, int li, int limit) {
       cpli_queue_drop(o, ol);
       break;
     }
-    if (chan(o, ol)->credits == 0) rc = sync_links(o, li);
+    if (chan(o, ol)->credits == 0) rc = cpli_links_sync(o, li, 0);
     if (rc == CPL_OK) rc = serve_credits(o, ol);
   }
   ol->st.wait_s += MPI_Wtime() - t0;
@@ -207,9 +351,7 @@ int cpli_queue_apply(cpl_output *o, int li) {
   olink *ol = &o->links[li];
   if (ol->l->policy == CPL_POLICY_LATEST) {
     while (ol->qn > ol->l->depth) {
-      pstep *st = ol->q[0];
-      memmove(ol->q, ol->q + 1, (size_t)(ol->qn - 1) * sizeof *ol->q);
-      ol->qn--;
+      pstep *st = pop(ol);
       log_drop(o, ol, st);
       cpli_step_unref(o, st);
     }

@@ -310,6 +310,179 @@ static int flow_consume(cpl_input *in, long *seen, int sleep_each) {
   return n;
 }
 
+
+/* ------------------------------------------------- selective delivery */
+
+/* What consumer rank r of q declares before step `step` (steps 0..5):
+ *  0: its share of rows of every dataset (the default);
+ *  1: b2 two overlapping boxes, a1 a box past the end, c3 an empty box
+ *     list; late (from step 3) unselected, so not received;
+ *  2: as 0 on even ranks; the last rank selects nothing at all;
+ *  3: cleared: every dataset whole again;
+ *  4: rank 0 its rows of b2 only, the others whole (no selection). */
+typedef struct decl {
+  int active;
+  int rows;                  /* the default: rows r of q                 */
+  int nb[4];                 /* boxes per dataset, -1: no item            */
+  hsize_t s[4][2][3], c[4][2][3];
+} decl;
+
+static decl declare(cpl_input *in, int r, int q, long step) {
+  decl d = {0};
+  for (int i = 0; i < 4; i++) d.nb[i] = -1;
+  if (step == 0 || (step == 2 && r != q - 1)) {
+    d.active = d.rows = 1;
+    OK(cpl_input_select_clear(in));
+    OK(cpl_input_select_rows(in, NULL, r, q));
+  } else if (step == 1) {
+    OK(cpl_input_select_clear(in));
+    d.active = 1;
+    d.nb[1] = 2;
+    hsize_t b2s[2][2] = {{(hsize_t)r, 2}, {(hsize_t)r + 3, 0}};
+    hsize_t b2c[2][2] = {{6, 6}, {6, 4}};
+    memcpy(d.s[1][0], b2s[0], sizeof b2s[0]);
+    memcpy(d.s[1][1], b2s[1], sizeof b2s[1]);
+    memcpy(d.c[1][0], b2c[0], sizeof b2c[0]);
+    memcpy(d.c[1][1], b2c[1], sizeof b2c[1]);
+    OK(cpl_input_select(in, "b2", 2, 2, &b2s[0][0], &b2c[0][0]));
+    d.nb[0] = 1;
+    d.s[0][0][0] = 30 - (hsize_t)r;
+    d.c[0][0][0] = 100; /* past the end: clipped */
+    OK(cpl_input_select(in, "a1", 1, 1, d.s[0][0], d.c[0][0]));
+    d.nb[2] = 0;
+    OK(cpl_input_select(in, "c3", 3, 0, NULL, NULL));
+  } else if (step == 2) { /* the last rank: nothing at all */
+    OK(cpl_input_select_clear(in));
+    d.active = 1;
+    OK(cpl_input_select(in, NULL, 1, 0, NULL, NULL));
+  } else if (step == 3) {
+    OK(cpl_input_select_clear(in));
+  } else if (step == 4 && r == 0) {
+    OK(cpl_input_select_clear(in));
+    d.active = 1;
+    d.nb[1] = 1;
+    hsize_t s[2] = {0, 0}, c[2] = {13, 11};
+    memcpy(d.s[1][0], s, sizeof s);
+    memcpy(d.c[1][0], c, sizeof c);
+    d.c[1][0][0] = 13 / (hsize_t)q + (13 % (hsize_t)q > 0);
+    OK(cpl_input_select(in, "b2", 2, 1, d.s[1][0], d.c[1][0]));
+  } else if (step == 4) {
+    OK(cpl_input_select_clear(in));
+  }
+  return d;
+}
+
+/* The boxes decl gives dataset i (dims), clipped; returns how many. */
+static int decl_boxes(const decl *d, int i, int r, int q, hsize_t s[][3],
+                      hsize_t c[][3]) {
+  const dset *ds = &dsets[i];
+  if (!d->active) {
+    for (int k = 0; k < ds->rank; k++) {
+      s[0][k] = 0;
+      c[0][k] = ds->dims[k];
+    }
+    return 1;
+  }
+  int n = 0;
+  if (d->nb[i] >= 0) {
+    for (int b = 0; b < d->nb[i]; b++) {
+      int empty = 0;
+      for (int k = 0; k < ds->rank; k++) {
+        hsize_t lo = d->s[i][b][k], hi = lo + d->c[i][b][k];
+        if (hi > ds->dims[k]) hi = ds->dims[k];
+        empty |= hi <= lo;
+        s[n][k] = lo;
+        c[n][k] = hi > lo ? hi - lo : 0;
+      }
+      n += !empty;
+    }
+    return n;
+  }
+  if (d->rows) {
+    for (int k = 0; k < ds->rank; k++) {
+      s[0][k] = 0;
+      c[0][k] = ds->dims[k];
+    }
+    hsize_t per = ds->dims[0] / (hsize_t)q, extra = ds->dims[0] % (hsize_t)q;
+    s[0][0] = per * (hsize_t)r + ((hsize_t)r < extra ? (hsize_t)r : extra);
+    c[0][0] = per + ((hsize_t)r < extra);
+    return c[0][0] > 0;
+  }
+  return 0;
+}
+
+static double expect(const dset *ds, long step, unsigned long long g) {
+  double v = val(step, ds->id, g);
+  return ds->id == 2 ? (double)((unsigned long long)v & 0xffff) : v;
+}
+
+/* Every declared box holds the right values; what is outside is refused;
+ * with delivery select, exactly the union of the boxes arrived. */
+static void check_selected(cpl_input *in, const decl *d, int r, int q, long step,
+                           int forced, size_t *bytes_before) {
+  int nd;
+  OK(cpl_input_dataset_count(in, &nd));
+  size_t want_bytes = 0;
+  for (int i = 0; i < nd; i++) {
+    const dset *ds = &dsets[i];
+    hsize_t s[4][3], c[4][3];
+    int nb = decl_boxes(d, i, r, q, s, c);
+    size_t total = 1;
+    for (int k = 0; k < ds->rank; k++) total *= ds->dims[k];
+    unsigned char *mark = calloc(total, 1);
+    for (int b = 0; b < nb; b++) {
+      size_t n = 1;
+      for (int k = 0; k < ds->rank; k++) n *= c[b][k];
+      double *v = malloc((n ? n : 1) * sizeof *v);
+      OK(cpl_input_get(in, ds->name, H5T_NATIVE_DOUBLE, s[b], c[b], v));
+      hsize_t idx[3] = {0};
+      for (size_t e = 0; e < n; e++) {
+        unsigned long long g = 0;
+        for (int k = 0; k < ds->rank; k++) g = g * ds->dims[k] + s[b][k] + idx[k];
+        mark[g] = 1;
+        if (v[e] != expect(ds, step, g)) {
+          CHECK(0, "step %ld %s box %d element %zu = %g, want %g", step,
+                ds->name, b, e, v[e], expect(ds, step, g));
+          break;
+        }
+        for (int k = ds->rank - 1; k >= 0 && ++idx[k] == c[b][k]; k--) idx[k] = 0;
+      }
+      free(v);
+    }
+    size_t covered = 0, outside = total;
+    for (size_t g = 0; g < total; g++) {
+      covered += mark[g];
+      if (!mark[g] && outside == total) outside = g;
+    }
+    want_bytes += covered * H5Tget_size(ds->type);
+    if (d->active && outside < total) { /* one element nobody selected */
+      hsize_t os[3], oc[3];
+      unsigned long long g = outside;
+      for (int k = ds->rank - 1; k >= 0; k--) {
+        os[k] = g % ds->dims[k];
+        g /= ds->dims[k];
+        oc[k] = 1;
+      }
+      double v;
+      int rc = cpl_input_get(in, ds->name, H5T_NATIVE_DOUBLE, os, oc, &v);
+      CHECK(rc == CPL_ERR_ARG && has(cpl_last_error(), "not inside the boxes this rank selected"),
+            "step %ld %s: get outside the selection: %s: %s", step, ds->name,
+            cpl_strerror(rc), cpl_last_error());
+    }
+    free(mark);
+  }
+  cpl_input_stats st;
+  OK(cpl_input_stats_get(in, &st));
+  size_t got = st.bytes - *bytes_before;
+  *bytes_before = st.bytes;
+  if (forced)
+    CHECK(got == want_bytes, "step %ld: received %zu bytes, selected %zu", step,
+          got, want_bytes);
+  if (wrank >= 0 && step == 1)
+    printf("%s rank %d step %ld: received %zu bytes, selected %zu, held %zu\n",
+           comp_name, r, step, got, want_bytes, st.bytes_held);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
@@ -551,6 +724,30 @@ int main(int argc, char **argv) {
             "consumer: %s: %s", cpl_strerror(rc), m);
       if (r == 0) printf("consumer: %s\n", m);
       CHECK(cpl_input_begin_step(in, &step) == CPL_ERR_MISMATCH, "sticky");
+      OK(cpl_input_close(in));
+    }
+  } else if (!strcmp(sc, "select") || !strcmp(sc, "select_forced")) {
+    /* Consumer ranks read only what they declare, changing every step. */
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      for (long s = 0; s < 5; s++) OK(publish(out, s, r, p));
+      OK(cpl_output_close(out));
+    } else {
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      size_t before = 0;
+      long step;
+      for (long s = 0; s < 5; s++) {
+        decl d = declare(in, r, p, s);
+        OK(cpl_input_begin_step(in, &step));
+        CHECK(step == s, "step %ld, want %ld", step, s);
+        check_selected(in, &d, r, p, step, !strcmp(sc, "select_forced"), &before);
+        OK(cpl_input_end_step(in));
+      }
+      CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "EOS");
+      cpl_input_stats st;
+      OK(cpl_input_stats_get(in, &st));
+      if (!strcmp(sc, "select_forced"))
+        CHECK(st.selective == 5, "%ld of 5 steps redistributed", st.selective);
       OK(cpl_input_close(in));
     }
   } else if (!strcmp(sc, "unopened")) {

@@ -1,0 +1,373 @@
+#include "data/redist.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "coll/tuning.h"
+#include "core/error.h"
+
+void cpli_rplan_free(cpli_rplan *pl) {
+  free(pl->first);
+  free(pl->parts);
+  *pl = (cpli_rplan){0};
+}
+
+static int add_part(cpli_rplan *pl, int k, int rank, const hsize_t *s,
+                    const hsize_t *c) {
+  if (pl->nparts == pl->cap) {
+    int cap = pl->cap ? 2 * pl->cap : 16;
+    cpli_rpart *v = realloc(pl->parts, (size_t)cap * sizeof *v);
+    if (!v) return -1;
+    pl->parts = v;
+    pl->cap = cap;
+  }
+  cpli_rpart *p = &pl->parts[pl->nparts++];
+  p->k = k;
+  memcpy(p->start, s, (size_t)rank * sizeof *s);
+  memcpy(p->count, c, (size_t)rank * sizeof *c);
+  return 0;
+}
+
+static size_t box_bytes(int rank, const hsize_t *c, size_t esize) {
+  size_t v = esize;
+  for (int d = 0; d < rank; d++) v *= (size_t)c[d];
+  return v;
+}
+
+size_t cpli_pieces_bytes(const cpli_boxes *pieces, size_t esize) {
+  size_t t = 0;
+  for (int m = 0; m < pieces->n; m++)
+    t += box_bytes(pieces->rank, pieces->count + (size_t)m * pieces->rank, esize);
+  return t;
+}
+
+/* The model's time of the allgather delivery of every dataset. */
+static double allgather_cost(const cpli_desc *d, int q, const cpl_coll_options *opt) {
+  const cpli_tuning *t = cpli_tuning_now();
+  double cost = 0;
+  for (int k = 0; k < d->nd; k++) {
+    if (d->d[k].total == 0) continue;
+    cpl_inter_algorithm a = CPL_INTER_FC;
+    if (cpl_inter_select(d->nblocks, q, d->d[k].total, opt, &a) != CPL_OK)
+      a = CPL_INTER_FC;
+    cost += cpl_inter_cost(a, d->nblocks, q, d->d[k].total, t->alpha, t->beta);
+  }
+  return cost;
+}
+
+int cpli_rplan_build(cpli_rplan *pl, const cpli_desc *d, int me, int q,
+                     const cpli_sel *sels, int delivery,
+                     const cpl_coll_options *opt, const char *where) {
+  const int p = d->nblocks;
+  pl->nparts = 0;
+  pl->q = q;
+  free(pl->first);
+  size_t *send = calloc((size_t)p, sizeof *send), *recv = calloc((size_t)q, sizeof *recv);
+  int *msgs_out = calloc((size_t)p, sizeof *msgs_out), *msgs_in = calloc((size_t)q, sizeof *msgs_in);
+  unsigned char *pair = calloc((size_t)p, 1);
+  pl->first = calloc((size_t)q + 1, sizeof *pl->first);
+  cpli_boxes pieces = {0};
+  int rc = CPL_OK, feasible = 1;
+  if (!send || !recv || !msgs_out || !msgs_in || !pair || !pl->first)
+    rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory planning delivery", where);
+  size_t needed = 0;
+  hsize_t is[CPL_MAX_RANK], ic[CPL_MAX_RANK];
+  /* Consumer by consumer: its pieces of each dataset against every block.
+   * Only this rank's parts are kept; every rank counts all of them. */
+  for (int j = 0; rc == CPL_OK && j < q; j++) {
+    pl->first[j] = pl->nparts;
+    memset(pair, 0, (size_t)p);
+    for (int k = 0; rc == CPL_OK && k < d->nd; k++) {
+      const cpli_dset *s = &d->d[k];
+      if (cpli_sel_pieces(sels ? &sels[j] : &(cpli_sel){0}, s->name, s->rank,
+                          s->dims, &pieces) < 0) {
+        rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory planning delivery", where);
+        break;
+      }
+      needed += cpli_pieces_bytes(&pieces, s->esize);
+      for (int m = 0; m < pieces.n; m++) {
+        const hsize_t *ps = pieces.start + (size_t)m * s->rank;
+        const hsize_t *pc = pieces.count + (size_t)m * s->rank;
+        for (int i = 0; i < p; i++) {
+          if (s->bytes[i] == 0 ||
+              !cpli_box_intersect(s->rank, s->start + (size_t)i * s->rank,
+                                  s->count + (size_t)i * s->rank, ps, pc, is, ic))
+            continue;
+          size_t b = box_bytes(s->rank, ic, s->esize);
+          send[i] += b;
+          recv[j] += b;
+          pair[i] = 1;
+          for (int dd = 0; dd < s->rank; dd++) feasible &= ic[dd] <= INT_MAX;
+          if (i == me && add_part(pl, k, s->rank, is, ic) < 0)
+            rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory planning delivery", where);
+        }
+      }
+    }
+    for (int i = 0; i < p; i++) {
+      msgs_out[i] += pair[i];
+      msgs_in[j] += pair[i];
+    }
+  }
+  if (rc == CPL_OK) {
+    pl->first[q] = pl->nparts;
+    const cpli_tuning *t = cpli_tuning_now();
+    size_t big = 0;
+    int most = 0;
+    for (int i = 0; i < p; i++) {
+      big = send[i] > big ? send[i] : big;
+      most = msgs_out[i] > most ? msgs_out[i] : most;
+    }
+    for (int j = 0; j < q; j++) {
+      big = recv[j] > big ? recv[j] : big;
+      most = msgs_in[j] > most ? msgs_in[j] : most;
+    }
+    pl->cost_select = most * t->alpha + (double)big * t->beta;
+    pl->cost_allgather = allgather_cost(d, q, opt);
+    pl->bytes_needed = needed;
+    int any = 0;
+    for (int j = 0; sels && j < q; j++) any |= sels[j].active;
+    if (delivery == CPLI_DELIVERY_ALLGATHER || !feasible)
+      pl->mode = CPLI_MODE_ALLGATHER;
+    else if (delivery == CPLI_DELIVERY_SELECT)
+      pl->mode = CPLI_MODE_SELECT;
+    else /* auto: nobody selected means everyone reads everything */
+      pl->mode = any && pl->cost_select < pl->cost_allgather ? CPLI_MODE_SELECT
+                                                             : CPLI_MODE_ALLGATHER;
+    pl->valid = 1;
+  }
+  cpli_boxes_free(&pieces);
+  free(send);
+  free(recv);
+  free(msgs_out);
+  free(msgs_in);
+  free(pair);
+  return rc;
+}
+
+/* ------------------------------------------------------------ datatypes */
+
+/* The sub-box (ss, sc) of a row-major buffer holding box (os, oc): a type
+ * and the byte displacement of its first element. Trailing dimensions the
+ * sub-box covers whole merge into one contiguous run. */
+static int sub_type(int rank, size_t esize, const hsize_t *os, const hsize_t *oc,
+                    const hsize_t *ss, const hsize_t *sc, MPI_Aint *disp,
+                    MPI_Datatype *out) {
+  MPI_Aint stride[CPL_MAX_RANK];
+  MPI_Aint st = (MPI_Aint)esize;
+  for (int d = rank - 1; d >= 0; d--) {
+    stride[d] = st;
+    st *= (MPI_Aint)oc[d];
+  }
+  *disp = 0;
+  for (int d = 0; d < rank; d++) *disp += (MPI_Aint)(ss[d] - os[d]) * stride[d];
+  int k = rank - 1;
+  hsize_t run = sc[k];
+  while (k > 0 && sc[k] == oc[k] && run * sc[k - 1] <= INT_MAX) {
+    k--;
+    run *= sc[k];
+  }
+  MPI_Datatype elem, t, u;
+  int rc = MPI_Type_contiguous((int)esize, MPI_BYTE, &elem);
+  if (rc == MPI_SUCCESS) rc = MPI_Type_contiguous((int)run, elem, &t);
+  MPI_Type_free(&elem);
+  for (int d = k - 1; rc == MPI_SUCCESS && d >= 0; d--) {
+    rc = MPI_Type_create_hvector((int)sc[d], 1, stride[d], t, &u);
+    MPI_Type_free(&t);
+    t = u;
+  }
+  if (rc != MPI_SUCCESS) return cpli_mpi_check(rc, "MPI_Type_create_hvector", "box type");
+  *out = t;
+  return CPL_OK;
+}
+
+/* A message of n sub-boxes at absolute addresses, committed. */
+static int msg_type(int n, MPI_Aint *addr, MPI_Datatype *types, MPI_Datatype *out) {
+  int *one = calloc((size_t)(n > 0 ? n : 1), sizeof *one);
+  if (!one) return cpli_fail(CPL_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < n; i++) one[i] = 1;
+  int rc = MPI_Type_create_struct(n, one, addr, types, out);
+  free(one);
+  for (int i = 0; i < n; i++) MPI_Type_free(&types[i]);
+  if (rc == MPI_SUCCESS) rc = MPI_Type_commit(out);
+  return cpli_mpi_check(rc, "MPI_Type_create_struct", "message type");
+}
+
+/* ----------------------------------------------------------------- wait */
+
+/* Poll until every request completes or `timeout` seconds pass without any
+ * completing; on timeout name the peers still outstanding. */
+static int wait_all(int n, MPI_Request *reqs, const int *peer, double timeout,
+                    const char *where, const char *who) {
+  int *idx = malloc((size_t)(n ? n : 1) * sizeof *idx);
+  /* Real statuses: gcc 12 misreads MPI_STATUSES_IGNORE as a buffer. */
+  MPI_Status *sts = malloc((size_t)(n ? n : 1) * sizeof *sts);
+  if (!idx || !sts) {
+    free(idx);
+    free(sts);
+    return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
+  }
+  int left = 0;
+  for (int i = 0; i < n; i++) left += reqs[i] != MPI_REQUEST_NULL;
+  double last = MPI_Wtime();
+  long idle = 0;
+  int rc = CPL_OK;
+  while (left > 0) {
+    int done = 0;
+    int mrc = MPI_Testsome(n, reqs, &done, idx, sts);
+    if (mrc != MPI_SUCCESS) {
+      rc = cpli_mpi_check(mrc, "MPI_Testsome", "%s", where);
+      break;
+    }
+    if (done > 0 && done != MPI_UNDEFINED) {
+      left -= done;
+      idle = 0;
+      last = MPI_Wtime();
+      continue;
+    }
+    if (++idle % 16 == 0 && MPI_Wtime() - last > timeout) {
+      char list[256] = "";
+      size_t o = 0;
+      for (int i = 0; i < n && o < sizeof list - 16; i++)
+        if (reqs[i] != MPI_REQUEST_NULL)
+          o += (size_t)snprintf(list + o, sizeof list - o, "%s%d", o ? ", " : "", peer[i]);
+      rc = cpli_fail(CPL_ERR_TIMEOUT, "%s: redistribution: nothing moved for "
+                     "%g s; still waiting on %s rank(s) %s (dead, stuck, or "
+                     "not in this step)", where, timeout, who, list);
+      for (int i = 0; i < n; i++)
+        if (reqs[i] != MPI_REQUEST_NULL) {
+          MPI_Cancel(&reqs[i]);
+          MPI_Request_free(&reqs[i]);
+        }
+      break;
+    }
+    if (idle > 2000) {
+      struct timespec nap = {0, 20000};
+      nanosleep(&nap, NULL);
+    }
+  }
+  free(idx);
+  free(sts);
+  return rc;
+}
+
+/* ------------------------------------------------------------- transfer */
+
+int cpli_redist_send(const cpli_rplan *pl, const cpli_desc *d, int me,
+                     const void *const *blocks, MPI_Comm comm, int tag,
+                     double timeout, const char *where) {
+  int q = pl->q;
+  MPI_Request *reqs = malloc((size_t)(q ? q : 1) * sizeof *reqs);
+  int *peer = malloc((size_t)(q ? q : 1) * sizeof *peer);
+  int most = 0;
+  for (int j = 0; j < q; j++)
+    most = pl->first[j + 1] - pl->first[j] > most ? pl->first[j + 1] - pl->first[j] : most;
+  MPI_Aint *addr = malloc((size_t)(most ? most : 1) * sizeof *addr);
+  MPI_Datatype *types = malloc((size_t)(most ? most : 1) * sizeof *types);
+  int rc = CPL_OK, nreq = 0;
+  if (!reqs || !peer || !addr || !types)
+    rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
+  /* Start at a different consumer on every producer rank, so the first
+   * messages do not all converge on consumer 0. */
+  int p = d->nblocks;
+  for (int jj = 0; rc == CPL_OK && jj < q; jj++) {
+    int j = (int)(((long)me * q / (p ? p : 1) + jj) % q);
+    int n = pl->first[j + 1] - pl->first[j];
+    if (n == 0) continue;
+    for (int x = 0; rc == CPL_OK && x < n; x++) {
+      const cpli_rpart *pt = &pl->parts[pl->first[j] + x];
+      const cpli_dset *s = &d->d[pt->k];
+      MPI_Aint disp;
+      rc = sub_type(s->rank, s->esize, s->start + (size_t)me * s->rank,
+                    s->count + (size_t)me * s->rank, pt->start, pt->count, &disp,
+                    &types[x]);
+      if (rc != CPL_OK) {
+        for (int y = 0; y < x; y++) MPI_Type_free(&types[y]);
+        break;
+      }
+      MPI_Get_address(blocks[pt->k], &addr[x]);
+      addr[x] = MPI_Aint_add(addr[x], disp);
+    }
+    MPI_Datatype t;
+    if (rc == CPL_OK) rc = msg_type(n, addr, types, &t);
+    if (rc != CPL_OK) break;
+    int mrc = MPI_Isend(MPI_BOTTOM, 1, t, j, tag, comm, &reqs[nreq]);
+    MPI_Type_free(&t);
+    if (mrc != MPI_SUCCESS) {
+      rc = cpli_mpi_check(mrc, "MPI_Isend", "%s: to consumer rank %d", where, j);
+      break;
+    }
+    peer[nreq++] = j;
+  }
+  if (rc == CPL_OK) rc = wait_all(nreq, reqs, peer, timeout, where, "consumer");
+  free(reqs);
+  free(peer);
+  free(addr);
+  free(types);
+  return rc;
+}
+
+int cpli_redist_recv(const cpli_desc *d, const cpli_boxes *pieces,
+                     char *const *buf, MPI_Comm comm, int tag, double timeout,
+                     const char *where, size_t *bytes) {
+  int p = d->nblocks, most = 0;
+  *bytes = 0;
+  for (int k = 0; k < d->nd; k++) most += pieces[k].n;
+  MPI_Request *reqs = malloc((size_t)(p ? p : 1) * sizeof *reqs);
+  int *peer = malloc((size_t)(p ? p : 1) * sizeof *peer);
+  MPI_Aint *addr = malloc((size_t)(most ? most : 1) * sizeof *addr);
+  MPI_Datatype *types = malloc((size_t)(most ? most : 1) * sizeof *types);
+  int rc = CPL_OK, nreq = 0;
+  if (!reqs || !peer || !addr || !types)
+    rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
+  hsize_t is[CPL_MAX_RANK], ic[CPL_MAX_RANK];
+  for (int i = 0; rc == CPL_OK && i < p; i++) {
+    int n = 0;
+    for (int k = 0; rc == CPL_OK && k < d->nd; k++) {
+      const cpli_dset *s = &d->d[k];
+      if (s->bytes[i] == 0) continue;
+      const hsize_t *bs = s->start + (size_t)i * s->rank;
+      const hsize_t *bc = s->count + (size_t)i * s->rank;
+      size_t off = 0;
+      for (int m = 0; rc == CPL_OK && m < pieces[k].n; m++) {
+        const hsize_t *ps = pieces[k].start + (size_t)m * s->rank;
+        const hsize_t *pc = pieces[k].count + (size_t)m * s->rank;
+        if (cpli_box_intersect(s->rank, bs, bc, ps, pc, is, ic)) {
+          MPI_Aint disp;
+          rc = sub_type(s->rank, s->esize, ps, pc, is, ic, &disp, &types[n]);
+          if (rc == CPL_OK) {
+            MPI_Get_address(buf[k] + off, &addr[n]);
+            addr[n] = MPI_Aint_add(addr[n], disp);
+            *bytes += box_bytes(s->rank, ic, s->esize);
+            n++;
+          }
+        }
+        off += box_bytes(s->rank, pc, s->esize);
+      }
+    }
+    if (rc != CPL_OK) {
+      for (int y = 0; y < n; y++) MPI_Type_free(&types[y]);
+      break;
+    }
+    if (n == 0) continue;
+    MPI_Datatype t;
+    rc = msg_type(n, addr, types, &t);
+    if (rc != CPL_OK) break;
+    int mrc = MPI_Irecv(MPI_BOTTOM, 1, t, i, tag, comm, &reqs[nreq]);
+    MPI_Type_free(&t);
+    if (mrc != MPI_SUCCESS) {
+      rc = cpli_mpi_check(mrc, "MPI_Irecv", "%s: from producer rank %d", where, i);
+      break;
+    }
+    peer[nreq++] = i;
+  }
+  if (rc == CPL_OK) rc = wait_all(nreq, reqs, peer, timeout, where, "producer");
+  free(reqs);
+  free(peer);
+  free(addr);
+  free(types);
+  return rc;
+}

@@ -1,0 +1,72 @@
+/*
+ * Selective delivery: the M x N redistribution of one step.
+ *
+ * Producer rank i sends consumer rank j, in one message, the parts of its
+ * blocks inside j's pieces (data/select.h): dataset by dataset in the
+ * description's order, piece by piece in the selection's order. Both ends
+ * describe those parts with MPI datatypes over their own memory (the
+ * producer's block, the consumer's piece buffers), so nothing is packed by
+ * Coupler: the message goes from the producer's buffer to the consumer's.
+ * Only pairs with something in common exchange a message.
+ *
+ * The producer group chooses between this and the link's allgather for
+ * every (description, selection) pair, identically on every rank, with the
+ * alpha-beta model; the step header tells the consumers which it was.
+ */
+#ifndef CPLI_DATA_REDIST_H
+#define CPLI_DATA_REDIST_H
+
+#include "data/desc.h"
+#include "data/select.h"
+
+enum { CPLI_MODE_ALLGATHER = 0, CPLI_MODE_SELECT = 1 };
+
+/* One part of a message: a box of dataset k (global coordinates). */
+typedef struct cpli_rpart {
+  int k;
+  hsize_t start[CPL_MAX_RANK], count[CPL_MAX_RANK];
+} cpli_rpart;
+
+/* A producer rank's plan for one link, valid for one description version
+ * and one selection version. */
+typedef struct cpli_rplan {
+  int valid;
+  long desc_version, sel_version;
+  int mode;                 /* CPLI_MODE_*                                */
+  double cost_allgather, cost_select; /* the model's seconds per step     */
+  size_t bytes_needed;      /* sum over consumer ranks of what they read  */
+  int q;
+  int *first;               /* q + 1: parts of consumer j are             */
+  cpli_rpart *parts;        /*   parts[first[j] .. first[j+1])            */
+  int nparts, cap;
+} cpli_rplan;
+
+void cpli_rplan_free(cpli_rplan *pl);
+
+/*
+ * Plan link delivery for description d sent by producer rank `me` to q
+ * consumer ranks with selections sels[q] (NULL: none selected anything).
+ * delivery: the link's YAML choice; opt: the link's collective options
+ * (its inter algorithm, for the allgather's cost). Identical on every
+ * producer rank.
+ */
+int cpli_rplan_build(cpli_rplan *pl, const cpli_desc *d, int me, int q,
+                     const cpli_sel *sels, int delivery,
+                     const cpl_coll_options *opt, const char *where);
+
+/* Producer: send this rank's parts (blocks[k]: its block of dataset k). */
+int cpli_redist_send(const cpli_rplan *pl, const cpli_desc *d, int me,
+                     const void *const *blocks, MPI_Comm comm, int tag,
+                     double timeout, const char *where);
+
+/* Consumer: receive into the piece buffers: for dataset k, pieces[k] and
+ * buf[k] holding them one after another, row-major each. *bytes: what
+ * arrived. */
+int cpli_redist_recv(const cpli_desc *d, const cpli_boxes *pieces,
+                     char *const *buf, MPI_Comm comm, int tag, double timeout,
+                     const char *where, size_t *bytes);
+
+/* Bytes of the pieces of one dataset (elements x esize). */
+size_t cpli_pieces_bytes(const cpli_boxes *pieces, size_t esize);
+
+#endif
