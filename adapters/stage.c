@@ -89,7 +89,7 @@ typedef struct stage {
   cpli_when_full when_full;
   int input_ended;
   long first_in, last_in, steps_in, evicted, released;
-  size_t held, held_max;
+  size_t held, held_max, bytes_in; /* bytes_in: received from the input */
   /* drain */
   const char *drain;
   char drain_where[1200];
@@ -548,7 +548,9 @@ static int open_drain(stage *s) {
 }
 
 static int close_all(stage *s) {
-  int rc = CPL_OK;
+  cpl_input_stats st;
+  int rc = cpl_input_stats_get(s->in, &st);
+  s->bytes_in = st.bytes;
   for (int p = 0; p < s->nout && rc == CPL_OK; p++) {
     rc = cpl_output_close(s->outs[p]);
     s->outs[p] = NULL;
@@ -583,12 +585,14 @@ static double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
 static void summary(stage *s) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  double mine[2] = {(double)s->held_max, (double)ru.ru_maxrss * 1024.0};
-  double most[2];
-  MPI_Reduce(mine, most, 2, MPI_DOUBLE, MPI_MAX, 0, s->comm);
+  double mine[3] = {(double)s->held_max, (double)ru.ru_maxrss * 1024.0,
+                    (double)s->bytes_in};
+  double most[3];
+  MPI_Reduce(mine, most, 3, MPI_DOUBLE, MPI_MAX, 0, s->comm);
   if (s->verbose >= 2)
-    fprintf(stderr, "cpl-component[%s rank %d]: store peak %.2f MiB, peak "
-            "RSS %.1f MiB\n", s->name, s->rank, mib(mine[0]), mib(mine[1]));
+    fprintf(stderr, "cpl-component[%s rank %d]: received %.2f MiB, store "
+            "peak %.2f MiB, peak RSS %.1f MiB\n", s->name, s->rank,
+            mib(mine[2]), mib(mine[0]), mib(mine[1]));
   if (s->rank != 0 || s->verbose < 1) return;
   char line[4096];
   int o = snprintf(line, sizeof line, "cpl-component[%s]: stage summary: "
@@ -612,9 +616,9 @@ static void summary(stage *s) {
     o += snprintf(line + o, sizeof line - (size_t)o, "; drain %s (%ld steps)",
                   s->drain_where, s->steps_in);
   if (o < (int)sizeof line)
-    snprintf(line + o, sizeof line - (size_t)o, "; store peak %.2f MiB, "
-             "peak RSS %.1f MiB (largest of %d ranks)", mib(most[0]),
-             mib(most[1]), s->size);
+    snprintf(line + o, sizeof line - (size_t)o, "; received %.2f MiB, store "
+             "peak %.2f MiB, peak RSS %.1f MiB (largest of %d ranks)",
+             mib(most[2]), mib(most[0]), mib(most[1]), s->size);
   fprintf(stderr, "%s\n", line);
 }
 

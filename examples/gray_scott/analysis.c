@@ -172,7 +172,7 @@ static void gather_rows(const float *slab, int nr, int nx, int ny,
 
 /* What this rank received and held, and its peak RSS (one line each). */
 static void report_memory(const cpl_input *in, const options *o, int rank,
-                          int nr, int ny, int nx) {
+                          int nr, int ny, int nx, double seconds) {
   cpl_input_stats st;
   struct rusage ru;
   CHECK(cpl_input_stats_get(in, &st));
@@ -180,10 +180,11 @@ static void report_memory(const cpl_input *in, const options *o, int rank,
   const double mib = 1024.0 * 1024.0;
   printf("analysis rank %d: rows %d of %d (%s), %ld steps (%ld selective): "
          "received %.2f MiB, held at most %.2f MiB, its rows %.2f MiB per "
-         "step (float64), peak RSS %.1f MiB\n", rank, nr, ny,
-         o->select_rows ? "selected" : "whole arrays", st.steps, st.selective,
-         st.bytes / mib, st.bytes_max / mib, (double)nr * nx * 8 / mib,
-         ru.ru_maxrss / 1024.0);
+         "step (float64), peak RSS %.1f MiB, %.3f s per step\n", rank, nr,
+         ny, o->select_rows ? "selected" : "whole arrays", st.steps,
+         st.selective, st.bytes / mib, st.bytes_max / mib,
+         (double)nr * nx * 8 / mib, ru.ru_maxrss / 1024.0,
+         st.steps ? seconds / (double)st.steps : 0.0);
 }
 
 /* Rank 0: the picture of the whole field of one step. */
@@ -230,6 +231,7 @@ int main(int argc, char **argv) {
 
   cpl_input *in;
   CHECK(cpl_input_open(ctx, o.port, NULL, &in));
+  const double t_open = MPI_Wtime();
   if (o.select_rows) /* the same split as my_rows: part `rank` of `size` */
     CHECK(cpl_input_select_rows(in, o.dataset, rank, size));
   float *slab = NULL, *whole = NULL; /* sized at the first step */
@@ -289,7 +291,7 @@ int main(int argc, char **argv) {
    * rows are still in each rank's slab. */
   if (o.select_rows && last >= 0 && last_image != last)
     gather_rows(slab, nr, nx, ny, whole, rank, size);
-  if (o.report) report_memory(in, &o, rank, nr, ny, nx);
+  if (o.report) report_memory(in, &o, rank, nr, ny, nx, MPI_Wtime() - t_open);
 
   if (rank == 0) {
     if (last >= 0 && last_image != last) /* the final state, always */
