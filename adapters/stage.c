@@ -210,15 +210,15 @@ static int keep_step(stage *s, long step, kept_step *k) {
   return keep_attrs(s, NULL, &k->attrs, &k->nattrs, &k->bytes);
 }
 
-/* Does a link still open want `step` (or an older one)? It has received
- * it or a later one, or asked for a later one by number: then no. */
+/* Does link l still want `step`? Not if it ended, received that step or a
+ * later one, or asked for a later one by number. */
+static int wants(const served *l, long step) {
+  return !l->ended && l->last < step && !(l->want >= 0 && l->want > step);
+}
+
 static int needed(const stage *s, long step) {
-  for (int i = 0; i < s->nserved; i++) {
-    const served *l = &s->links[i];
-    if (l->ended || l->last >= step) continue;
-    if (l->want >= 0 && l->want > step) continue;
-    return 1;
-  }
+  for (int i = 0; i < s->nserved; i++)
+    if (wants(&s->links[i], step)) return 1;
   return 0;
 }
 
@@ -231,8 +231,7 @@ static void drop_oldest(stage *s) {
   int lost = 0;
   for (int i = 0; i < s->nserved; i++) {
     served *l = &s->links[i];
-    if (l->ended || l->last >= k->step) continue;
-    if (l->want >= 0 && l->want > k->step) continue;
+    if (!wants(l, k->step)) continue;
     l->missed++;
     lost = 1;
     if (o < sizeof who)
@@ -335,22 +334,27 @@ static int refuse(stage *s, served *l, long want) {
              newest(s)->step);
   o = snprintf(why, sizeof why, "step %ld is not held by stage \"%s\": it "
                "holds %s (keep %d)", want, s->name, held, s->keep);
-  if (s->steps_in == 0 || want < s->first_in)
-    o += snprintf(why + o, sizeof why - (size_t)o, "; its first step was %s",
-                  s->steps_in ? "later" : "never received");
+  if (s->steps_in == 0)
+    o += snprintf(why + o, sizeof why - (size_t)o, "; the stream ended "
+                  "before any step");
+  else if (want < s->first_in)
+    o += snprintf(why + o, sizeof why - (size_t)o, "; its first step was "
+                  "%ld", s->first_in);
   else if (want > s->last_in)
     o += snprintf(why + o, sizeof why - (size_t)o, "; the stream ended at "
                   "step %ld", s->last_in);
-  else if (want < oldest(s)->step)
+  else if (want < oldest(s)->step && !s->drain)
     o += snprintf(why + o, sizeof why - (size_t)o, "; older steps were %s",
                   s->when_full == CPLI_FULL_EVICT ? "evicted" : "released");
+  else if (want < oldest(s)->step)
+    o += snprintf(why + o, sizeof why - (size_t)o, "; older steps were %s; "
+                  "every step the stage received is in its drain file %s "
+                  "(group step_%06ld)",
+                  s->when_full == CPLI_FULL_EVICT ? "evicted" : "released",
+                  s->drain_where, want);
   else
     o += snprintf(why + o, sizeof why - (size_t)o, "; the producer made no "
                   "step %ld", want);
-  if (s->drain && s->steps_in && want >= s->first_in && want <= s->last_in)
-    snprintf(why + o, sizeof why - (size_t)o, "; every step the stage "
-             "received is in its drain file %s (group step_%06ld)",
-             s->drain_where, want);
   if (s->rank == 0 && s->verbose >= 2)
     fprintf(stderr, "cpl-component[%s]: refused %s: %s\n", s->name, l->label,
             why);
