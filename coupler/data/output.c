@@ -589,9 +589,7 @@ int cpl_output_send(cpl_output *o, int link) {
 int cpl_output_refuse(cpl_output *o, int link, const char *why) {
   olink *ol;
   CPLI_TRY(pending_link(o, link, "cpl_output_refuse", &ol));
-  char msg[1024];
-  snprintf(msg, sizeof msg, "link %s: %s", ol->l->label, why ? why : "step not held");
-  int rc = cpli_queue_send_missing(o, ol, msg);
+  int rc = cpli_queue_send_missing(o, ol, why ? why : "step not held");
   return rc == CPL_OK ? CPL_OK : fail_port(o, rc);
 }
 

@@ -160,13 +160,12 @@ static int serve_credits(cpl_output *o, olink *ol) {
       if (gone) {
         char why[300];
         if (ol->qn > 0)
-          snprintf(why, sizeof why, "link %s: step %ld is not held by the "
-                   "producer (it holds steps %ld..%ld)", ol->l->label, want,
-                   ol->q[0]->step, ol->q[ol->qn - 1]->step);
+          snprintf(why, sizeof why, "step %ld is not held by the producer "
+                   "(it holds steps %ld..%ld)", want, ol->q[0]->step,
+                   ol->q[ol->qn - 1]->step);
         else
-          snprintf(why, sizeof why, "link %s: step %ld is not held by the "
-                   "producer (it holds none; its last step is %ld)",
-                   ol->l->label, want, o->step);
+          snprintf(why, sizeof why, "step %ld is not held by the producer "
+                   "(it holds none; its last step is %ld)", want, o->step);
         CPLI_TRY(cpli_queue_send_missing(o, ol, why));
         continue;
       }

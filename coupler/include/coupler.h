@@ -292,9 +292,11 @@ int cpl_port_link(const cpl_context *ctx, const char *port, const char *peer,
  * Datasets and steps over links. A producer component publishes steps on
  * an output port; every link from that port (fan-out) delivers them to its
  * consumer's input port. A step holds HDF5-described datasets: a datatype,
- * global dims, and each producer rank's block (a hyperslab). Consumers get
- * the whole global array of every dataset on every rank (allgather
- * semantics) and read it, or any hyperslab of it, in any convertible type.
+ * global dims, and each producer rank's block (a hyperslab). By default
+ * consumers get the whole global array of every dataset on every rank
+ * (allgather semantics) and read it, or any hyperslab of it, in any
+ * convertible type; a consumer rank that selects boxes (see "selective
+ * delivery" below) receives and holds only those.
  *
  * Producer, per output port:             Consumer, per input port:
  *   cpl_output_open                        cpl_input_open

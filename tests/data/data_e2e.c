@@ -750,6 +750,96 @@ int main(int argc, char **argv) {
         CHECK(st.selective == 5, "%ld of 5 steps redistributed", st.selective);
       OK(cpl_input_close(in));
     }
+  } else if (!strcmp(sc, "requests")) {
+    /* A consumer that starts late and asks for particular steps of a
+     * producer with a deep queue (depth 8, policy all). */
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      flow_publish(out, r, p, 0);
+      cpl_output_stats st;
+      stats(out, 0, &st);
+      CHECK(st.skipped >= 5, "passed-over steps counted as skipped: %ld", st.skipped);
+      OK(cpl_output_close(out));
+    } else {
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      sleep_ms(500); /* the producer fills its queue meanwhile */
+      long step;
+      OK(cpl_input_begin_step_at(in, 5, &step));
+      CHECK(step == 5, "asked for 5, got %ld", step);
+      flow_check(in, step);
+      OK(cpl_input_end_step(in));
+      int rc = cpl_input_begin_step_at(in, 3, &step);
+      CHECK(rc == CPL_ERR_NOT_FOUND && has(cpl_last_error(), "step 3 is not held"),
+            "asked for a passed step: %s: %s", cpl_strerror(rc), cpl_last_error());
+      if (r == 0) printf("consumer: %s\n", cpl_last_error());
+      OK(cpl_input_begin_step_at(in, CPL_STEP_LATEST, &step));
+      CHECK(step > 5, "latest %ld", step);
+      flow_check(in, step);
+      OK(cpl_input_end_step(in));
+      long latest = step;
+      rc = cpl_input_begin_step(in, &step);
+      if (latest < FLOW_STEPS - 1) {
+        CHECK(rc == CPL_OK && step == latest + 1, "next after %ld: %ld", latest, step);
+        flow_check(in, step);
+        OK(cpl_input_end_step(in));
+      }
+      rc = cpl_input_begin_step_at(in, 1000, &step);
+      CHECK(rc == CPL_END_OF_STREAM, "a step never made ends with the stream: %s",
+            cpl_strerror(rc));
+      OK(cpl_input_close(in));
+    }
+  } else if (!strcmp(sc, "serve")) {
+    /* A producer that keeps steps 0..4 and answers requests itself. */
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      OK(cpl_output_serve(out));
+      static double blk[FLOW_N];
+      hsize_t dims[1] = {(hsize_t)FLOW_N * p}, start[1] = {(hsize_t)FLOW_N * r},
+              count[1] = {FLOW_N};
+      long cursor = -1, want;
+      int served = 0, refused = 0;
+      for (int rounds = 0; rounds < 2000; rounds++) {
+        OK(cpl_output_requests(out, 0.05, &want));
+        if (want == CPL_REQ_GONE) break;
+        if (want == CPL_REQ_NONE) continue;
+        long s = want == CPL_STEP_NEXT ? cursor + 1 : want == CPL_STEP_LATEST ? 4 : want;
+        if (s > 4 && want == CPL_STEP_NEXT) {
+          OK(cpl_output_end_link(out, 0));
+          break;
+        }
+        if (s > 4) {
+          OK(cpl_output_refuse(out, 0, "step not kept (keeping 0..4)"));
+          refused++;
+          continue;
+        }
+        for (int i = 0; i < FLOW_N; i++) blk[i] = val(s, 9, start[0] + i);
+        OK(cpl_output_begin_step(out, s));
+        OK(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 1, dims, start, count, blk));
+        OK(cpl_output_send(out, 0));
+        cursor = s;
+        served++;
+      }
+      CHECK(served == 4 && refused == 1, "served %d refused %d", served, refused);
+      CHECK(cpl_output_end_step(out) == CPL_ERR_STATE, "end_step on a serving port");
+      OK(cpl_output_close(out));
+    } else {
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      long got[4], step;
+      const long ask[4] = {2, CPL_STEP_NEXT, 0, CPL_STEP_LATEST};
+      for (int i = 0; i < 4; i++) {
+        OK(cpl_input_begin_step_at(in, ask[i], &step));
+        got[i] = step;
+        flow_check(in, step);
+        OK(cpl_input_end_step(in));
+      }
+      CHECK(got[0] == 2 && got[1] == 3 && got[2] == 0 && got[3] == 4,
+            "served %ld %ld %ld %ld", got[0], got[1], got[2], got[3]);
+      int rc = cpl_input_begin_step_at(in, 9, &step);
+      CHECK(rc == CPL_ERR_NOT_FOUND && has(cpl_last_error(), "keeping 0..4"),
+            "refused: %s", cpl_last_error());
+      CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "end of link");
+      OK(cpl_input_close(in));
+    }
   } else if (!strcmp(sc, "unopened")) {
     /* A producer that never opens its port: consumers see end of stream
      * at cpl_finalize, not a timeout. */
