@@ -12,6 +12,12 @@
                                               each algorithm's speedup over
                                               BASELINE (default: the CSV's
                                               own baseline) against size
+  scripts/plot.py trace TRACE OUT.png         one timeline panel per link
+                                              from a CPL_TRACE file (JSON
+                                              Lines or chrome:): per
+                                              component rank, time waiting
+                                              (credit or data), transferring
+                                              and, on consumers, computing
   scripts/plot.py fit RESULTS.csv             fit t = a + b k (relative
                                               least squares) per algorithm
                                               whose step and volume counts
@@ -227,6 +233,67 @@ def model(binary, out):
     print(f"wrote {out}")
 
 
+def read_trace(path):
+    """Spans (link, row, kind, start s, end s, step) from either format."""
+    import json
+    text = open(path).read().strip()
+    spans = []
+    if text.startswith("["):  # Chrome trace events, closing bracket optional
+        events = json.loads(text.rstrip(",").rstrip("]").rstrip().rstrip(",") + "]")
+        names = {e["pid"]: e["args"]["name"] for e in events
+                 if e.get("ph") == "M" and e.get("name") == "process_name"}
+        for e in events:
+            if e.get("ph") != "X":
+                continue
+            kind = e["name"].split()[0]
+            kind = {"send": "transfer", "receive": "transfer"}.get(kind, kind)
+            row = f"{names.get(e['pid'], e['pid'])} {e['tid']}"
+            spans.append((e["args"]["link"], row, kind, e["ts"] / 1e6,
+                          (e["ts"] + e["dur"]) / 1e6, e["args"]["step"]))
+        return spans
+    for line in text.splitlines():
+        r = json.loads(line)
+        if r.get("ev") not in ("sent", "received"):
+            continue
+        t0 = r["ts"] / 1e6
+        t1 = t0 + r["wait_s"]
+        t2 = t1 + r["transfer_s"]
+        row = f"{r['comp']} {r['rank']}"
+        spans.append((r["link"], row, "wait", t0, t1, r["step"]))
+        spans.append((r["link"], row, "transfer", t1, t2, r["step"]))
+        if r.get("compute_s", 0) > 0:
+            spans.append((r["link"], row, "compute", t2, t2 + r["compute_s"], r["step"]))
+    return spans
+
+
+def trace(path, out):
+    plt = need_matplotlib()
+    spans = read_trace(path)
+    if not spans:
+        sys.exit(f"plot.py: {path} holds no step records")
+    t0 = min(s[3] for s in spans)
+    links = sorted({s[0] for s in spans})
+    colors = {"wait": "#d9d9d9", "transfer": "#1f77b4", "compute": "#2ca02c"}
+    fig, axes = plt.subplots(len(links), 1, figsize=(11, 1.2 + 0.45 * 8 * len(links) / 2),
+                             squeeze=False)
+    for ax, link in zip(axes[:, 0], links):
+        mine = [s for s in spans if s[0] == link]
+        rows = sorted({s[1] for s in mine})
+        for _, row, kind, a, b, _step in mine:
+            ax.barh(rows.index(row), b - a, left=a - t0, color=colors.get(kind, "k"),
+                    height=0.7, label=kind)
+        ax.set_yticks(range(len(rows)), rows)
+        ax.set_title(f"link {link}")
+        ax.set_xlabel("seconds since the first record")
+        handles, labels = ax.get_legend_handles_labels()
+        seen = dict(zip(labels, handles))
+        ax.legend(seen.values(), seen.keys(), loc="upper right", fontsize=8)
+        ax.grid(True, axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    print(f"wrote {out}")
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1] if len(sys.argv) > 1 else ""
     if cmd == "bench" and len(sys.argv) == 4:
@@ -235,6 +302,8 @@ if __name__ == "__main__":
         model(sys.argv[2], sys.argv[3])
     elif cmd == "ratio" and len(sys.argv) in (4, 5):
         ratio(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) == 5 else None)
+    elif cmd == "trace" and len(sys.argv) == 4:
+        trace(sys.argv[2], sys.argv[3])
     elif cmd == "fit" and len(sys.argv) == 3:
         fit(sys.argv[2])
     else:

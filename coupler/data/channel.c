@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "core/error.h"
+#include "core/trace.h"
 #include "data/data.h"
 
 /* Spin briefly, then nap: a waiting root must not steal a shared core
@@ -232,6 +233,22 @@ int cpli_data_get(cpl_context *ctx, cpli_data_state **out) {
     }
     for (int i = 0; i < ctx->nends; i++) ch[i].detach_req = MPI_REQUEST_NULL;
     s->chan = ch;
+    const char *prog = getenv("CPL_PROGRESS");
+    s->progress = prog && !strcmp(prog, "1");
+    s->trace = cpli_trace_open(cpli_trace_spec(ctx->wf->trace));
+    if (cpli_trace_chrome(s->trace)) { /* names for the viewer's rows */
+      char line[400];
+      int rank = 0;
+      MPI_Comm_rank(ctx->comm, &rank);
+      int n = snprintf(line, sizeof line, "{\"name\":\"process_name\",\"ph\":"
+                       "\"M\",\"pid\":%d,\"args\":{\"name\":\"%s\"}},", ctx->comp,
+                       ctx->wf->comps[ctx->comp].name);
+      cpli_trace_line(s->trace, line, (size_t)n);
+      n = snprintf(line, sizeof line, "{\"name\":\"thread_name\",\"ph\":\"M\","
+                   "\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"rank %d\"}},",
+                   ctx->comp, rank, rank);
+      cpli_trace_line(s->trace, line, (size_t)n);
+    }
     ctx->data = s;
   }
   *out = ctx->data;
@@ -394,6 +411,7 @@ int cpli_data_finalize(cpl_context *ctx) {
       MPI_Request_free(&s->chan[e].detach_req);
     }
   for (int e = 0; e < ctx->nends; e++) free(s->chan[e].sel);
+  cpli_trace_close(s->trace);
   free(s->chan);
   free(s->outs);
   free(s->ins);

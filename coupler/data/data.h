@@ -72,8 +72,18 @@ typedef struct cpli_chan {
   int input_open;
 } cpli_chan;
 
+struct cpli_trace;
+
 typedef struct cpli_data_state {
   cpli_chan *chan;    /* one per context end                            */
+  struct cpli_trace *trace; /* report.h: NULL when not tracing         */
+  int progress;       /* CPL_PROGRESS=1: progress lines on rank 0       */
+  struct {            /* progress rate limit, per link                  */
+    const char *link;
+    double last;
+    long quiet;
+  } prog[16];
+  int nprog;
   cpl_output **outs;  /* open ports, closed by cpl_finalize             */
   int nouts, capouts;
   cpl_input **ins;

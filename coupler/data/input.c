@@ -13,8 +13,10 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/trace.h"
 #include "data/data.h"
 #include "data/redist.h"
+#include "data/report.h"
 #include "data/slab.h"
 
 struct cpl_input {
@@ -41,6 +43,7 @@ struct cpl_input {
   cpli_sel sel_used;        /* as last sent: what the producer serves    */
   int sel_dirty;
   cpl_input_stats st;
+  cpli_event ev;            /* the current step, for the trace           */
 };
 
 int cpl_input_open(cpl_context *ctx, const char *port, const char *peer,
@@ -352,6 +355,8 @@ static int begin(cpl_input *in, double wait, long want, long *step) {
                      "for the same until it is", in->l->label, in->want_out);
   cpli_hdr h;
   unsigned char *p;
+  int report = cpli_report_on(in->ctx);
+  double t_wait = report ? cpli_trace_now_us() : 0;
   CPLI_TRY(take_header(in, wait, want, &h, &p));
   if (h.kind == CPLI_HDR_EOS) {
     free(p);
@@ -387,9 +392,19 @@ static int begin(cpl_input *in, double wait, long want, long *step) {
   in->mode = (int)h.mode;
   /* Without a valid description there is no way to join the producers'
    * transfers, so the link is over. */
+  double t_start = report ? cpli_trace_now_us() : 0;
+  size_t before = in->st.bytes;
   if (rc == CPL_OK) rc = size_buffers(in, where);
   if (rc == CPL_OK) rc = receive(in, (long)h.step, where);
   if (rc != CPL_OK) return fail_link(in, rc);
+  if (report) {
+    in->ev = (cpli_event){.link = in->l->label, .step = (long)h.step,
+                          .bytes = in->st.bytes - before, .t_wait = t_wait,
+                          .t_start = t_start, .t_end = cpli_trace_now_us(),
+                          .mode = in->mode == CPLI_MODE_SELECT ? "select" : "allgather"};
+    for (int k = 0; k < in->desc->nd; k++) in->ev.step_bytes += in->desc->d[k].total;
+    cpli_report_step(in->ctx, &in->ev);
+  }
   in->st.steps++;
   in->step = in->last = (long)h.step;
   in->in_step = 1;
@@ -423,6 +438,11 @@ int cpl_input_end_step(cpl_input *in) {
     return cpli_fail(CPL_ERR_STATE, "cpl_input_end_step: link %s: no step is "
                      "open", in->l->label);
   in->in_step = 0;
+  if (in->ev.link && cpli_report_on(in->ctx)) {
+    in->ev.t_done = cpli_trace_now_us();
+    cpli_report_step(in->ctx, &in->ev);
+    in->ev.link = NULL;
+  }
   return CPL_OK;
 }
 

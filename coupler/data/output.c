@@ -19,7 +19,9 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/trace.h"
 #include "data/output.h"
+#include "data/report.h"
 #include "data/slab.h"
 
 #define chan(o, ol) cpli_out_chan(o, ol)
@@ -319,6 +321,7 @@ static int make_step(cpl_output *o, pstep **out) {
   }
   st->step = o->step;
   st->ordinal = o->ordinal;
+  st->t_queued = cpli_report_on(o->ctx) ? cpli_trace_now_us() : 0;
   st->desc = o->desc;
   o->desc->refs++;
   for (int k = 0; k < d->nd; k++) {

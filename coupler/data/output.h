@@ -26,6 +26,7 @@ typedef struct pstep {
   char *copy;          /* private copy of the blocks, once made      */
   size_t copy_bytes;   /* this rank's blocks, all datasets            */
   int copied;          /* held past its end_step (counted in stats)   */
+  double t_queued;     /* end_step's time, for the trace (us)         */
 } pstep;
 
 typedef struct olink {

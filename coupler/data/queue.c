@@ -10,7 +10,9 @@
 #include <time.h>
 
 #include "core/error.h"
+#include "core/trace.h"
 #include "data/output.h"
+#include "data/report.h"
 
 #define chan(o, ol) cpli_out_chan(o, ol)
 
@@ -79,6 +81,27 @@ static int plan_for(cpl_output *o, olink *ol, const pstep *st,
   return CPL_OK;
 }
 
+/* The trace record and progress line of a step sent. */
+static void report_sent(cpl_output *o, olink *ol, const pstep *st,
+                        const cpl_coll_options *opt, size_t sent, double t_start) {
+  cpli_event e = {.link = ol->l->label, .producer = 1, .step = st->step,
+                  .bytes = sent, .t_wait = st->t_queued, .t_start = t_start,
+                  .t_end = cpli_trace_now_us(), .queue = ol->qn,
+                  .dropped = ol->st.dropped};
+  size_t big = 0;
+  for (int k = 0; k < st->desc->nd; k++) {
+    e.step_bytes += st->desc->d[k].total;
+    big = st->desc->d[k].total > big ? st->desc->d[k].total : big;
+  }
+  e.mode = ol->plan.mode == CPLI_MODE_SELECT ? "select" : "allgather";
+  cpl_inter_algorithm a;
+  if (ol->plan.mode == CPLI_MODE_ALLGATHER &&
+      cpl_inter_select(st->desc->nblocks, o->ctx->ends[ol->end].remote_size, big,
+                       opt, &a) == CPL_OK)
+    e.alg = cpl_inter_algorithm_name(a);
+  cpli_report_step(o->ctx, &e);
+}
+
 /* Header on the root, then the datasets on every rank: the allgathers, or
  * the redistribution to the boxes the consumer ranks selected. */
 int cpli_step_send(cpl_output *o, olink *ol, pstep *st) {
@@ -100,13 +123,15 @@ int cpli_step_send(cpl_output *o, olink *ol, pstep *st) {
   }
   if (rc != CPL_OK) return rc;
   ol->desc_sent = st->desc->version;
+  double t_start = cpli_report_on(ctx) ? cpli_trace_now_us() : 0;
+  size_t sent = 0;
   if (ol->plan.mode == CPLI_MODE_SELECT) {
     char where[300];
     snprintf(where, sizeof where, "link %s, sender %d, step %ld", ol->l->label,
              o->rank, st->step);
     rc = cpli_redist_send(&ol->plan, st->desc, o->rank, st->block,
                           ctx->ends[ol->end].ctl, CPLI_TAG_DATA, ol->l->timeout,
-                          where);
+                          where, &sent);
   }
   MPI_Comm inter = ctx->ends[ol->end].intercomm;
   for (int k = 0; ol->plan.mode == CPLI_MODE_ALLGATHER && k < st->desc->nd &&
@@ -117,8 +142,10 @@ int cpli_step_send(cpl_output *o, olink *ol, pstep *st) {
                               NULL, NULL, NULL, MPI_BYTE, CPL_SENDER, inter, &opt);
     if (rc != CPL_OK)
       cpli_error_prefix("dataset \"%s\": ", s->name);
+    sent += s->bytes[o->rank];
   }
   if (rc == CPL_OK) ol->st.delivered++;
+  if (rc == CPL_OK && t_start > 0) report_sent(o, ol, st, &opt, sent, t_start);
   return rc;
 }
 
@@ -337,6 +364,7 @@ int cpli_queue_drain(cpl_output *o, int li, int limit) {
 
 static void log_drop(cpl_output *o, olink *ol, const pstep *st) {
   ol->st.dropped++;
+  cpli_report_drop(o->ctx, ol->l->label, st->step, ol->qn);
   if (o->rank != 0 || ol->stale_logged >= 3) return;
   ol->stale_logged++;
   fprintf(stderr, "coupler: link %s: dropped step %ld (policy latest, depth "

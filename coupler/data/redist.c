@@ -258,8 +258,9 @@ static int wait_all(int n, MPI_Request *reqs, const int *peer, double timeout,
 
 int cpli_redist_send(const cpli_rplan *pl, const cpli_desc *d, int me,
                      const void *const *blocks, MPI_Comm comm, int tag,
-                     double timeout, const char *where) {
+                     double timeout, const char *where, size_t *bytes) {
   int q = pl->q;
+  *bytes = 0;
   MPI_Request *reqs = malloc((size_t)(q ? q : 1) * sizeof *reqs);
   int *peer = malloc((size_t)(q ? q : 1) * sizeof *peer);
   int most = 0;
@@ -290,6 +291,7 @@ int cpli_redist_send(const cpli_rplan *pl, const cpli_desc *d, int me,
       }
       MPI_Get_address(blocks[pt->k], &addr[x]);
       addr[x] = MPI_Aint_add(addr[x], disp);
+      *bytes += box_bytes(s->rank, pt->count, s->esize);
     }
     MPI_Datatype t;
     if (rc == CPL_OK) rc = msg_type(n, addr, types, &t);

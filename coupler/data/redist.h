@@ -54,10 +54,11 @@ int cpli_rplan_build(cpli_rplan *pl, const cpli_desc *d, int me, int q,
                      const cpli_sel *sels, int delivery,
                      const cpl_coll_options *opt, const char *where);
 
-/* Producer: send this rank's parts (blocks[k]: its block of dataset k). */
+/* Producer: send this rank's parts (blocks[k]: its block of dataset k);
+ * *bytes: what it sent. */
 int cpli_redist_send(const cpli_rplan *pl, const cpli_desc *d, int me,
                      const void *const *blocks, MPI_Comm comm, int tag,
-                     double timeout, const char *where);
+                     double timeout, const char *where, size_t *bytes);
 
 /* Consumer: receive into the piece buffers: for dataset k, pieces[k] and
  * buf[k] holding them one after another, row-major each. *bytes: what

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "core/error.h"
+#include "core/trace.h"
 #include "group/agree.h"
 #include "group/context.h"
 #include "data/data.h"
@@ -195,6 +196,9 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
   int nranks, myrank;
   MPI_Comm_size(ctx->world, &nranks);
   MPI_Comm_rank(ctx->world, &myrank);
+
+  /* Nobody writes the trace before the agreement below completes. */
+  if (myrank == 0 && local == CPL_OK) cpli_trace_reset(cpli_trace_spec(ctx->wf->trace));
 
   cpli_rank_rec mine = {.status = local, .comp = ctx->comp,
                         .hash = ctx->wf ? ctx->wf->hash : 0};

@@ -41,7 +41,9 @@ static void usage(FILE *f) {
           "Arguments after -- go to mpiexec before the first component\n"
           "(e.g. -- -hosts a,b -ppn 4). Relative program paths in the file are\n"
           "taken relative to the file's directory. Each process gets\n"
-          "CPL_COMPONENT and CPL_WORKFLOW. Exit status: the job's; 1 if FILE\n"
+          "CPL_COMPONENT and CPL_WORKFLOW, and CPL_PROGRESS=1 (rank 0 of each\n"
+          "component prints a line per step; set CPL_PROGRESS=0 to silence it).\n"
+          "Exit status: the job's; 1 if FILE\n"
           "is invalid; 2 on a usage error; 127 if mpiexec cannot be run.\n",
           CPL_MPIEXEC_DEFAULT);
 }
@@ -112,6 +114,11 @@ static void build(const cpli_workflow *wf, const char *abspath,
   component_exe(comp_exe, sizeof comp_exe);
   add(w, mpiexec);
   for (int i = 0; i < nextra; i++) add(w, extra[i]);
+  if (!getenv("CPL_PROGRESS")) { /* progress lines, unless told otherwise */
+    add(w, "-genv");
+    add(w, "CPL_PROGRESS");
+    add(w, "1");
+  }
   for (int c = 0; c < wf->ncomps; c++) {
     const cpli_component *k = &wf->comps[c];
     if (c) add(w, ":");

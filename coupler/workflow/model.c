@@ -55,6 +55,7 @@ void cpli_wf_free(cpli_workflow *wf) {
   for (int i = 0; i < wf->nlinks; i++) free(wf->links[i].label);
   free(wf->links);
   free(wf->name);
+  free(wf->trace);
   free(wf->path);
   free(wf);
 }

@@ -105,6 +105,7 @@ typedef struct cpli_link {
 struct cpl_workflow {
   char *path;               /* as given, for messages                */
   char *name;
+  char *trace;              /* `trace:` spec (core/trace.h); NULL: none */
   cpli_component *comps;
   int ncomps;
   cpli_link *links;         /* in file order = global link order     */

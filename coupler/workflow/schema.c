@@ -829,7 +829,7 @@ static char *stem(S *s, const char *path) {
 int cpli_wf_from_tree(const cpli_ynode *root, const char *file, cpl_diag *d,
                       cpli_workflow **out) {
   static const char *const known[] = {"version", "name", "components",
-                                      "links"};
+                                      "links", "trace"};
   S s = {.file = file, .d = d};
   *out = NULL;
   int before = cpl_diag_total(d);
@@ -847,12 +847,17 @@ int cpli_wf_from_tree(const cpli_ynode *root, const char *file, cpl_diag *d,
     cpli_wf_free(wf);
     return CPL_ERR_CONFIG;
   }
-  check_keys(&s, root, "workflow", known, 4);
+  check_keys(&s, root, "workflow", known, 5);
 
   const cpli_ynode *v;
   long long ver;
   if ((v = cpli_ymap_get(root, "version")))
     want_int(&s, v, "version", "1", 1, 1, &ver);
+  if ((v = cpli_ymap_get(root, "trace"))) {
+    const char *t = want_string(&s, v, "trace");
+    if (t && !*t) err(&s, v, "trace: needs a file name (FILE or chrome:FILE)");
+    else if (t) wf->trace = xstrdup(&s, t);
+  }
   if ((v = cpli_ymap_get(root, "name"))) {
     if (want_name(&s, v, "workflow name")) wf->name = xstrdup(&s, v->str);
   } else {
