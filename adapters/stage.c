@@ -88,7 +88,7 @@ typedef struct stage {
   int keep, head, nkept;
   cpli_when_full when_full;
   int input_ended;
-  long first_in, last_in, steps_in, evicted, released;
+  long first_in, last_in, steps_in, evicted;
   size_t held, held_max, bytes_in; /* bytes_in: received from the input */
   /* drain */
   const char *drain;
@@ -222,8 +222,9 @@ static int needed(const stage *s, long step) {
   return 0;
 }
 
-/* Drop the oldest kept step to make room. In evict mode it may still be
- * wanted: count and log it for every link that had not had it. */
+/* Drop the oldest kept step to make room. Block mode drops only steps no
+ * link needs; in evict mode it may still be wanted: count and log it for
+ * every link that had not had it. */
 static void drop_oldest(stage *s) {
   kept_step *k = oldest(s);
   char who[600] = "";
@@ -248,8 +249,6 @@ static void drop_oldest(stage *s) {
               s->drain ? " (it is in the drain file)" : "",
               s->evicted == LOG_FIRST && s->verbose < 2
                   ? "; further evictions are only counted" : "");
-  } else {
-    s->released++;
   }
   s->held -= k->bytes;
   free_step(k);
