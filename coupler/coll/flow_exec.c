@@ -18,8 +18,8 @@
  * two-piece exchange 0.46-0.55 ms against 0.31-0.37 ms contiguous on the
  * emulated cluster). Larger ones travel as one hindexed message.
  *
- * Waiting polls MPI_Testsome with the context's deadline, restarted by any
- * progress (the clock is read every FLOW_CLOCK_POLLS idle polls): a peer
+ * Waiting polls MPI_Testsome under the context's timeout (core/wait.h:
+ * any message's progress restarts the deadline): a peer
  * that stops is CPL_ERR_TIMEOUT naming the first message still pending
  * (its index is reported as the step). Messages complete
  * roughly in plan order, so most polls test a window of FLOW_WINDOW
@@ -31,12 +31,12 @@
 #include <string.h>
 
 #include "coll/coll.h"
+#include "core/wait.h"
 
 #define FLOW_TAG 7723
 #define FLOW_PACK_MAX ((size_t)1 << 20)
 #define FLOW_WINDOW ((size_t)64)
 #define FLOW_FULL_POLL 16u
-#define FLOW_CLOCK_POLLS 16u
 
 static void free_type(MPI_Datatype *t) {
   if (*t != MPI_DATATYPE_NULL) MPI_Type_free(t);
@@ -101,6 +101,14 @@ static int posted(int mpi_rc, const char *call, const char *what, size_t i, int 
   ctx->xstep = (int)i;
   return cpli_mpi_check(mpi_rc, call, "%s: %s rank %d",
                         cpli_ctx_where(ctx, comm, where, sizeof where), what, peer);
+}
+
+/* The watchdog's description of a plan's wait. */
+static void say_plan(const void *arg, char *buf, unsigned long n) {
+  const void *const *a = arg;
+  char where[256];
+  snprintf(buf, n, "%s: waiting for the plan's messages",
+           cpli_ctx_where(a[0], *(const MPI_Comm *)a[1], where, sizeof where));
 }
 
 int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *base1,
@@ -178,10 +186,12 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
     state[i] = 1;
   }
   size_t ndone = 0, first = 0, lo = 0;
-  unsigned polls = 0, idle = 0, idle_polls = 0;
-  int progressed = 0;
+  unsigned polls = 0, idle = 0;
   int dirty = 1;
-  double deadline = ctx->timeout > 0 ? MPI_Wtime() + ctx->timeout : 0;
+  cpli_wait w;
+  cpli_wait_start(&w, ctx->timeout > 0 ? ctx->timeout : CPLI_WAIT_FOREVER, 0);
+  const void *args[2] = {ctx, &comm};
+  cpli_wait_watch(&w, say_plan, args);
   while (rc == CPL_OK && ndone < nm) {
     if (dirty) { /* issue every send whose data is here, in order per peer */
       dirty = 0;
@@ -229,28 +239,20 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
         for (size_t k = rstart[i]; k < rstart[i + 1]; k++)
           if (--pend[rlist[k]] == 0) dirty = 1;
     }
-    /* The clock is read every FLOW_CLOCK_POLLS idle polls, not per poll;
-     * progress since the last reading restarts the deadline there. */
     if (outcount > 0 || dirty) {
-      progressed = 1;
-    } else if (ctx->timeout > 0 && ++idle_polls % FLOW_CLOCK_POLLS == 0) {
-      const double now = MPI_Wtime();
-      if (progressed) {
-        deadline = now + ctx->timeout;
-        progressed = 0;
-      } else if (now > deadline) {
-        size_t w = 0;
-        while (w < nm && state[w] == 2) w++;
-        const cpli_fmsg *m = &f->m[w < nm ? w : 0];
-        ctx->xstep = (int)w;
-        rc = cpli_fail(CPL_ERR_TIMEOUT,
-                       "%s: %s rank %d (%zu bytes) did not complete within %g s "
-                       "(peer dead, stuck, or not in this collective)",
-                       cpli_ctx_where(ctx, comm, where, sizeof where),
-                       m->send ? (state[w] ? "send to" : "send (waiting for its data) to")
-                               : "receive from",
-                       m->peer, m->bytes, ctx->timeout);
-      }
+      cpli_wait_moved(&w);
+    } else if (cpli_wait_idle(&w)) {
+      size_t k = 0;
+      while (k < nm && state[k] == 2) k++;
+      const cpli_fmsg *m = &f->m[k < nm ? k : 0];
+      ctx->xstep = (int)k;
+      rc = cpli_fail(CPL_ERR_TIMEOUT,
+                     "%s: %s rank %d (%zu bytes) did not complete within %g s "
+                     "(peer dead, stuck, or not in this collective)",
+                     cpli_ctx_where(ctx, comm, where, sizeof where),
+                     m->send ? (state[k] ? "send to" : "send (waiting for its data) to")
+                             : "receive from",
+                     m->peer, m->bytes, ctx->timeout);
     }
   }
   if (rc != CPL_OK) /* leave nothing pending on the caller's buffers */

@@ -3,15 +3,17 @@
  *
  * A step posts its receive and its send together (the bidirectional model:
  * a process may send and receive at once) and waits for both. Waiting polls
- * MPI_Testall against a deadline instead of blocking in MPI_Waitall, so a
+ * MPI_Testall (core/wait.h) instead of blocking in MPI_Waitall, so a
  * peer that died or never entered the collective surfaces as
  * CPL_ERR_TIMEOUT naming link, rank and step. MPICH's progress engine
  * busy-polls inside MPI_Waitall anyway, so polling costs nothing extra.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "coll/coll.h"
+#include "core/wait.h"
 
 #define CPLI_TAG 7717
 
@@ -34,6 +36,22 @@ const char *cpli_ctx_where(const cpli_ctx *ctx, MPI_Comm comm, char *buf,
   return buf;
 }
 
+/* The watchdog's description of a step's wait. */
+typedef struct watched {
+  const cpli_ctx *ctx;
+  MPI_Comm comm;
+  const char *what;
+  int peer;
+} watched;
+
+static void say_step(const void *arg, char *buf, unsigned long n) {
+  const watched *x = arg;
+  char where[256];
+  cpli_ctx_where(x->ctx, x->comm, where, sizeof where);
+  if (x->peer >= 0) snprintf(buf, n, "%s: %s with rank %d", where, x->what, x->peer);
+  else snprintf(buf, n, "%s: %s", where, x->what);
+}
+
 int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm,
                  const char *what, int peer) {
   char where[256], with[32] = "";
@@ -47,7 +65,10 @@ int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm,
     return cpli_mpi_check(rc, "MPI_Waitall", "%s: %s%s",
                           cpli_ctx_where(ctx, comm, where, sizeof where), what, with);
   }
-  const double deadline = MPI_Wtime() + ctx->timeout;
+  cpli_wait w;
+  cpli_wait_start(&w, ctx->timeout, 0);
+  watched x = {ctx, comm, what, peer};
+  cpli_wait_watch(&w, say_step, &x);
   for (;;) {
     int done = 0;
     int rc = MPI_Testall(n, reqs, &done, st);
@@ -55,7 +76,7 @@ int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm,
       return cpli_mpi_check(rc, "MPI_Testall", "%s: %s%s",
                             cpli_ctx_where(ctx, comm, where, sizeof where), what, with);
     if (done) return CPL_OK;
-    if (MPI_Wtime() > deadline) {
+    if (cpli_wait_idle(&w)) {
       /* Cancelled receives can no longer write into buffers the caller is
        * about to free; the link itself is unusable after this. MPI forbids
        * cancelling or freeing nonblocking collectives (peer < 0). */

@@ -1,43 +1,28 @@
 /*
  * The control channel between the roots of a link, the data layer's
- * per-context state, and the drain at cpl_finalize (protocol in data.h).
+ * per-context state, the drain at cpl_finalize and cpl_finalize itself
+ * (protocol in data.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/error.h"
 #include "core/trace.h"
+#include "core/wait.h"
 #include "data/data.h"
 
-/* Spin briefly, then nap: a waiting root must not steal a shared core
- * from the rank it waits for. */
-static void backoff(long *spins) {
-  if (++*spins < 200) return;
-  struct timespec nap = {0, 50000};
-  nanosleep(&nap, NULL);
-}
-
+/* Roots wait with naps (core/wait.h): the rank they wait for may share
+ * their core. */
 int cpli_poll_request(MPI_Request *req, double timeout, int *done) {
-  double t0 = MPI_Wtime();
-  long spins = 0;
+  cpli_wait w;
+  cpli_wait_start(&w, timeout, CPLI_WAIT_NAP_US);
   *done = 0;
   for (;;) {
     int rc = MPI_Test(req, done, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) return cpli_mpi_check(rc, "MPI_Test", "control channel");
-    if (*done || MPI_Wtime() - t0 > timeout) return CPL_OK;
-    backoff(&spins);
+    if (*done || cpli_wait_idle(&w)) return CPL_OK;
   }
-}
-
-void cpli_link_options(const cpli_link *l, long step, cpl_coll_options *opt) {
-  cpl_coll_options_init(opt);
-  opt->inter = l->inter;
-  opt->intra = l->intra;
-  opt->timeout = l->timeout;
-  opt->label = l->label;
-  opt->step = step;
 }
 
 static const char *label(cpl_context *ctx, int end) {
@@ -120,15 +105,31 @@ int cpli_chan_poll(cpl_context *ctx, int end) {
   }
 }
 
+/* Watchdog descriptions of the roots' waits. */
+typedef struct watched {
+  cpl_context *ctx;
+  int end;
+  const char *phase;
+} watched;
+
+static void say_end(const void *arg, char *buf, unsigned long n) {
+  const watched *x = arg;
+  const cpli_end *e = &x->ctx->ends[x->end];
+  snprintf(buf, n, "link %s, %s rank 0: %s (peer: %s rank 0)", label(x->ctx, x->end),
+           e->role == CPL_SENDER ? "producer" : "consumer", x->phase,
+           x->ctx->wf->comps[e->peer_comp].name);
+}
+
 int cpli_chan_wait_credit(cpl_context *ctx, int end, double timeout) {
   cpli_chan *ch = &ctx->data->chan[end];
-  double t0 = MPI_Wtime();
-  long spins = 0;
+  cpli_wait w;
+  cpli_wait_start(&w, timeout, CPLI_WAIT_NAP_US);
+  watched x = {ctx, end, "waiting for the consumer to ask for a step (credit)"};
+  cpli_wait_watch(&w, say_end, &x);
   for (;;) {
     CPLI_TRY(cpli_chan_poll(ctx, end));
     if (ch->credits > 0 || ch->detached) return CPL_OK;
-    if (MPI_Wtime() - t0 > timeout) return CPL_ERR_TIMEOUT; /* caller says */
-    backoff(&spins);
+    if (cpli_wait_idle(&w)) return CPL_ERR_TIMEOUT; /* caller says */
   }
 }
 
@@ -190,8 +191,10 @@ int cpli_chan_recv_header(cpl_context *ctx, int end, double timeout,
                           unsigned char **buf, size_t *len) {
   *buf = NULL;
   *len = 0;
-  double t0 = MPI_Wtime();
-  long spins = 0;
+  cpli_wait w;
+  cpli_wait_start(&w, timeout, CPLI_WAIT_NAP_US);
+  watched x = {ctx, end, "waiting for the producer's next step (header)"};
+  cpli_wait_watch(&w, say_end, &x);
   MPI_Message m;
   MPI_Status st;
   for (;;) {
@@ -199,8 +202,7 @@ int cpli_chan_recv_header(cpl_context *ctx, int end, double timeout,
     int rc = MPI_Improbe(0, CPLI_TAG_HEADER, ctx->ends[end].ctl, &flag, &m, &st);
     CPLI_TRY(cpli_mpi_check(rc, "MPI_Improbe", "link %s", label(ctx, end)));
     if (flag) break;
-    if (MPI_Wtime() - t0 > timeout) return CPL_ERR_TIMEOUT; /* caller says */
-    backoff(&spins);
+    if (cpli_wait_idle(&w)) return CPL_ERR_TIMEOUT; /* caller says */
   }
   int n = 0;
   MPI_Get_count(&st, MPI_BYTE, &n);
@@ -221,6 +223,15 @@ int cpli_chan_recv_header(cpl_context *ctx, int end, double timeout,
 }
 
 /* ---------------------------------------------------------------- state */
+
+void cpli_link_options(const cpli_link *l, long step, cpl_coll_options *opt) {
+  cpl_coll_options_init(opt);
+  opt->inter = l->inter;
+  opt->intra = l->intra;
+  opt->timeout = l->timeout;
+  opt->label = l->label;
+  opt->step = step;
+}
 
 int cpli_data_get(cpl_context *ctx, cpli_data_state **out) {
   if (!ctx->data) {
@@ -419,4 +430,15 @@ int cpli_data_finalize(cpl_context *ctx) {
   ctx->data = NULL;
   if (first != CPL_OK) cpli_fail(first, "%s", msg);
   return first;
+}
+
+/* The end of a context belongs to the layer on top: ports left open are
+ * closed and every link's control channel drained (even for ports this
+ * component never opened: its peers wait for EOS or DETACH) before the
+ * group layer frees the communicators. */
+int cpl_finalize(cpl_context *ctx) {
+  if (!ctx) return CPL_OK;
+  int rc = cpli_data_finalize(ctx);
+  cpli_context_free(ctx);
+  return rc;
 }

@@ -94,6 +94,10 @@ int cpli_data_get(cpl_context *ctx, cpli_data_state **out);
 int cpli_data_track(cpl_context *ctx, cpl_output *o, cpl_input *in);
 void cpli_data_untrack(cpl_context *ctx, cpl_output *o, cpl_input *in);
 
+/* The collective options of one step on a link: the link's algorithms,
+ * timeout and label. Both ends build them here, so they agree. */
+void cpli_link_options(const cpli_link *l, long step, cpl_coll_options *opt);
+
 /* Called by cpl_finalize: close open ports, drain every channel. */
 int cpli_data_finalize(cpl_context *ctx);
 
@@ -114,9 +118,6 @@ int cpli_chan_send_credit(cpl_context *ctx, int end, int64_t kind, long want,
 /* Consumer root: receive the next header (malloc'd into *buf). */
 int cpli_chan_recv_header(cpl_context *ctx, int end, double timeout,
                           unsigned char **buf, size_t *len);
-
-/* A link's collective options (algorithms, timeout, label) for a step. */
-void cpli_link_options(const cpli_link *l, long step, cpl_coll_options *opt);
 
 /* Poll an MPI request until done or timeout; *done says which. */
 int cpli_poll_request(MPI_Request *req, double timeout, int *done);

@@ -7,10 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/error.h"
 #include "core/trace.h"
+#include "core/wait.h"
 #include "data/output.h"
 #include "data/report.h"
 
@@ -278,18 +278,15 @@ int cpli_links_adopt(cpl_output *o, const int64_t *rec) {
 
 /* Root: wait up to `seconds` for a credit or DETACH on any link. */
 static int wait_any(cpl_output *o, double seconds) {
-  double t0 = MPI_Wtime();
-  for (long spins = 0;; spins++) {
+  cpli_wait w;
+  cpli_wait_start(&w, seconds, CPLI_WAIT_NAP_US);
+  for (;;) {
     for (int i = 0; i < o->nl; i++) {
       CPLI_TRY(cpli_chan_poll(o->ctx, o->links[i].end));
       const cpli_chan *ch = chan(o, &o->links[i]);
       if ((ch->credits > 0 || ch->detached) && !ch->eos_sent) return CPL_OK;
     }
-    if (MPI_Wtime() - t0 >= seconds) return CPL_OK;
-    if (spins > 200) {
-      struct timespec nap = {0, 50000};
-      nanosleep(&nap, NULL);
-    }
+    if (cpli_wait_idle(&w)) return CPL_OK; /* no request: not an error */
   }
 }
 

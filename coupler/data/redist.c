@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "coll/tuning.h"
 #include "core/error.h"
+#include "core/wait.h"
 
 void cpli_rplan_free(cpli_rplan *pl) {
   free(pl->first);
@@ -198,6 +198,11 @@ static int msg_type(int n, MPI_Aint *addr, MPI_Datatype *types, MPI_Datatype *ou
 
 /* ----------------------------------------------------------------- wait */
 
+static void say_redist(const void *arg, char *buf, unsigned long n) {
+  const char *const *a = arg;
+  snprintf(buf, n, "%s: redistribution: waiting for %s ranks' parts", a[0], a[1]);
+}
+
 /* Poll until every request completes or `timeout` seconds pass without any
  * completing; on timeout name the peers still outstanding. */
 static int wait_all(int n, MPI_Request *reqs, const int *peer, double timeout,
@@ -212,8 +217,10 @@ static int wait_all(int n, MPI_Request *reqs, const int *peer, double timeout,
   }
   int left = 0;
   for (int i = 0; i < n; i++) left += reqs[i] != MPI_REQUEST_NULL;
-  double last = MPI_Wtime();
-  long idle = 0;
+  cpli_wait w;
+  cpli_wait_start(&w, timeout, 0); /* both groups are in this step */
+  const char *args[2] = {where, who};
+  cpli_wait_watch(&w, say_redist, args);
   int rc = CPL_OK;
   while (left > 0) {
     int done = 0;
@@ -224,11 +231,10 @@ static int wait_all(int n, MPI_Request *reqs, const int *peer, double timeout,
     }
     if (done > 0 && done != MPI_UNDEFINED) {
       left -= done;
-      idle = 0;
-      last = MPI_Wtime();
+      cpli_wait_moved(&w);
       continue;
     }
-    if (++idle % 16 == 0 && MPI_Wtime() - last > timeout) {
+    if (cpli_wait_idle(&w)) {
       char list[256] = "";
       size_t o = 0;
       for (int i = 0; i < n && o < sizeof list - 16; i++)
@@ -243,10 +249,6 @@ static int wait_all(int n, MPI_Request *reqs, const int *peer, double timeout,
           MPI_Request_free(&reqs[i]);
         }
       break;
-    }
-    if (idle > 2000) {
-      struct timespec nap = {0, 20000};
-      nanosleep(&nap, NULL);
     }
   }
   free(idx);

@@ -30,4 +30,9 @@ struct cpl_context {
   struct cpli_data_state *data; /* NULL until a port is opened */
 };
 
+/* Free the context's communicators and model. cpl_finalize (data layer,
+ * data/channel.c) calls it after draining the links: the group layer
+ * knows nothing of the layer above it. */
+void cpli_context_free(cpl_context *ctx);
+
 #endif

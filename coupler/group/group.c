@@ -1,6 +1,7 @@
 /*
- * cpl_init / cpl_finalize: workflow model + the caller's world communicator
- * -> one communicator per component and one intercommunicator per link.
+ * cpl_init: workflow model + the caller's communicator -> one
+ * communicator per component and one intercommunicator per link, and
+ * cpli_context_free, which cpl_finalize (data/channel.c) ends with.
  *
  * No rank may hang on a disagreement, so nothing is split until all ranks
  * have agreed: each rank loads the file itself, then one allgather of a
@@ -10,18 +11,16 @@
  * and polled against a deadline, so a rank that never calls cpl_init makes
  * the others fail with CPL_ERR_TIMEOUT instead of waiting forever.
  */
-#define _POSIX_C_SOURCE 200809L /* nanosleep */
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/error.h"
 #include "core/trace.h"
+#include "core/wait.h"
 #include "group/agree.h"
 #include "group/context.h"
-#include "data/data.h"
 #include "workflow/model.h"
 
 #define CPLI_INIT_TIMEOUT_DEFAULT 60.0
@@ -29,19 +28,18 @@
 
 /* Wait for a request, polling, up to `timeout` seconds. */
 static int wait_deadline(MPI_Request *req, double timeout, const char *what) {
-  double t0 = MPI_Wtime();
-  struct timespec nap = {0, 200000}; /* 0.2 ms: don't spin on shared cores */
+  cpli_wait w;
+  cpli_wait_start(&w, timeout, 200); /* 0.2 ms naps: don't spin on shared cores */
   for (;;) {
     int done = 0;
     int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) return cpli_mpi_check(rc, what, "cpl_init");
     if (done) return CPL_OK;
-    if (MPI_Wtime() - t0 > timeout)
+    if (cpli_wait_idle(&w))
       return cpli_fail(CPL_ERR_TIMEOUT,
                        "cpl_init: %s did not complete within %g s: some "
                        "process of the job did not call cpl_init (set "
                        "CPL_INIT_TIMEOUT to wait longer)", what, timeout);
-    nanosleep(&nap, NULL);
   }
 }
 
@@ -81,7 +79,7 @@ static int load_local(const char *path, cpli_workflow **wf) {
   return rc;
 }
 
-static void free_context(cpl_context *ctx) {
+void cpli_context_free(cpl_context *ctx) {
   if (!ctx) return;
   for (int i = 0; i < ctx->nends; i++) {
     if (ctx->ends[i].intercomm != MPI_COMM_NULL)
@@ -189,7 +187,7 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
     /* An unfinished communicator cannot be freed: leave it (the job is
      * broken anyway and should abort). */
     ctx->world = MPI_COMM_NULL;
-    free_context(ctx);
+    cpli_context_free(ctx);
     return rc;
   }
   MPI_Comm_set_errhandler(ctx->world, MPI_ERRORS_RETURN);
@@ -210,7 +208,7 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
     /* Cannot take part in the agreement: the others will time out. */
     free(all);
     free(recs);
-    free_context(ctx);
+    cpli_context_free(ctx);
     return cpli_fail(CPL_ERR_NOMEM, "cpl_init: out of memory");
   }
   rc = cpli_mpi_check(MPI_Iallgather(w, CPLI_REC_WORDS, MPI_UINT32_T, all,
@@ -222,7 +220,7 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
     if (rc == CPL_ERR_TIMEOUT) {
       /* The allgather still owns both buffers and the communicator. */
       ctx->world = MPI_COMM_NULL;
-      free_context(ctx);
+      cpli_context_free(ctx);
       return rc;
     }
   }
@@ -236,20 +234,11 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
   free(all);
   free(recs);
   if (rc != CPL_OK) {
-    free_context(ctx);
+    cpli_context_free(ctx);
     return rc;
   }
   *out = ctx;
   return CPL_OK;
-}
-
-int cpl_finalize(cpl_context *ctx) {
-  if (!ctx) return CPL_OK;
-  /* Ports left open are closed, and every link's control channel drained,
-   * before the communicators go. */
-  int rc = cpli_data_finalize(ctx);
-  free_context(ctx);
-  return rc;
 }
 
 /* ------------------------------------------------------------ accessors */

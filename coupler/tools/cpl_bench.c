@@ -29,9 +29,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "coupler.h"
+#include "core/wait.h"
 
 #define MAXV 16
 
@@ -270,8 +270,9 @@ static void wait_for_all(int idle) {
     MPI_Wait(&req, MPI_STATUS_IGNORE);
     return;
   }
-  const struct timespec nap = {0, 500000};
-  for (int done = 0; MPI_Test(&req, &done, MPI_STATUS_IGNORE), !done;) nanosleep(&nap, NULL);
+  cpli_wait w; /* 0.5 ms naps; no deadline: shapes may take long */
+  cpli_wait_start(&w, CPLI_WAIT_FOREVER, 500);
+  for (int done = 0; MPI_Test(&req, &done, MPI_STATUS_IGNORE), !done;) cpli_wait_idle(&w);
 }
 
 static const char *human(long bytes, char *buf) {

@@ -1,0 +1,37 @@
+/* The wait primitive (wait.h). */
+#include <stdio.h>
+#include <time.h>
+
+#include <mpi.h>
+
+#include "core/wait.h"
+
+void cpli_wait_start(cpli_wait *w, double timeout, unsigned nap_us) {
+  *w = (cpli_wait){.timeout = timeout, .nap_us = nap_us};
+  if (timeout > 0 && isfinite(timeout)) w->deadline = MPI_Wtime() + timeout;
+}
+
+/* The rest of cpli_wait_idle, after it counted the poll. */
+int cpli_wait_slow(cpli_wait *w) {
+  if (w->nap_us && w->polls >= CPLI_WAIT_SPINS) {
+    const struct timespec nap = {0, 1000 * (long)w->nap_us};
+    nanosleep(&nap, NULL);
+  }
+  if (!(w->timeout > 0)) return 1; /* a try: one poll */
+  if (isinf(w->timeout) || w->polls % CPLI_WAIT_CLOCK_POLLS != 0) return 0;
+  const double now = MPI_Wtime();
+  if (w->moved) {
+    w->deadline = now + w->timeout;
+    w->moved = 0;
+    w->warned = 0;
+    return 0;
+  }
+  if (w->say && !w->warned && now > w->deadline - w->timeout / 2) {
+    char what[512];
+    w->warned = 1;
+    w->say(w->say_arg, what, sizeof what);
+    fprintf(stderr, "coupler: still waiting after %.3g s (half the %g s "
+            "timeout): %s\n", w->timeout / 2, w->timeout, what);
+  }
+  return now > w->deadline;
+}

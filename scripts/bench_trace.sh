@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# What writing a trace costs per step: the same pair (P producer ranks,
+# Q consumer ranks, BYTES per step) with CPL_TRACE off and on, in turns,
+# ROUNDS times each; prints each round and the ratio of the medians.
+#   scripts/bench_trace.sh [BUILD_DIR] [BYTES] [STEPS] [ROUNDS] [P] [Q]
+# Defaults: build 1048576 200 7 2 2. Needs the build's tests/bench/step_bench.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build} bytes=${2:-1048576} steps=${3:-200} rounds=${4:-7} p=${5:-2} q=${6:-2}
+bench=$PWD/$build/tests/bench/step_bench
+run=$PWD/$build/coupler/tools/cpl-run
+[[ -x $bench && -x $run ]] || { echo "bench_trace.sh: build $build first" >&2; exit 2; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cat > "$tmp/pair.yaml" <<YAML
+name: bench_trace
+components:
+  - {name: prod, nprocs: $p, command: ["$bench", "$bytes", "$steps", "20"], outputs: [out]}
+  - {name: cons, nprocs: $q, command: ["$bench", "$bytes", "$steps", "20"], inputs: [in]}
+links:
+  - {from: prod.out, to: cons.in, depth: 2}
+YAML
+shim=()
+[[ -f $build/scripts/libcpl_yield.so ]] && shim=(-genv LD_PRELOAD "$PWD/$build/scripts/libcpl_yield.so")
+one() { # $1: trace spec or "" -> per-step microseconds
+  CPL_PROGRESS=0 CPL_TRACE=$1 timeout 300 "$run" "$tmp/pair.yaml" -- "${shim[@]}" |
+    sed -n 's/^per_step_us=//p'
+}
+off=() on=()
+for ((i = 0; i < rounds; i++)); do
+  off+=("$(one "")")
+  on+=("$(one "$tmp/trace.jsonl")")
+  rm -f "$tmp/trace.jsonl"
+  echo "round $((i + 1)): off ${off[-1]} us/step, on ${on[-1]} us/step"
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+mo=$(median "${off[@]}") mn=$(median "${on[@]}")
+echo "bytes $bytes, $p x $q ranks, $steps steps: median off $mo us/step, on $mn us/step, on/off $(awk -v a="$mn" -v b="$mo" 'BEGIN {printf "%.4f", a / b}')"
