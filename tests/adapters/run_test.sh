@@ -162,6 +162,9 @@ stage_paces)
     fail "not every consumer verified its 8 steps"
   [ "$(grep -c '^consumer rank [01]: 8 steps, received' "$out/log")" -eq 2 ] ||
     fail "the selecting ranks did not report their bytes" ;;
+stage_drain_bad)
+  : > "$out/file"
+  expect_failure 'cpl-component\[relay rank 0\]: stage "relay" .*drain file "[^"]*/stage_drain_bad/file/sub/d.h5": cannot create directory [^ ]*/file/sub: Not a directory' ;;
 stage_two_inputs)
   expect_failure 'cpl-component\[relay rank 0\]: stage "relay" .*needs exactly one input link.*but has 2' ;;
 source_missing_file)
