@@ -588,14 +588,16 @@ static double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
 static void summary(stage *s) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  double mine[3] = {(double)s->held_max, (double)ru.ru_maxrss * 1024.0,
-                    (double)s->bytes_in};
-  double most[3];
-  MPI_Reduce(mine, most, 3, MPI_DOUBLE, MPI_MAX, 0, s->comm);
+  double cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
+               (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+  double mine[4] = {(double)s->held_max, (double)ru.ru_maxrss * 1024.0,
+                    (double)s->bytes_in, cpu};
+  double most[4];
+  MPI_Reduce(mine, most, 4, MPI_DOUBLE, MPI_MAX, 0, s->comm);
   if (s->verbose >= 2)
     fprintf(stderr, "cpl-component[%s rank %d]: received %.2f MiB, store "
-            "peak %.2f MiB, peak RSS %.1f MiB\n", s->name, s->rank,
-            mib(mine[2]), mib(mine[0]), mib(mine[1]));
+            "peak %.2f MiB, peak RSS %.1f MiB, CPU %.1f s\n", s->name,
+            s->rank, mib(mine[2]), mib(mine[0]), mib(mine[1]), cpu);
   if (s->rank != 0 || s->verbose < 1) return;
   char line[4096];
   int o = snprintf(line, sizeof line, "cpl-component[%s]: stage summary: "
@@ -620,8 +622,9 @@ static void summary(stage *s) {
                   s->drain_where, s->steps_in);
   if (o < (int)sizeof line)
     snprintf(line + o, sizeof line - (size_t)o, "; received %.2f MiB, store "
-             "peak %.2f MiB, peak RSS %.1f MiB (largest of %d ranks)",
-             mib(most[2]), mib(most[0]), mib(most[1]), s->size);
+             "peak %.2f MiB, peak RSS %.1f MiB, CPU %.1f s (largest of %d "
+             "ranks)", mib(most[2]), mib(most[0]), mib(most[1]), most[3],
+             s->size);
   fprintf(stderr, "%s\n", line);
 }
 
