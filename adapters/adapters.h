@@ -22,6 +22,11 @@ int cpli_report_init(void);
 void cpli_report(int level, const char *component, int rank, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 double cpli_report_elapsed(void); /* seconds since cpli_report_init */
+int cpli_report_level(void);      /* CPL_VERBOSE: 0, 1 or 2 */
 const char *cpli_report_bytes(double bytes, char *buf, size_t n); /* "1.5 MiB" */
+
+/* kind: stage. Keep the last steps of the one linked input port and serve
+ * them to every linked output port's consumers, until end of stream. */
+int cpli_stage_run(cpl_context *ctx);
 
 #endif

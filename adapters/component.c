@@ -13,7 +13,7 @@
 #include "adapters.h"
 #include "core/error.h"
 #include "coupler.h"
-#include "stage/stage.h"
+#include "builtin.h"
 #include "tools/cli.h"
 
 static void usage(FILE *f) {

@@ -18,7 +18,7 @@
 #include "adapters.h"
 #include "core/error.h"
 #include "h5util.h"
-#include "stage/stage.h"
+#include "builtin.h"
 
 typedef struct names {
   char **v;

@@ -26,6 +26,8 @@ int cpli_report_init(void) {
 
 double cpli_report_elapsed(void) { return MPI_Wtime() - t0; }
 
+int cpli_report_level(void) { return level; }
+
 void cpli_report(int at_level, const char *component, int rank, const char *fmt, ...) {
   if (rank != 0 || level < at_level) return;
   va_list ap;

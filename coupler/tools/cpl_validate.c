@@ -90,6 +90,10 @@ static void summary(const cpli_workflow *wf) {
     } else {
       printf("built-in %s%s%s", cpli_kind_name(c->kind),
              c->file ? " " : "", c->file ? c->file : "");
+      if (c->kind == CPL_KIND_STAGE)
+        printf(", keep %d, when_full %s%s%s", c->keep,
+               cpli_when_full_name(c->when_full), c->drain ? ", drain " : "",
+               c->drain ? c->drain : "");
     }
     printf("\n");
   }

@@ -29,6 +29,7 @@ static void free_component(cpli_component *c) {
   free(c->argv);
   free(c->file);
   free(c->workdir);
+  free(c->drain);
   for (int i = 0; i < c->nenv; i++) {
     free(c->env[i].name);
     free(c->env[i].value);

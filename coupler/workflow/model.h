@@ -25,7 +25,9 @@
 #define CPLI_WF_MAX_TIMEOUT 604800.0  /* one week, in seconds              */
 #define CPLI_WF_MAX_DIMS 32           /* dataset rank                      */
 #define CPLI_WF_MAX_ARGS 4096         /* command words                     */
+#define CPLI_WF_MAX_KEEP 1024         /* steps a stage keeps               */
 #define CPLI_WF_DEFAULT_DEPTH 2
+#define CPLI_WF_DEFAULT_KEEP 2
 #define CPLI_WF_DEFAULT_TIMEOUT 60.0
 
 typedef struct cpli_pos {
@@ -53,6 +55,13 @@ typedef struct cpli_envvar {
   cpli_pos pos;
 } cpli_envvar;
 
+/* What a full stage does with a new step (YAML `when_full`). */
+typedef enum cpli_when_full {
+  CPLI_FULL_BLOCK = 0, /* take no step until the oldest is no longer needed */
+  CPLI_FULL_EVICT,     /* drop the oldest kept step (counted, logged)       */
+  CPLI_FULL_COUNT
+} cpli_when_full;
+
 typedef struct cpli_component {
   char *name;
   int nprocs;
@@ -61,6 +70,9 @@ typedef struct cpli_component {
   int argc;
   char *file;        /* sink/source HDF5 file; NULL otherwise        */
   char *workdir;     /* NULL: the launcher's working directory      */
+  int keep;          /* stage: steps kept (CPLI_WF_DEFAULT_KEEP)     */
+  cpli_when_full when_full; /* stage: what a full store does         */
+  char *drain;       /* stage: HDF5 file of every step; NULL: none   */
   cpli_envvar *env;
   int nenv;
   cpli_port *ports;  /* outputs and inputs, in file order            */
@@ -119,6 +131,7 @@ void cpli_wf_free(cpli_workflow *wf);
 const char *cpli_kind_name(cpl_component_kind k);
 const char *cpli_policy_name(cpl_flow_policy p);
 const char *cpli_delivery_name(cpli_delivery d);
+const char *cpli_when_full_name(cpli_when_full w);
 const char *cpli_inter_name(cpl_inter_algorithm a);
 const char *cpli_intra_name(cpl_intra_algorithm a);
 

@@ -328,6 +328,8 @@ static const char *const policy_names[CPL_POLICY_COUNT] = {
 static const char *const delivery_names[CPLI_DELIVERY_COUNT] = {
     [CPLI_DELIVERY_AUTO] = "auto", [CPLI_DELIVERY_ALLGATHER] = "allgather",
     [CPLI_DELIVERY_SELECT] = "select"};
+static const char *const when_full_names[CPLI_FULL_COUNT] = {
+    [CPLI_FULL_BLOCK] = "block", [CPLI_FULL_EVICT] = "evict"};
 static const char *const dtype_names[] = {
     "int8",   "int16",  "int32",   "int64",   "uint8", "uint16",
     "uint32", "uint64", "float32", "float64", "char",  "byte"};
@@ -347,6 +349,9 @@ const char *cpli_policy_name(cpl_flow_policy p) {
 }
 const char *cpli_delivery_name(cpli_delivery d) {
   return (unsigned)d < CPLI_DELIVERY_COUNT ? delivery_names[d] : NULL;
+}
+const char *cpli_when_full_name(cpli_when_full w) {
+  return (unsigned)w < CPLI_FULL_COUNT ? when_full_names[w] : NULL;
 }
 
 /* --------------------------------------------------------- command */
@@ -570,15 +575,42 @@ static void parse_ports(S *s, const cpli_ynode *n, int output,
 
 /* ------------------------------------------------------ component */
 
+/* keep, when_full, drain: a stage's store (adapters/README.md). */
+static void parse_stage_keys(S *s, const cpli_ynode *n, cpli_component *c) {
+  static const char *const keys[] = {"keep", "when_full", "drain"};
+  const cpli_ynode *v;
+  if (c->kind != CPL_KIND_STAGE) {
+    for (int i = 0; i < 3; i++)
+      if ((v = cpli_ymap_get(n, keys[i])))
+        err(s, v, "%s is only for kind stage (this component is %s)",
+            keys[i], c->kind == CPL_KIND_COMMAND ? "a command"
+                                                 : kind_names[c->kind]);
+    return;
+  }
+  long long keep;
+  int e;
+  if ((v = cpli_ymap_get(n, "keep")) &&
+      want_int(s, v, "keep", "a positive integer (steps kept)", 1,
+               CPLI_WF_MAX_KEEP, &keep))
+    c->keep = (int)keep;
+  if ((v = cpli_ymap_get(n, "when_full")) &&
+      want_enum(s, v, "when_full", when_full_names, CPLI_FULL_COUNT, &e))
+    c->when_full = (cpli_when_full)e;
+  if ((v = cpli_ymap_get(n, "drain")) && want_string(s, v, "drain"))
+    c->drain = xstrdup(s, v->str);
+}
+
 static void parse_component(S *s, const cpli_ynode *n, cpli_component *c) {
   static const char *const known[] = {"name",    "nprocs",  "command",
                                       "kind",    "file",    "env",
-                                      "workdir", "outputs", "inputs"};
+                                      "workdir", "outputs", "inputs",
+                                      "keep",    "when_full", "drain"};
   c->pos = pos_of(n);
   c->nprocs = 1;
   c->nprocs_pos = c->pos;
+  c->keep = CPLI_WF_DEFAULT_KEEP;
   if (!want_kind(s, n, CPLI_Y_MAP, "a component")) return;
-  check_keys(s, n, "component", known, 9);
+  check_keys(s, n, "component", known, 12);
 
   const cpli_ynode *v = cpli_ymap_get(n, "name");
   if (!v) err(s, n, "component needs a name");
@@ -617,6 +649,8 @@ static void parse_component(S *s, const cpli_ynode *n, cpli_component *c) {
   else if (!file && wants_file && kind)
     err(s, kind, "a %s component needs a file (the HDF5 file it %s)",
         kind_names[c->kind], c->kind == CPL_KIND_SINK ? "writes" : "reads");
+
+  parse_stage_keys(s, n, c);
 
   if ((v = cpli_ymap_get(n, "workdir")) && want_string(s, v, "workdir"))
     c->workdir = xstrdup(s, v->str);

@@ -49,6 +49,19 @@ expect_failure() {
   echo "failed as expected"
 }
 
+# evict_counts LINK N: the consumer on LINK received R steps (its line
+# "verified R steps (lossy)") and the stage's summary counts M missed by
+# LINK (or none): R + M = N, the steps the stage took.
+evict_counts() {
+  r=$(sed -n 's/^consumer: verified \([0-9]*\) steps (lossy) after.*/\1/p' "$out/log")
+  s=$(grep 'stage summary:' "$out/log") || fail "no stage summary"
+  m=$(echo "$s" | sed -n "s/.*; $1 missed \([0-9]*\).*/\1/p")
+  [ -n "$r" ] || fail "the lossy consumer did not report"
+  [ $((r + ${m:-0})) -eq "$2" ] ||
+    fail "$1 received $r steps and missed ${m:-0}: not the $2 the stage took"
+  echo "$1: received $r, missed ${m:-0} of $2"
+}
+
 case $name in
 sink_1to3)
   launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
@@ -123,6 +136,50 @@ stage_1_3_2)
   [ -n "$p" ] && [ -n "$c" ] || fail "no timings in the output"
   awk -v p="$p" -v c="$c" 'BEGIN { exit !(p + 0.2 < c) }' ||
     fail "producer done after $p s, consumer after $c s: the stage did not decouple them" ;;
+stage_late_reader)
+  # The late consumer's requests (each step checked in full by it), the
+  # refusal of a step never made, and the sink beside it complete.
+  launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
+  cat "$out/log"
+  grep -q 'consumer: refused: .*step 12 is not held by stage "relay": it holds steps 0\.\.9 (keep 16); the stream ended at step 9' "$out/log" ||
+    fail "no refusal of step 12 naming the steps held"
+  grep -Eq 'stage summary: steps in 10 \(0\.\.9\); served relay\.out->late\.in [0-9]+, relay\.out->writer\.in 10; keep 16 block, evicted 0' "$out/log" ||
+    fail "no stage summary, or wrong counts"
+  ref "$out/ref.h5" 12,10,0,1
+  same "$out/ref.h5" "$out/out.h5" ;;
+stage_evict)
+  # Every step the stage took was either received by the slow consumer or
+  # counted as missed by it; the peeking consumer's evicted step is refused.
+  launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
+  cat "$out/log"
+  evict_counts "relay.out->slow.in" 12
+  grep -q 'consumer: refused: .*step 0 is not held by stage "relay": it holds steps 10\.\.11 (keep 2); older steps were evicted' "$out/log" ||
+    fail "no refusal of step 0 naming the steps held" ;;
+stage_block)
+  # Nothing lost: the consumer checked all 10 steps in order.
+  launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
+  cat "$out/log"
+  grep -q '^consumer: verified 10 steps after' "$out/log" || fail "steps lost"
+  grep -q 'stage summary: steps in 10 (0\.\.9); served relay\.out->check\.in 10; keep 1 block, evicted 0' "$out/log" ||
+    fail "no stage summary, or wrong counts" ;;
+stage_drain)
+  launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
+  cat "$out/log"
+  evict_counts "relay.out->slow.in" 12
+  grep -q 'consumer: refused: .*step 5 is not held by stage "relay": it holds steps 23\.\.25 (keep 2); older steps were evicted; every step the stage received is in its drain file "[^"]*/stage_drain/sub/drain.h5" (group step_000005)' "$out/log" ||
+    fail "no refusal of step 5 naming the drain file"
+  ref "$out/ref.h5" 15,12,3,2
+  same "$out/ref.h5" "$out/sub/drain.h5" ;;
+stage_paces)
+  launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
+  cat "$out/log"
+  [ "$(grep -c '^consumer: verified 8 steps after' "$out/log")" -eq 3 ] ||
+    fail "not every consumer verified its 8 steps"
+  [ "$(grep -c '^consumer rank [01]: 8 steps, received' "$out/log")" -eq 2 ] ||
+    fail "the selecting ranks did not report their bytes" ;;
+stage_drain_bad)
+  : > "$out/file"
+  expect_failure 'cpl-component\[relay rank 0\]: stage "relay" .*drain file "[^"]*/stage_drain_bad/file/sub/d.h5": cannot create directory [^ ]*/file/sub: Not a directory' ;;
 stage_two_inputs)
   expect_failure 'cpl-component\[relay rank 0\]: stage "relay" .*needs exactly one input link.*but has 2' ;;
 verbose_bad)

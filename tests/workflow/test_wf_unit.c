@@ -119,6 +119,24 @@ static void test_full(void) {
   cpl_workflow_destroy(wf);
 }
 
+/* Stage keys (defaults and every key) and link delivery. */
+static void test_stage(void) {
+  cpl_workflow *wf = load_good("stage.yaml");
+  if (!wf) return;
+  const cpli_component *relay = &wf->comps[1], *store = &wf->comps[2];
+  CHECK(relay->kind == CPL_KIND_STAGE && relay->keep == CPLI_WF_DEFAULT_KEEP);
+  CHECK(relay->when_full == CPLI_FULL_BLOCK && relay->drain == NULL);
+  CHECK(store->keep == 8 && store->when_full == CPLI_FULL_EVICT);
+  CHECK(store->drain && strcmp(store->drain, "out/all.h5") == 0);
+  CHECK(wf->comps[0].keep == CPLI_WF_DEFAULT_KEEP && !wf->comps[0].drain);
+  CHECK(wf->links[0].delivery == CPLI_DELIVERY_AUTO);
+  CHECK(wf->links[1].delivery == CPLI_DELIVERY_SELECT);
+  CHECK(wf->links[2].delivery == CPLI_DELIVERY_ALLGATHER);
+  CHECK(strcmp(cpli_when_full_name(CPLI_FULL_EVICT), "evict") == 0);
+  CHECK(cpli_when_full_name(CPLI_FULL_COUNT) == NULL);
+  cpl_workflow_destroy(wf);
+}
+
 static void test_limits(void) {
   /* Over the size limit: a valid file padded with a comment. */
   size_t n = CPLI_Y_MAX_BYTES + 10;
@@ -202,6 +220,7 @@ int main(int argc, char **argv) {
   good_dir = argv[1];
   test_two();
   test_full();
+  test_stage();
   test_limits();
   test_api_edges();
   test_edit_distance();

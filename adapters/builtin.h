@@ -1,18 +1,12 @@
 /*
- * Built-in components (run by cpl-component): the staging component, and
- * the helpers the HDF5 sink and source share with it. Internal: only
- * cpl-component links libcoupler_stage.a. Everything here is written on the
- * public data API of coupler.h.
+ * Helpers shared by the built-in components of cpl-component (stage, HDF5
+ * sink and source). Everything here is written on the public API of
+ * coupler.h.
  */
-#ifndef CPLI_STAGE_H
-#define CPLI_STAGE_H
+#ifndef CPLI_BUILTIN_H
+#define CPLI_BUILTIN_H
 
 #include "coupler.h"
-
-/* Run the staging component: forward every step of the one linked input
- * port to every linked output port, until end of stream. Collective over
- * the component. */
-int cpli_stage_run(cpl_context *ctx);
 
 /* Rows [*start, *start + *count) of n rows that rank `rank` of `size` owns:
  * contiguous, balanced (counts differ by at most one), ranks in order. */

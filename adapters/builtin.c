@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "stage/stage.h"
+#include "builtin.h"
 
 void cpli_split_rows(hsize_t n, int rank, int size, hsize_t *start,
                      hsize_t *count) {
