@@ -6,15 +6,6 @@
 #include "core/error.h"
 #include "builtin.h"
 
-void cpli_split_rows(hsize_t n, int rank, int size, hsize_t *start,
-                     hsize_t *count) {
-  /* The first n % size ranks get one extra row; no n * rank overflow. */
-  const hsize_t q = n / (hsize_t)size, r = n % (hsize_t)size;
-  const hsize_t k = (hsize_t)rank;
-  *start = q * k + (k < r ? k : r);
-  *count = q + (k < r ? 1 : 0);
-}
-
 int cpli_linked_ports(const cpl_context *ctx, cpl_role role,
                       const char ***names, int *n) {
   int nlinks = 0;

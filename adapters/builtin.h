@@ -8,11 +8,6 @@
 
 #include "coupler.h"
 
-/* Rows [*start, *start + *count) of n rows that rank `rank` of `size` owns:
- * contiguous, balanced (counts differ by at most one), ranks in order. */
-void cpli_split_rows(hsize_t n, int rank, int size, hsize_t *start,
-                     hsize_t *count);
-
 /* Distinct local ports of this component with a link in role `role`
  * (CPL_SENDER: output ports, CPL_RECEIVER: input ports), in link order.
  * *names is malloc'ed (free it; the strings belong to the context). */

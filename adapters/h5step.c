@@ -39,7 +39,7 @@ static int write_data(cpli_h5_steps *s, cpl_input *in, hid_t dset,
                       const cpl_dataset_info *d, const void *rows) {
   hsize_t start[CPL_MAX_RANK] = {0}, count[CPL_MAX_RANK];
   memcpy(count, d->dims, (size_t)d->rank * sizeof *count);
-  cpli_split_rows(d->dims[0], s->rank, s->size, &start[0], &count[0]);
+  cpl_rows_part(d->dims[0], s->rank, s->size, &start[0], &count[0]);
   size_t bytes;
   CPLI_TRY(cpli_block_bytes(d->rank, count, H5Tget_size(d->type), d->name,
                             &bytes));

@@ -7,7 +7,7 @@
 
 typedef struct cpli_h5_steps {
   hid_t file, dxpl;     /* from cpli_h5_file (created)                    */
-  int rank, size;       /* each rank writes its rows (cpli_split_rows)    */
+  int rank, size;       /* each rank writes its rows (cpl_rows_part)    */
   const char *who;      /* component name, for the warning below          */
   int warned_step_attr; /* a producer's own "step" attribute: warned once */
   long steps;           /* written                                        */
@@ -18,7 +18,7 @@ typedef struct cpli_h5_steps {
  * (`where` names parent in messages, "" for the root; `label` the link):
  * @step, the step's attributes, every dataset with its global dims, the
  * producer's type and its attributes; then flush the file. Collective over
- * the writer's ranks; rank r writes rows cpli_split_rows(dims[0], r, size).
+ * the writer's ranks; rank r writes rows cpl_rows_part(dims[0], r, size).
  * rows[i], if rows is not NULL, holds this rank's rows of dataset i in its
  * stored type already; otherwise they are read with cpl_input_get. */
 int cpli_h5_write_step(cpli_h5_steps *w, hid_t parent, const char *where,

@@ -205,7 +205,7 @@ static int put_dataset(source *s, hid_t g, const char *dname, slab *sl) {
   sl->memtype = rc == CPL_OK ? H5Tget_native_type(ft, H5T_DIR_ASCEND) : -1;
   if (rc == CPL_OK && sl->memtype < 0) rc = cpli_h5_fail("no native type");
   memcpy(count, dims, (size_t)prank * sizeof *count);
-  cpli_split_rows(dims[0], s->rank, s->size, &start[0], &count[0]);
+  cpl_rows_part(dims[0], s->rank, s->size, &start[0], &count[0]);
   size_t bytes = 0;
   if (rc == CPL_OK)
     rc = cpli_block_bytes(prank, count, H5Tget_size(sl->memtype), dname, &bytes);

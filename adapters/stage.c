@@ -180,7 +180,7 @@ static int keep_dataset(stage *s, int i, kept_ds *d, size_t *bytes) {
   d->rank = info.rank;
   memcpy(d->dims, info.dims, (size_t)info.rank * sizeof *d->dims);
   memcpy(d->count, info.dims, (size_t)info.rank * sizeof *d->count);
-  cpli_split_rows(info.dims[0], s->rank, s->size, &d->start[0], &d->count[0]);
+  cpl_rows_part(info.dims[0], s->rank, s->size, &d->start[0], &d->count[0]);
   size_t b;
   int rc = cpli_block_bytes(d->rank, d->count, H5Tget_size(info.type),
                             info.name, &b);

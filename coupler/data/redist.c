@@ -264,6 +264,34 @@ static int wait_all(int n, MPI_Request *reqs, const int *peer, double timeout,
 
 /* ------------------------------------------------------------- transfer */
 
+/* Post one message of n parts (absolute addresses) to or from `peer`. */
+static int post(int sending, int n, MPI_Aint *addr, MPI_Datatype *types,
+                int peer, int tag, MPI_Comm comm, MPI_Request *req,
+                const char *where) {
+  MPI_Datatype t;
+  CPLI_TRY(msg_type(n, addr, types, &t));
+  int mrc = sending ? MPI_Isend(MPI_BOTTOM, 1, t, peer, tag, comm, req)
+                    : MPI_Irecv(MPI_BOTTOM, 1, t, peer, tag, comm, req);
+  MPI_Type_free(&t); /* MPI keeps it until the message completes */
+  return cpli_mpi_check(mrc, sending ? "MPI_Isend" : "MPI_Irecv", "%s: %s %s "
+                        "rank %d", where, sending ? "to" : "from",
+                        sending ? "consumer" : "producer", peer);
+}
+
+/* Wait for the posted messages (or withdraw them after a failure), then
+ * free the step's bookkeeping. */
+static int finish(int rc, int nreq, MPI_Request *reqs, int *peer, MPI_Aint *addr,
+                  MPI_Datatype *types, double timeout, const char *where,
+                  const char *who) {
+  if (rc == CPL_OK) rc = wait_all(nreq, reqs, peer, timeout, where, who);
+  else drop_posted(nreq, reqs);
+  free(reqs);
+  free(peer);
+  free(addr);
+  free(types);
+  return rc;
+}
+
 int cpli_redist_send(const cpli_rplan *pl, const cpli_desc *d, int me,
                      const void *const *blocks, MPI_Comm comm, int tag,
                      double timeout, const char *where, size_t *bytes) {
@@ -301,24 +329,11 @@ int cpli_redist_send(const cpli_rplan *pl, const cpli_desc *d, int me,
       addr[x] = MPI_Aint_add(addr[x], disp);
       *bytes += box_bytes(s->rank, pt->count, s->esize);
     }
-    MPI_Datatype t;
-    if (rc == CPL_OK) rc = msg_type(n, addr, types, &t);
+    if (rc == CPL_OK) rc = post(1, n, addr, types, j, tag, comm, &reqs[nreq], where);
     if (rc != CPL_OK) break;
-    int mrc = MPI_Isend(MPI_BOTTOM, 1, t, j, tag, comm, &reqs[nreq]);
-    MPI_Type_free(&t);
-    if (mrc != MPI_SUCCESS) {
-      rc = cpli_mpi_check(mrc, "MPI_Isend", "%s: to consumer rank %d", where, j);
-      break;
-    }
     peer[nreq++] = j;
   }
-  if (rc == CPL_OK) rc = wait_all(nreq, reqs, peer, timeout, where, "consumer");
-  else drop_posted(nreq, reqs);
-  free(reqs);
-  free(peer);
-  free(addr);
-  free(types);
-  return rc;
+  return finish(rc, nreq, reqs, peer, addr, types, timeout, where, "consumer");
 }
 
 int cpli_redist_recv(const cpli_desc *d, const cpli_boxes *pieces,
@@ -364,22 +379,9 @@ int cpli_redist_recv(const cpli_desc *d, const cpli_boxes *pieces,
       break;
     }
     if (n == 0) continue;
-    MPI_Datatype t;
-    rc = msg_type(n, addr, types, &t);
+    rc = post(0, n, addr, types, i, tag, comm, &reqs[nreq], where);
     if (rc != CPL_OK) break;
-    int mrc = MPI_Irecv(MPI_BOTTOM, 1, t, i, tag, comm, &reqs[nreq]);
-    MPI_Type_free(&t);
-    if (mrc != MPI_SUCCESS) {
-      rc = cpli_mpi_check(mrc, "MPI_Irecv", "%s: from producer rank %d", where, i);
-      break;
-    }
     peer[nreq++] = i;
   }
-  if (rc == CPL_OK) rc = wait_all(nreq, reqs, peer, timeout, where, "producer");
-  else drop_posted(nreq, reqs);
-  free(reqs);
-  free(peer);
-  free(addr);
-  free(types);
-  return rc;
+  return finish(rc, nreq, reqs, peer, addr, types, timeout, where, "producer");
 }

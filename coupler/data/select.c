@@ -83,8 +83,8 @@ int cpli_box_subtract(int rank, const hsize_t *bs, const hsize_t *bc,
   return added;
 }
 
-void cpli_rows_part(hsize_t n, int part, int nparts, hsize_t *start,
-                    hsize_t *count) {
+void cpl_rows_part(hsize_t n, int part, int nparts, hsize_t *start,
+                   hsize_t *count) {
   /* The first n % nparts parts get one extra row; no n * part overflow. */
   const hsize_t q = n / (hsize_t)nparts, r = n % (hsize_t)nparts;
   const hsize_t k = (hsize_t)part;
@@ -249,7 +249,7 @@ int cpli_sel_pieces(const cpli_sel *s, const char *name, int rank,
   if (it->kind == CPLI_SEL_ROWS) {
     memcpy(cs, zero, (size_t)rank * sizeof *cs);
     memcpy(cc, dims, (size_t)rank * sizeof *cc);
-    cpli_rows_part(dims[0], it->part, it->nparts, &cs[0], &cc[0]);
+    cpl_rows_part(dims[0], it->part, it->nparts, &cs[0], &cc[0]);
     return cc[0] ? cpli_boxes_add(out, cs, cc) : 0;
   }
   if (it->boxes.rank != rank) return 0; /* boxes of another rank read nothing */

@@ -16,6 +16,8 @@
 
 #include <hdf5.h>
 
+#include "coupler.h"
+
 #include "data/wire.h"
 
 #define CPLI_SEL_MAX_PIECES 4096 /* disjoint pieces of one item */
@@ -42,11 +44,7 @@ int cpli_box_intersect(int rank, const hsize_t *s1, const hsize_t *c1,
 int cpli_box_subtract(int rank, const hsize_t *bs, const hsize_t *bc,
                       const hsize_t *ps, const hsize_t *pc, cpli_boxes *out);
 
-/* Rows [*start, *start + *count) of n rows that part `part` of `nparts`
- * owns: contiguous, balanced (counts differ by at most one), parts in
- * order. */
-void cpli_rows_part(hsize_t n, int part, int nparts, hsize_t *start,
-                    hsize_t *count);
+/* Row shares: cpl_rows_part (coupler.h). */
 
 enum { CPLI_SEL_BOXES = 1, CPLI_SEL_ROWS = 2 };
 

@@ -479,6 +479,12 @@ int cpl_input_select(cpl_input *in, const char *dataset, int ndims,
 int cpl_input_select_rows(cpl_input *in, const char *dataset, int part,
                           int nparts);
 
+/* The rows [*start, *start + *count) of n that part `part` of `nparts`
+ * reads under cpl_input_select_rows: contiguous, balanced (counts differ
+ * by at most one, the first parts take the extra rows), parts in order. */
+void cpl_rows_part(hsize_t n, int part, int nparts, hsize_t *start,
+                   hsize_t *count);
+
 /* Forget this rank's selections: whole datasets again from the next step. */
 int cpl_input_select_clear(cpl_input *in);
 

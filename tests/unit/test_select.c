@@ -136,7 +136,7 @@ static void test_rows_and_names(void) {
       hsize_t next = 0;
       for (int k = 0; k < parts; k++) {
         hsize_t s, c;
-        cpli_rows_part(n, k, parts, &s, &c);
+        cpl_rows_part(n, k, parts, &s, &c);
         CHECK(s == next, "rows %llu/%d part %d starts at %llu", (unsigned long long)n,
               parts, k, (unsigned long long)s);
         CHECK(c == n / parts || c == n / parts + 1, "unbalanced");
