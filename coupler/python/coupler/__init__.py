@@ -30,7 +30,16 @@ del _m
 
 import numpy as _np
 
-from . import _core
+# MPI's libraries join the global symbol scope, as in a C program: MPICH
+# and UCX load plugins that need them, and a preloaded shim (the test
+# suite's cpl_yield) must find UCX's symbols with dlsym(RTLD_NEXT).
+_flags = _sys.getdlopenflags()
+_sys.setdlopenflags(_flags | __import__("os").RTLD_GLOBAL)
+try:
+    from . import _core
+finally:
+    _sys.setdlopenflags(_flags)
+del _flags
 from ._core import (ArgumentError, CommError, ConfigError, EnvironmentError,
                     Error, HDF5Error, InternalError, IOError, MismatchError,
                     MPIError, NoMemoryError, ParseError, StateError,
@@ -47,14 +56,36 @@ DatasetInfo.__doc__ = ("A dataset of the current step: dtype is the stored "
 AttrInfo = _namedtuple("AttrInfo", "name dtype size")
 
 
-def init(comm=None, workflow=None, component=None):
+def init(comm=None, workflow=None, component=None, abort_on_exception=True):
     """Join the workflow (cpl_init), collective over `comm`: every process
     of the job calls it. comm: an mpi4py MPI.Comm, a coupler.Comm, or None
     for MPI_COMM_WORLD (MPI is started if nothing started it). workflow,
-    component: None means CPL_WORKFLOW and CPL_COMPONENT."""
+    component: None means CPL_WORKFLOW and CPL_COMPONENT.
+    abort_on_exception: an uncaught exception prints its traceback, then
+    aborts the MPI job (MPI_Abort), rather than leave the other ranks and
+    components waiting for this one until their timeouts."""
     if comm is None:
         mpi_init()
+    if abort_on_exception:
+        _install_abort_hook()
     return Context(comm, workflow, component)
+
+
+def _install_abort_hook():
+    prev = _sys.excepthook
+    if getattr(prev, "_coupler", False):
+        return
+
+    def hook(etype, value, tb):
+        prev(etype, value, tb)
+        initialized, finalized, _ = _core.mpi_state()
+        if initialized and not finalized:
+            print("coupler: uncaught exception, aborting the MPI job",
+                  file=_sys.stderr, flush=True)
+            _core.comm_abort(_core.comm_world(), 1)
+
+    hook._coupler = True
+    _sys.excepthook = hook
 
 
 _contexts = []
@@ -81,8 +112,9 @@ class Context(_core.Context):
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.finalize()
+    def __exit__(self, exc_type, *exc):
+        if exc_type is None:  # collective: not while an exception unwinds
+            self.finalize()   # what may be only some of the ranks
 
     @property
     def name(self):

@@ -149,16 +149,22 @@ static PyObject *py_free(PyObject *self, PyObject *arg) {
   Py_RETURN_NONE;
 }
 
+/* By C type, as NumPy numbers its types, so a Python rank's reduction
+ * matches a C rank's MPI_INT, MPI_DOUBLE, ... exactly. */
 static MPI_Datatype mpi_type(int npy) {
   switch (npy) {
-  case NPY_FLOAT64: return MPI_DOUBLE;
-  case NPY_FLOAT32: return MPI_FLOAT;
-  case NPY_INT64: return MPI_INT64_T;
-  case NPY_INT32: return MPI_INT32_T;
-  case NPY_UINT64: return MPI_UINT64_T;
-  case NPY_UINT32: return MPI_UINT32_T;
-  case NPY_INT8: return MPI_INT8_T;
-  case NPY_UINT8: return MPI_UINT8_T;
+  case NPY_BYTE: return MPI_SIGNED_CHAR;
+  case NPY_UBYTE: return MPI_UNSIGNED_CHAR;
+  case NPY_SHORT: return MPI_SHORT;
+  case NPY_USHORT: return MPI_UNSIGNED_SHORT;
+  case NPY_INT: return MPI_INT;
+  case NPY_UINT: return MPI_UNSIGNED;
+  case NPY_LONG: return MPI_LONG;
+  case NPY_ULONG: return MPI_UNSIGNED_LONG;
+  case NPY_LONGLONG: return MPI_LONG_LONG;
+  case NPY_ULONGLONG: return MPI_UNSIGNED_LONG_LONG;
+  case NPY_FLOAT: return MPI_FLOAT;
+  case NPY_DOUBLE: return MPI_DOUBLE;
   case NPY_BOOL: return MPI_C_BOOL;
   }
   return MPI_DATATYPE_NULL;
@@ -186,8 +192,8 @@ static PyObject *py_allreduce(PyObject *self, PyObject *args) {
   MPI_Datatype t = mpi_type(PyArray_TYPE(in));
   if (t == MPI_DATATYPE_NULL || PyArray_TYPE(in) != PyArray_TYPE(out) ||
       !PyArray_ISNOTSWAPPED(in) || !PyArray_ISNOTSWAPPED(out))
-    return PyErr_Format(PyExc_TypeError, "allreduce takes native numbers "
-                        "(float32/64, (u)int8/32/64, bool), both arrays alike");
+    return PyErr_Format(PyExc_TypeError, "allreduce takes native integers, "
+                        "float32/64 or bool, both arrays alike");
   if (!PyArray_IS_C_CONTIGUOUS(in) || !PyArray_IS_C_CONTIGUOUS(out) ||
       !PyArray_ISWRITEABLE(out) || PyArray_SIZE(in) != PyArray_SIZE(out) ||
       PyArray_SIZE(in) > INT_MAX)
