@@ -40,6 +40,7 @@ try:
 finally:
     _sys.setdlopenflags(_flags)
 del _flags
+from ._core import wtime
 from ._core import (ArgumentError, CommError, ConfigError, EnvironmentError,
                     Error, HDF5Error, InternalError, IOError, MismatchError,
                     MPIError, NoMemoryError, ParseError, StateError,
@@ -325,7 +326,7 @@ class Input(_core.Input):
 
 __all__ = [
     "init", "Context", "Output", "Input", "Step", "Comm", "DatasetInfo",
-    "AttrInfo", "mpi_init", "mpi_library", "mpi4py_usable", "MPI4PyError",
+    "AttrInfo", "wtime", "mpi_init", "mpi_library", "mpi4py_usable", "MPI4PyError",
     "Error", "ArgumentError", "CommError", "MPIError", "NoMemoryError",
     "EnvironmentError", "ParseError", "ConfigError", "MismatchError",
     "TimeoutError", "IOError", "HDF5Error", "StateError", "UnsupportedError",

@@ -98,6 +98,12 @@ static PyObject *py_mpi_library(PyObject *self, PyObject *noarg) {
   return Py_BuildValue("(ss)", v, path);
 }
 
+static PyObject *py_wtime(PyObject *self, PyObject *noarg) {
+  (void)self;
+  (void)noarg;
+  return PyFloat_FromDouble(MPI_Wtime());
+}
+
 static PyObject *py_world(PyObject *self, PyObject *noarg) {
   (void)self;
   (void)noarg;
@@ -251,6 +257,7 @@ PyMethodDef cplpy_comm_methods[] = {
     {"mpi_library", py_mpi_library, METH_NOARGS,
      "(MPI_Get_library_version, path of the MPI shared library)"},
     {"comm_world", py_world, METH_NOARGS, "handle of MPI_COMM_WORLD"},
+    {"wtime", py_wtime, METH_NOARGS, "MPI_Wtime()"},
     {"comm_rank_size", py_rank_size, METH_O, "(rank, size)"},
     {"comm_barrier", py_barrier, METH_O, "MPI_Barrier"},
     {"comm_dup", py_dup, METH_O, "MPI_Comm_dup: new handle"},
