@@ -6,8 +6,11 @@ consumers, one float64 dataset per step) run with C components
                       [--steps N] [--no-yield]
 
 Variants take turns within each repetition (machine noise hits them
-alike); the table gives the median time per step as consumer rank 0
-measures it (after warm-up steps) and the overhead against C -> C.
+alike). Two measures: the pipeline's time per step as consumer rank 0
+sees it (after warm-up steps), which includes the transfer and is at the
+mercy of the machine's load; and the calls' own cost, timed alone in the
+same runs (steps on a port with no link; repeated gets of one step), from
+which Python's own cost per step follows with little noise.
 """
 
 import argparse
@@ -26,6 +29,27 @@ def size(s):
     return int(m.group(1)) * {"": 1, "K": 1024, "M": 1 << 20}[m.group(2)]
 
 
+def run_once(o, run, pre, env, tmp, prod, cons, nbytes, steps, warm, calls):
+    """One workflow run: {per_step_us, solo_step_us, get_us}."""
+    p, q = map(int, o.shape.split(":"))
+    args = f"{nbytes}, {steps}, {warm}, {calls}"
+    yml = os.path.join(tmp, "bench.yaml")
+    with open(yml, "w") as f:
+        f.write(f"""name: pybench
+components:
+  - {{name: prod, nprocs: {p}, command: [{', '.join(map(repr, prod))}, {args}], outputs: [out, solo]}}
+  - {{name: cons, nprocs: {q}, command: [{', '.join(map(repr, cons))}, {args}], inputs: [in]}}
+links:
+  - {{from: prod.out, to: cons.in, policy: all, depth: 2, timeout: 120}}
+""")
+    r = subprocess.run([run, yml, "--"] + pre, env=env, cwd=tmp,
+                       capture_output=True, text=True, timeout=600)
+    got = dict((k, float(v)) for k, v in re.findall(r"steps: (\w+)=([0-9.]+)", r.stdout))
+    if r.returncode or "per_step_us" not in got:
+        sys.exit(f"bench_overhead: run failed ({r.returncode}):\n{r.stdout}{r.stderr}")
+    return got
+
+
 def main():
     a = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     a.add_argument("build")
@@ -33,54 +57,51 @@ def main():
     a.add_argument("--shape", default="1:1")
     a.add_argument("--reps", type=int, default=5)
     a.add_argument("--steps", type=int, default=0,
-                   help="steps per run (default: about 64 MiB moved, 100..3000)")
+                   help="steps per run (default: about 32 MiB moved, 100..2000)")
     a.add_argument("--no-yield", action="store_true",
                    help="without the cpl_yield shim (idle ranks busy-poll)")
     o = a.parse_args()
     build = os.path.abspath(o.build)
     run = os.path.join(build, "coupler", "tools", "cpl-run")
-    cexe = os.path.join(build, "coupler", "python", "cpl-py-bench-steps")
-    py = [sys.executable, os.path.join(HERE, "steps.py")]
+    sides = {"C": [os.path.join(build, "coupler", "python", "cpl-py-bench-steps")],
+             "Py": [sys.executable, os.path.join(HERE, "steps.py")]}
     shim = os.path.join(build, "scripts", "libcpl_yield.so")
     pre = [] if o.no_yield or not os.path.exists(shim) else ["-genv", "LD_PRELOAD", shim]
     env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
-    p, q = map(int, o.shape.split(":"))
-    sides = {"C": [cexe], "Py": py}
-    variants = [("C", "C"), ("Py", "Py"), ("Py", "C"), ("C", "Py")]
     tmp = tempfile.mkdtemp(prefix="cpl-py-bench-")
-    print(f"shape {p}:{q}, {o.reps} reps, MPI ranks {p + q}"
-          f"{'' if pre else ', no yield shim'}")
-    print(f"{'bytes/step':>10} {'steps':>6} {'prod->cons':>10} {'median us':>10} "
-          f"{'min us':>9} {'vs C->C':>8}")
-    for s in o.sizes.split(","):
-        nbytes = size(s)
-        steps = o.steps or max(100, min(3000, (64 << 20) // nbytes))
+    variants = [("C", "C"), ("Py", "Py"), ("Py", "C"), ("C", "Py")]
+    print(f"shape {o.shape}, {o.reps} reps, variants in turns"
+          f"{'' if pre else ', no yield shim'}; load average "
+          f"{os.getloadavg()[0]:.1f} at the start")
+    print("pipeline: time per step at the consumer (median, min over reps)")
+    print("calls: one step on a port with no link (begin, put, end) and one "
+          "get of the whole array, alone (median over reps)")
+    print(f"{'bytes':>8} {'steps':>5} {'variant':>7} {'step us':>9} {'min':>8} "
+          f"{'vs C':>7} | {'solo step us':>12} {'get us':>9}")
+    for sz in o.sizes.split(","):
+        nbytes = size(sz)
+        steps = o.steps or max(100, min(2000, (32 << 20) // nbytes))
         warm = max(5, steps // 10)
-        times = {v: [] for v in variants}
+        calls = max(50, min(2000, (64 << 20) // nbytes))
+        res = {v: [] for v in variants}
         for _ in range(o.reps):
             for v in variants:
-                yml = os.path.join(tmp, "bench.yaml")
-                args = f"{nbytes}, {steps}, {warm}"
-                with open(yml, "w") as f:
-                    f.write(f"""name: pybench
-components:
-  - {{name: prod, nprocs: {p}, command: [{', '.join(map(repr, sides[v[0]]))}, {args}], outputs: [out]}}
-  - {{name: cons, nprocs: {q}, command: [{', '.join(map(repr, sides[v[1]]))}, {args}], inputs: [in]}}
-links:
-  - {{from: prod.out, to: cons.in, policy: all, depth: 2, timeout: 120}}
-""")
-                r = subprocess.run([run, yml, "--"] + pre, env=env, cwd=tmp,
-                                   capture_output=True, text=True, timeout=600)
-                m = re.search(r"per_step_us=([0-9.]+)", r.stdout)
-                if r.returncode or not m:
-                    sys.exit(f"bench_overhead: {v} failed ({r.returncode}):\n"
-                             f"{r.stdout}{r.stderr}")
-                times[v].append(float(m.group(1)))
-        base = statistics.median(times[("C", "C")])
+                res[v].append(run_once(o, run, pre, env, tmp, sides[v[0]],
+                                       sides[v[1]], nbytes, steps, warm, calls))
+        med = {v: {k: statistics.median(r[k] for r in res[v]) for k in res[v][0]}
+               for v in variants}
+        base = med[("C", "C")]["per_step_us"]
         for v in variants:
-            med = statistics.median(times[v])
-            print(f"{nbytes:>10} {steps:>6} {v[0] + '->' + v[1]:>10} {med:>10.1f} "
-                  f"{min(times[v]):>9.1f} {100 * (med - base) / base:>+7.1f}%")
+            m = med[v]
+            print(f"{nbytes:>8} {steps:>5} {v[0] + '->' + v[1]:>7} "
+                  f"{m['per_step_us']:>9.1f} {min(r['per_step_us'] for r in res[v]):>8.1f} "
+                  f"{100 * (m['per_step_us'] - base) / base:>+6.1f}% | "
+                  f"{m['solo_step_us']:>12.2f} {m['get_us']:>9.2f}")
+        c, py = med[("C", "C")], med[("Py", "Py")]
+        extra = (py["solo_step_us"] - c["solo_step_us"]) + (py["get_us"] - c["get_us"])
+        print(f"{nbytes:>8}: Python's own cost per step (producer step + consumer "
+              f"get, Py - C): {extra:+.2f} us = {100 * extra / base:+.2f}% of the "
+              f"C pipeline's step")
 
 
 if __name__ == "__main__":
