@@ -173,9 +173,27 @@ def _box(a, dims, start):
     return a, dims, start
 
 
-class Output(_core.Output):
+class _Port:
+    """`with` support: close() on normal exit. On an exception the port is
+    left to cpl_finalize: close is collective, and the exception may be
+    unwinding only some of the ranks."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, *exc):
+        if exc_type is None:
+            self.close()
+
+    def __repr__(self):
+        return (f"<coupler.{type(self).__name__} "
+                f"{'closed' if self.closed else 'open'}>")
+
+
+class Output(_Port, _core.Output):
     """An output port. Per step: begin_step(), put() datasets, attr(),
-    end_step(); or ``with out.step(): ...``. close() ends the stream."""
+    end_step(); or ``with out.step(): ...``. close() ends the stream;
+    stats(link=-1) gives a link's counters (-1: all summed)."""
 
     def step(self, step=-1):
         """Context manager around begin_step/end_step. On an exception the
@@ -199,21 +217,6 @@ class Output(_core.Output):
         a = _np.ascontiguousarray(_np.atleast_1d(_np.asarray(value)))
         super().attr(dataset, name, a.reshape(-1))
 
-    def stats(self, link=-1):
-        """Counters of link `link` of the port (-1: all summed)."""
-        return super().stats(link)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, *exc):
-        if exc_type is None:
-            self.close()
-        # else: cpl_finalize closes the port; no collective call here while
-        # an exception may be unwinding only some of the ranks
-
-    def __repr__(self):
-        return f"<coupler.Output {'closed' if self.closed else 'open'}>"
 
 
 @_contextmanager
@@ -225,13 +228,17 @@ def _step(out, step):
 
 class Step:
     """One step of an input port, as the iterator yields it: its number
-    and the reading calls (valid until the next step)."""
+    and the input's reading calls (valid until the next step)."""
 
-    __slots__ = ("input", "number")
+    __slots__ = ("input", "number", "get", "inquire", "datasets", "attr",
+                 "attrs")
 
     def __init__(self, inp, number):
         self.input = inp
         self.number = number
+        # Bound once: a lookup through __getattr__ would cost every call.
+        self.get, self.inquire, self.datasets = inp.get, inp.inquire, inp.datasets
+        self.attr, self.attrs = inp.attr, inp.attrs
 
     def __int__(self):
         return self.number
@@ -248,11 +255,8 @@ class Step:
     def __repr__(self):
         return f"<coupler.Step {self.number}>"
 
-    def __getattr__(self, name):  # datasets, get, attr, ... of the input
-        return getattr(self.input, name)
 
-
-class Input(_core.Input):
+class Input(_Port, _core.Input):
     """An input port. ``for step in inp:`` yields each step (ending the
     previous one) until the producer closes; inside, read with
     datasets(), inquire(), get(), attr(), attrs()."""
@@ -312,16 +316,6 @@ class Input(_core.Input):
         (bytes for a string) if it has one element, else a 1-D array."""
         a = super().attr_get(dataset, name, dtype)
         return a[0] if a.size == 1 else a
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, *exc):
-        if exc_type is None:
-            self.close()
-
-    def __repr__(self):
-        return f"<coupler.Input {'closed' if self.closed else 'open'}>"
 
 
 __all__ = [

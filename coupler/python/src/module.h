@@ -25,6 +25,8 @@ int cplpy_errors_init(PyObject *module);
 
 /* NumPy dtype <-> HDF5 datatype (types.c). */
 hid_t cplpy_h5type(PyArray_Descr *d);          /* new hid_t, or -1 + error */
+/* The same, shared for built-in native types: close it only if *owned. */
+hid_t cplpy_h5type_shared(PyArray_Descr *d, int *owned);
 PyArray_Descr *cplpy_dtype(hid_t type);        /* new reference, or NULL   */
 
 /* Objects (ports.c, comm.c). */

@@ -287,11 +287,12 @@ static PyObject *Output_put(OutputObj *self, PyObject *args) {
       hsizes(start_o, rank, start, "start") < 0)
     return NULL;
   for (int k = 0; k < rank; k++) count[k] = (hsize_t)PyArray_DIM(a, k);
-  hid_t t = cplpy_h5type(PyArray_DESCR(a));
+  int owned;
+  hid_t t = cplpy_h5type_shared(PyArray_DESCR(a), &owned);
   if (t < 0) return NULL;
   int rc = cpl_output_put(o, name, t, rank, dims, start, count,
                           PyArray_SIZE(a) ? PyArray_DATA(a) : NULL);
-  H5Tclose(t);
+  if (owned) H5Tclose(t);
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_output_put");
   if (PyList_Append(self->keep, (PyObject *)a) < 0) return NULL;
   Py_RETURN_NONE;
@@ -585,7 +586,8 @@ static PyObject *Input_get(InputObj *self, PyObject *args) {
       return NULL;
     }
   }
-  hid_t memtype = cplpy_h5type(d);
+  int owned;
+  hid_t memtype = cplpy_h5type_shared(d, &owned);
   Py_DECREF(d);
   if (memtype < 0) {
     Py_DECREF(out);
@@ -597,7 +599,7 @@ static PyObject *Input_get(InputObj *self, PyObject *args) {
   const hsize_t *c = start_o == Py_None ? NULL : count;
   Py_BEGIN_ALLOW_THREADS rc = cpl_input_get(in, name, memtype, s, c, buf);
   Py_END_ALLOW_THREADS
-  H5Tclose(memtype);
+  if (owned) H5Tclose(memtype);
   if (rc != CPL_OK) {
     Py_DECREF(out);
     return cplpy_raise(rc, "cpl_input_get");

@@ -159,6 +159,23 @@ hid_t cplpy_h5type(PyArray_Descr *d) {
   return unsupported(d, NULL);
 }
 
+/* Built-in dtypes in native order map to one HDF5 type each, made once:
+ * a put or get then costs no type construction. */
+hid_t cplpy_h5type_shared(PyArray_Descr *d, int *owned) {
+  static hid_t cache[NPY_NTYPES];
+  int n = d->type_num;
+  *owned = 0;
+  if (n >= 0 && n < NPY_NTYPES && n != NPY_VOID && n != NPY_STRING &&
+      n != NPY_UNICODE && !d->names && !d->subarray && PyArray_ISNBO(d->byteorder)) {
+    if (cache[n] <= 0) cache[n] = cplpy_h5type(d);
+    if (cache[n] > 0) return cache[n];
+    cache[n] = 0;
+    return -1;
+  }
+  *owned = 1;
+  return cplpy_h5type(d);
+}
+
 /* ------------------------------------------------------------ HDF5 -> NumPy */
 
 static PyArray_Descr *descr_from(PyObject *spec) {
