@@ -109,13 +109,11 @@ class Comm:
 _SONAME = re.compile(rb"lib(?:mpi|mpich)[A-Za-z0-9_]*\.so(?:\.[0-9]+)*")
 
 
-def _soname_key(name):
-    """libmpich.so.12 and libmpi.so.12 are the same MPICH ABI; compare the
-    ABI version only between libraries of one family."""
-    name = os.path.basename(name)
-    m = re.match(r"lib(mpi|mpich)[A-Za-z0-9_]*\.so\.?([0-9]*)", name)
-    return ("mpich" if m and (m.group(1) == "mpich" or m.group(2) == "12")
-            else name) if m else name
+def _abi(soname):
+    """MPICH's ABI is libmpich.so.12, also installed as libmpi.so.12;
+    any other MPI library is told by its soname (Open MPI: libmpi.so.40)."""
+    base = os.path.basename(soname)
+    return "mpich" if base.startswith("libmpich.so") or base == "libmpi.so.12" else base
 
 
 def _check_mpi4py_library():
@@ -142,8 +140,7 @@ def _check_mpi4py_library():
         needed = set(m.group(0).decode() for m in _SONAME.finditer(f.read()))
     if not needed:
         return  # MPI linked statically or loaded another way: trust it
-    want = _soname_key(ourlib)
-    if all(_soname_key(n) != want for n in needed):
+    if _abi(ourlib) not in {_abi(n) for n in needed}:
         raise MPI4PyError(
             "mpi4py at %s is built on %s, but Coupler runs %s (%s). Importing "
             "it would load two MPI libraries into one process. Use an mpi4py "
