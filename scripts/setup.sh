@@ -17,6 +17,10 @@ esac
 
 packages=(build-essential cmake pkg-config mpich libmpich-dev libhdf5-mpich-dev
           hdf5-tools libyaml-dev libpng-dev)
+# Python components (coupler/python) and their tests. Not python3-mpi4py:
+# Debian builds it on Open MPI, and its openmpi-bin would take over
+# /usr/bin/mpiexec (README, "Python components").
+packages+=(python3-dev python3-numpy python3-matplotlib python3-h5py-serial)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,329 @@
+"""Coupler for Python: write workflow components in Python.
+
+    import coupler
+    with coupler.init() as ctx:                 # CPL_WORKFLOW, CPL_COMPONENT
+        comm = ctx.comm                          # mpi4py MPI.Comm (or ctx.ccomm)
+        with ctx.output("field") as out:         # producer
+            with out.step():
+                out.put("T", block, dims=(ny, nx), start=(y0, 0))
+        for step in ctx.input("field"):          # consumer
+            T = step.get("T", dtype="f4")        # the whole array, as float32
+
+Every call maps to one call of coupler.h (see the README, "Python
+components"); failures raise coupler.Error subclasses carrying Coupler's
+message.
+"""
+
+import sys as _sys
+from collections import namedtuple as _namedtuple
+from contextlib import contextmanager as _contextmanager
+
+# Loading Coupler's MPI into a process where another MPI library already
+# runs (Debian's mpi4py is built on Open MPI) breaks both: refuse early.
+_m = _sys.modules.get("mpi4py.MPI")
+if _m is not None and "MPICH" not in _m.Get_library_version():
+    raise ImportError(
+        "mpi4py.MPI is already loaded and runs %r, but Coupler is built on "
+        "MPICH; one process cannot use two MPI libraries (README, 'Python "
+        "components')" % _m.Get_library_version().split("\n")[0])
+del _m
+
+import numpy as _np
+
+# MPI's libraries join the global symbol scope, as in a C program: MPICH
+# and UCX load plugins that need them, and a preloaded shim (the test
+# suite's cpl_yield) must find UCX's symbols with dlsym(RTLD_NEXT).
+_flags = _sys.getdlopenflags()
+_sys.setdlopenflags(_flags | __import__("os").RTLD_GLOBAL)
+try:
+    from . import _core
+finally:
+    _sys.setdlopenflags(_flags)
+del _flags
+from ._core import wtime
+from ._core import (ArgumentError, CommError, ConfigError, EnvironmentError,
+                    Error, HDF5Error, InternalError, IOError, MismatchError,
+                    MPIError, NoMemoryError, NotFoundError, ParseError,
+                    ShapeError, StateError, TimeoutError, TypeMismatchError,
+                    UnsupportedError)
+from .comm import (Comm, MPI4PyError, as_handle, mpi4py_MPI, mpi4py_usable,
+                   mpi_init, mpi_library)
+
+__version__ = _core.VERSION
+
+DatasetInfo = _namedtuple("DatasetInfo", "name dtype shape nbytes nattrs")
+DatasetInfo.__doc__ = ("A dataset of the current step: dtype is the stored "
+                       "type's NumPy dtype (None if it has none), shape the "
+                       "global dims.")
+AttrInfo = _namedtuple("AttrInfo", "name dtype size")
+
+
+def init(comm=None, workflow=None, component=None, abort_on_exception=True):
+    """Join the workflow (cpl_init), collective over `comm`: every process
+    of the job calls it. comm: an mpi4py MPI.Comm, a coupler.Comm, or None
+    for MPI_COMM_WORLD (MPI is started if nothing started it). workflow,
+    component: None means CPL_WORKFLOW and CPL_COMPONENT.
+    abort_on_exception: an uncaught exception prints its traceback, then
+    aborts the MPI job (MPI_Abort), rather than leave the other ranks and
+    components waiting for this one until their timeouts."""
+    if comm is None:
+        mpi_init()
+    if abort_on_exception:
+        _install_abort_hook()
+    return Context(comm, workflow, component)
+
+
+def _install_abort_hook():
+    prev = _sys.excepthook
+    if getattr(prev, "_coupler", False):
+        return
+
+    def hook(etype, value, tb):
+        prev(etype, value, tb)
+        initialized, finalized, _ = _core.mpi_state()
+        if initialized and not finalized:
+            print("coupler: uncaught exception, aborting the MPI job",
+                  file=_sys.stderr, flush=True)
+            _core.comm_abort(_core.comm_world(), 1)
+
+    hook._coupler = True
+    _sys.excepthook = hook
+
+
+_contexts = []
+
+
+def _finalize_all():
+    for c in reversed(_contexts):
+        if not c.finalized:
+            c.finalize()
+
+
+class Context(_core.Context):
+    """This process's component of the workflow (cpl_init). Use as a
+    context manager, or call finalize() (collective over the job).
+    Contexts left open are finalized at exit, before MPI is."""
+
+    def __init__(self, comm=None, workflow=None, component=None):
+        super().__init__(as_handle(comm), workflow, component)
+        if not _contexts:
+            import atexit
+            atexit.register(_finalize_all)  # runs before MPI_Finalize
+        _contexts.append(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, *exc):
+        if exc_type is None:  # collective: not while an exception unwinds
+            self.finalize()   # what may be only some of the ranks
+
+    @property
+    def name(self):
+        """This component's name."""
+        return self.component()[1]
+
+    @property
+    def index(self):
+        return self.component()[0]
+
+    @property
+    def workflow_name(self):
+        return self.component()[2]
+
+    @property
+    def comm(self):
+        """The component communicator as an mpi4py MPI.Comm (owned by the
+        context: do not free it). MPI4PyError if mpi4py is missing or built
+        on another MPI; `ccomm` needs no mpi4py."""
+        return mpi4py_MPI().Comm.f2py(super().comm())
+
+    @property
+    def ccomm(self):
+        """The component communicator as a coupler.Comm."""
+        return Comm(super().comm())
+
+    def output(self, port):
+        """Open output port `port` (all of its links)."""
+        return Output(self, port)
+
+    def input(self, port, peer=None):
+        """Open input port `port`; `peer` ("component" or "component.port")
+        picks the link when several end there."""
+        return Input(self, port, peer)
+
+    def __repr__(self):
+        if self.finalized:
+            return "<coupler.Context finalized>"
+        i, n, w, _ = self.component()
+        return f"<coupler.Context component {n!r} ({i}) of workflow {w!r}>"
+
+
+def _box(a, dims, start):
+    """Normalise put()'s arguments: a contiguous block and its placement."""
+    if not isinstance(a, _np.ndarray):
+        a = _np.asarray(a)
+    if a.ndim == 0:
+        a = a.reshape(1)
+    if not (a.flags.c_contiguous and a.flags.aligned):
+        a = _np.ascontiguousarray(a)  # the one copy: NumPy can't hand it over
+    if dims is None:
+        dims = a.shape
+    if start is None:
+        start = (0,) * len(dims)
+    return a, dims, start
+
+
+class _Port:
+    """`with` support: close() on normal exit. On an exception the port is
+    left to cpl_finalize: close is collective, and the exception may be
+    unwinding only some of the ranks."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, *exc):
+        if exc_type is None:
+            self.close()
+
+    def __repr__(self):
+        return (f"<coupler.{type(self).__name__} "
+                f"{'closed' if self.closed else 'open'}>")
+
+
+class Output(_Port, _core.Output):
+    """An output port. Per step: begin_step(), put() datasets, attr(),
+    end_step(); or ``with out.step(): ...``. close() ends the stream;
+    stats(link=-1) gives a link's counters (-1: all summed)."""
+
+    def step(self, step=-1):
+        """Context manager around begin_step/end_step. On an exception the
+        step is not ended (nothing of it is sent)."""
+        return _step(self, step)
+
+    def put(self, name, array, dims=None, start=None):
+        """Add `array` as this rank's block of dataset `name` of global
+        `dims` (default: the block's shape), at `start` (default: zeros).
+        The dtype is kept (HDF5 equivalent, h5py's conventions). A
+        C-contiguous array is used in place: leave it unchanged until
+        end_step(); other arrays are copied once."""
+        a, dims, start = _box(array, dims, start)
+        super().put(name, a, tuple(dims), tuple(start))
+
+    def attr(self, name, value, dataset=None):
+        """Attribute `name` of the step (or of `dataset`, put in this
+        step): a number, bytes, str (stored as bytes) or a 1-D array."""
+        if isinstance(value, str):
+            value = value.encode()
+        a = _np.ascontiguousarray(_np.atleast_1d(_np.asarray(value)))
+        super().attr(dataset, name, a.reshape(-1))
+
+
+
+@_contextmanager
+def _step(out, step):
+    out.begin_step(step)
+    yield out
+    out.end_step()
+
+
+class Step:
+    """One step of an input port, as the iterator yields it: its number
+    and the input's reading calls (valid until the next step)."""
+
+    __slots__ = ("input", "number", "get", "inquire", "datasets", "attr",
+                 "attrs")
+
+    def __init__(self, inp, number):
+        self.input = inp
+        self.number = number
+        # Bound once: a lookup through __getattr__ would cost every call.
+        self.get, self.inquire, self.datasets = inp.get, inp.inquire, inp.datasets
+        self.attr, self.attrs = inp.attr, inp.attrs
+
+    def __int__(self):
+        return self.number
+
+    def __index__(self):
+        return self.number
+
+    def __eq__(self, other):
+        return self.number == other
+
+    def __hash__(self):
+        return hash(self.number)
+
+    def __repr__(self):
+        return f"<coupler.Step {self.number}>"
+
+
+class Input(_Port, _core.Input):
+    """An input port. ``for step in inp:`` yields each step (ending the
+    previous one) until the producer closes; inside, read with
+    datasets(), inquire(), get(), attr(), attrs()."""
+
+    def __init__(self, ctx, port, peer=None):
+        super().__init__(ctx, port, peer)
+        self._in_step = False
+
+    def begin_step(self):
+        """Wait for the next step: its number, or None at end of stream."""
+        s = super().begin_step()
+        self._in_step = s is not None
+        return s
+
+    def try_step(self, seconds=0.0):
+        """As begin_step, waiting at most `seconds`: None if no step came
+        in time or at end of stream (then `ended` is True)."""
+        s = super().try_step(seconds)
+        self._in_step = s is not None
+        return s
+
+    def end_step(self):
+        self._in_step = False
+        super().end_step()
+
+    def __iter__(self):
+        while True:
+            if self._in_step:
+                self.end_step()
+            s = self.begin_step()
+            if s is None:
+                return
+            yield Step(self, s)
+
+    def datasets(self):
+        """DatasetInfo of every dataset of the current step."""
+        return [DatasetInfo(*t) for t in super().datasets()]
+
+    def inquire(self, name):
+        return DatasetInfo(*super().inquire(name))
+
+    def get(self, name, out=None, dtype=None, start=None, count=None):
+        """Read dataset `name`, or the box start/count of it, converted by
+        HDF5 to `dtype` (default: the stored type) into a new array of
+        shape count; or into `out` (C-contiguous, writable, as many
+        elements as the box, its dtype the conversion target)."""
+        if out is not None and dtype is not None and _np.dtype(dtype) != out.dtype:
+            raise ValueError("give out or dtype, not both")
+        return super().get(name, out, dtype, start, count)
+
+    def attrs(self, dataset=None):
+        """AttrInfo of the attributes of the step (or of `dataset`)."""
+        return [AttrInfo(*t) for t in super().attrs(dataset)]
+
+    def attr(self, name, dataset=None, dtype=None):
+        """Attribute `name` of the step (or of `dataset`): a NumPy scalar
+        (bytes for a string) if it has one element, else a 1-D array."""
+        a = super().attr_get(dataset, name, dtype)
+        return a[0] if a.size == 1 else a
+
+
+__all__ = [
+    "init", "Context", "Output", "Input", "Step", "Comm", "DatasetInfo",
+    "AttrInfo", "wtime", "mpi_init", "mpi_library", "mpi4py_usable", "MPI4PyError",
+    "Error", "ArgumentError", "CommError", "MPIError", "NoMemoryError",
+    "EnvironmentError", "ParseError", "ConfigError", "MismatchError",
+    "TimeoutError", "IOError", "HDF5Error", "StateError", "UnsupportedError",
+    "NotFoundError", "TypeMismatchError", "ShapeError", "InternalError",
+]

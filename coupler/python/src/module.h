@@ -1,0 +1,42 @@
+/*
+ * coupler._core: the C extension under the Python package `coupler`.
+ * Only the public API of coupler.h; the Python layer (the .py files of coupler/) adds
+ * iteration, communicator conversion and defaults.
+ */
+#ifndef CPLPY_MODULE_H
+#define CPLPY_MODULE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL cplpy_ARRAY_API
+#ifndef CPLPY_IMPORT_ARRAY
+#define NO_IMPORT_ARRAY
+#endif
+#include <numpy/arrayobject.h>
+
+#include <coupler.h>
+
+/* Raise the exception class of `status` with cpl_last_error()'s message;
+ * `what` names the call. Returns NULL for `return cplpy_raise(...)`. */
+PyObject *cplpy_raise(int status, const char *what);
+int cplpy_errors_init(PyObject *module);
+
+/* NumPy dtype <-> HDF5 datatype (types.c). */
+hid_t cplpy_h5type(PyArray_Descr *d);          /* new hid_t, or -1 + error */
+/* The same, shared for built-in native types: close it only if *owned. */
+hid_t cplpy_h5type_shared(PyArray_Descr *d, int *owned);
+PyArray_Descr *cplpy_dtype(hid_t type);        /* new reference, or NULL   */
+
+/* Objects (ports.c, comm.c). */
+extern PyTypeObject cplpy_ContextType, cplpy_OutputType, cplpy_InputType;
+int cplpy_ports_init(PyObject *module);
+int cplpy_comm_init(PyObject *module);
+extern PyMethodDef cplpy_comm_methods[];
+
+/* A communicator handle as Python sees it: MPI_Comm_c2f's integer, the
+ * form mpi4py's py2f()/f2py() use too. */
+MPI_Comm cplpy_comm_arg(PyObject *o);          /* MPI_COMM_NULL + error    */
+
+#endif

@@ -1,0 +1,754 @@
+/*
+ * Context, Output and Input objects over cpl_context, cpl_output and
+ * cpl_input. Blocking calls (init, finalize, begin/try/end step, close,
+ * get) run with the GIL released. Arrays put in a step are referenced
+ * until end_step returns, so NumPy's memory is handed to Coupler without
+ * a copy and cannot be freed under it.
+ *
+ * cpl_finalize closes ports left open, so a port keeps its context alive
+ * and, once the context is finalized, counts as closed. Nothing collective
+ * runs from a destructor: ranks collect garbage at different times.
+ */
+#include "module.h"
+
+#include <string.h>
+
+typedef struct {
+  PyObject_HEAD
+  cpl_context *ctx;
+  int finalized;
+} ContextObj;
+
+typedef struct {
+  PyObject_HEAD
+  ContextObj *owner;
+  cpl_output *out;
+  PyObject *keep; /* arrays of the open step */
+} OutputObj;
+
+typedef struct {
+  PyObject_HEAD
+  ContextObj *owner;
+  cpl_input *in;
+  int ended;
+} InputObj;
+
+/* --------------------------------------------------------------- helpers */
+
+#define CALL(what, expr)                                                     \
+  do {                                                                       \
+    int rc_;                                                                 \
+    Py_BEGIN_ALLOW_THREADS rc_ = (expr);                                     \
+    Py_END_ALLOW_THREADS                                                     \
+    if (rc_ != CPL_OK) return cplpy_raise(rc_, what);                        \
+  } while (0)
+
+/* Quick local calls keep the GIL. */
+#define LOCAL(what, expr)                                                    \
+  do {                                                                       \
+    int rc_ = (expr);                                                        \
+    if (rc_ != CPL_OK) return cplpy_raise(rc_, what);                        \
+  } while (0)
+
+static int live_context(ContextObj *c) {
+  if (c->ctx && !c->finalized) return 1;
+  PyErr_SetString(PyExc_ValueError, "the Coupler context is finalized");
+  return 0;
+}
+
+static cpl_output *live_output(OutputObj *o) {
+  if (o->out && !o->owner->finalized) return o->out;
+  PyErr_SetString(PyExc_ValueError, "the output port is closed");
+  return NULL;
+}
+
+static cpl_input *live_input(InputObj *i) {
+  if (i->in && !i->owner->finalized) return i->in;
+  PyErr_SetString(PyExc_ValueError, "the input port is closed");
+  return NULL;
+}
+
+static const char *opt_str(PyObject *o) {
+  return o == Py_None ? NULL : PyUnicode_AsUTF8(o);
+}
+
+/* A sequence of n non-negative integers (dims, start, count). */
+static int hsizes(PyObject *seq, int n, hsize_t *out, const char *what) {
+  PyObject *f = PySequence_Fast(seq, what);
+  if (!f) return -1;
+  if (PySequence_Fast_GET_SIZE(f) != n) {
+    PyErr_Format(PyExc_ValueError, "%s has %zd entries, the dataset %d dims",
+                 what, PySequence_Fast_GET_SIZE(f), n);
+    Py_DECREF(f);
+    return -1;
+  }
+  for (int k = 0; k < n; k++) {
+    long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(f, k));
+    if (v < 0) {
+      if (!PyErr_Occurred())
+        PyErr_Format(PyExc_ValueError, "%s[%d] is negative", what, k);
+      Py_DECREF(f);
+      return -1;
+    }
+    out[k] = (hsize_t)v;
+  }
+  Py_DECREF(f);
+  return 0;
+}
+
+static PyObject *hsize_tuple(const hsize_t *v, int n) {
+  PyObject *t = PyTuple_New(n);
+  for (int k = 0; t && k < n; k++)
+    PyTuple_SET_ITEM(t, k, PyLong_FromUnsignedLongLong(v[k]));
+  return t;
+}
+
+static PyObject *link_dict(const cpl_link_end *le) {
+  return Py_BuildValue("{sisssssssssi}", "link", le->link, "role",
+                       le->role == CPL_SENDER ? "sender" : "receiver", "port",
+                       le->port, "peer_component", le->peer_component,
+                       "peer_port", le->peer_port, "remote_size",
+                       le->remote_size);
+}
+
+/* --------------------------------------------------------------- Context */
+
+static int Context_init(ContextObj *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"comm", "workflow", "component", NULL};
+  PyObject *h, *wf = Py_None, *comp = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO", kwlist, &h, &wf, &comp))
+    return -1;
+  if (self->ctx) {
+    PyErr_SetString(PyExc_ValueError, "context already initialised");
+    return -1;
+  }
+  MPI_Comm world = cplpy_comm_arg(h);
+  if (world == MPI_COMM_NULL) return -1;
+  const char *path = opt_str(wf), *name = opt_str(comp);
+  if (PyErr_Occurred()) return -1;
+  int rc;
+  cpl_context *ctx = NULL;
+  Py_BEGIN_ALLOW_THREADS rc = cpl_init(world, path, name, &ctx);
+  Py_END_ALLOW_THREADS
+  if (rc != CPL_OK) {
+    cplpy_raise(rc, "cpl_init");
+    return -1;
+  }
+  self->ctx = ctx;
+  return 0;
+}
+
+static void Context_dealloc(ContextObj *self) {
+  /* Not finalized: left to the job's end (cpl_finalize is collective). */
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Context_finalize(ContextObj *self, PyObject *noarg) {
+  (void)noarg;
+  if (!self->ctx || self->finalized) Py_RETURN_NONE;
+  self->finalized = 1; /* even on failure: the ports are gone */
+  CALL("cpl_finalize", cpl_finalize(self->ctx));
+  Py_RETURN_NONE;
+}
+
+static PyObject *Context_comm(ContextObj *self, PyObject *noarg) {
+  (void)noarg;
+  if (!live_context(self)) return NULL;
+  MPI_Comm c;
+  LOCAL("cpl_component_comm", cpl_component_comm(self->ctx, &c));
+  return PyLong_FromLong((long)MPI_Comm_c2f(c));
+}
+
+static PyObject *Context_component(ContextObj *self, PyObject *noarg) {
+  (void)noarg;
+  if (!live_context(self)) return NULL;
+  int index;
+  const char *name;
+  LOCAL("cpl_context_component",
+        cpl_context_component(self->ctx, &index, &name));
+  const cpl_workflow *wf = cpl_context_workflow(self->ctx);
+  return Py_BuildValue("(isss)", index, name, cpl_workflow_name(wf),
+                       cpl_workflow_path(wf));
+}
+
+static PyObject *Context_links(ContextObj *self, PyObject *noarg) {
+  (void)noarg;
+  if (!live_context(self)) return NULL;
+  int n;
+  LOCAL("cpl_context_link_count", cpl_context_link_count(self->ctx, &n));
+  PyObject *l = PyList_New(n);
+  for (int i = 0; l && i < n; i++) {
+    cpl_link_end le;
+    int rc = cpl_context_link(self->ctx, i, &le);
+    if (rc != CPL_OK) {
+      Py_DECREF(l);
+      return cplpy_raise(rc, "cpl_context_link");
+    }
+    PyList_SET_ITEM(l, i, link_dict(&le));
+  }
+  return l;
+}
+
+static PyObject *Context_finalized(ContextObj *self, void *unused) {
+  (void)unused;
+  return PyBool_FromLong(!self->ctx || self->finalized);
+}
+
+static PyMethodDef Context_methods[] = {
+    {"finalize", (PyCFunction)Context_finalize, METH_NOARGS, "cpl_finalize"},
+    {"comm", (PyCFunction)Context_comm, METH_NOARGS,
+     "handle of the component communicator"},
+    {"component", (PyCFunction)Context_component, METH_NOARGS,
+     "(index, name, workflow name, workflow path)"},
+    {"links", (PyCFunction)Context_links, METH_NOARGS,
+     "links of this component"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Context_getset[] = {
+    {"finalized", (getter)Context_finalized, NULL, "finalize() was called", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject cplpy_ContextType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "coupler._core.Context",
+    .tp_basicsize = sizeof(ContextObj),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Context(comm_handle, workflow=None, component=None): cpl_init",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Context_init,
+    .tp_dealloc = (destructor)Context_dealloc,
+    .tp_methods = Context_methods,
+    .tp_getset = Context_getset,
+};
+
+/* ---------------------------------------------------------------- Output */
+
+static int Output_init(OutputObj *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"context", "port", NULL};
+  ContextObj *c;
+  const char *port;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s", kwlist, &cplpy_ContextType,
+                                   &c, &port))
+    return -1;
+  if (self->out || !live_context(c)) {
+    if (self->out) PyErr_SetString(PyExc_ValueError, "port already open");
+    return -1;
+  }
+  int rc;
+  Py_BEGIN_ALLOW_THREADS rc = cpl_output_open(c->ctx, port, &self->out);
+  Py_END_ALLOW_THREADS
+  if (rc != CPL_OK) {
+    self->out = NULL;
+    cplpy_raise(rc, "cpl_output_open");
+    return -1;
+  }
+  Py_INCREF(c);
+  self->owner = c;
+  self->keep = PyList_New(0);
+  return self->keep ? 0 : -1;
+}
+
+static void Output_dealloc(OutputObj *self) {
+  Py_XDECREF(self->keep);
+  Py_XDECREF(self->owner);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Output_begin_step(OutputObj *self, PyObject *args) {
+  long step = -1;
+  if (!PyArg_ParseTuple(args, "|l", &step)) return NULL;
+  cpl_output *o = live_output(self);
+  if (!o) return NULL;
+  CALL("cpl_output_begin_step", cpl_output_begin_step(o, step));
+  Py_RETURN_NONE;
+}
+
+/* put(name, array, dims, start): the array is the block (count = shape),
+ * C-contiguous in its own dtype; referenced until end_step. */
+static PyObject *Output_put(OutputObj *self, PyObject *args) {
+  const char *name;
+  PyArrayObject *a;
+  PyObject *dims_o, *start_o;
+  if (!PyArg_ParseTuple(args, "sO!OO", &name, &PyArray_Type, &a, &dims_o,
+                        &start_o))
+    return NULL;
+  cpl_output *o = live_output(self);
+  if (!o) return NULL;
+  int rank = PyArray_NDIM(a);
+  if (rank < 1 || rank > CPL_MAX_RANK)
+    return PyErr_Format(PyExc_ValueError, "dataset %s: %d dims (1 to %d)",
+                        name, rank, CPL_MAX_RANK);
+  if (!PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISALIGNED(a))
+    return PyErr_Format(PyExc_ValueError, "dataset %s: the block must be "
+                        "C-contiguous and aligned", name);
+  hsize_t dims[CPL_MAX_RANK], start[CPL_MAX_RANK], count[CPL_MAX_RANK];
+  if (hsizes(dims_o, rank, dims, "dims") < 0 ||
+      hsizes(start_o, rank, start, "start") < 0)
+    return NULL;
+  for (int k = 0; k < rank; k++) count[k] = (hsize_t)PyArray_DIM(a, k);
+  int owned;
+  hid_t t = cplpy_h5type_shared(PyArray_DESCR(a), &owned);
+  if (t < 0) return NULL;
+  int rc = cpl_output_put(o, name, t, rank, dims, start, count,
+                          PyArray_SIZE(a) ? PyArray_DATA(a) : NULL);
+  if (owned) H5Tclose(t);
+  if (rc != CPL_OK) return cplpy_raise(rc, "cpl_output_put");
+  if (PyList_Append(self->keep, (PyObject *)a) < 0) return NULL;
+  Py_RETURN_NONE;
+}
+
+/* attr(dataset or None, name, array): n = array.size elements. */
+static PyObject *Output_attr(OutputObj *self, PyObject *args) {
+  PyObject *ds;
+  const char *name;
+  PyArrayObject *a;
+  if (!PyArg_ParseTuple(args, "OsO!", &ds, &name, &PyArray_Type, &a))
+    return NULL;
+  cpl_output *o = live_output(self);
+  if (!o) return NULL;
+  const char *dataset = opt_str(ds);
+  if (PyErr_Occurred()) return NULL;
+  if (!PyArray_IS_C_CONTIGUOUS(a))
+    return PyErr_Format(PyExc_ValueError, "attribute %s: contiguous array", name);
+  hid_t t = cplpy_h5type(PyArray_DESCR(a));
+  if (t < 0) return NULL;
+  int rc = cpl_output_attr(o, dataset, name, t, (size_t)PyArray_SIZE(a),
+                           PyArray_DATA(a));
+  H5Tclose(t);
+  if (rc != CPL_OK) return cplpy_raise(rc, "cpl_output_attr");
+  Py_RETURN_NONE;
+}
+
+static void release_step(OutputObj *self) {
+  PyList_SetSlice(self->keep, 0, PyList_GET_SIZE(self->keep), NULL);
+}
+
+static PyObject *Output_end_step(OutputObj *self, PyObject *noarg) {
+  (void)noarg;
+  cpl_output *o = live_output(self);
+  if (!o) return NULL;
+  int rc;
+  Py_BEGIN_ALLOW_THREADS rc = cpl_output_end_step(o);
+  Py_END_ALLOW_THREADS
+  release_step(self); /* Coupler holds its own copy, or failed */
+  if (rc != CPL_OK) return cplpy_raise(rc, "cpl_output_end_step");
+  Py_RETURN_NONE;
+}
+
+static PyObject *Output_close(OutputObj *self, PyObject *noarg) {
+  (void)noarg;
+  if (!self->out || self->owner->finalized) Py_RETURN_NONE;
+  cpl_output *o = self->out;
+  self->out = NULL; /* the port is freed even when close fails */
+  int rc;
+  Py_BEGIN_ALLOW_THREADS rc = cpl_output_close(o);
+  Py_END_ALLOW_THREADS
+  release_step(self);
+  if (rc != CPL_OK) return cplpy_raise(rc, "cpl_output_close");
+  Py_RETURN_NONE;
+}
+
+static PyObject *Output_stats(OutputObj *self, PyObject *args) {
+  int link = -1;
+  if (!PyArg_ParseTuple(args, "|i", &link)) return NULL;
+  cpl_output *o = live_output(self);
+  if (!o) return NULL;
+  cpl_output_stats st;
+  LOCAL("cpl_output_stats_get", cpl_output_stats_get(o, link, &st));
+  return Py_BuildValue("{slslslslslsisnsd}", "steps", st.steps, "delivered",
+                       st.delivered, "dropped", st.dropped, "skipped",
+                       st.skipped, "undelivered", st.undelivered, "queue_max",
+                       st.queue_max, "bytes_max", (Py_ssize_t)st.bytes_max,
+                       "wait_s", st.wait_s);
+}
+
+static PyObject *Output_links(OutputObj *self, PyObject *noarg) {
+  (void)noarg;
+  cpl_output *o = live_output(self);
+  if (!o) return NULL;
+  int n;
+  LOCAL("cpl_output_link_count", cpl_output_link_count(o, &n));
+  PyObject *l = PyList_New(n);
+  for (int i = 0; l && i < n; i++) {
+    cpl_link_end le;
+    int rc = cpl_output_link(o, i, &le);
+    if (rc != CPL_OK) {
+      Py_DECREF(l);
+      return cplpy_raise(rc, "cpl_output_link");
+    }
+    PyList_SET_ITEM(l, i, link_dict(&le));
+  }
+  return l;
+}
+
+static PyObject *Output_closed(OutputObj *self, void *unused) {
+  (void)unused;
+  return PyBool_FromLong(!self->out || !self->owner || self->owner->finalized);
+}
+
+static PyMethodDef Output_methods[] = {
+    {"begin_step", (PyCFunction)Output_begin_step, METH_VARARGS, NULL},
+    {"put", (PyCFunction)Output_put, METH_VARARGS, NULL},
+    {"attr", (PyCFunction)Output_attr, METH_VARARGS, NULL},
+    {"end_step", (PyCFunction)Output_end_step, METH_NOARGS, NULL},
+    {"close", (PyCFunction)Output_close, METH_NOARGS, NULL},
+    {"stats", (PyCFunction)Output_stats, METH_VARARGS, NULL},
+    {"links", (PyCFunction)Output_links, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Output_getset[] = {
+    {"closed", (getter)Output_closed, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject cplpy_OutputType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "coupler._core.Output",
+    .tp_basicsize = sizeof(OutputObj),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Output(context, port): cpl_output_open",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Output_init,
+    .tp_dealloc = (destructor)Output_dealloc,
+    .tp_methods = Output_methods,
+    .tp_getset = Output_getset,
+};
+
+/* ----------------------------------------------------------------- Input */
+
+static int Input_init(InputObj *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"context", "port", "peer", NULL};
+  ContextObj *c;
+  const char *port;
+  PyObject *peer_o = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s|O", kwlist,
+                                   &cplpy_ContextType, &c, &port, &peer_o))
+    return -1;
+  if (self->in || !live_context(c)) {
+    if (self->in) PyErr_SetString(PyExc_ValueError, "port already open");
+    return -1;
+  }
+  const char *peer = opt_str(peer_o);
+  if (PyErr_Occurred()) return -1;
+  int rc;
+  Py_BEGIN_ALLOW_THREADS rc = cpl_input_open(c->ctx, port, peer, &self->in);
+  Py_END_ALLOW_THREADS
+  if (rc != CPL_OK) {
+    self->in = NULL;
+    cplpy_raise(rc, "cpl_input_open");
+    return -1;
+  }
+  Py_INCREF(c);
+  self->owner = c;
+  return 0;
+}
+
+static void Input_dealloc(InputObj *self) {
+  Py_XDECREF(self->owner);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* begin_step(): the step number, or None at end of stream. */
+static PyObject *Input_begin_step(InputObj *self, PyObject *noarg) {
+  (void)noarg;
+  cpl_input *in = live_input(self);
+  if (!in) return NULL;
+  long step = -1;
+  int rc;
+  Py_BEGIN_ALLOW_THREADS rc = cpl_input_begin_step(in, &step);
+  Py_END_ALLOW_THREADS
+  if (rc == CPL_END_OF_STREAM) {
+    self->ended = 1;
+    Py_RETURN_NONE;
+  }
+  if (rc != CPL_OK) return cplpy_raise(rc, "cpl_input_begin_step");
+  return PyLong_FromLong(step);
+}
+
+/* try_step(seconds): the step number, None if none came in time or at
+ * end of stream (then .ended is True). */
+static PyObject *Input_try_step(InputObj *self, PyObject *args) {
+  double seconds;
+  if (!PyArg_ParseTuple(args, "d", &seconds)) return NULL;
+  cpl_input *in = live_input(self);
+  if (!in) return NULL;
+  long step = -1;
+  int rc;
+  Py_BEGIN_ALLOW_THREADS rc = cpl_input_try_step(in, seconds, &step);
+  Py_END_ALLOW_THREADS
+  if (rc == CPL_END_OF_STREAM) self->ended = 1;
+  if (rc == CPL_END_OF_STREAM || rc == CPL_ERR_TIMEOUT) Py_RETURN_NONE;
+  if (rc != CPL_OK) return cplpy_raise(rc, "cpl_input_try_step");
+  return PyLong_FromLong(step);
+}
+
+/* (name, dtype or None, dims, bytes, nattrs) */
+static PyObject *info_tuple(const cpl_dataset_info *info) {
+  PyObject *dt = (PyObject *)cplpy_dtype(info->type);
+  if (!dt) {
+    PyErr_Clear(); /* listed all the same; get() with a dtype still works */
+    dt = Py_NewRef(Py_None);
+  }
+  return Py_BuildValue("(sNNni)", info->name, dt,
+                       hsize_tuple(info->dims, info->rank),
+                       (Py_ssize_t)info->bytes, info->nattrs);
+}
+
+static PyObject *Input_datasets(InputObj *self, PyObject *noarg) {
+  (void)noarg;
+  cpl_input *in = live_input(self);
+  if (!in) return NULL;
+  int n;
+  LOCAL("cpl_input_dataset_count", cpl_input_dataset_count(in, &n));
+  PyObject *l = PyList_New(n);
+  for (int i = 0; l && i < n; i++) {
+    cpl_dataset_info info;
+    int rc = cpl_input_dataset(in, i, &info);
+    PyObject *t = rc == CPL_OK ? info_tuple(&info) : NULL;
+    if (!t) {
+      Py_DECREF(l);
+      return rc == CPL_OK ? NULL : cplpy_raise(rc, "cpl_input_dataset");
+    }
+    PyList_SET_ITEM(l, i, t);
+  }
+  return l;
+}
+
+static PyObject *Input_inquire(InputObj *self, PyObject *args) {
+  const char *name;
+  if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+  cpl_input *in = live_input(self);
+  if (!in) return NULL;
+  cpl_dataset_info info;
+  LOCAL("cpl_input_inquire", cpl_input_inquire(in, name, &info));
+  return info_tuple(&info);
+}
+
+/* get(name, out, dtype, start, count): into `out` (C-contiguous, writable,
+ * as many elements as the box) or a new array of shape count in `dtype`
+ * (None: the stored type's). start/count None: the whole array. */
+static PyObject *Input_get(InputObj *self, PyObject *args) {
+  const char *name;
+  PyObject *out_o, *dtype_o, *start_o, *count_o;
+  if (!PyArg_ParseTuple(args, "sOOOO", &name, &out_o, &dtype_o, &start_o,
+                        &count_o))
+    return NULL;
+  cpl_input *in = live_input(self);
+  if (!in) return NULL;
+  cpl_dataset_info info;
+  LOCAL("cpl_input_inquire", cpl_input_inquire(in, name, &info));
+  int rank = info.rank;
+  hsize_t start[CPL_MAX_RANK], count[CPL_MAX_RANK];
+  if ((start_o == Py_None) != (count_o == Py_None))
+    return PyErr_Format(PyExc_ValueError, "give both start and count, or "
+                        "neither (the whole array)");
+  if (start_o == Py_None) {
+    for (int k = 0; k < rank; k++) {
+      start[k] = 0;
+      count[k] = info.dims[k];
+    }
+  } else if (hsizes(start_o, rank, start, "start") < 0 ||
+             hsizes(count_o, rank, count, "count") < 0) {
+    return NULL;
+  }
+  npy_intp n = 1, shape[CPL_MAX_RANK];
+  for (int k = 0; k < rank; k++) {
+    shape[k] = (npy_intp)count[k];
+    n *= shape[k];
+  }
+  PyArrayObject *out;
+  PyArray_Descr *d;
+  if (out_o != Py_None) {
+    if (!PyArray_Check(out_o))
+      return PyErr_Format(PyExc_TypeError, "out must be a NumPy array");
+    out = (PyArrayObject *)out_o;
+    if (!PyArray_IS_C_CONTIGUOUS(out) || !PyArray_ISWRITEABLE(out) ||
+        !PyArray_ISALIGNED(out) || PyArray_SIZE(out) != n)
+      return PyErr_Format(PyExc_ValueError, "dataset %s: out must be a "
+                          "C-contiguous writable array of %zd elements (the "
+                          "box), not %zd", name, (Py_ssize_t)n,
+                          (Py_ssize_t)PyArray_SIZE(out));
+    Py_INCREF(out);
+    d = PyArray_DESCR(out);
+    Py_INCREF(d);
+  } else {
+    if (dtype_o != Py_None) {
+      if (!PyArray_DescrConverter(dtype_o, &d)) return NULL;
+    } else if (!(d = cplpy_dtype(info.type))) {
+      return NULL;
+    }
+    Py_INCREF(d); /* NewFromDescr steals one */
+    out = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, d, rank, shape,
+                                                NULL, NULL, 0, NULL);
+    if (!out) {
+      Py_DECREF(d);
+      return NULL;
+    }
+  }
+  int owned;
+  hid_t memtype = cplpy_h5type_shared(d, &owned);
+  Py_DECREF(d);
+  if (memtype < 0) {
+    Py_DECREF(out);
+    return NULL;
+  }
+  int rc;
+  void *buf = PyArray_DATA(out);
+  const hsize_t *s = start_o == Py_None ? NULL : start;
+  const hsize_t *c = start_o == Py_None ? NULL : count;
+  Py_BEGIN_ALLOW_THREADS rc = cpl_input_get(in, name, memtype, s, c, buf);
+  Py_END_ALLOW_THREADS
+  if (owned) H5Tclose(memtype);
+  if (rc != CPL_OK) {
+    Py_DECREF(out);
+    return cplpy_raise(rc, "cpl_input_get");
+  }
+  return (PyObject *)out;
+}
+
+/* attrs(dataset or None): [(name, dtype or None, n)] */
+static PyObject *Input_attrs(InputObj *self, PyObject *args) {
+  PyObject *ds;
+  if (!PyArg_ParseTuple(args, "O", &ds)) return NULL;
+  cpl_input *in = live_input(self);
+  if (!in) return NULL;
+  const char *dataset = opt_str(ds);
+  if (PyErr_Occurred()) return NULL;
+  int n;
+  LOCAL("cpl_input_attr_count", cpl_input_attr_count(in, dataset, &n));
+  PyObject *l = PyList_New(n);
+  for (int i = 0; l && i < n; i++) {
+    cpl_attr_info ai;
+    int rc = cpl_input_attr(in, dataset, i, &ai);
+    if (rc != CPL_OK) {
+      Py_DECREF(l);
+      return cplpy_raise(rc, "cpl_input_attr");
+    }
+    PyObject *dt = (PyObject *)cplpy_dtype(ai.type);
+    if (!dt) {
+      PyErr_Clear();
+      dt = Py_NewRef(Py_None);
+    }
+    PyList_SET_ITEM(l, i, Py_BuildValue("(sNn)", ai.name, dt, (Py_ssize_t)ai.n));
+  }
+  return l;
+}
+
+/* attr_get(dataset or None, name, dtype or None): 1-D array of n. */
+static PyObject *Input_attr_get(InputObj *self, PyObject *args) {
+  PyObject *ds, *dtype_o;
+  const char *name;
+  if (!PyArg_ParseTuple(args, "OsO", &ds, &name, &dtype_o)) return NULL;
+  cpl_input *in = live_input(self);
+  if (!in) return NULL;
+  const char *dataset = opt_str(ds);
+  if (PyErr_Occurred()) return NULL;
+  cpl_attr_info ai;
+  LOCAL("cpl_input_attr_inquire",
+        cpl_input_attr_inquire(in, dataset, name, &ai));
+  PyArray_Descr *d;
+  if (dtype_o != Py_None) {
+    if (!PyArray_DescrConverter(dtype_o, &d)) return NULL;
+  } else if (!(d = cplpy_dtype(ai.type))) {
+    return NULL;
+  }
+  hid_t memtype = cplpy_h5type(d);
+  if (memtype < 0) {
+    Py_DECREF(d);
+    return NULL;
+  }
+  npy_intp shape[1] = {(npy_intp)ai.n};
+  PyArrayObject *a = (PyArrayObject *)PyArray_NewFromDescr(
+      &PyArray_Type, d, 1, shape, NULL, NULL, 0, NULL); /* steals d */
+  if (!a) {
+    H5Tclose(memtype);
+    return NULL;
+  }
+  int rc = cpl_input_attr_get(in, dataset, name, memtype, ai.n, PyArray_DATA(a));
+  H5Tclose(memtype);
+  if (rc != CPL_OK) {
+    Py_DECREF(a);
+    return cplpy_raise(rc, "cpl_input_attr_get");
+  }
+  return (PyObject *)a;
+}
+
+static PyObject *Input_end_step(InputObj *self, PyObject *noarg) {
+  (void)noarg;
+  cpl_input *in = live_input(self);
+  if (!in) return NULL;
+  CALL("cpl_input_end_step", cpl_input_end_step(in));
+  Py_RETURN_NONE;
+}
+
+static PyObject *Input_close(InputObj *self, PyObject *noarg) {
+  (void)noarg;
+  if (!self->in || self->owner->finalized) Py_RETURN_NONE;
+  cpl_input *in = self->in;
+  self->in = NULL;
+  CALL("cpl_input_close", cpl_input_close(in));
+  Py_RETURN_NONE;
+}
+
+static PyObject *Input_link(InputObj *self, PyObject *noarg) {
+  (void)noarg;
+  cpl_input *in = live_input(self);
+  if (!in) return NULL;
+  cpl_link_end le;
+  LOCAL("cpl_input_link", cpl_input_link(in, &le));
+  return link_dict(&le);
+}
+
+static PyObject *Input_closed(InputObj *self, void *unused) {
+  (void)unused;
+  return PyBool_FromLong(!self->in || !self->owner || self->owner->finalized);
+}
+
+static PyObject *Input_ended(InputObj *self, void *unused) {
+  (void)unused;
+  return PyBool_FromLong(self->ended);
+}
+
+static PyMethodDef Input_methods[] = {
+    {"begin_step", (PyCFunction)Input_begin_step, METH_NOARGS, NULL},
+    {"try_step", (PyCFunction)Input_try_step, METH_VARARGS, NULL},
+    {"datasets", (PyCFunction)Input_datasets, METH_NOARGS, NULL},
+    {"inquire", (PyCFunction)Input_inquire, METH_VARARGS, NULL},
+    {"get", (PyCFunction)Input_get, METH_VARARGS, NULL},
+    {"attrs", (PyCFunction)Input_attrs, METH_VARARGS, NULL},
+    {"attr_get", (PyCFunction)Input_attr_get, METH_VARARGS, NULL},
+    {"end_step", (PyCFunction)Input_end_step, METH_NOARGS, NULL},
+    {"close", (PyCFunction)Input_close, METH_NOARGS, NULL},
+    {"link", (PyCFunction)Input_link, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Input_getset[] = {
+    {"closed", (getter)Input_closed, NULL, NULL, NULL},
+    {"ended", (getter)Input_ended, NULL, "end of stream seen", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject cplpy_InputType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "coupler._core.Input",
+    .tp_basicsize = sizeof(InputObj),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Input(context, port, peer=None): cpl_input_open",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Input_init,
+    .tp_dealloc = (destructor)Input_dealloc,
+    .tp_methods = Input_methods,
+    .tp_getset = Input_getset,
+};
+
+int cplpy_ports_init(PyObject *m) {
+  PyTypeObject *types[] = {&cplpy_ContextType, &cplpy_OutputType,
+                           &cplpy_InputType};
+  const char *names[] = {"Context", "Output", "Input"};
+  for (int i = 0; i < 3; i++)
+    if (PyType_Ready(types[i]) < 0 ||
+        PyModule_AddObjectRef(m, names[i], (PyObject *)types[i]) < 0)
+      return -1;
+  return 0;
+}

@@ -1,0 +1,313 @@
+"""End-to-end test of the Python package, one program for every Python
+component of a workflow launched by cpl-run (tests/python/*.yaml.in):
+    python3 e2e.py SCENARIO
+The component name says the role: prod* publish, cons* consume. Scenarios
+shared with tests/data/data_e2e.c (shapes, overlap, timeout_consumer)
+produce and check exactly what the C program does, so either side of a
+link may be C or Python. Like data_e2e, every process ends with a sum of
+failures over MPI_COMM_WORLD, and exits 1 if any.
+"""
+
+import sys
+
+import numpy as np
+
+import coupler
+
+failures = 0
+name = "?"
+wrank = 0
+
+
+def check(cond, msg):
+    global failures
+    if not cond:
+        print(f"FAIL {name} rank {wrank}: {msg}", file=sys.stderr, flush=True)
+        failures += 1
+
+
+# ------------------------------------------------- data_e2e's datasets
+
+def val(step, ds_id, idx):
+    """Element idx (row-major global index) of dataset ds_id at step."""
+    return float(step * 100003 + ds_id * 7919) + np.asarray(idx, dtype=np.float64)
+
+
+def split(n, parts, i, skip):
+    """data_e2e's irregular split: part k weighs k+1, `skip` gets nothing."""
+    w = before = mine = 0
+    for k in range(parts):
+        wk = 0 if k == skip else k + 1
+        if k < i:
+            before += wk
+        if k == i:
+            mine = wk
+        w += wk
+    start = n * before // w
+    return start, n * (before + mine) // w - start
+
+
+# name, id, dims, dtype (a1 int32, b2 float64, c3 uint16, late float64)
+DSETS = [("a1", 0, (37,), np.int32), ("b2", 1, (13, 11), np.float64),
+         ("c3", 2, (4, 7, 5), np.uint16), ("late", 3, (5,), np.float64)]
+
+
+def blocks(ds, r, p, step):
+    _, i, dims, _ = ds
+    start, count = [0] * len(dims), list(dims)
+    if i == 0:
+        if step >= 3:
+            start[0], count[0] = split(dims[0], p, p - 1 - r, -1)
+        else:
+            start[0], count[0] = split(dims[0], p, r, p - 1 if p > 1 else -1)
+    elif i == 1:
+        pr = max(k for k in range(1, p + 1) if k * k <= p and p % k == 0)
+        pc = p // pr
+        start[0], count[0] = split(dims[0], pr, r // pc, -1)
+        start[1], count[1] = split(dims[1], pc, r % pc, -1)
+    elif i == 2:
+        start[1], count[1] = split(dims[1], p, r, -1)
+    elif r != 0:
+        count[0] = 0
+    return start, count
+
+
+def expected(ds, step):
+    """The whole global array of a dataset at a step, in its dtype."""
+    _, i, dims, dt = ds
+    v = val(step, i, np.arange(int(np.prod(dims)))).reshape(dims)
+    if dt == np.uint16:
+        return (v.astype(np.int64) & 0xFFFF).astype(dt)
+    return v.astype(dt)
+
+
+def publish(out, step, r, p):
+    with out.step():
+        for ds in DSETS[:4 if step >= 3 else 3]:
+            start, count = blocks(ds, r, p, step)
+            whole = expected(ds, step)
+            box = tuple(slice(s, s + c) for s, c in zip(start, count))
+            # A view of the whole array: not contiguous for most blocks, so
+            # both the zero-copy and the copying path of put() run.
+            out.put(ds[0], whole[box], dims=ds[2], start=start)
+        out.attr("time", 0.5 * step)
+        out.attr("units", np.array(b"kelvin", dtype="S6"), dataset="b2")
+
+
+def check_step(inp, step):
+    infos = inp.datasets()
+    check(len(infos) == (4 if step >= 3 else 3), f"step {step}: {len(infos)} datasets")
+    for ds in DSETS[:len(infos)]:
+        info = inp.inquire(ds[0])
+        check(info.shape == ds[2] and info.dtype == np.dtype(ds[3]),
+              f"{ds[0]}: {info}")
+        want = expected(ds, step)
+        whole = inp.get(ds[0], dtype=np.float64)
+        check(np.array_equal(whole, want.astype(np.float64)),
+              f"step {step} {ds[0]}: whole array as float64")
+        native = inp.get(ds[0])  # stored type
+        check(native.dtype == np.dtype(ds[3]) and np.array_equal(native, want),
+              f"step {step} {ds[0]}: stored type")
+        s = [d // 3 for d in ds[2]]
+        c = [d - d // 3 - d // 4 for d in ds[2]]
+        sub = inp.get(ds[0], start=s, count=c)
+        box = tuple(slice(a, a + b) for a, b in zip(s, c))
+        check(sub.shape == tuple(c) and np.array_equal(sub, want[box]),
+              f"step {step} {ds[0]}: sub-box")
+    f = np.empty((13, 11), dtype=np.float32)
+    got = inp.get("b2", out=f)  # into a given array, converted
+    check(got is f and np.array_equal(f, expected(DSETS[1], step).astype(np.float32)),
+          "float32 conversion into out")
+    check(inp.attr("time") == 0.5 * step, f"step {step}: time")
+    check([a.name for a in inp.attrs("b2")] == ["units"], "b2 attributes")
+    check(inp.attr("units", dataset="b2") == b"kelvin", "units")
+    check(inp.attrs()[0].size == 1 and inp.attrs()[0].dtype == np.float64,
+          "time attribute info")
+
+
+# --------------------------------------------------------- scenarios
+
+def shapes(ctx, producer, r, p):
+    if producer:
+        with ctx.output("out") as out:
+            for s in range(5):
+                publish(out, s, r, p)
+    else:
+        seen = []
+        with ctx.input("in") as inp:
+            for step in inp:
+                seen.append(step.number)
+                check_step(step, step.number)
+            check(inp.ended and inp.begin_step() is None, "end of stream sticks")
+        check(seen == [0, 1, 2, 3, 4], f"steps {seen}")
+
+
+def overlap(ctx, producer, r, p):
+    """Overlapping blocks: an exception on both sides, Coupler's message."""
+    if producer:
+        out = ctx.output("out")
+        out.begin_step()
+        out.put("x", np.zeros(6), dims=(10,), start=(0 if r == 0 else 4,))
+        try:
+            out.end_step()
+            check(False, "end_step accepted overlapping blocks")
+        except coupler.ShapeError as e:
+            check('port prod.out, step 0: dataset "x"' in str(e) and
+                  "rank 0, [0:6], and rank 1, [4:10], overlap" in str(e),
+                  f"message: {e}")
+            check(type(e) is coupler.ShapeError and e.call == "cpl_output_end_step",
+                  f"status {e.status} call {e.call}")
+            if r == 0:
+                print(f"producer: {e}")
+        out.close()
+    else:
+        inp = ctx.input("in")
+        for attempt in range(2):  # the failure is sticky
+            try:
+                inp.begin_step()
+                check(False, "begin_step after a producer failure")
+            except coupler.ShapeError as e:
+                check("producer: port prod.out, step 0" in str(e), f"consumer: {e}")
+                if r == 0 and attempt == 0:
+                    print(f"consumer: {e}")
+        inp.close()
+
+
+def timeout_consumer(ctx, producer, r, p):
+    """C producer late by 3 s, link timeout 1 s: TimeoutError (also the
+    built-in TimeoutError) naming link, rank and step; a retry succeeds."""
+    inp = ctx.input("in")
+    timeouts = 0
+    while True:
+        try:
+            step = inp.begin_step()
+            break
+        except TimeoutError as e:
+            check(isinstance(e, coupler.TimeoutError), "class")
+            if timeouts == 0 and r == 0:
+                m = str(e)
+                check("link prod.out->cons.in" in m and "receiver 0" in m and
+                      "step after -1" in m and "within 1 s" in m, f"message: {m}")
+                print(f"consumer timed out as expected: {m}")
+            timeouts += 1
+    check(step == 0 and timeouts >= 1, f"step {step} after {timeouts} timeouts")
+    n = 0
+    while step is not None:
+        x = inp.get("x")
+        check(np.array_equal(x, val(step, 9, np.arange(x.size))), f"x of step {step}")
+        n += 1
+        inp.end_step()
+        step = inp.begin_step()
+    check(n == 12, f"{n} steps")
+    inp.close()
+
+
+# Every dtype with an HDF5 equivalent, through a link and back, exactly.
+DTYPES = ["i1", "u1", "i2", "u2", "<i4", ">i4", "u4", "i8", ">u8", "f2", "f4",
+          ">f8", "g", "c8", ">c16", "?", "S7", "V5",
+          [("a", "<i4"), ("b", "<f8", (3,)), ("c", "S2")],
+          np.dtype([("x", "u1"), ("y", "<f4")], align=True)]
+
+
+def typed(i, dt, n, step):
+    """Deterministic values of dtype dt: n elements."""
+    dt = np.dtype(dt)
+    raw = (np.arange(n * dt.itemsize, dtype=np.int64) * 7 + i * 13 + step) % 251
+    a = raw.astype(np.uint8).view(dt) if dt.kind in "VS" else None
+    if dt.kind == "b":
+        return (np.arange(n) + step) % 3 == 0
+    if dt.kind in "iu":
+        return (np.arange(n) * 37 + step + i).astype(dt)
+    if dt.kind in "fc":
+        v = np.arange(n) * 0.25 - 3 + step
+        return (v + 1j * v if dt.kind == "c" else v).astype(dt)
+    if dt.fields:
+        a = np.zeros(n, dtype=dt)
+        for k, f in enumerate(dt.names):
+            sub = dt.fields[f][0]
+            base = sub.base if sub.subdtype else sub
+            shape = (n,) + sub.shape
+            cnt = int(np.prod(shape))
+            a[f] = typed(i * 10 + k, base, cnt, step).reshape(shape)
+        return a
+    return a
+
+
+def dtypes(ctx, producer, r, p):
+    n = 6
+    if producer:
+        with ctx.output("out") as out:
+            for s in range(2):
+                with out.step():
+                    for i, dt in enumerate(DTYPES):
+                        a = typed(i, dt, n * p, s)[r * n:(r + 1) * n]
+                        out.put(f"d{i}", a, dims=(n * p,), start=(r * n,))
+                    out.attr("vec", np.arange(5, dtype=">i2"))
+                    out.attr("note", "ünïcode as UTF-8")
+                    out.attr("z", np.complex64(1 - 2j), dataset="d0")
+    else:
+        with ctx.input("in") as inp:
+            for step in inp:
+                s = step.number
+                for i, dt in enumerate(DTYPES):
+                    want = typed(i, dt, n * p, s)
+                    info = inp.inquire(f"d{i}")
+                    got = inp.get(f"d{i}")
+                    check(info.dtype == want.dtype and got.dtype == want.dtype,
+                          f"d{i}: dtype {info.dtype} / {got.dtype}, want {want.dtype}")
+                    check(got.tobytes() == want.tobytes(), f"d{i} {dt}: values")
+                # Conversions HDF5 does: int -> float, big -> little endian.
+                check(np.array_equal(inp.get("d2", dtype="f8"), typed(2, "i2", n * p, s)),
+                      "int16 -> float64")
+                check(np.array_equal(inp.get("d11", dtype="<f4"),
+                                     typed(11, ">f8", n * p, s).astype("f4")),
+                      "big-endian float64 -> float32")
+                check(np.array_equal(inp.attr("vec"), np.arange(5)), "vec")
+                check(inp.attr("note").decode() == "ünïcode as UTF-8", "note")
+                check(inp.attr("z", dataset="d0") == np.complex64(1 - 2j), "complex attr")
+                try:
+                    inp.get("d16", dtype="f8")  # bytes -> float: no conversion
+                    check(False, "S7 -> float64 accepted")
+                except coupler.TypeMismatchError as e:
+                    check("d16" in str(e), f"conversion message: {e}")
+                try:
+                    inp.get("nope")
+                    check(False, "unknown dataset")
+                except coupler.Error as e:
+                    check("nope" in str(e), f"unknown dataset: {e}")
+                try:
+                    inp.get("d1", out=np.empty(3, dtype="u1"))
+                    check(False, "small out accepted")
+                except ValueError as e:
+                    check("elements" in str(e), f"out size: {e}")
+
+
+def uncaught(ctx, producer, r, p):
+    """An exception nobody catches, in one consumer rank: coupler's hook
+    aborts the job at once instead of leaving the rest waiting."""
+    with ctx.input("in") as inp:
+        for step in inp:
+            if r == 0:
+                raise RuntimeError("deliberate failure in the consumer")
+    check(False, "the job went on after an uncaught exception")
+
+
+def main():
+    global name, wrank
+    scenario = sys.argv[1]
+    world = coupler.Comm.world()
+    wrank = world.rank
+    ctx = coupler.init()
+    name = ctx.name
+    comm = ctx.ccomm
+    producer = name.startswith("prod")
+    globals()[scenario](ctx, producer, comm.rank, comm.size)
+    ctx.finalize()
+    total = world.allreduce(np.array(failures, dtype=np.intc))
+    if wrank == 0:
+        print(f"{scenario}: {'FAILED' if total else 'passed'} ({total} failures)")
+    sys.exit(1 if total else 0)
+
+
+if __name__ == "__main__":
+    main()

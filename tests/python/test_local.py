@@ -1,0 +1,209 @@
+"""One-process checks of the Python package, under mpiexec -n 1:
+    python3 test_local.py FAKE_OPENMPI_DIR
+errors of init and of calls out of order as exceptions carrying Coupler's
+message; the NumPy dtype <-> HDF5 map; the Comm helper; mpi4py checks
+with two stand-ins (FAKE_OPENMPI_DIR: an extension linked to Open MPI's
+soname, which must be refused without being loaded; and a pure-Python
+module reporting MPICH, to check the handle conversions both ways).
+Prints 'N passed, N failed'.
+"""
+
+import os
+import sys
+import tempfile
+import textwrap
+
+import numpy as np
+
+import coupler
+
+passed = failed = 0
+
+
+def check(cond, msg):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAIL: {msg}", file=sys.stderr, flush=True)
+
+
+def raises(cls, fn, *substrings):
+    try:
+        fn()
+    except cls as e:
+        check(all(s in str(e) for s in substrings), f"{cls.__name__}: {e}")
+        return e
+    except Exception as e:  # noqa: BLE001 - report the wrong class
+        check(False, f"expected {cls.__name__}, got {type(e).__name__}: {e}")
+        return None
+    check(False, f"expected {cls.__name__}, nothing raised")
+    return None
+
+
+def workflow(text):
+    f = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
+    f.write(textwrap.dedent(text))
+    f.close()
+    return f.name
+
+
+def test_init_errors():
+    e = raises(coupler.IOError, lambda: coupler.init(workflow="/nonexistent/w.yaml"),
+               "/nonexistent/w.yaml")
+    check(e is not None and e.status == 10 and e.call == "cpl_init" and
+          isinstance(e, coupler.Error), "IOError attributes")
+    bad = workflow("""\
+        name: w
+        components:
+          - {name: a, nprocs: 1, command: x, colour: red}
+        """)
+    raises(coupler.ConfigError, lambda: coupler.init(workflow=bad, component="a"),
+           bad + ":3:", "colour")
+    two = workflow("""\
+        name: w
+        components:
+          - {name: a, nprocs: 2, command: x}
+        """)
+    raises(coupler.MismatchError, lambda: coupler.init(workflow=two, component="a"))
+    os.environ.pop("CPL_WORKFLOW", None)
+    raises(coupler.Error, lambda: coupler.init(), "CPL_WORKFLOW")
+    raises(TypeError, lambda: coupler.init(comm="world"), "str")
+
+
+def test_ports():
+    wf = workflow("""\
+        name: solo
+        components:
+          - {name: a, nprocs: 1, command: x, outputs: [o]}
+        """)
+    with coupler.init(workflow=wf, component="a") as ctx:
+        check(ctx.name == "a" and ctx.workflow_name == "solo", repr(ctx))
+        check(ctx.ccomm.size == 1 and ctx.ccomm.rank == 0, "component comm")
+        raises(coupler.Error, lambda: ctx.output("nope"), "nope")
+        out = ctx.output("o")
+        raises(coupler.StateError, lambda: out.put("x", np.zeros(3)))
+        raises(coupler.StateError, lambda: out.end_step())
+        out.begin_step()
+        raises(TypeError, lambda: out.put("u", np.array(["a"])), "no HDF5 equivalent")
+        raises(ValueError, lambda: out.put("s", np.float64(1), dims=(1, 1)), "dims")
+        raises(coupler.Error, lambda: out.put("big", np.zeros(4), dims=(3,)))
+        out.put("x", np.arange(3.0))
+        out.attr("t", 1.5)
+        out.end_step()  # no links: nothing waits
+        check(out.stats()["steps"] == 1, f"stats {out.stats()}")
+        out.close()
+        check(out.closed, "closed")
+        raises(ValueError, lambda: out.begin_step(), "closed")
+    check(ctx.finalized, "finalized by with")
+    raises(ValueError, lambda: ctx.output("o"), "finalized")
+
+
+DTYPES = ["i1", "u1", "i2", "<u2", ">i4", "u4", "i8", ">u8", "f2", "f4", ">f8",
+          "g", "c8", ">c16", "G", "?", "S1", "S9", "V3",
+          [("a", "<i4"), ("b", ">f8", (2, 3)), ("c", "S2")],
+          np.dtype([("x", "u1"), ("y", "<f4")], align=True)]
+
+
+def test_dtypes():
+    for dt in DTYPES:
+        back, size = coupler._core.h5type_roundtrip(dt)
+        check(back == np.dtype(dt) and size == np.dtype(dt).itemsize,
+              f"{dt}: back {back}, HDF5 size {size}")
+    for dt in ["U3", "O", "M8[s]", "m8[s]"]:
+        raises(TypeError, lambda: coupler._core.h5type_roundtrip(dt), "no HDF5 equivalent")
+
+
+def test_comm():
+    w = coupler.Comm.world()
+    check(w.rank == 0 and w.size == 1, "world")
+    check(w.allreduce(3) == 3 and w.allreduce(2.5, "max") == 2.5, "scalar allreduce")
+    a = w.allreduce(np.array([1, 5], dtype=">i4"), "min")
+    check(np.array_equal(a, [1, 5]), f"array allreduce {a}")
+    raises(ValueError, lambda: w.allreduce(1, "prod"), "sum, min or max")
+    d = w.dup()
+    check(d.size == 1 and d.handle != w.handle, "dup")
+    d.barrier()
+    d.free()
+    b = w.bcast(np.arange(4))
+    check(np.array_equal(b, np.arange(4)), "bcast")
+    version, path = coupler.mpi_library()
+    check("MPICH" in version and "mpich" in path, f"library {path}")
+
+
+def test_openmpi_mpi4py(fake_dir):
+    """Debian's python3-mpi4py links libmpi.so.40 (Open MPI): refused,
+    with a message that says why, before its module is loaded."""
+    sys.path.insert(0, fake_dir)
+    try:
+        check(not coupler.mpi4py_usable(), "Open MPI mpi4py taken as usable")
+        wf = workflow("""\
+            name: solo
+            components:
+              - {name: a, nprocs: 1, command: x}
+            """)
+        with coupler.init(workflow=wf, component="a") as ctx:
+            raises(coupler.MPI4PyError, lambda: ctx.comm, "libmpi.so.40",
+                   "libmpich.so.12", "two MPI libraries")
+            check(isinstance(ctx.ccomm, coupler.Comm), "ccomm without mpi4py")
+        check("mpi4py.MPI" not in sys.modules, "the Open MPI module was loaded")
+    finally:
+        sys.path.remove(fake_dir)
+        for m in [m for m in sys.modules if m.startswith("mpi4py")]:
+            del sys.modules[m]
+
+
+STANDIN = '''\
+"""Stand-in for an mpi4py built on MPICH: the API coupler uses."""
+from coupler import _core
+def Get_library_version():
+    return _core.mpi_library()[0]
+class Comm:
+    def __init__(self, h): self.h = h
+    @classmethod
+    def f2py(cls, h): return cls(h)
+    def py2f(self): return self.h
+    def Get_size(self): return _core.comm_rank_size(self.h)[1]
+COMM_WORLD = Comm(_core.comm_world())
+'''
+
+
+def test_mpich_mpi4py():
+    d = tempfile.mkdtemp()
+    os.makedirs(os.path.join(d, "mpi4py"))
+    open(os.path.join(d, "mpi4py", "__init__.py"), "w").close()
+    with open(os.path.join(d, "mpi4py", "MPI.py"), "w") as f:
+        f.write(STANDIN)
+    sys.path.insert(0, d)
+    try:
+        check(coupler.mpi4py_usable(), "MPICH stand-in refused")
+        from mpi4py import MPI
+        wf = workflow("""\
+            name: solo
+            components:
+              - {name: a, nprocs: 1, command: x}
+            """)
+        with coupler.init(MPI.COMM_WORLD, workflow=wf, component="a") as ctx:
+            c = ctx.comm
+            check(isinstance(c, MPI.Comm) and c.py2f() == ctx.ccomm.handle and
+                  c.Get_size() == 1, "component comm as mpi4py Comm")
+            check(ctx.ccomm.to_mpi4py().py2f() == ctx.ccomm.handle, "to_mpi4py")
+    finally:
+        sys.path.remove(d)
+
+
+def main():
+    coupler.mpi_init()
+    test_init_errors()
+    test_ports()
+    test_dtypes()
+    test_comm()
+    test_openmpi_mpi4py(sys.argv[1])
+    test_mpich_mpi4py()
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
