@@ -105,6 +105,10 @@ int cpli_chan_poll(cpl_context *ctx, int end) {
   }
 }
 
+static double link_timeout(cpl_context *ctx, int end) {
+  return ctx->wf->links[ctx->ends[end].link].timeout;
+}
+
 /* Watchdog descriptions of the roots' waits. */
 typedef struct watched {
   cpl_context *ctx;
@@ -194,7 +198,9 @@ int cpli_chan_recv_header(cpl_context *ctx, int end, double timeout,
   cpli_wait w;
   cpli_wait_start(&w, timeout, CPLI_WAIT_NAP_US);
   watched x = {ctx, end, "waiting for the producer's next step (header)"};
-  cpli_wait_watch(&w, say_end, &x);
+  /* A try (cpl_input_try_step) waits briefly on purpose: not a hang. */
+  if (timeout >= link_timeout(ctx, end))
+    cpli_wait_watch(&w, say_end, &x);
   MPI_Message m;
   MPI_Status st;
   for (;;) {
@@ -300,10 +306,6 @@ void cpli_data_untrack(cpl_context *ctx, cpl_output *o, cpl_input *in) {
 }
 
 /* ------------------------------------------------------------- finalize */
-
-static double link_timeout(cpl_context *ctx, int end) {
-  return ctx->wf->links[ctx->ends[end].link].timeout;
-}
 
 /* Components reach cpl_finalize at their own pace (one may compute long
  * after its last step), so the drain waits longer than a link wait:
