@@ -292,6 +292,50 @@ def uncaught(ctx, producer, r, p):
     check(False, "the job went on after an uncaught exception")
 
 
+def select(ctx, producer, r, p):
+    """Each consumer rank reads only its rows of every dataset (step 0-1),
+    then two overlapping boxes of b2 (step 2), then asks for the latest
+    step; outside its boxes is an error; bytes received are its rows."""
+    if producer:
+        with ctx.output("out") as out:
+            for s in range(5):
+                publish(out, s, r, p)
+        return
+    inp = ctx.input("in")
+    inp.select_rows(r, p)
+    for s in range(2):
+        check(inp.begin_step() == s, f"step {s}")
+        for ds in DSETS[:3]:
+            n = ds[2][0]
+            lo, c = n // p * r + min(r, n % p), n // p + (r < n % p)
+            start, count = [lo] + [0] * (len(ds[2]) - 1), [c] + list(ds[2][1:])
+            if c:
+                got = inp.get(ds[0], start=start, count=count)
+                check(np.array_equal(got, expected(ds, s)[lo:lo + c]),
+                      f"step {s} {ds[0]}: rows {lo}:{lo + c}")
+        if r > 0:
+            try:
+                inp.get("b2", start=(0, 0), count=(1, 1))
+                check(False, "a get outside the selected rows was accepted")
+            except coupler.ArgumentError as e:
+                check("not inside the boxes this rank selected" in str(e), str(e))
+        inp.end_step()
+    inp.select([((r, 2), (6, 6)), ((r + 3, 0), (6, 4))], dataset="b2")
+    check(inp.begin_step() == 2, "step 2")
+    b2 = expected(DSETS[1], 2)
+    check(np.array_equal(inp.get("b2", start=(r, 2), count=(6, 6)), b2[r:r + 6, 2:8]),
+          "first box of b2")
+    check(np.array_equal(inp.get("b2", start=(r + 3, 0), count=(6, 4)), b2[r + 3:r + 9, 0:4]),
+          "second box of b2")
+    inp.end_step()
+    st = inp.stats()
+    check(st["steps"] == 3 and st["bytes"] > 0, f"stats {st}")
+    step = inp.begin_step(want=coupler.STEP_LATEST)
+    check(step is not None and step >= 3, f"latest: {step}")
+    inp.end_step()
+    inp.close()
+
+
 def main():
     global name, wrank
     scenario = sys.argv[1]

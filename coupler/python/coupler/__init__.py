@@ -40,7 +40,7 @@ try:
 finally:
     _sys.setdlopenflags(_flags)
 del _flags
-from ._core import wtime
+from ._core import wtime, STEP_NEXT, STEP_LATEST
 from ._core import (ArgumentError, CommError, ConfigError, EnvironmentError,
                     Error, HDF5Error, InternalError, IOError, MismatchError,
                     MPIError, NoMemoryError, NotFoundError, ParseError,
@@ -266,11 +266,30 @@ class Input(_Port, _core.Input):
         super().__init__(ctx, port, peer)
         self._in_step = False
 
-    def begin_step(self):
-        """Wait for the next step: its number, or None at end of stream."""
-        s = super().begin_step()
+    def begin_step(self, want=None):
+        """Wait for the next step (or the one `want` asks for: STEP_LATEST,
+        STEP_NEXT or a step number): its number, or None at end of stream.
+        A step the producer no longer holds raises NotFoundError."""
+        s = super().begin_step() if want is None else super().begin_step_at(want)
         self._in_step = s is not None
         return s
+
+    def select(self, boxes, dataset=None):
+        """Read only these boxes, [(start, count), ...], of `dataset` (None:
+        of every dataset with that many dims and no selection of its own),
+        from the next step on; [] reads nothing of it."""
+        boxes = list(boxes)
+        ndims = len(boxes[0][0]) if boxes else 1
+        super().select(dataset, ndims, boxes)
+
+    def select_rows(self, part, nparts, dataset=None):
+        """Read only part `part` of `nparts` of dimension 0 (rows split as
+        evenly as possible), from the next step on."""
+        super().select_rows(dataset, part, nparts)
+
+    def select_clear(self):
+        """Read whole datasets again from the next step."""
+        super().select_clear()
 
     def try_step(self, seconds=0.0):
         """As begin_step, waiting at most `seconds`: None if no step came
@@ -321,7 +340,7 @@ class Input(_Port, _core.Input):
 
 __all__ = [
     "init", "Context", "Output", "Input", "Step", "Comm", "DatasetInfo",
-    "AttrInfo", "wtime", "mpi_init", "mpi_library", "mpi4py_usable", "MPI4PyError",
+    "AttrInfo", "wtime", "STEP_NEXT", "STEP_LATEST", "mpi_init", "mpi_library", "mpi4py_usable", "MPI4PyError",
     "Error", "ArgumentError", "CommError", "MPIError", "NoMemoryError",
     "EnvironmentError", "ParseError", "ConfigError", "MismatchError",
     "TimeoutError", "IOError", "HDF5Error", "StateError", "UnsupportedError",

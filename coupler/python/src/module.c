@@ -117,6 +117,8 @@ PyMODINIT_FUNC PyInit__core(void) {
       cplpy_errors_init(m) < 0 || cplpy_ports_init(m) < 0 ||
       cplpy_comm_init(m) < 0 ||
       PyModule_AddIntConstant(m, "END_OF_STREAM", CPL_END_OF_STREAM) < 0 ||
+      PyModule_AddIntConstant(m, "STEP_NEXT", CPL_STEP_NEXT) < 0 ||
+      PyModule_AddIntConstant(m, "STEP_LATEST", CPL_STEP_LATEST) < 0 ||
       PyModule_AddStringConstant(m, "VERSION", CPL_VERSION_STRING) < 0) {
     Py_DECREF(m);
     return NULL;

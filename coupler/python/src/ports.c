@@ -483,6 +483,95 @@ static PyObject *Input_try_step(InputObj *self, PyObject *args) {
   return PyLong_FromLong(step);
 }
 
+/* begin_step_at(want): as begin_step, for CPL_STEP_NEXT (-1),
+ * CPL_STEP_LATEST (-2) or a step number; None at end of stream. */
+static PyObject *Input_begin_step_at(InputObj *self, PyObject *args) {
+  long want;
+  if (!PyArg_ParseTuple(args, "l", &want)) return NULL;
+  cpl_input *in = live_input(self);
+  if (!in) return NULL;
+  long step = -1;
+  int rc;
+  Py_BEGIN_ALLOW_THREADS rc = cpl_input_begin_step_at(in, want, &step);
+  Py_END_ALLOW_THREADS
+  if (rc == CPL_END_OF_STREAM) {
+    self->ended = 1;
+    Py_RETURN_NONE;
+  }
+  if (rc != CPL_OK) return cplpy_raise(rc, "cpl_input_begin_step_at");
+  return PyLong_FromLong(step);
+}
+
+/* select(dataset or None, ndims, [(start, count), ...]) */
+static PyObject *Input_select(InputObj *self, PyObject *args) {
+  const char *name;
+  int ndims;
+  PyObject *boxes;
+  if (!PyArg_ParseTuple(args, "ziO", &name, &ndims, &boxes)) return NULL;
+  cpl_input *in = live_input(self);
+  if (!in) return NULL;
+  if (ndims < 1 || ndims > CPL_MAX_RANK)
+    return PyErr_Format(PyExc_ValueError, "ndims %d is not in 1..%d", ndims,
+                        CPL_MAX_RANK);
+  PyObject *f = PySequence_Fast(boxes, "boxes must be a sequence of (start, count)");
+  if (!f) return NULL;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(f);
+  hsize_t *v = PyMem_Malloc((size_t)(2 * n * ndims + 1) * sizeof *v);
+  int bad = !v;
+  for (Py_ssize_t b = 0; !bad && b < n; b++) {
+    PyObject *box = PySequence_Fast_GET_ITEM(f, b);
+    PyObject *sc = PySequence_Fast(box, "a box is (start, count)");
+    bad = !sc || PySequence_Fast_GET_SIZE(sc) != 2;
+    if (sc && bad) PyErr_SetString(PyExc_ValueError, "a box is (start, count)");
+    if (!bad)
+      bad = hsizes(PySequence_Fast_GET_ITEM(sc, 0), ndims, v + b * ndims, "start") < 0 ||
+            hsizes(PySequence_Fast_GET_ITEM(sc, 1), ndims, v + (n + b) * ndims, "count") < 0;
+    Py_XDECREF(sc);
+  }
+  Py_DECREF(f);
+  if (bad) {
+    PyMem_Free(v);
+    return v ? NULL : PyErr_NoMemory();
+  }
+  int rc = cpl_input_select(in, name, ndims, (int)n, v, v + n * ndims);
+  PyMem_Free(v);
+  if (rc != CPL_OK) return cplpy_raise(rc, "cpl_input_select");
+  Py_RETURN_NONE;
+}
+
+/* select_rows(dataset or None, part, nparts) */
+static PyObject *Input_select_rows(InputObj *self, PyObject *args) {
+  const char *name;
+  int part, nparts;
+  if (!PyArg_ParseTuple(args, "zii", &name, &part, &nparts)) return NULL;
+  cpl_input *in = live_input(self);
+  if (!in) return NULL;
+  int rc = cpl_input_select_rows(in, name, part, nparts);
+  if (rc != CPL_OK) return cplpy_raise(rc, "cpl_input_select_rows");
+  Py_RETURN_NONE;
+}
+
+static PyObject *Input_select_clear(InputObj *self, PyObject *noarg) {
+  (void)noarg;
+  cpl_input *in = live_input(self);
+  if (!in) return NULL;
+  int rc = cpl_input_select_clear(in);
+  if (rc != CPL_OK) return cplpy_raise(rc, "cpl_input_select_clear");
+  Py_RETURN_NONE;
+}
+
+static PyObject *Input_stats(InputObj *self, PyObject *noarg) {
+  (void)noarg;
+  cpl_input *in = live_input(self);
+  if (!in) return NULL;
+  cpl_input_stats st;
+  int rc = cpl_input_stats_get(in, &st);
+  if (rc != CPL_OK) return cplpy_raise(rc, "cpl_input_stats_get");
+  return Py_BuildValue("{slslsnsnsn}", "steps", st.steps, "selective",
+                       st.selective, "bytes", (Py_ssize_t)st.bytes, "bytes_held",
+                       (Py_ssize_t)st.bytes_held, "bytes_max", (Py_ssize_t)st.bytes_max);
+}
+
 /* (name, dtype or None, dims, bytes, nattrs) */
 static PyObject *info_tuple(const cpl_dataset_info *info) {
   PyObject *dt = (PyObject *)cplpy_dtype(info->type);
@@ -713,6 +802,11 @@ static PyObject *Input_ended(InputObj *self, void *unused) {
 static PyMethodDef Input_methods[] = {
     {"begin_step", (PyCFunction)Input_begin_step, METH_NOARGS, NULL},
     {"try_step", (PyCFunction)Input_try_step, METH_VARARGS, NULL},
+    {"begin_step_at", (PyCFunction)Input_begin_step_at, METH_VARARGS, NULL},
+    {"select", (PyCFunction)Input_select, METH_VARARGS, NULL},
+    {"select_rows", (PyCFunction)Input_select_rows, METH_VARARGS, NULL},
+    {"select_clear", (PyCFunction)Input_select_clear, METH_NOARGS, NULL},
+    {"stats", (PyCFunction)Input_stats, METH_NOARGS, NULL},
     {"datasets", (PyCFunction)Input_datasets, METH_NOARGS, NULL},
     {"inquire", (PyCFunction)Input_inquire, METH_VARARGS, NULL},
     {"get", (PyCFunction)Input_get, METH_VARARGS, NULL},
