@@ -16,7 +16,8 @@ case "${1:-}" in
 esac
 
 packages=(build-essential cmake pkg-config mpich libmpich-dev libhdf5-mpich-dev
-          hdf5-tools libyaml-dev libpng-dev)
+          hdf5-tools libyaml-dev libpng-dev
+          iproute2 slurmctld slurmd slurm-client munge) # cpl-run's launcher tests
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
