@@ -436,26 +436,28 @@ static int build_srun(const cpli_workflow *wf, const cpli_launch_opts *o,
       put(&t, " -C");
       rc |= put_srun_word(&t, k->workdir, k->name, err, esize);
     }
-    size_t need = strlen(o->workflow) + 16;
-    char *kv = malloc(need + CPLI_WF_MAX_NAME);
-    if (!kv) oom();
-    snprintf(kv, need + CPLI_WF_MAX_NAME, "CPL_COMPONENT=%s", k->name);
-    rc |= put_srun_word(&t, kv, k->name, err, esize);
-    snprintf(kv, need + CPLI_WF_MAX_NAME, "CPL_WORKFLOW=%s", o->workflow);
-    rc |= put_srun_word(&t, kv, k->name, err, esize);
-    free(kv);
-    for (int e = 0; e < k->nenv && !rc; e++) {
-      size_t n = strlen(k->env[e].name) + strlen(k->env[e].value) + 2;
+    const char *vars[2][2] = {{"CPL_COMPONENT", k->name},
+                              {"CPL_WORKFLOW", o->workflow}};
+    for (int e = 0; e < 2 + k->nenv && !rc; e++) {
+      const char *name = e < 2 ? vars[e][0] : k->env[e - 2].name;
+      const char *value = e < 2 ? vars[e][1] : k->env[e - 2].value;
+      size_t n = strlen(name) + strlen(value) + 2;
       char *s = malloc(n);
       if (!s) oom();
-      snprintf(s, n, "%s=%s", k->env[e].name, k->env[e].value);
+      snprintf(s, n, "%s=%s", name, value);
       rc |= put_srun_word(&t, s, k->name, err, esize);
       free(s);
     }
     int nw;
     char **w = component_words(k, o->wfdir, comp_exe, &nw);
-    /* env takes a first word with "=" as a variable: let "--" end them. */
-    if (strchr(w[0], '=')) put(&t, " --");
+    /* env takes any word with "=" before the program as a variable. */
+    if (!rc && strchr(w[0], '=')) {
+      fail(err, esize, "component %s: the program %s has \"=\" in its "
+                       "path, which env (in the multi-prog line) would take "
+                       "for a variable; use --launcher mpiexec or rename it",
+           k->name, w[0]);
+      rc = -1;
+    }
     for (int a = 0; a < nw && !rc; a++)
       rc |= put_srun_word(&t, w[a], k->name, err, esize);
     free_words(w, nw);
