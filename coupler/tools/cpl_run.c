@@ -1,13 +1,15 @@
 /*
- * cpl-run [OPTIONS] FILE [-- MPIEXEC_ARGS...]: launch a workflow as one
- * MPMD job with MPICH's hydra mpiexec:
+ * cpl-run [OPTIONS] FILE [-- LAUNCHER_ARGS...]: launch a workflow as one
+ * MPMD job with MPICH's hydra mpiexec (default):
  *
- *   mpiexec MPIEXEC_ARGS... -n N1 -env CPL_COMPONENT c1 -env CPL_WORKFLOW
- *     /abs/FILE [-env K V]... [-wdir D] prog1 args : -n N2 ...
+ *   mpiexec [-f HOSTFILE] LAUNCHER_ARGS... -n N1 -env CPL_COMPONENT c1
+ *     -env CPL_WORKFLOW /abs/FILE [-env K V]... [-wdir D] prog1 args : ...
  *
+ * or with Slurm's srun (--launcher srun: one --multi-prog step); the
+ * commands, placement and generated files are built in launch.c.
  * It validates FILE first (same checks as cpl-validate), then replaces
- * itself with mpiexec, so the exit status is the job's and signals reach
- * mpiexec directly. It wraps nothing in a timeout: use `timeout` around it.
+ * itself with the launcher, so the exit status is the job's and signals
+ * reach it directly. It wraps nothing in a timeout: use `timeout` around it.
  */
 #define _XOPEN_SOURCE 700 /* realpath, execvp, readlink */
 

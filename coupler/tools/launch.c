@@ -541,8 +541,17 @@ int cpli_launch_write_files(const cpli_launch *l, char *err, size_t esize) {
     snprintf(dir, sizeof dir, "%s", f->path);
     char *slash = strrchr(dir, '/');
     if (slash) *slash = '\0';
-    if (mkdir(dir, 0755) && errno != EEXIST) {
+    /* Shared /tmp: the directory must be ours and no one else's to write,
+     * or another user could swap the files between writing and launch. */
+    struct stat st;
+    if ((mkdir(dir, 0700) && errno != EEXIST) || lstat(dir, &st) != 0) {
       fail(err, esize, "cannot create %s: %s", dir, strerror(errno));
+      return -1;
+    }
+    if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+        (st.st_mode & 022)) {
+      fail(err, esize, "%s is not a directory of this user that only it can "
+                       "write; remove it or set TMPDIR", dir);
       return -1;
     }
     char tmp[PATH_MAX + 32];

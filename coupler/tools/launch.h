@@ -55,8 +55,9 @@ typedef struct cpli_launch {
 int cpli_launch_build(const cpli_workflow *wf, const cpli_launch_opts *o,
                       cpli_launch *out, char *err, size_t errsize);
 
-/* Write the generated files (mode 0644, atomically: each name is the hash
- * of its contents, so reruns reuse them and nothing accumulates). */
+/* Write the generated files into files_dir (created 0700; refused unless
+ * this user owns it and no one else may write there), atomically. Each
+ * name is the hash of the contents: reruns reuse them, nothing piles up. */
 int cpli_launch_write_files(const cpli_launch *l, char *err, size_t errsize);
 
 /* --dry-run: the command (shell-quoted), each file with its contents, and
