@@ -325,10 +325,10 @@ static char **place(const cpli_workflow *wf, const cpli_launch_opts *o,
       free(rank_host);
       return NULL;
     }
-    /* ppn per host, else an even block: ceil(nprocs / hosts). */
-    int per = c->ppn ? c->ppn : (c->nprocs + nh - 1) / nh;
+    /* ppn per host, else consecutive ranks spread evenly (host sizes
+     * differ by at most one, no host empty). */
     for (int i = 0; i < c->nprocs; i++) {
-      int h = i / per;
+      int h = c->ppn ? i / c->ppn : (int)((long long)i * nh / c->nprocs);
       rank_host[r++] = xstrdup(c->hosts ? c->hosts[h]
                                         : p.host[(cursor + h) % p.n]);
     }
