@@ -469,9 +469,9 @@ static int build_srun(const cpli_workflow *wf, const cpli_launch_opts *o,
   }
 
   add(l, o->program);
-  /* MPICH's PMI client (Debian's libmpich12, built for hydra) wires up
-   * through Slurm's pmi2 plugin, which also speaks PMI-1; --mpi=none
-   * leaves every rank a singleton. Arguments after -- may override it. */
+  /* MPICH's simple PMI client (Debian's libmpich12, built for hydra)
+   * wires up through Slurm's pmi2 plugin; with --mpi=none every rank is a
+   * singleton. --mpi=... after -- replaces it. */
   int has_mpi = 0;
   for (int i = 0; i < o->nextra; i++)
     has_mpi |= !strncmp(o->extra[i], "--mpi", 5);
@@ -513,6 +513,36 @@ static void name_files(cpli_launch *l, const char *dir) {
   if (l->env_name) l->env_value = xstrdup(l->files[0].path);
 }
 
+/* With placement (or --hostfile for hydra) cpl-run decides where ranks
+ * go; a launcher option after -- that does too would conflict (hydra
+ * refuses a second host list) or silently undo it (srun). */
+static int placement_conflict(const cpli_launch_opts *o, int placing,
+                              char *err, size_t esize) {
+  static const char *const hydra[] = {"-f", "-hostfile", "-machinefile",
+                                      "-hosts", "-host", "-ppn", NULL};
+  static const char *const srun[] = {"-w", "--nodelist", "-m",
+                                     "--distribution", "--ntasks-per-node",
+                                     "-F", "--nodefile", NULL};
+  int hydra_hosts = o->launcher == CPLI_LAUNCHER_MPIEXEC && o->hostfile;
+  if (!placing && !hydra_hosts) return 0;
+  const char *const *opts = o->launcher == CPLI_LAUNCHER_SRUN ? srun : hydra;
+  for (int i = 0; i < o->nextra; i++) {
+    for (int k = 0; opts[k]; k++) {
+      size_t n = strlen(opts[k]);
+      if (strncmp(o->extra[i], opts[k], n) == 0 &&
+          (o->extra[i][n] == '\0' || (o->extra[i][1] == '-' &&
+                                      o->extra[i][n] == '='))) {
+        fail(err, esize, "%s after -- would place ranks too; %s decides "
+                         "where they run: leave it out",
+             o->extra[i], placing ? "the workflow's hosts:/ppn:"
+                                  : "--hostfile");
+        return -1;
+      }
+    }
+  }
+  return 0;
+}
+
 int cpli_launch_build(const cpli_workflow *wf, const cpli_launch_opts *o,
                       cpli_launch *out, char *err, size_t errsize) {
   *out = (cpli_launch){0};
@@ -522,6 +552,10 @@ int cpli_launch_build(const cpli_workflow *wf, const cpli_launch_opts *o,
   out->rank_host = place(wf, o, err, errsize);
   if (!out->rank_host && err[0]) return -1;
   out->nranks = wf->total_procs;
+  if (placement_conflict(o, out->rank_host != NULL, err, errsize)) {
+    cpli_launch_free(out);
+    return -1;
+  }
   if (o->launcher == CPLI_LAUNCHER_SRUN) {
     if (build_srun(wf, o, comp_exe, out, err, errsize)) {
       cpli_launch_free(out);
