@@ -1,13 +1,15 @@
 /*
- * cpl-run [OPTIONS] FILE [-- MPIEXEC_ARGS...]: launch a workflow as one
- * MPMD job with MPICH's hydra mpiexec:
+ * cpl-run [OPTIONS] FILE [-- LAUNCHER_ARGS...]: launch a workflow as one
+ * MPMD job with MPICH's hydra mpiexec (default):
  *
- *   mpiexec MPIEXEC_ARGS... -n N1 -env CPL_COMPONENT c1 -env CPL_WORKFLOW
- *     /abs/FILE [-env K V]... [-wdir D] prog1 args : -n N2 ...
+ *   mpiexec [-f HOSTFILE] LAUNCHER_ARGS... -n N1 -env CPL_COMPONENT c1
+ *     -env CPL_WORKFLOW /abs/FILE [-env K V]... [-wdir D] prog1 args : ...
  *
+ * or with Slurm's srun (--launcher srun: one --multi-prog step); the
+ * commands, placement and generated files are built in launch.c.
  * It validates FILE first (same checks as cpl-validate), then replaces
- * itself with mpiexec, so the exit status is the job's and signals reach
- * mpiexec directly. It wraps nothing in a timeout: use `timeout` around it.
+ * itself with the launcher, so the exit status is the job's and signals
+ * reach it directly. It wraps nothing in a timeout: use `timeout` around it.
  */
 #define _XOPEN_SOURCE 700 /* realpath, execvp, readlink */
 
@@ -20,159 +22,45 @@
 
 #include "coupler.h"
 #include "tools/cli.h"
+#include "tools/launch.h"
 #include "workflow/model.h"
 
 #ifndef CPL_MPIEXEC_DEFAULT
 #define CPL_MPIEXEC_DEFAULT "mpiexec"
 #endif
-#ifndef CPL_BINDIR
-#define CPL_BINDIR "/usr/local/bin"
-#endif
-#define COMPONENT_EXE "cpl-component"
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: cpl-run [--dry-run] [--mpiexec PATH] FILE [-- MPIEXEC_ARGS...]\n"
+          "usage: cpl-run [--dry-run] [--launcher mpiexec|srun] [--hostfile F]\n"
+          "               [--mpiexec PATH] FILE [-- LAUNCHER_ARGS...]\n"
           "Launch the workflow described by FILE as one MPMD MPI job.\n"
-          "  -n, --dry-run    print the mpiexec command instead of running it\n"
-          "      --mpiexec P  the launcher to use (default: $CPL_MPIEXEC, else\n"
-          "                   %s)\n"
-          "  -h, --help       show this help\n"
-          "  -V, --version    show the version\n"
-          "Arguments after -- go to mpiexec before the first component\n"
-          "(e.g. -- -hosts a,b -ppn 4). Relative program paths in the file are\n"
-          "taken relative to the file's directory. Each process gets\n"
-          "CPL_COMPONENT and CPL_WORKFLOW, and CPL_PROGRESS=1 (rank 0 of each\n"
-          "component prints a line per step; set CPL_PROGRESS=0 to silence it).\n"
-          "Exit status: the job's; 1 if FILE\n"
-          "is invalid; 2 on a usage error; 127 if mpiexec cannot be run.\n",
+          "  -n, --dry-run      print the launch command, the files it reads and\n"
+          "                     a table (component, ranks, hosts; each link's\n"
+          "                     inter-group algorithm) instead of running it\n"
+          "      --launcher L   mpiexec (MPICH hydra, default) or srun (Slurm);\n"
+          "                     default $CPL_LAUNCHER, else mpiexec\n"
+          "      --hostfile F   hosts the job may use (hydra's -f; under srun\n"
+          "                     the pool for hosts:/ppn: placement)\n"
+          "      --mpiexec P    mpiexec to run (default: $CPL_MPIEXEC, else\n"
+          "                     %s); srun: $CPL_SRUN, else srun\n"
+          "  -h, --help         show this help\n"
+          "  -V, --version      show the version\n"
+          "Arguments after -- go to the launcher before the programs (e.g.\n"
+          "-- -l for mpiexec, -- --time=10 for srun). Relative program paths in\n"
+          "the file are taken relative to the file's directory. Each process\n"
+          "gets CPL_COMPONENT and CPL_WORKFLOW, and CPL_PROGRESS=1 unless it is\n"
+          "set (rank 0 of each component prints a line per step; CPL_PROGRESS=0\n"
+          "silences it).\n"
+          "srun runs one job step, srun --mpi=pmi2 --ntasks N --multi-prog F,\n"
+          "each line of F \"ranks env CPL_COMPONENT=c CPL_WORKFLOW=... prog\":\n"
+          "one MPI_COMM_WORLD in any allocation (a heterogeneous step needs\n"
+          "distinct nodes per component). Components' hosts: and ppn: become a\n"
+          "hostfile in rank order (hydra -f; srun SLURM_HOSTFILE with\n"
+          "--distribution=arbitrary). Generated files go to $TMPDIR/cpl-run-UID/,\n"
+          "named by the hash of their contents. Exit status: the job's; 1 if\n"
+          "FILE is invalid or cannot be placed; 2 on a usage error; 127 if the\n"
+          "launcher cannot be run.\n",
           CPL_MPIEXEC_DEFAULT);
-}
-
-/* Growing argv for the mpiexec command. */
-typedef struct words {
-  char **v;
-  int n, cap;
-} words;
-
-static void add(words *w, const char *s) {
-  if (w->n + 2 > w->cap) {
-    int cap = w->cap ? 2 * w->cap : 64;
-    char **v = realloc(w->v, (size_t)cap * sizeof *v);
-    if (!v) {
-      fprintf(stderr, "cpl-run: out of memory\n");
-      exit(2);
-    }
-    w->v = v;
-    w->cap = cap;
-  }
-  size_t n = strlen(s) + 1;
-  char *copy = malloc(n);
-  if (!copy) {
-    fprintf(stderr, "cpl-run: out of memory\n");
-    exit(2);
-  }
-  memcpy(copy, s, n);
-  w->v[w->n++] = copy;
-  w->v[w->n] = NULL;
-}
-
-static void words_free(words *w) {
-  for (int i = 0; i < w->n; i++) free(w->v[i]);
-  free(w->v);
-  *w = (words){0};
-}
-
-/* dir + "/" + rel, for program paths relative to the workflow file. */
-static char *join_path(const char *dir, const char *rel) {
-  size_t n = strlen(dir) + strlen(rel) + 2;
-  char *p = malloc(n);
-  if (p) snprintf(p, n, "%s/%s", dir, rel);
-  return p;
-}
-
-/* Directory of the running cpl-run, to find cpl-component beside it (build
- * tree) before the install location. */
-static void component_exe(char *out, size_t size) {
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n > 0) {
-    self[n] = '\0';
-    char *slash = strrchr(self, '/');
-    if (slash) {
-      *slash = '\0';
-      snprintf(out, size, "%s/%s", self, COMPONENT_EXE);
-      if (access(out, X_OK) == 0) return;
-    }
-  }
-  snprintf(out, size, "%s/%s", CPL_BINDIR, COMPONENT_EXE);
-}
-
-static void build(const cpli_workflow *wf, const char *abspath,
-                  const char *wfdir, const char *mpiexec, int nextra,
-                  char **extra, words *w) {
-  char num[32], comp_exe[PATH_MAX + 32];
-  component_exe(comp_exe, sizeof comp_exe);
-  add(w, mpiexec);
-  for (int i = 0; i < nextra; i++) add(w, extra[i]);
-  if (!getenv("CPL_PROGRESS")) { /* progress lines, unless told otherwise */
-    add(w, "-genv");
-    add(w, "CPL_PROGRESS");
-    add(w, "1");
-  }
-  for (int c = 0; c < wf->ncomps; c++) {
-    const cpli_component *k = &wf->comps[c];
-    if (c) add(w, ":");
-    snprintf(num, sizeof num, "%d", k->nprocs);
-    add(w, "-n");
-    add(w, num);
-    add(w, "-env");
-    add(w, "CPL_COMPONENT");
-    add(w, k->name);
-    add(w, "-env");
-    add(w, "CPL_WORKFLOW");
-    add(w, abspath);
-    for (int e = 0; e < k->nenv; e++) {
-      add(w, "-env");
-      add(w, k->env[e].name);
-      add(w, k->env[e].value);
-    }
-    if (k->workdir) {
-      add(w, "-wdir");
-      add(w, k->workdir);
-    }
-    if (k->kind != CPL_KIND_COMMAND) {
-      /* Built-ins read their settings from the workflow file. */
-      add(w, comp_exe);
-      continue;
-    }
-    const char *prog = k->argv[0];
-    if (strchr(prog, '/') && prog[0] != '/') {
-      while (prog[0] == '.' && prog[1] == '/') prog += 2;
-      char *p = join_path(wfdir, prog), clean[PATH_MAX];
-      /* Resolved when it exists: the command shows ../ free paths. */
-      add(w, p && realpath(p, clean) ? clean : p ? p : prog);
-      free(p);
-    } else {
-      add(w, prog);
-    }
-    for (int a = 1; a < k->argc; a++) add(w, k->argv[a]);
-  }
-}
-
-/* Print one word so a POSIX shell reads it back unchanged. */
-static void print_quoted(const char *s) {
-  if (*s && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                      "0123456789_-+=/.,:@%") == strlen(s)) {
-    fputs(s, stdout);
-    return;
-  }
-  putchar('\'');
-  for (; *s; s++) {
-    if (*s == '\'') fputs("'\\''", stdout);
-    else putchar(*s);
-  }
-  putchar('\'');
 }
 
 int main(int argc, char **argv) {
@@ -180,32 +68,47 @@ int main(int argc, char **argv) {
   const char *file = NULL;
   const char *mpiexec = getenv("CPL_MPIEXEC");
   if (!mpiexec || !*mpiexec) mpiexec = CPL_MPIEXEC_DEFAULT;
+  const char *launcher = getenv("CPL_LAUNCHER");
+  if (!launcher || !*launcher) launcher = "mpiexec";
+  const char *hostfile = NULL;
   int nextra = 0;
   char **extra = NULL;
   int info = cpli_cli_info("cpl-run", argc, argv, usage);
   if (info >= 0) return info;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
+    const char **value = !strcmp(a, "--mpiexec")    ? &mpiexec
+                         : !strcmp(a, "--launcher") ? &launcher
+                         : !strcmp(a, "--hostfile") ? &hostfile
+                                                    : NULL;
     if (!strcmp(a, "--")) {
       extra = argv + i + 1;
       nextra = argc - i - 1;
       break;
     } else if (!strcmp(a, "-n") || !strcmp(a, "--dry-run")) {
       dry = 1;
-    } else if (!strcmp(a, "--mpiexec")) {
+    } else if (value) {
       if (i + 1 == argc)
-        return cpli_cli_usage_error("cpl-run", usage, "option --mpiexec needs a value");
-      mpiexec = argv[++i];
+        return cpli_cli_usage_error("cpl-run", usage, "option %s needs a value", a);
+      *value = argv[++i];
     } else if (a[0] == '-' && a[1]) {
       return cpli_cli_usage_error("cpl-run", usage, "unknown option %s", a);
     } else if (!file) {
       file = a;
     } else {
       return cpli_cli_usage_error("cpl-run", usage, "one workflow file only, "
-                                  "%s is a second (mpiexec arguments go after --)", a);
+                                  "%s is a second (launcher arguments go after --)", a);
     }
   }
   if (!file) return cpli_cli_usage_error("cpl-run", usage, "no workflow file given");
+  int kind = cpli_launcher_parse(launcher);
+  if (kind < 0) {
+    fprintf(stderr, "cpl-run: unknown launcher \"%s\" (from %s; one of: "
+                    "mpiexec, srun)\n", launcher,
+            getenv("CPL_LAUNCHER") && launcher == getenv("CPL_LAUNCHER")
+                ? "CPL_LAUNCHER" : "--launcher");
+    return 2;
+  }
 
   cpl_diag *d = NULL;
   if (cpl_diag_create(&d) != CPL_OK) return 2;
@@ -231,22 +134,40 @@ int main(int argc, char **argv) {
   char *slash = strrchr(wfdir, '/');
   if (slash) *(slash == wfdir ? slash + 1 : slash) = '\0';
 
-  words w = {0};
-  build(wf, abspath, wfdir, mpiexec, nextra, extra, &w);
-  cpl_workflow_destroy(wf);
-
+  const char *srun = getenv("CPL_SRUN");
+  const char *tmp = getenv("TMPDIR");
+  char files_dir[PATH_MAX];
+  snprintf(files_dir, sizeof files_dir, "%s/cpl-run-%ld",
+           tmp && *tmp ? tmp : "/tmp", (long)getuid());
+  cpli_launch_opts lo = {
+      .launcher = (cpli_launcher)kind,
+      .program = kind == CPLI_LAUNCHER_SRUN ? (srun && *srun ? srun : "srun")
+                                            : mpiexec,
+      .hostfile = hostfile, .extra = extra, .nextra = nextra,
+      .workflow = abspath, .wfdir = wfdir, .files_dir = files_dir};
+  cpli_launch l;
+  char err[1024];
+  if (cpli_launch_build(wf, &lo, &l, err, sizeof err) != 0) {
+    fprintf(stderr, "cpl-run: %s: %s; nothing started\n", file, err);
+    cpl_workflow_destroy(wf);
+    return 1;
+  }
   if (dry) {
-    for (int i = 0; i < w.n; i++) {
-      if (i) putchar(' ');
-      print_quoted(w.v[i]);
-    }
-    putchar('\n');
-    words_free(&w);
+    cpli_launch_print(&l, wf, stdout);
+    cpli_launch_free(&l);
+    cpl_workflow_destroy(wf);
     return 0;
   }
-  fflush(NULL);
-  execvp(w.v[0], w.v);
-  fprintf(stderr, "cpl-run: cannot run %s: %s\n", w.v[0], strerror(errno));
-  words_free(&w);
+  cpl_workflow_destroy(wf);
+  /* Both launchers pass the environment on to every process. */
+  if (!getenv("CPL_PROGRESS")) setenv("CPL_PROGRESS", "1", 1);
+  if (cpli_launch_write_files(&l, err, sizeof err) != 0) {
+    fprintf(stderr, "cpl-run: %s; nothing started\n", err);
+    cpli_launch_free(&l);
+    return 1;
+  }
+  cpli_launch_exec(&l);
+  fprintf(stderr, "cpl-run: cannot run %s: %s\n", l.argv[0], strerror(errno));
+  cpli_launch_free(&l);
   return 127;
 }

@@ -19,32 +19,6 @@ static void usage(FILE *f) {
           "Exit status: 0 valid, 1 invalid, 2 usage error.\n");
 }
 
-static size_t dtype_size(const char *t) {
-  static const struct { const char *name; size_t size; } tab[] = {
-      {"int8", 1},    {"int16", 2},   {"int32", 4},   {"int64", 8},
-      {"uint8", 1},   {"uint16", 2},  {"uint32", 4},  {"uint64", 8},
-      {"float32", 4}, {"float64", 8}, {"char", 1},    {"byte", 1}};
-  for (size_t i = 0; i < sizeof tab / sizeof *tab; i++)
-    if (strcmp(t, tab[i].name) == 0) return tab[i].size;
-  return 0;
-}
-
-/* Bytes one step of a port carries, if every dataset declares type and
- * dims; 0 if unknown. */
-static size_t port_bytes(const cpli_port *p) {
-  size_t total = 0;
-  if (p->ndatasets == 0) return 0;
-  for (int i = 0; i < p->ndatasets; i++) {
-    const cpli_dataset *d = &p->datasets[i];
-    if (!d->type || d->ndims < 0) return 0;
-    double n = (double)dtype_size(d->type);
-    for (int k = 0; k < d->ndims; k++) n *= (double)d->dims[k];
-    if (n > 1e18) return 0;
-    total += (size_t)n;
-  }
-  return total;
-}
-
 static void print_link(const cpli_workflow *wf, const cpli_link *l) {
   const cpli_component *fc = &wf->comps[l->from_comp];
   const cpli_component *tc = &wf->comps[l->to_comp];
@@ -54,7 +28,7 @@ static void print_link(const cpli_workflow *wf, const cpli_link *l) {
     snprintf(inter, sizeof inter, "%s", cpli_inter_name(l->inter));
   } else {
     /* Ask the same cost model the run will use (environment included). */
-    size_t bytes = port_bytes(fp);
+    size_t bytes = cpli_port_bytes(fp);
     int known = bytes > 0;
     if (!known) bytes = 1 << 20;
     cpl_inter_algorithm a = CPL_INTER_AUTO;

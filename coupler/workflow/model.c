@@ -23,6 +23,30 @@ int cpli_wf_port_index(const cpli_component *c, const char *name) {
   return -1;
 }
 
+static size_t dtype_size(const char *t) {
+  static const struct { const char *name; size_t size; } tab[] = {
+      {"int8", 1},    {"int16", 2},   {"int32", 4},   {"int64", 8},
+      {"uint8", 1},   {"uint16", 2},  {"uint32", 4},  {"uint64", 8},
+      {"float32", 4}, {"float64", 8}, {"char", 1},    {"byte", 1}};
+  for (size_t i = 0; i < sizeof tab / sizeof *tab; i++)
+    if (strcmp(t, tab[i].name) == 0) return tab[i].size;
+  return 0;
+}
+
+size_t cpli_port_bytes(const cpli_port *p) {
+  size_t total = 0;
+  if (p->ndatasets == 0) return 0;
+  for (int i = 0; i < p->ndatasets; i++) {
+    const cpli_dataset *d = &p->datasets[i];
+    if (!d->type || d->ndims < 0) return 0;
+    double n = (double)dtype_size(d->type);
+    for (int k = 0; k < d->ndims; k++) n *= (double)d->dims[k];
+    if (n > 1e18) return 0;
+    total += (size_t)n;
+  }
+  return total;
+}
+
 static void free_component(cpli_component *c) {
   free(c->name);
   for (int i = 0; i < c->argc; i++) free(c->argv[i]);
@@ -46,6 +70,8 @@ static void free_component(cpli_component *c) {
     free(p->name);
   }
   free(c->ports);
+  for (int i = 0; c->hosts && i < c->nhosts; i++) free(c->hosts[i]);
+  free(c->hosts);
 }
 
 void cpli_wf_free(cpli_workflow *wf) {

@@ -26,6 +26,7 @@
 #define CPLI_WF_MAX_DIMS 32           /* dataset rank                      */
 #define CPLI_WF_MAX_ARGS 4096         /* command words                     */
 #define CPLI_WF_MAX_KEEP 1024         /* steps a stage keeps               */
+#define CPLI_WF_MAX_HOSTNAME 253      /* characters in a host name         */
 #define CPLI_WF_DEFAULT_DEPTH 2
 #define CPLI_WF_DEFAULT_KEEP 2
 #define CPLI_WF_DEFAULT_TIMEOUT 60.0
@@ -77,6 +78,11 @@ typedef struct cpli_component {
   int nenv;
   cpli_port *ports;  /* outputs and inputs, in file order            */
   int nports;
+  /* Placement (YAML hosts:, ppn:), turned into the launcher's syntax by
+   * cpl-run (tools/launch.c). */
+  char **hosts;      /* host names of hosts: [..]; NULL for a count   */
+  int nhosts;        /* names in hosts, or N of hosts: N; 0: not set  */
+  int ppn;           /* processes per node; 0: not set               */
   cpli_pos pos, nprocs_pos;
 } cpli_component;
 
@@ -134,6 +140,10 @@ const char *cpli_delivery_name(cpli_delivery d);
 const char *cpli_when_full_name(cpli_when_full w);
 const char *cpli_inter_name(cpl_inter_algorithm a);
 const char *cpli_intra_name(cpl_intra_algorithm a);
+
+/* Bytes one step of a port carries when every dataset declares type and
+ * dims; 0 when unknown. */
+size_t cpli_port_bytes(const cpli_port *p);
 
 /* Index of a port by name in a component, or -1. */
 int cpli_wf_port_index(const cpli_component *c, const char *name);

@@ -573,6 +573,88 @@ static void parse_ports(S *s, const cpli_ynode *n, int output,
   }
 }
 
+/* ------------------------------------------------------ placement */
+
+/* A host name as hostfiles and Slurm node lists write it: letters, digits,
+ * "-", "_" and ".", not starting with "-" (it would read as an option). */
+static const char *want_host(S *s, const cpli_ynode *n) {
+  const char *str = want_string(s, n, "a host name");
+  if (!str) return NULL;
+  char descbuf[128];
+  int ok = str[0] != '-' && n->len <= CPLI_WF_MAX_HOSTNAME;
+  for (const char *p = str; ok && *p; p++)
+    ok = valid_name_char(*p) || *p == '.';
+  if (!ok) {
+    err(s, n, "host name %s must be 1 to %d letters, digits, \"-\", \"_\" "
+              "or \".\", not starting with \"-\"", DESC(n),
+        CPLI_WF_MAX_HOSTNAME);
+    return NULL;
+  }
+  return str;
+}
+
+/* hosts: a list of names or a count; ppn: processes per node. Both must
+ * leave no host without a process and hold every process. */
+static void parse_placement(S *s, const cpli_ynode *n, cpli_component *c) {
+  const cpli_ynode *h = cpli_ymap_get(n, "hosts");
+  const cpli_ynode *p = cpli_ymap_get(n, "ppn");
+  long long v;
+  int hosts_ok = 0, ppn_ok = 0;
+  if (h && !h->bad && h->kind == CPLI_Y_SEQ) {
+    if (h->n == 0) {
+      err(s, h, "hosts must name at least one host");
+    } else if (h->n > (size_t)c->nprocs) {
+      err(s, h, "hosts lists %zu hosts for %d process%s: a host would get "
+                "none", h->n, c->nprocs, c->nprocs == 1 ? "" : "es");
+    } else if ((c->hosts = xcalloc(s, h->n, sizeof *c->hosts))) {
+      hosts_ok = 1;
+      for (size_t i = 0; i < h->n; i++) {
+        const char *name = want_host(s, h->items[i]);
+        if (!name) {
+          hosts_ok = 0;
+          continue;
+        }
+        for (size_t j = 0; j < i; j++) {
+          if (!h->items[j]->bad && h->items[j]->kind == CPLI_Y_SCALAR &&
+              strcmp(h->items[j]->str, name) == 0) {
+            err(s, h->items[i], "duplicate host \"%s\" in hosts (first at "
+                "%d:%d)", name, h->items[j]->line, h->items[j]->col);
+            hosts_ok = 0;
+            break;
+          }
+        }
+        c->hosts[c->nhosts++] = xstrdup(s, name);
+      }
+    }
+  } else if (h && !h->bad && h->kind == CPLI_Y_SCALAR && !cpli_y_is_null(h) &&
+             !h->quoted && strspn(h->str, "+-0123456789") == h->len) {
+    if (want_int(s, h, "hosts", "a list of host names or a positive count",
+                 1, c->nprocs, &v)) {
+      c->nhosts = (int)v;
+      hosts_ok = 1;
+    }
+  } else if (h && !h->bad) {
+    char descbuf[128];
+    err(s, h, "hosts must be a list of host names or a count of hosts, "
+              "got %s", DESC(h));
+  }
+  if (p && want_int(s, p, "ppn", "a positive integer", 1, CPLI_WF_MAX_NPROCS,
+                    &v)) {
+    c->ppn = (int)v;
+    ppn_ok = 1;
+  }
+  if (!hosts_ok || !ppn_ok) return;
+  long long slots = (long long)c->nhosts * c->ppn;
+  if (slots < c->nprocs)
+    err(s, p, "hosts and ppn hold %lld processes (%d hosts x %d per node), "
+              "nprocs is %d", slots, c->nhosts, c->ppn, c->nprocs);
+  else if (slots - c->ppn >= c->nprocs)
+    err(s, p, "hosts and ppn leave a host without processes: %d processes "
+              "at %d per node need %d host%s, hosts gives %d", c->nprocs,
+        c->ppn, (c->nprocs + c->ppn - 1) / c->ppn,
+        (c->nprocs + c->ppn - 1) / c->ppn == 1 ? "" : "s", c->nhosts);
+}
+
 /* ------------------------------------------------------ component */
 
 /* keep, when_full, drain: a stage's store (adapters/README.md). */
@@ -604,13 +686,14 @@ static void parse_component(S *s, const cpli_ynode *n, cpli_component *c) {
   static const char *const known[] = {"name",    "nprocs",  "command",
                                       "kind",    "file",    "env",
                                       "workdir", "outputs", "inputs",
-                                      "keep",    "when_full", "drain"};
+                                      "keep",    "when_full", "drain",
+                                      "hosts",   "ppn"};
   c->pos = pos_of(n);
   c->nprocs = 1;
   c->nprocs_pos = c->pos;
   c->keep = CPLI_WF_DEFAULT_KEEP;
   if (!want_kind(s, n, CPLI_Y_MAP, "a component")) return;
-  check_keys(s, n, "component", known, 12);
+  check_keys(s, n, "component", known, 14);
 
   const cpli_ynode *v = cpli_ymap_get(n, "name");
   if (!v) err(s, n, "component needs a name");
@@ -655,6 +738,7 @@ static void parse_component(S *s, const cpli_ynode *n, cpli_component *c) {
   if ((v = cpli_ymap_get(n, "workdir")) && want_string(s, v, "workdir"))
     c->workdir = xstrdup(s, v->str);
   if ((v = cpli_ymap_get(n, "env"))) parse_env(s, v, c);
+  parse_placement(s, n, c);
 
   const cpli_ynode *outs = cpli_ymap_get(n, "outputs");
   const cpli_ynode *ins = cpli_ymap_get(n, "inputs");

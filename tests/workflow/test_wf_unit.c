@@ -103,6 +103,9 @@ static void test_full(void) {
   const cpli_component *ana = &wf->comps[1];
   CHECK(ana->argc == 5 && strcmp(ana->argv[3], "a b") == 0 &&
         strcmp(ana->argv[4], "c\"d") == 0);
+  CHECK(sim->nhosts == 2 && strcmp(sim->hosts[1], "node2.example.org") == 0 &&
+        sim->ppn == 2);
+  CHECK(ana->nhosts == 2 && !ana->hosts && !ana->ppn); /* a count */
   CHECK(wf->comps[2].nprocs == 1); /* default */
   CHECK(wf->comps[3].kind == CPL_KIND_SINK && strcmp(wf->comps[3].file, "out.h5") == 0);
   CHECK(wf->comps[4].kind == CPL_KIND_SOURCE);

@@ -1,0 +1,74 @@
+/*
+ * cpl-run's launchers: the workflow model -> the exact command (and the
+ * files it reads) that starts the job as one MPI_COMM_WORLD, with MPICH's
+ * hydra mpiexec or with Slurm's srun, and the placement the YAML asks for
+ * (hosts:, ppn:). No MPI here; the only outside calls are reading a
+ * hostfile and, under srun, `scontrol show hostnames` for the allocation.
+ */
+#ifndef CPLI_TOOLS_LAUNCH_H
+#define CPLI_TOOLS_LAUNCH_H
+
+#include <stdio.h>
+
+#include "workflow/model.h"
+
+typedef enum cpli_launcher {
+  CPLI_LAUNCHER_MPIEXEC = 0, /* hydra: one MPMD line, -f hostfile      */
+  CPLI_LAUNCHER_SRUN,        /* srun --mpi=pmi2 --multi-prog FILE       */
+  CPLI_LAUNCHER_COUNT
+} cpli_launcher;
+
+/* "mpiexec"/"srun" -> launcher; -1 if neither. */
+int cpli_launcher_parse(const char *name);
+const char *cpli_launcher_name(cpli_launcher l);
+
+typedef struct cpli_launch_opts {
+  cpli_launcher launcher;
+  const char *program;   /* mpiexec or srun to run                     */
+  const char *hostfile;  /* --hostfile: hosts the job may use; NULL    */
+  char **extra;          /* arguments after --, for the launcher       */
+  int nextra;
+  const char *workflow;  /* absolute path of the workflow file         */
+  const char *wfdir;     /* its directory (relative program paths)     */
+  const char *files_dir; /* where generated files go (created if new)  */
+} cpli_launch_opts;
+
+typedef struct cpli_launch_file {
+  char *path, *text;     /* written by cpli_launch_write_files         */
+  const char *what;      /* "hostfile", "multi-prog configuration"      */
+  int arg;               /* index of the word of argv naming it; -1    */
+} cpli_launch_file;
+
+typedef struct cpli_launch {
+  char **argv;           /* the command, NULL-terminated               */
+  int argc, cap;
+  char *env_name, *env_value; /* one variable set for the launcher (srun
+                                 placement: SLURM_HOSTFILE); NULL if none */
+  cpli_launch_file files[2];
+  int nfiles;
+  char **rank_host;      /* host of each rank, NULL: no placement       */
+  int nranks;
+} cpli_launch;
+
+/* Build the command. On failure returns -1 with the reason in err (what
+ * to change: a hostfile, an allocation, a key), nothing allocated. */
+int cpli_launch_build(const cpli_workflow *wf, const cpli_launch_opts *o,
+                      cpli_launch *out, char *err, size_t errsize);
+
+/* Write the generated files into files_dir (created 0700; refused unless
+ * this user owns it and no one else may write there), atomically. Each
+ * name is the hash of the contents: reruns reuse them, nothing piles up. */
+int cpli_launch_write_files(const cpli_launch *l, char *err, size_t errsize);
+
+/* --dry-run: the command (shell-quoted), each file with its contents, and
+ * the table: component, ranks, hosts, and each link's inter-group
+ * algorithm for the sizes declared on its ports. */
+void cpli_launch_print(const cpli_launch *l, const cpli_workflow *wf,
+                       FILE *f);
+
+/* Replace the process with the command; returns only on failure (errno). */
+void cpli_launch_exec(const cpli_launch *l);
+
+void cpli_launch_free(cpli_launch *l);
+
+#endif
