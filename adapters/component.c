@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "coupler.h"
 #include "builtin.h"
+#include "tools/cli.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -22,7 +23,13 @@ static void usage(FILE *f) {
           "Started by cpl-run, which sets CPL_WORKFLOW (the workflow file)\n"
           "and CPL_COMPONENT (this process's component); the component's\n"
           "kind and file are read from the workflow file.\n"
-          "CPL_HDF5_VERBOSE=1 also prints HDF5's own error stacks.\n");
+          "Output: one line when done, \"cpl-component[<component>]: sink: 20 steps,\n"
+          "...\" (steps, bytes, file); CPL_VERBOSE=0 prints nothing on success,\n"
+          "CPL_VERBOSE=2 also a line per step (set it in the component's env:).\n"
+          "CPL_HDF5_VERBOSE=1 also prints HDF5's own error stacks.\n"
+          "Exit status: 0 when every stream has ended; any failure prints\n"
+          "\"cpl-component[<component> rank <r>]: <what failed>\" and aborts the job.\n"
+          "Options: -h, --help (this text), -V, --version.\n");
 }
 
 /* Report and take the job down: peers blocked in a collective or waiting
@@ -45,6 +52,7 @@ static int run(cpl_context *ctx) {
   int rc = cpl_context_component(ctx, &index, NULL);
   if (rc == CPL_OK)
     rc = cpl_workflow_component(cpl_context_workflow(ctx), index, &info);
+  if (rc == CPL_OK) rc = cpli_report_init();
   if (rc != CPL_OK) return rc;
   switch (info.kind) {
   case CPL_KIND_SINK:
@@ -61,18 +69,12 @@ static int run(cpl_context *ctx) {
 }
 
 int main(int argc, char **argv) {
-  if (argc > 1) {
-    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-      usage(stdout);
-      return 0;
-    }
-    if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
-      printf("cpl-component (Coupler) %s\n", CPL_VERSION_STRING);
-      return 0;
-    }
-    usage(stderr);
-    return 2;
-  }
+  int info = cpli_cli_info("cpl-component", argc, argv, usage);
+  if (info >= 0) return info;
+  if (argc > 1)
+    return cpli_cli_usage_error("cpl-component", usage, "unexpected argument %s "
+                                "(it takes none: the workflow file says what to do)",
+                                argv[1]);
   MPI_Init(&argc, &argv);
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);

@@ -10,6 +10,7 @@ typedef struct cpli_h5_steps {
   int rank, size;       /* each rank writes its rows (cpli_split_rows)    */
   const char *who;      /* component name, for the warning below          */
   int warned_step_attr; /* a producer's own "step" attribute: warned once */
+  double bytes;         /* written so far, whole arrays (all ranks' rows) */
 } cpli_h5_steps;
 
 /* Write the current step of `in` as group "step_%06ld" under `parent`

@@ -41,6 +41,7 @@ typedef struct sink {
   cpli_h5_steps out;
   sink_link *links;
   int nlinks;
+  long steps; /* written, all links (bytes: out.bytes) */
 } sink;
 
 static int open_links(cpl_context *ctx, sink *s) {
@@ -118,9 +119,14 @@ static int receive_all(sink *s) {
         cpli_error_prefix("link %s: waiting for the next step: ", l->label);
         return rc;
       }
+      const double before = s->out.bytes;
+      char b[32];
       rc = cpli_h5_write_step(&s->out, l->parent, l->group, l->label, l->in,
                               step, NULL);
       if (rc == CPL_OK) rc = cpl_input_end_step(l->in);
+      if (rc == CPL_OK)
+        s->steps++, cpli_report(2, s->name, s->rank, "sink: step %ld from %s: %s", step,
+                                l->label, cpli_report_bytes(s->out.bytes - before, b, sizeof b));
       if (rc != CPL_OK) {
         cpli_error_prefix("link %s: step %ld: ", l->label, step);
         return rc;
@@ -154,6 +160,12 @@ int cpli_hdf5_sink_run(cpl_context *ctx, const char *path) {
   if (s.out.dxpl >= 0) H5Pclose(s.out.dxpl);
   if (rc == CPL_OK && H5Fclose(s.out.file) < 0)
     rc = cpli_h5_fail("closing the file");
+  if (rc == CPL_OK) {
+    char b[32];
+    cpli_report(1, s.name, s.rank, "sink: %ld step%s, %s from %d link%s written to %s in %.1f s",
+                s.steps, s.steps == 1 ? "" : "s", cpli_report_bytes(s.out.bytes, b, sizeof b),
+                s.nlinks, s.nlinks == 1 ? "" : "s", s.where, cpli_report_elapsed());
+  }
   free(s.links); /* on failure ports stay open: the job is aborted */
   if (rc != CPL_OK)
     cpli_error_prefix("hdf5 sink \"%s\": file %s: ", s.name, s.where);

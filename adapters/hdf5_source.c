@@ -33,6 +33,8 @@ typedef struct source {
   cpl_output **outs;
   const char **ports;
   int nout;
+  long steps;   /* sent */
+  double bytes; /* of all datasets sent, whole arrays, once per port */
 } source;
 
 typedef struct step_ref {
@@ -233,6 +235,11 @@ static int put_dataset(source *s, hid_t g, const char *dname, slab *sl) {
     rc = cpl_output_put(s->outs[k], dname, sl->memtype, prank, dims, start,
                         count, sl->buf);
   if (rc == CPL_OK) rc = put_attrs(s, d, dname, NULL);
+  if (rc == CPL_OK) {
+    double all = (double)H5Tget_size(sl->memtype);
+    for (int k = 0; k < prank; k++) all *= (double)dims[k];
+    s->bytes += all;
+  }
   if (ms >= 0) H5Sclose(ms);
   if (fs >= 0) H5Sclose(fs);
   if (ft >= 0) H5Tclose(ft);
@@ -257,6 +264,7 @@ static int replay_step(source *s, hid_t g, const char *gname, long step,
                        const char *skip) {
   names members = {0}, other = {0};
   slab *slabs = NULL;
+  const double before = s->bytes;
   int rc = list_links(g, gname, &members), nds = 0;
   if (rc == CPL_OK && !(slabs = calloc((size_t)members.n + 1, sizeof *slabs)))
     rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
@@ -280,6 +288,12 @@ static int replay_step(source *s, hid_t g, const char *gname, long step,
     if (rc != CPL_OK) cpli_error_prefix("output port \"%s\": ", s->ports[k]);
   }
   if (rc == CPL_OK) warn_skipped(s, gname, "groups or named types", &other);
+  if (rc == CPL_OK) {
+    char b[32];
+    s->steps++;
+    cpli_report(2, s->name, s->rank, "source: step %ld (group \"%s\"): %d dataset%s, %s",
+                step, gname, nds, nds == 1 ? "" : "s", cpli_report_bytes(s->bytes - before, b, sizeof b));
+  }
   for (int i = 0; slabs && i < nds; i++) {
     if (slabs[i].memtype >= 0) H5Tclose(slabs[i].memtype);
     free(slabs[i].buf);
@@ -424,6 +438,13 @@ int cpli_hdf5_source_run(cpl_context *ctx, const char *path) {
   if (rc == CPL_OK) rc = close_ports(&s);
   if (s.dxpl >= 0) H5Pclose(s.dxpl);
   if (rc == CPL_OK && H5Fclose(s.file) < 0) rc = cpli_h5_fail("closing the file");
+  if (rc == CPL_OK) {
+    char b[32];
+    cpli_report(1, s.name, s.rank, "source: %ld step%s, %s read from %s and sent on %d "
+                "port%s in %.1f s", s.steps, s.steps == 1 ? "" : "s",
+                cpli_report_bytes(s.bytes, b, sizeof b), s.where, s.nout,
+                s.nout == 1 ? "" : "s", cpli_report_elapsed());
+  }
   free(s.outs); /* on failure ports stay open: the job is aborted */
   free(s.ports);
   if (rc != CPL_OK)

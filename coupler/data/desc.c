@@ -244,7 +244,7 @@ int cpli_desc_finish(cpli_desc *desc, const char *where) {
     cpli_dset *s = &desc->d[i];
     if (!cpli_tiling_check(s->rank, s->dims, desc->nblocks, s->start,
                            s->count, msg, sizeof msg))
-      return cpli_fail(CPL_ERR_MISMATCH, "%s: dataset \"%s\" (%s): %s", where,
+      return cpli_fail(CPL_ERR_SHAPE, "%s: dataset \"%s\" (%s): %s", where,
                        s->name, cpli_type_str(s->type, tb, sizeof tb), msg);
     size_t off = 0;
     for (int b = 0; b < desc->nblocks; b++) {
@@ -347,7 +347,7 @@ int cpli_desc_check_port(const cpli_desc *desc, const cpli_component *comp,
         for (int d = 0; d < decl->ndims && o < sizeof dd; d++)
           o += (size_t)snprintf(dd + o, sizeof dd - o, "%s%lld", d ? ", " : "",
                                 decl->dims[d]);
-        return cpli_fail(CPL_ERR_MISMATCH, "%s: dataset \"%s\" has dims %s "
+        return cpli_fail(CPL_ERR_SHAPE, "%s: dataset \"%s\" has dims %s "
                          "but port %s.%s declares [%s] (line %d)", where,
                          s->name, cpli_dims_str(s->rank, s->dims, b1, sizeof b1),
                          comp->name, port->name, dd, decl->pos.line);
@@ -358,7 +358,7 @@ int cpli_desc_check_port(const cpli_desc *desc, const cpli_component *comp,
       int ok = want >= 0 && (producer_side ? same_kind(s->type, want)
                                            : cpli_type_convertible(s->type, want));
       if (!ok)
-        return cpli_fail(CPL_ERR_MISMATCH, "%s: dataset \"%s\" is %s but port "
+        return cpli_fail(CPL_ERR_TYPE, "%s: dataset \"%s\" is %s but port "
                          "%s.%s declares %s (line %d)%s", where, s->name,
                          cpli_type_str(s->type, t1, sizeof t1), comp->name,
                          port->name, cpli_type_str(want, t2, sizeof t2),

@@ -558,9 +558,17 @@ int cpl_input_dataset(const cpl_input *in, int i, cpl_dataset_info *info) {
 
 static int find(const cpl_input *in, const char *name, const char *call) {
   int k = name ? cpli_desc_find(in->desc, name) : -1;
-  if (k < 0)
-    cpli_fail(CPL_ERR_ARG, "%s: link %s, step %ld: no dataset \"%s\"", call,
-              in->l->label, in->step, name ? name : "(null)");
+  if (k < 0) { /* name the datasets there are, as far as they fit */
+    char have[512] = "";
+    size_t o = 0;
+    for (int i = 0; i < in->desc->nd && o < sizeof have; i++)
+      o += (size_t)snprintf(have + o, sizeof have - o, "%s\"%s\"", i ? ", " : "",
+                            in->desc->d[i].name);
+    if (o >= sizeof have) memcpy(have + sizeof have - 5, " ...", 5);
+    cpli_fail(CPL_ERR_ARG, "%s: link %s, step %ld: no dataset \"%s\"; the step has %s%s",
+              call, in->l->label, in->step, name ? name : "(null)",
+              in->desc->nd ? "" : "none", have);
+  }
   return k;
 }
 
@@ -655,7 +663,7 @@ int cpl_input_get(cpl_input *in, const char *name, hid_t memtype,
   int same = H5Tequal(s->type, memtype);
   if (same < 0) return cpli_fail(CPL_ERR_ARG, "%s: memtype is not a datatype", what);
   if (!same && !cpli_type_convertible(s->type, memtype))
-    return cpli_fail(CPL_ERR_MISMATCH, "%s: HDF5 cannot convert %s to %s", what,
+    return cpli_fail(CPL_ERR_TYPE, "%s: HDF5 cannot convert %s to %s", what,
                      cpli_type_str(s->type, t1, sizeof t1),
                      cpli_type_str(memtype, t2, sizeof t2));
   if (n > SIZE_MAX / s->esize)
@@ -764,7 +772,7 @@ int cpl_input_attr_get(const cpl_input *in, const char *dataset,
     return CPL_OK;
   }
   if (!cpli_type_convertible(a->type, memtype))
-    return cpli_fail(CPL_ERR_MISMATCH, "%s: HDF5 cannot convert %s to %s", what,
+    return cpli_fail(CPL_ERR_TYPE, "%s: HDF5 cannot convert %s to %s", what,
                      cpli_type_str(a->type, t1, sizeof t1),
                      cpli_type_str(memtype, t2, sizeof t2));
   char *tmp;

@@ -198,6 +198,16 @@ static int msg_type(int n, MPI_Aint *addr, MPI_Datatype *types, MPI_Datatype *ou
 
 /* ----------------------------------------------------------------- wait */
 
+/* A step that failed half-way: messages already posted are withdrawn, so
+ * no buffer is written after the caller frees it (the link is over). */
+static void drop_posted(int n, MPI_Request *reqs) {
+  for (int i = 0; i < n; i++)
+    if (reqs[i] != MPI_REQUEST_NULL) {
+      MPI_Cancel(&reqs[i]);
+      MPI_Request_free(&reqs[i]);
+    }
+}
+
 static void say_redist(const void *arg, char *buf, unsigned long n) {
   const char *const *a = arg;
   snprintf(buf, n, "%s: redistribution: waiting for %s ranks' parts", a[0], a[1]);
@@ -243,11 +253,7 @@ static int wait_all(int n, MPI_Request *reqs, const int *peer, double timeout,
       rc = cpli_fail(CPL_ERR_TIMEOUT, "%s: redistribution: nothing moved for "
                      "%g s; still waiting on %s rank(s) %s (dead, stuck, or "
                      "not in this step)", where, timeout, who, list);
-      for (int i = 0; i < n; i++)
-        if (reqs[i] != MPI_REQUEST_NULL) {
-          MPI_Cancel(&reqs[i]);
-          MPI_Request_free(&reqs[i]);
-        }
+      drop_posted(n, reqs);
       break;
     }
   }
@@ -307,6 +313,7 @@ int cpli_redist_send(const cpli_rplan *pl, const cpli_desc *d, int me,
     peer[nreq++] = j;
   }
   if (rc == CPL_OK) rc = wait_all(nreq, reqs, peer, timeout, where, "consumer");
+  else drop_posted(nreq, reqs);
   free(reqs);
   free(peer);
   free(addr);
@@ -369,6 +376,7 @@ int cpli_redist_recv(const cpli_desc *d, const cpli_boxes *pieces,
     peer[nreq++] = i;
   }
   if (rc == CPL_OK) rc = wait_all(nreq, reqs, peer, timeout, where, "producer");
+  else drop_posted(nreq, reqs);
   free(reqs);
   free(peer);
   free(addr);

@@ -1,5 +1,7 @@
 #include "data/slab.h"
 
+#include "coupler.h" /* CPL_MAX_RANK */
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +120,80 @@ static int cmp_start(const void *a, const void *b) {
   return x->b - y->b;
 }
 
+static int cmp_hsize(const void *a, const void *b) {
+  const hsize_t x = *(const hsize_t *)a, y = *(const hsize_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* An element no block covers. Some uncovered element has every coordinate
+ * 0 or the end of a block (move any uncovered element down each dimension
+ * to the nearest such value: no block starts covering it on the way), so
+ * only those points are tried, up to a budget of box tests. 1 if found. */
+static int find_uncovered(int rank, const hsize_t *dims, int nb, const hsize_t *starts,
+                          const hsize_t *counts, hsize_t *pt) {
+  hsize_t *cand = malloc(sizeof *cand * (size_t)rank * (size_t)(nb + 1));
+  int ncand[CPL_MAX_RANK], idx[CPL_MAX_RANK] = {0}, found = 0;
+  if (!cand || rank > CPL_MAX_RANK) {
+    free(cand);
+    return 0;
+  }
+  for (int d = 0; d < rank; d++) {
+    hsize_t *c = cand + (size_t)d * (nb + 1);
+    int n = 0;
+    c[n++] = 0;
+    for (int b = 0; b < nb; b++) {
+      const hsize_t end = starts[(size_t)b * rank + d] + counts[(size_t)b * rank + d];
+      if (end < dims[d]) c[n++] = end;
+    }
+    qsort(c, (size_t)n, sizeof *c, cmp_hsize);
+    int u = 1;
+    for (int i = 1; i < n; i++)
+      if (c[i] != c[u - 1]) c[u++] = c[i];
+    ncand[d] = u;
+  }
+  for (long budget = 4000000 / (nb ? nb : 1); budget > 0 && !found; budget--) {
+    for (int d = 0; d < rank; d++) pt[d] = cand[(size_t)d * (nb + 1) + idx[d]];
+    found = 1;
+    for (int b = 0; b < nb && found; b++) {
+      const hsize_t *s = starts + (size_t)b * rank, *c = counts + (size_t)b * rank;
+      int in = 1;
+      for (int d = 0; d < rank && in; d++) in = pt[d] >= s[d] && pt[d] - s[d] < c[d];
+      found = !in;
+    }
+    int k = rank - 1; /* next point, last dimension fastest */
+    while (!found && k >= 0 && ++idx[k] == ncand[k]) idx[k--] = 0;
+    if (k < 0) break;
+  }
+  free(cand);
+  return found;
+}
+
+/* The gap message: counts, an element in no block, every rank's block. */
+static void gap_message(int rank, const hsize_t *dims, int nb, const hsize_t *starts,
+                        const hsize_t *counts, uint64_t covered, uint64_t total,
+                        char *msg, size_t msglen) {
+  char b1[160], b2[160];
+  hsize_t pt[CPL_MAX_RANK];
+  size_t o = (size_t)snprintf(msg, msglen, "the blocks cover %llu of the %llu elements "
+                              "of the global array %s (a gap)", (unsigned long long)covered,
+                              (unsigned long long)total, cpli_dims_str(rank, dims, b2, sizeof b2));
+  if (o < msglen && find_uncovered(rank, dims, nb, starts, counts, pt)) {
+    o += (size_t)snprintf(msg + o, msglen - o, ": element %s is in no block",
+                          cpli_dims_str(rank, pt, b1, sizeof b1));
+  }
+  for (int b = 0; b < nb && o < msglen; b++) {
+    const hsize_t *s = starts + (size_t)b * rank, *c = counts + (size_t)b * rank;
+    uint64_t v;
+    cpli_box_volume(rank, c, &v);
+    const char *sep = b ? ", " : "; blocks: ";
+    if (msglen - o < 48 + strlen(cpli_box_str(rank, s, c, b1, sizeof b1))) {
+      snprintf(msg + o, msglen - o, "%s... (%d more)", sep, nb - b);
+      return;
+    }
+    o += (size_t)snprintf(msg + o, msglen - o, "%srank %d %s", sep, b, v ? b1 : "none");
+  }
+}
+
 int cpli_tiling_check(int rank, const hsize_t *dims, int nb,
                       const hsize_t *starts, const hsize_t *counts, char *msg,
                       size_t msglen) {
@@ -171,9 +247,7 @@ int cpli_tiling_check(int rank, const hsize_t *dims, int nb,
   }
   free(order);
   if (covered != total) {
-    snprintf(msg, msglen, "the blocks cover %llu of the %llu elements of "
-             "the global array %s (a gap)", (unsigned long long)covered,
-             (unsigned long long)total, cpli_dims_str(rank, dims, b2, sizeof b2));
+    gap_message(rank, dims, nb, starts, counts, covered, total, msg, msglen);
     return 0;
   }
   return 1;

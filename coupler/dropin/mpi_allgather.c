@@ -64,6 +64,7 @@ static int cpli_mpi_class_of(int cpl_rc) {
   case CPL_ERR_COMM: return MPI_ERR_COMM;
   case CPL_ERR_NOMEM: return MPI_ERR_NO_MEM;
   case CPL_ERR_UNSUPPORTED: return MPI_ERR_UNSUPPORTED_OPERATION;
+  case CPL_ERR_TYPE: return MPI_ERR_TYPE;
   case CPL_ERR_INTERNAL: return MPI_ERR_INTERN;
   /* The engine keeps only the MPI message, not the code: see README. */
   default: return MPI_ERR_OTHER;

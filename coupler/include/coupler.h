@@ -32,13 +32,17 @@ typedef enum cpl_status {
   CPL_ERR_ENV,         /* bad value in an environment variable              */
   CPL_ERR_PARSE,       /* workflow file is not well-formed YAML             */
   CPL_ERR_CONFIG,      /* workflow file is YAML but not a valid workflow    */
-  CPL_ERR_MISMATCH,    /* ranks or components disagree (sizes, names, ...)  */
+  CPL_ERR_MISMATCH,    /* ranks, components or the workflow file disagree  */
   CPL_ERR_TIMEOUT,     /* a wait ran past its deadline                      */
   CPL_ERR_IO,          /* file system error                                 */
   CPL_ERR_HDF5,        /* an HDF5 call failed                               */
   CPL_ERR_STATE,       /* call out of order (e.g. put outside a step)       */
   CPL_ERR_UNSUPPORTED, /* valid request this build cannot do                */
   CPL_ERR_NOT_FOUND,   /* the requested step is not held by the producer   */
+  CPL_ERR_TYPE,        /* a datatype differs from the declared one, or     */
+                       /* HDF5 cannot convert between the two              */
+  CPL_ERR_SHAPE,       /* dims differ from the declared ones, or blocks do */
+                       /* not tile the array (gap, overlap, outside)       */
   CPL_ERR_INTERNAL,    /* a bug in Coupler: please report                   */
   CPL_END_OF_STREAM,   /* not an error: the producer has finished           */
   CPL_STATUS_COUNT
@@ -410,7 +414,7 @@ int cpl_input_inquire(const cpl_input *in, const char *name,
 
 /* Copy the hyperslab start[]/count[] (NULL, NULL: the whole array) of a
  * dataset into buf, row-major, converted to memtype (H5T_NATIVE_DOUBLE,
- * ...; CPL_ERR_MISMATCH if HDF5 cannot convert the stored type to it). */
+ * ...; CPL_ERR_TYPE if HDF5 cannot convert the stored type to it). */
 int cpl_input_get(cpl_input *in, const char *name, hid_t memtype,
                   const hsize_t start[], const hsize_t count[], void *buf);
 

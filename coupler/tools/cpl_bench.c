@@ -32,6 +32,7 @@
 
 #include "coupler.h"
 #include "core/wait.h"
+#include "tools/cli.h"
 
 #define MAXV 16
 
@@ -87,7 +88,10 @@ static int variant(const char *name, char *alg, size_t n, int apply) {
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: mpiexec -n N cpl-bench [options]\n"
+          "usage: mpiexec -n N cpl-bench --inter LIST | --intra LIST [options]\n"
+          "Time Coupler's collective algorithms side by side: per shape and size a\n"
+          "table row per variant (median and min over --reps interleaved runs, the\n"
+          "slowest rank's time, in ms; ratio = baseline median / variant median).\n"
           "  --inter LIST     inter-group algorithms: fc,ring,root,native,ring-intra,mpi\n"
           "                   (ring-intra: ring allgather over all p+q ranks, the\n"
           "                   baseline of the Kang ring comparison; mpi: MPICH's\n"
@@ -108,7 +112,11 @@ static void usage(FILE *f) {
           "  --csv FILE       also write every point as CSV\n"
           "  --no-verify      skip data verification\n"
           "  --quiet          no progress lines\n"
-          "  --help, --version\n");
+          "  -h, --help       show this help\n"
+          "  -V, --version    show the version\n"
+          "Exit status: 0 done (every run verified); 2 usage error (also a shape\n"
+          "that needs more ranks than the job has); a failed or wrong run aborts\n"
+          "the job with a message (mpiexec exits non-zero).\n");
 }
 
 static long parse_size(const char *s) {
@@ -342,10 +350,21 @@ static double intra_thunk(const bench *b, int v, int run, void *c) {
   return run_intra(b, v, x->comm, x->n, x->r, x->k, x->rbuf, run);
 }
 
+/* Rank 0 of a launched job, or a process started alone: the one that
+ * reports usage errors found before MPI_Init (hydra sets PMI_RANK). */
+static int first_process(void) {
+  const char *r = getenv("PMI_RANK");
+  if (!r) r = getenv("OMPI_COMM_WORLD_RANK");
+  return !r || !strcmp(r, "0");
+}
+
 int main(int argc, char **argv) {
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help")) return usage(stdout), 0;
-    if (!strcmp(argv[i], "--version")) return printf("cpl-bench %s\n", CPL_VERSION_STRING), 0;
+  int info = cpli_cli_info("cpl-bench", argc, argv, usage);
+  if (info >= 0) return info;
+  if (argc == 1) {
+    if (first_process())
+      cpli_cli_usage_error("cpl-bench", usage, "say what to measure (--inter or --intra)");
+    return CPLI_CLI_USAGE_ERROR;
   }
   MPI_Init(&argc, &argv);
   save_env();
@@ -360,21 +379,28 @@ int main(int argc, char **argv) {
   int bad = 0;
   for (int i = 1; i < argc && !bad; i++) {
     const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-    int takes = 1;
-    if (!strcmp(a, "--inter") && val) b.inter_mode = 1, b.nv = split_list(val, b.names, MAXV);
-    else if (!strcmp(a, "--intra") && val) b.inter_mode = 0, b.nv = split_list(val, b.names, MAXV);
-    else if (!strcmp(a, "--shape") && val) nshapes = split_list(val, shapes, 32);
-    else if (!strcmp(a, "--procs") && val) nprocs = split_list(val, procs, 32);
-    else if (!strcmp(a, "--sizes") && val) bad = (b.nsizes = parse_sizes(val, b.sizes, 64)) <= 0;
-    else if (!strcmp(a, "--reps") && val) bad = (b.reps = atoi(val)) < 1;
-    else if (!strcmp(a, "--warmup") && val) bad = (b.warmup = atoi(val)) < 0;
-    else if (!strcmp(a, "--baseline") && val) baseline = val;
-    else if (!strcmp(a, "--rate") && val) bad = (b.rate = atof(val) * 1e6) <= 0;
-    else if (!strcmp(a, "--csv") && val) csvpath = val;
-    else if (!strcmp(a, "--no-verify")) b.verify = 0, takes = 0;
+    static const char *const valued[] = {"--inter", "--intra", "--shape", "--procs", "--sizes",
+                                         "--reps", "--warmup", "--baseline", "--rate", "--csv"};
+    int takes = 1, known = 0;
+    for (size_t j = 0; j < sizeof valued / sizeof *valued; j++) known |= !strcmp(a, valued[j]);
+    if (!strcmp(a, "--no-verify")) b.verify = 0, takes = 0;
     else if (!strcmp(a, "--quiet")) b.quiet = 1, takes = 0;
-    else bad = 1;
-    if (bad && wrank == 0) fprintf(stderr, "cpl-bench: bad argument '%s'%s\n", a, val ? "" : " (missing value?)");
+    else if (!known) bad = 3;
+    else if (!val) bad = 2;
+    else if (!strcmp(a, "--inter")) b.inter_mode = 1, b.nv = split_list(val, b.names, MAXV);
+    else if (!strcmp(a, "--intra")) b.inter_mode = 0, b.nv = split_list(val, b.names, MAXV);
+    else if (!strcmp(a, "--shape")) nshapes = split_list(val, shapes, 32);
+    else if (!strcmp(a, "--procs")) nprocs = split_list(val, procs, 32);
+    else if (!strcmp(a, "--sizes")) bad = (b.nsizes = parse_sizes(val, b.sizes, 64)) <= 0;
+    else if (!strcmp(a, "--reps")) bad = (b.reps = atoi(val)) < 1;
+    else if (!strcmp(a, "--warmup")) bad = (b.warmup = atoi(val)) < 0;
+    else if (!strcmp(a, "--baseline")) baseline = val;
+    else if (!strcmp(a, "--rate")) bad = (b.rate = atof(val) * 1e6) <= 0;
+    else if (!strcmp(a, "--csv")) csvpath = val;
+    if (bad && wrank == 0)
+      fprintf(stderr, bad == 3   ? "cpl-bench: unknown option %s\n"
+                      : bad == 2 ? "cpl-bench: option %s needs a value\n"
+                                 : "cpl-bench: bad value for %s: %s\n", a, val);
     i += takes;
   }
   if (!bad && b.nv == 0) b.inter_mode = 1, b.nv = split_list("fc,root,native", b.names, MAXV);
@@ -392,10 +418,25 @@ int main(int argc, char **argv) {
   }
   if (!bad && baseline && b.baseline < 0)
     bad = 1, wrank == 0 && fprintf(stderr, "cpl-bench: baseline %s is not among the variants\n", baseline);
+  if (b.inter_mode && nshapes == 0) snprintf(shapes[nshapes++], 32, "%d:%d", wsize / 2, wsize - wsize / 2);
+  if (!b.inter_mode && nprocs == 0) snprintf(procs[nprocs++], 32, "%d", wsize);
+  /* Every shape must fit the job: refused here, before any table line. */
+  for (int si = 0; si < (b.inter_mode ? nshapes : nprocs) && !bad; si++) {
+    int p, q;
+    if (b.inter_mode ? sscanf(shapes[si], "%d:%d", &p, &q) != 2 || p < 1 || q < 1 || p + q > wsize
+                     : sscanf(procs[si], "%d", &p) != 1 || p < 1 || p > wsize) {
+      bad = 1;
+      if (wrank == 0)
+        fprintf(stderr, "cpl-bench: %s %s does not fit this job of %d rank%s (%s)\n",
+                b.inter_mode ? "shape" : "group size", b.inter_mode ? shapes[si] : procs[si],
+                wsize, wsize == 1 ? "" : "s",
+                b.inter_mode ? "P:Q with P, Q >= 1 and P + Q ranks at most" : "1 to the job's ranks");
+    }
+  }
   if (bad) {
     if (wrank == 0) usage(stderr);
     MPI_Finalize();
-    return 2;
+    return CPLI_CLI_USAGE_ERROR;
   }
   if (b.baseline < 0) b.baseline = b.nv - 1;
   if (wrank == 0 && csvpath) {
@@ -403,8 +444,6 @@ int main(int argc, char **argv) {
     if (!b.csv) fprintf(stderr, "cpl-bench: cannot write %s\n", csvpath);
     else fprintf(b.csv, "shape,p,q,kind,algorithm,bytes,median_s,min_s,ratio_to_baseline,bound_s,runs\n");
   }
-  if (b.inter_mode && nshapes == 0) snprintf(shapes[nshapes++], 32, "%d:%d", wsize / 2, wsize - wsize / 2);
-  if (!b.inter_mode && nprocs == 0) snprintf(procs[nprocs++], 32, "%d", wsize);
   const int npoints = (b.inter_mode ? nshapes : nprocs) * b.nsizes;
   if (wrank == 0) {
     printf("# cpl-bench %s: %d ranks, %d runs per variant (interleaved), %d warm-up; times in ms,\n"
@@ -416,13 +455,9 @@ int main(int argc, char **argv) {
   long maxk = 0;
   for (int s = 0; s < b.nsizes; s++) maxk = b.sizes[s] > maxk ? b.sizes[s] : maxk;
   for (int si = 0; si < (b.inter_mode ? nshapes : nprocs); si++) {
-    int p, q = 0;
-    if (b.inter_mode ? sscanf(shapes[si], "%d:%d", &p, &q) != 2 || p < 1 || q < 1 || p + q > wsize
-                     : sscanf(procs[si], "%d", &p) != 1 || p < 1 || p > wsize) {
-      if (wrank == 0) fprintf(stderr, "cpl-bench: shape %s does not fit %d ranks\n",
-                              b.inter_mode ? shapes[si] : procs[si], wsize);
-      MPI_Abort(MPI_COMM_WORLD, 2);
-    }
+    int p, q = 0; /* checked above */
+    if (b.inter_mode) sscanf(shapes[si], "%d:%d", &p, &q);
+    else sscanf(procs[si], "%d", &p);
     char shape[32];
     if (b.inter_mode) snprintf(shape, sizeof shape, "%d|%d", p, q);
     else snprintf(shape, sizeof shape, "%d", p);

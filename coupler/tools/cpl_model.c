@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "coll/select.h"
+#include "tools/cli.h"
 #include "sched/circulant.h"
 #include "sched/ring.h"
 #include "sched/verify.h"
@@ -36,9 +37,30 @@ static void usage(FILE *f) {
   fprintf(f, "usage: cpl-model [--alpha SECONDS] [--beta SECONDS_PER_BYTE | --rate MBPS]\n"
              "                 [--size BYTES_PER_PROCESS] [--max N] [--check]\n"
              "                 [--shapes P:Q,...] [--csv FILE]\n"
-             "  --check   also verify every ring and circulant schedule printed\n"
-             "  --shapes  model every inter-group algorithm at these shapes (p, q <= --max)\n"
-             "  --csv     also write every modelled time (table,p,q,algorithm,steps,seconds)\n");
+             "The alpha-beta cost model of Coupler's algorithms at scale (no MPI):\n"
+             "Kang et al.'s Tables I (fully connected) and II (ring) against Coupler's\n"
+             "models and exact schedules, and the circulant rounds, for p up to --max.\n"
+             "  --alpha S    latency per message in seconds (default: $CPL_ALPHA, else\n"
+             "               the library's default)\n"
+             "  --beta S     seconds per byte (default: $CPL_BETA, else the library's)\n"
+             "  --rate MBPS  the same as a link rate in MB/s: beta = 1 / (MBPS * 1e6)\n"
+             "  --size B     bytes per process (default 1048576)\n"
+             "  --max N      largest group size modelled (default 1024, at least 2)\n"
+             "  --check      also verify every ring and circulant schedule printed\n"
+             "  --shapes L   model every inter-group algorithm at these shapes P:Q\n"
+             "               (p, q <= --max)\n"
+             "  --csv FILE   also write every modelled time (table,p,q,algorithm,steps,\n"
+             "               seconds)\n"
+             "  -h, --help     show this help\n"
+             "  -V, --version  show the version\n"
+             "Exit status: 0 done, 1 a schedule failed or was invalid, 2 usage error.\n");
+}
+
+/* 1 if all of s is a number (in *out), else 0. */
+static int number(const char *s, double *out) {
+  char *end;
+  *out = strtod(s, &end);
+  return end != s && *end == '\0';
 }
 
 static FILE *csv;
@@ -63,22 +85,28 @@ int main(int argc, char **argv) {
   int max = 1024, check = 0;
   const char *shapes = NULL, *csvpath = NULL;
   cpli_model_params(&alpha, &beta);
+  int info = cpli_cli_info("cpl-model", argc, argv, usage);
+  if (info >= 0) return info;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--help")) return usage(stdout), 0;
-    if (!strcmp(a, "--version")) return printf("cpl-model %s\n", CPL_VERSION_STRING), 0;
     if (!strcmp(a, "--check")) { check = 1; continue; }
-    if (!v) return usage(stderr), 2;
-    if (!strcmp(a, "--alpha")) alpha = atof(v);
-    else if (!strcmp(a, "--beta")) beta = atof(v);
-    else if (!strcmp(a, "--rate")) beta = 1 / (atof(v) * 1e6);
-    else if (!strcmp(a, "--size")) k = atof(v);
-    else if (!strcmp(a, "--max")) max = atoi(v);
-    else if (!strcmp(a, "--shapes")) shapes = v;
-    else if (!strcmp(a, "--csv")) csvpath = v;
-    else return usage(stderr), 2;
+    static const char *const valued[] = {"--alpha", "--beta", "--rate", "--size",
+                                         "--max", "--shapes", "--csv"};
+    int known = 0;
+    for (size_t j = 0; j < sizeof valued / sizeof *valued; j++) known |= !strcmp(a, valued[j]);
+    if (!known) return cpli_cli_usage_error("cpl-model", usage, "unknown option %s", a);
+    if (!v) return cpli_cli_usage_error("cpl-model", usage, "option %s needs a value", a);
     i++;
-    if (!(alpha > 0) || !(beta > 0) || !(k >= 0) || max < 2) return usage(stderr), 2;
+    double x = 0;
+    if (!strcmp(a, "--shapes")) { shapes = v; continue; }
+    if (!strcmp(a, "--csv")) { csvpath = v; continue; }
+    int ok = number(v, &x) && x > 0;
+    if (!strcmp(a, "--alpha")) alpha = x;
+    else if (!strcmp(a, "--beta")) beta = x;
+    else if (!strcmp(a, "--rate")) beta = 1 / (x * 1e6);
+    else if (!strcmp(a, "--size")) ok = number(v, &x) && x >= 0, k = x;
+    else ok = ok && x >= 2 && x <= 1 << 20 && x == (int)x, max = (int)x;
+    if (!ok) return cpli_cli_usage_error("cpl-model", usage, "bad value for %s: %s", a, v);
   }
   if (csvpath) {
     if (!(csv = fopen(csvpath, "w"))) {

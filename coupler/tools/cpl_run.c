@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "coupler.h"
+#include "tools/cli.h"
 #include "workflow/model.h"
 
 #ifndef CPL_MPIEXEC_DEFAULT
@@ -148,8 +149,9 @@ static void build(const cpli_workflow *wf, const char *abspath,
     const char *prog = k->argv[0];
     if (strchr(prog, '/') && prog[0] != '/') {
       while (prog[0] == '.' && prog[1] == '/') prog += 2;
-      char *p = join_path(wfdir, prog);
-      add(w, p ? p : prog);
+      char *p = join_path(wfdir, prog), clean[PATH_MAX];
+      /* Resolved when it exists: the command shows ../ free paths. */
+      add(w, p && realpath(p, clean) ? clean : p ? p : prog);
       free(p);
     } else {
       add(w, prog);
@@ -180,38 +182,30 @@ int main(int argc, char **argv) {
   if (!mpiexec || !*mpiexec) mpiexec = CPL_MPIEXEC_DEFAULT;
   int nextra = 0;
   char **extra = NULL;
+  int info = cpli_cli_info("cpl-run", argc, argv, usage);
+  if (info >= 0) return info;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--")) {
       extra = argv + i + 1;
       nextra = argc - i - 1;
       break;
-    } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      usage(stdout);
-      return 0;
-    } else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
-      printf("cpl-run (Coupler) %s\n", CPL_VERSION_STRING);
-      return 0;
     } else if (!strcmp(a, "-n") || !strcmp(a, "--dry-run")) {
       dry = 1;
-    } else if (!strcmp(a, "--mpiexec") && i + 1 < argc) {
+    } else if (!strcmp(a, "--mpiexec")) {
+      if (i + 1 == argc)
+        return cpli_cli_usage_error("cpl-run", usage, "option --mpiexec needs a value");
       mpiexec = argv[++i];
     } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "cpl-run: unknown option %s\n", a);
-      usage(stderr);
-      return 2;
+      return cpli_cli_usage_error("cpl-run", usage, "unknown option %s", a);
     } else if (!file) {
       file = a;
     } else {
-      fprintf(stderr, "cpl-run: one workflow file only (extra mpiexec "
-                      "arguments go after --)\n");
-      return 2;
+      return cpli_cli_usage_error("cpl-run", usage, "one workflow file only, "
+                                  "%s is a second (mpiexec arguments go after --)", a);
     }
   }
-  if (!file) {
-    usage(stderr);
-    return 2;
-  }
+  if (!file) return cpli_cli_usage_error("cpl-run", usage, "no workflow file given");
 
   cpl_diag *d = NULL;
   if (cpl_diag_create(&d) != CPL_OK) return 2;

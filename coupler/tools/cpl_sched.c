@@ -1,29 +1,38 @@
 /*
  * cpl-sched: print the schedules Coupler runs, so anyone can check them.
- *
- *   cpl-sched ring P Q      one line per transfer: <step> <from> <to> <message>
- *                           (steps from 0; senders 0..P-1, receivers P..P+Q-1;
- *                           message = index of the sender whose block it is)
- *   cpl-sched circulant P   first line the skips, then per rank r the lines
- *                           "<r> recv <b0> ..." and "<r> send <b0> ...",
- *                           block numbers as in Traff's Table 1
- *   --check                 also verify the schedule; verdict on stderr,
- *                           exit 1 if it is invalid
- * No MPI is started.
+ * Usage and output format: usage() below (cpl-sched --help). No MPI is
+ * started.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "coupler.h"
+#include "tools/cli.h"
 #include "sched/circulant.h"
 #include "sched/ring.h"
 #include "sched/verify.h"
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: cpl-sched ring P Q [--check]\n"
-             "       cpl-sched circulant P [--check]\n"
-             "       cpl-sched --help | --version\n");
+  fprintf(f,
+          "usage: cpl-sched ring P Q [--check] [--no-header]\n"
+          "       cpl-sched circulant P [--check] [--no-header]\n"
+          "Print the schedules Coupler runs (no MPI is started).\n"
+          "  ring P Q       Kang et al.'s ring inter-group allgather, P senders to\n"
+          "                 Q receivers: a header line \"step from to message\", then\n"
+          "                 one line per transfer (steps from 0; senders 0..P-1,\n"
+          "                 receivers P..P+Q-1; message = the sender whose block it is)\n"
+          "  circulant P    Traff's circulant allgather on P ranks: a line \"skips\"\n"
+          "                 and the skips s0..sq, a header line \"rank side blocks\",\n"
+          "                 then per rank r \"r recv b0 ...\" and \"r send b0 ...\"\n"
+          "                 (block numbers as in Traff's Table 1)\n"
+          "  --check        also verify the schedule: verdict on stderr, exit 1 if\n"
+          "                 it is invalid\n"
+          "  --no-header    data lines only (no header line, no \"skips\" label)\n"
+          "  -h, --help     show this help\n"
+          "  -V, --version  show the version\n"
+          "P and Q: 1 to 1000000. Exit status: 0 done (and valid), 1 invalid or\n"
+          "failed, 2 usage error.\n");
 }
 
 static int positive(const char *s, int *out) {
@@ -34,12 +43,13 @@ static int positive(const char *s, int *out) {
   return 1;
 }
 
-static int ring(int p, int q, int check) {
+static int ring(int p, int q, int check, int header) {
   cpli_schedule s = {0};
   if (cpli_ring_schedule(p, q, &s) != CPL_OK) {
     fprintf(stderr, "cpl-sched: %s\n", cpl_last_error());
     return 1;
   }
+  if (header) printf("step from to message\n");
   for (size_t i = 0; i < s.n; i++)
     printf("%d %d %d %d\n", s.t[i].step, s.t[i].from, s.t[i].to, s.t[i].msg);
   int rc = 0;
@@ -53,14 +63,16 @@ static int ring(int p, int q, int check) {
   return rc;
 }
 
-static int circulant(int p, int check) {
+static int circulant(int p, int check, int header) {
   cpli_circ_full f;
   if (cpli_circ_full_init(&f, p) != CPL_OK) {
     fprintf(stderr, "cpl-sched: %s\n", cpl_last_error());
     return 1;
   }
   const int q = f.c.q;
+  if (header) printf("skips ");
   for (int k = 0; k <= q; k++) printf("%d%c", f.c.skips[k], k < q ? ' ' : '\n');
+  if (header) printf("rank side blocks\n");
   for (int r = 0; r < p; r++) {
     for (int side = 0; side < 2; side++) {
       const int *row = (side ? f.send : f.recv) + (size_t)r * q;
@@ -80,20 +92,34 @@ static int circulant(int p, int check) {
 }
 
 int main(int argc, char **argv) {
-  int check = 0, n = 0;
-  const char *args[4];
+  int check = 0, header = 1, n = 0;
+  const char *args[3];
+  int info = cpli_cli_info("cpl-sched", argc, argv, usage);
+  if (info >= 0) return info;
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return usage(stdout), 0;
-    if (!strcmp(argv[i], "--version")) return printf("cpl-sched %s\n", CPL_VERSION_STRING), 0;
-    if (!strcmp(argv[i], "--check")) check = 1;
-    else if (n < 4) args[n++] = argv[i];
-    else return usage(stderr), 2;
+    const char *a = argv[i];
+    if (!strcmp(a, "--check")) check = 1;
+    else if (!strcmp(a, "--no-header")) header = 0;
+    else if (a[0] == '-' && a[1]) return cpli_cli_usage_error("cpl-sched", usage, "unknown option %s", a);
+    else if (n < 3) args[n++] = a;
+    else return cpli_cli_usage_error("cpl-sched", usage, "unexpected argument %s", a);
   }
   int p, q;
-  if (n == 3 && !strcmp(args[0], "ring") && positive(args[1], &p) && positive(args[2], &q))
-    return ring(p, q, check);
-  if (n == 2 && !strcmp(args[0], "circulant") && positive(args[1], &p))
-    return circulant(p, check);
-  usage(stderr);
-  return 2;
+  if (n == 0) return cpli_cli_usage_error("cpl-sched", usage, "no schedule given (ring or circulant)");
+  if (!strcmp(args[0], "ring")) {
+    if (n != 3) return cpli_cli_usage_error("cpl-sched", usage, "ring takes P and Q");
+    if (!positive(args[1], &p) || !positive(args[2], &q))
+      return cpli_cli_usage_error("cpl-sched", usage, "ring %s %s: P and Q must be integers "
+                                  "from 1 to 1000000", args[1], args[2]);
+    return ring(p, q, check, header);
+  }
+  if (!strcmp(args[0], "circulant")) {
+    if (n != 2) return cpli_cli_usage_error("cpl-sched", usage, "circulant takes P");
+    if (!positive(args[1], &p))
+      return cpli_cli_usage_error("cpl-sched", usage, "circulant %s: P must be an integer "
+                                  "from 1 to 1000000", args[1]);
+    return circulant(p, check, header);
+  }
+  return cpli_cli_usage_error("cpl-sched", usage, "unknown schedule %s (ring or circulant)",
+                              args[0]);
 }

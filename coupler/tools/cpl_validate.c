@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "coupler.h"
+#include "tools/cli.h"
 #include "workflow/model.h"
 
 static void usage(FILE *f) {
@@ -14,6 +15,7 @@ static void usage(FILE *f) {
           "  -q, --quiet    print errors only, no summary\n"
           "  -h, --help     show this help\n"
           "  -V, --version  show the version\n"
+          "  --             end of options (files after it may start with -)\n"
           "Exit status: 0 valid, 1 invalid, 2 usage error.\n");
 }
 
@@ -100,25 +102,16 @@ static void summary(const cpli_workflow *wf) {
 
 int main(int argc, char **argv) {
   int quiet = 0, nfiles = 0, bad = 0;
-  for (int i = 1; i < argc; i++) {
+  int info = cpli_cli_info("cpl-validate", argc, argv, usage);
+  if (info >= 0) return info;
+  for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
     const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      usage(stdout);
-      return 0;
-    }
-    if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
-      printf("cpl-validate (Coupler) %s\n", CPL_VERSION_STRING);
-      return 0;
-    }
     if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
       quiet = 1;
       continue;
     }
-    if (a[0] == '-' && a[1] && strcmp(a, "--")) {
-      fprintf(stderr, "cpl-validate: unknown option %s\n", a);
-      usage(stderr);
-      return 2;
-    }
+    if (a[0] == '-' && a[1])
+      return cpli_cli_usage_error("cpl-validate", usage, "unknown option %s", a);
   }
   int files_only = 0;
   for (int i = 1; i < argc; i++) {
@@ -150,9 +143,6 @@ int main(int argc, char **argv) {
     cpl_workflow_destroy(wf);
     cpl_diag_destroy(d);
   }
-  if (nfiles == 0) {
-    usage(stderr);
-    return 2;
-  }
+  if (nfiles == 0) return cpli_cli_usage_error("cpl-validate", usage, "no workflow file given");
   return bad ? 1 : 0;
 }

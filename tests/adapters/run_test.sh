@@ -54,7 +54,7 @@ expect_failure() {
 # LINK (or none): R + M = N, the steps the stage took.
 evict_counts() {
   r=$(sed -n 's/^consumer: verified \([0-9]*\) steps (lossy) after.*/\1/p' "$out/log")
-  s=$(grep 'stage summary:' "$out/log") || fail "no stage summary"
+  s=$(grep 'stage: steps in' "$out/log") || fail "no stage summary"
   m=$(echo "$s" | sed -n "s/.*; $1 missed \([0-9]*\).*/\1/p")
   [ -n "$r" ] || fail "the lossy consumer did not report"
   [ $((r + ${m:-0})) -eq "$2" ] ||
@@ -64,9 +64,16 @@ evict_counts() {
 
 case $name in
 sink_1to3)
-  launch || fail "job exit status $?"
+  launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
+  cat "$out/log"
   ref "$out/ref.h5" 1,3,1,3
-  same "$out/ref.h5" "$out/out.h5" ;;
+  same "$out/ref.h5" "$out/out.h5"
+  # CPL_VERBOSE=2: one line per step (rank 0 only), then the summary.
+  [ "$(grep -c '^cpl-component\[writer\]: ' "$out/log")" -eq 4 ] &&
+    grep -q '^cpl-component\[writer\]: sink: step 1 from sim.out->writer.in: ' "$out/log" &&
+    grep -q '^cpl-component\[writer\]: sink: step 7 from sim.out->writer.in: ' "$out/log" &&
+    grep -q '^cpl-component\[writer\]: sink: 3 steps, .* from 1 link written to "[^"]*/out.h5" in [0-9.]* s$' "$out/log" ||
+    fail "not 3 step lines and a summary from the sink" ;;
 sink_3to1)
   launch || fail "job exit status $?"
   ref "$out/ref.h5" 2,4,0,1
@@ -91,15 +98,23 @@ sink_crash)
   same "$out/ref.h5" "$out/out.h5" ;;
 source_2to2)
   ref "$out/in.h5" 6,3,0,2
-  launch || fail "job exit status $?" ;;
+  launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
+  cat "$out/log"
+  ! grep -q '^cpl-component' "$out/log" || fail "CPL_VERBOSE=0, but the source printed" ;;
 source_flat_3to1)
   ref --flat "$out/in.h5" 7,1,5,1
   launch || fail "job exit status $?" ;;
 roundtrip_4to2)
   ref "$out/in.h5" 8,3,2,5
   mkdir -p "$out/rt" # the sink's workdir: its file name is relative
-  launch || fail "job exit status $?"
-  same "$out/in.h5" "$out/rt/out.h5" ;;
+  launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
+  cat "$out/log"
+  same "$out/in.h5" "$out/rt/out.h5"
+  # Default verbosity: one summary line from each built-in, nothing else.
+  [ "$(grep -c '^cpl-component' "$out/log")" -eq 2 ] &&
+    grep -q '^cpl-component\[src\]: source: 3 steps, [0-9.]* [KMG]*i*B* *[a-z]* *read from "[^"]*/in.h5" and sent on 1 port in [0-9.]* s$' "$out/log" &&
+    grep -q '^cpl-component\[writer\]: sink: 3 steps, .* from 1 link written to "out.h5" (in [^)]*/rt) in [0-9.]* s$' "$out/log" ||
+    fail "not one summary line from each built-in" ;;
 source_odd)
   "$oddgen" in "$out/in.h5" || fail "oddgen in"
   launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
@@ -128,7 +143,7 @@ stage_late_reader)
   cat "$out/log"
   grep -q 'consumer: refused: .*step 12 is not held by stage "relay": it holds steps 0\.\.9 (keep 16); the stream ended at step 9' "$out/log" ||
     fail "no refusal of step 12 naming the steps held"
-  grep -Eq 'stage summary: steps in 10 \(0\.\.9\); served relay\.out->late\.in [0-9]+, relay\.out->writer\.in 10; keep 16 block, evicted 0' "$out/log" ||
+  grep -Eq 'stage: steps in 10 \(0\.\.9\); served relay\.out->late\.in [0-9]+, relay\.out->writer\.in 10; keep 16 block, evicted 0' "$out/log" ||
     fail "no stage summary, or wrong counts"
   ref "$out/ref.h5" 12,10,0,1
   same "$out/ref.h5" "$out/out.h5" ;;
@@ -145,7 +160,7 @@ stage_block)
   launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
   cat "$out/log"
   grep -q '^consumer: verified 10 steps after' "$out/log" || fail "steps lost"
-  grep -q 'stage summary: steps in 10 (0\.\.9); served relay\.out->check\.in 10; keep 1 block, evicted 0' "$out/log" ||
+  grep -q 'stage: steps in 10 (0\.\.9); served relay\.out->check\.in 10; keep 1 block, evicted 0' "$out/log" ||
     fail "no stage summary, or wrong counts" ;;
 stage_drain)
   launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
@@ -167,6 +182,8 @@ stage_drain_bad)
   expect_failure 'cpl-component\[relay rank 0\]: stage "relay" .*drain file "[^"]*/stage_drain_bad/file/sub/d.h5": cannot create directory [^ ]*/file/sub: Not a directory' ;;
 stage_two_inputs)
   expect_failure 'cpl-component\[relay rank 0\]: stage "relay" .*needs exactly one input link.*but has 2' ;;
+verbose_bad)
+  expect_failure 'cpl-component\[writer rank 0\]: CPL_VERBOSE="loud": expected 0 \(quiet\), 1' ;;
 source_missing_file)
   expect_failure 'cpl-component\[src rank 0\]: hdf5 source "src": file "[^"]*/missing.h5": cannot open the file' ;;
 *)

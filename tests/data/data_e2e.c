@@ -212,6 +212,11 @@ static void check_step(cpl_input *in, long step) {
   /* float64 -> float32 conversion of the 2-D field. */
   float f[13 * 11];
   OK(cpl_input_get(in, "b2", H5T_NATIVE_FLOAT, NULL, NULL, f));
+  /* A name the step lacks: the message lists the ones it has. */
+  CHECK(cpl_input_get(in, "b3", H5T_NATIVE_FLOAT, NULL, NULL, f) == CPL_ERR_ARG &&
+            strstr(cpl_last_error(), "no dataset \"b3\"; the step has \"") &&
+            strstr(cpl_last_error(), "\"b2\""),
+        "missing dataset: %s", cpl_last_error());
   CHECK(f[12] == (float)val(step, 1, 12), "float conversion");
   double t = -1;
   OK(cpl_input_attr_get(in, NULL, "time", H5T_NATIVE_DOUBLE, 1, &t));
@@ -705,7 +710,7 @@ int main(int argc, char **argv) {
       OK(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 1, dims, start, count, x));
       rc = cpl_output_end_step(out);
       const char *m = cpl_last_error();
-      CHECK(rc == CPL_ERR_MISMATCH, "producer: expected a mismatch, got %s",
+      CHECK(rc == CPL_ERR_SHAPE, "producer: expected dims or blocks that do not fit, got %s",
             cpl_strerror(rc));
       if (!strcmp(sc, "overlap"))
         CHECK(has(m, "port prod.out, step 0: dataset \"x\"") &&
@@ -720,10 +725,10 @@ int main(int argc, char **argv) {
       long step;
       rc = cpl_input_begin_step(in, &step);
       const char *m = cpl_last_error();
-      CHECK(rc == CPL_ERR_MISMATCH && has(m, "producer: port prod.out, step 0"),
+      CHECK(rc == CPL_ERR_SHAPE && has(m, "producer: port prod.out, step 0"),
             "consumer: %s: %s", cpl_strerror(rc), m);
       if (r == 0) printf("consumer: %s\n", m);
-      CHECK(cpl_input_begin_step(in, &step) == CPL_ERR_MISMATCH, "sticky");
+      CHECK(cpl_input_begin_step(in, &step) == CPL_ERR_SHAPE, "sticky");
       OK(cpl_input_close(in));
     }
   } else if (!strcmp(sc, "select") || !strcmp(sc, "select_forced")) {

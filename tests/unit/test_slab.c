@@ -135,6 +135,27 @@ static void test_tiling(int rank, const hsize_t *dims, int maxn) {
       int want = tiles(rank, dims, n, set);
       CHECK(got == want, "rank %d, %d boxes: check says %d, reference %d (%s)",
              rank, n, got, want, got ? "" : msg);
+      /* A gap names an element, and no box covers it. */
+      const char *el = got ? NULL : strstr(msg, "(a gap)");
+      if (el) {
+        el = strstr(msg, "element [");
+        hsize_t pt[3] = {0};
+        int ok = el != NULL, covered = 0;
+        for (int d = 0; ok && d < rank; d++) {
+          unsigned long long v;
+          ok = sscanf(el += (d ? 2 : 9), "%llu", &v) == 1;
+          pt[d] = v;
+          while (ok && *el >= '0' && *el <= '9') el++;
+        }
+        for (int k = 0; ok && k < n; k++) {
+          int in = 1;
+          for (int d = 0; d < rank; d++)
+            in &= pt[d] >= set[k].s[d] && pt[d] < set[k].s[d] + set[k].c[d];
+          covered |= in;
+        }
+        CHECK(ok && !covered, "rank %d, %d boxes: gap message names no uncovered element: %s",
+              rank, n, msg);
+      }
       sets++;
       tilings += want;
       int k = n - 1;
@@ -155,8 +176,23 @@ static void test_messages(void) {
          "overlap message: %s", msg);
   hsize_t st2[4] = {0, 0, 2, 0}, ct2[4] = {2, 6, 1, 6};
   CHECK(!cpli_tiling_check(2, dims, 2, st2, ct2, msg, sizeof msg) &&
-         strstr(msg, "cover 18 of the 24 elements of the global array [4, 6]"),
+         strstr(msg, "cover 18 of the 24 elements of the global array [4, 6] (a gap): "
+                     "element [3, 0] is in no block; blocks: rank 0 [0:2, 0:6], "
+                     "rank 1 [2:3, 0:6]"),
          "gap message: %s", msg);
+  /* A hole inside: found among the block ends; an empty block says so. */
+  hsize_t st4[8] = {0, 0, 0, 3, 2, 2, 0, 0}, ct4[8] = {4, 2, 2, 3, 2, 1, 0, 0};
+  CHECK(!cpli_tiling_check(2, dims, 4, st4, ct4, msg, sizeof msg) &&
+         strstr(msg, "element [0, 2] is in no block; blocks: rank 0 [0:4, 0:2], "
+                     "rank 1 [0:2, 3:6], rank 2 [2:4, 2:3], rank 3 none"),
+         "gap message: %s", msg);
+  /* Many blocks: the list is cut to fit, saying how many are left out. */
+  hsize_t dims1[1] = {100}, st5[40], ct5[40];
+  for (int i = 0; i < 40; i++) st5[i] = (hsize_t)i * 2, ct5[i] = 2;
+  CHECK(!cpli_tiling_check(1, dims1, 40, st5, ct5, msg, sizeof msg) &&
+         strstr(msg, "element [80] is in no block") && strstr(msg, " more)") &&
+         strlen(msg) < sizeof msg - 1,
+         "long gap message: %s", msg);
   hsize_t st3[2] = {3, 0}, ct3[2] = {2, 6};
   CHECK(!cpli_tiling_check(2, dims, 1, st3, ct3, msg, sizeof msg) &&
          strstr(msg, "lies outside"), "outside message: %s", msg);
