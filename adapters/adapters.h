@@ -12,6 +12,10 @@ int cpli_hdf5_sink_run(cpl_context *ctx, const char *path);
 /* kind: source. Replay `path` on every linked output port. */
 int cpli_hdf5_source_run(cpl_context *ctx, const char *path);
 
+/* kind: stage. Keep the last steps of the one linked input port and serve
+ * them to every linked output port's consumers, until end of stream. */
+int cpli_stage_run(cpl_context *ctx);
+
 /* Output on success, shared by sink, source and stage (report.c, README.md
  * "Output"). cpli_report_init reads CPL_VERBOSE (CPL_ERR_ENV if it is not
  * 0, 1 or 2) and starts the clock; cpli_report prints
@@ -24,9 +28,5 @@ void cpli_report(int level, const char *component, int rank, const char *fmt, ..
 double cpli_report_elapsed(void); /* seconds since cpli_report_init */
 int cpli_report_level(void);      /* CPL_VERBOSE: 0, 1 or 2 */
 const char *cpli_report_bytes(double bytes, char *buf, size_t n); /* "1.5 MiB" */
-
-/* kind: stage. Keep the last steps of the one linked input port and serve
- * them to every linked output port's consumers, until end of stream. */
-int cpli_stage_run(cpl_context *ctx);
 
 #endif

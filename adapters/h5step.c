@@ -91,10 +91,10 @@ static int write_dataset(cpli_h5_steps *s, cpl_input *in, hid_t group, int i,
                     : CPL_OK;
   int empty = 0; /* a zero extent: nothing to write, the shape says it all */
   for (int k = 0; k < d.rank; k++) empty |= d.dims[k] == 0;
+  if (rc == CPL_OK && !empty) rc = write_data(s, in, dset, &d, rows);
   double bytes = (double)H5Tget_size(d.type);
   for (int k = 0; k < d.rank; k++) bytes *= (double)d.dims[k];
   s->bytes += bytes;
-  if (rc == CPL_OK && !empty) rc = write_data(s, in, dset, &d, rows);
   int nattrs = 0;
   if (rc == CPL_OK) rc = cpl_input_attr_count(in, d.name, &nattrs);
   for (int a = 0; rc == CPL_OK && a < nattrs; a++)

@@ -252,11 +252,16 @@ static int put_dataset(source *s, hid_t g, const char *dname, slab *sl) {
 static void warn_skipped(source *s, const char *where, const char *what,
                          const names *skipped) {
   if (s->rank != 0 || skipped->n == 0) return;
+  /* One fprintf, one write: stderr is unbuffered, and other processes'
+   * lines (CPL_PROGRESS) landed between the pieces of this one. */
+  char names[1200] = "";
+  size_t o = 0;
+  for (int i = 0; i < skipped->n && i < 10 && o < sizeof names; i++)
+    o += (size_t)snprintf(names + o, sizeof names - o, " \"%s\"",
+                          skipped->v[i]);
   fprintf(stderr, "cpl-component[%s]: warning: file %s: %s: %d %s not "
-          "replayed:", s->name, s->where, where, skipped->n, what);
-  for (int i = 0; i < skipped->n && i < 10; i++)
-    fprintf(stderr, " \"%s\"", skipped->v[i]);
-  fprintf(stderr, "%s\n", skipped->n > 10 ? " ..." : "");
+          "replayed:%s%s\n", s->name, s->where, where, skipped->n, what,
+          names, skipped->n > 10 ? " ..." : "");
 }
 
 /* One step: the datasets of group g and its attributes (but `skip`). */

@@ -30,13 +30,20 @@ int cpli_report_level(void) { return level; }
 
 void cpli_report(int at_level, const char *component, int rank, const char *fmt, ...) {
   if (rank != 0 || level < at_level) return;
+  /* One write of the whole line: three printf calls on an unbuffered
+   * stdout were three writes, and another process's line could land
+   * between them (seen: "cpl-component[relay]: consumer: ..."). */
+  char line[8192];
   va_list ap;
   va_start(ap, fmt);
-  printf("cpl-component[%s]: ", component);
-  vprintf(fmt, ap);
-  putchar('\n');
-  fflush(stdout); /* lines from several components interleave whole */
+  int o = snprintf(line, sizeof line - 1, "cpl-component[%s]: ", component);
+  if (o >= 0 && o < (int)sizeof line - 1)
+    vsnprintf(line + o, sizeof line - 1 - (size_t)o, fmt, ap);
   va_end(ap);
+  size_t n = strlen(line);
+  line[n] = '\n';
+  fwrite(line, 1, n + 1, stdout);
+  fflush(stdout);
 }
 
 const char *cpli_report_bytes(double bytes, char *buf, size_t n) {

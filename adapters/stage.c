@@ -29,7 +29,7 @@
  * longer one for requests when only requests can make progress. */
 #define WAIT_INPUT 0.005
 #define WAIT_REQUESTS 0.02
-#define LOG_FIRST 5 /* evictions logged at verbosity 1; all at 2 */
+#define LOG_FIRST 5 /* evictions warned about on stderr; the rest counted */
 
 typedef struct kept_attr {
   char *name;
@@ -71,7 +71,7 @@ typedef struct served {
 
 typedef struct stage {
   const char *name;
-  int rank, size, verbose;
+  int rank, size;
   MPI_Comm comm;
   cpl_input *in;
   const char *in_port;
@@ -241,14 +241,16 @@ static void drop_oldest(stage *s) {
   }
   if (s->when_full == CPLI_FULL_EVICT) {
     s->evicted++;
-    if (s->rank == 0 && s->verbose &&
-        (s->evicted <= LOG_FIRST || s->verbose >= 2))
-      fprintf(stderr, "cpl-component[%s]: stage full (keep %d): evicted step "
-              "%ld%s%s%s%s\n", s->name, s->keep, k->step,
+    if (s->rank == 0 && s->evicted <= LOG_FIRST)
+      fprintf(stderr, "cpl-component[%s]: warning: stage full (keep %d): "
+              "evicted step %ld%s%s%s%s\n", s->name, s->keep, k->step,
               lost ? ", not yet read by " : "", who,
               s->drain ? " (it is in the drain file)" : "",
-              s->evicted == LOG_FIRST && s->verbose < 2
-                  ? "; further evictions are only counted" : "");
+              s->evicted == LOG_FIRST ? "; further evictions are counted "
+                                        "(CPL_VERBOSE=2 lists them)" : "");
+    else
+      cpli_report(2, s->name, s->rank, "stage: evicted step %ld%s%s",
+                  k->step, lost ? ", not yet read by " : "", who);
   }
   s->held -= k->bytes;
   free_step(k);
@@ -312,9 +314,8 @@ static int send_step(stage *s, served *l, const kept_step *k) {
   if (rc != CPL_OK) return rc;
   l->last = k->step;
   l->sent++;
-  if (s->rank == 0 && s->verbose >= 2)
-    fprintf(stderr, "cpl-component[%s]: sent step %ld to %s\n", s->name,
-            k->step, l->label);
+  cpli_report(2, s->name, s->rank, "stage: sent step %ld to %s", k->step,
+              l->label);
   return CPL_OK;
 }
 
@@ -354,17 +355,13 @@ static int refuse(stage *s, served *l, long want) {
   else
     o += snprintf(why + o, sizeof why - (size_t)o, "; the producer made no "
                   "step %ld", want);
-  if (s->rank == 0 && s->verbose >= 2)
-    fprintf(stderr, "cpl-component[%s]: refused %s: %s\n", s->name, l->label,
-            why);
+  cpli_report(2, s->name, s->rank, "stage: refused %s: %s", l->label, why);
   return cpl_output_refuse(l->out, l->index, why);
 }
 
 static int end_link(stage *s, served *l) {
   l->ended = 1;
-  if (s->rank == 0 && s->verbose >= 2)
-    fprintf(stderr, "cpl-component[%s]: end of stream for %s\n", s->name,
-            l->label);
+  cpli_report(2, s->name, s->rank, "stage: end of stream for %s", l->label);
   return cpl_output_end_link(l->out, l->index);
 }
 
@@ -574,14 +571,10 @@ static int close_all(stage *s) {
   return rc;
 }
 
-/* CPL_VERBOSE (adapters/report.c): 0 quiet, 1 (default) summary and
- * first evictions, 2 every request, eviction and each rank's own summary. */
-static int verbosity(void) { return cpli_report_level(); }
-
 static double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
 
-/* One line: what came in, what each link got, evictions, memory. The
- * memory figures are the largest over the stage's ranks. */
+/* The summary line (CPL_VERBOSE 1, report.c): what came in, what each link
+ * got, evictions, memory. Memory and CPU are the largest over the ranks. */
 static void summary(stage *s) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
@@ -591,14 +584,9 @@ static void summary(stage *s) {
                     (double)s->bytes_in, cpu};
   double most[4];
   MPI_Reduce(mine, most, 4, MPI_DOUBLE, MPI_MAX, 0, s->comm);
-  if (s->verbose >= 2)
-    fprintf(stderr, "cpl-component[%s rank %d]: received %.2f MiB, store "
-            "peak %.2f MiB, peak RSS %.1f MiB, CPU %.1f s\n", s->name,
-            s->rank, mib(mine[2]), mib(mine[0]), mib(mine[1]), cpu);
-  if (s->rank != 0 || s->verbose < 1) return;
+  if (s->rank != 0) return;
   char line[4096];
-  int o = snprintf(line, sizeof line, "cpl-component[%s]: stage summary: "
-                   "steps in %ld", s->name, s->steps_in);
+  int o = snprintf(line, sizeof line, "steps in %ld", s->steps_in);
   if (s->steps_in)
     o += snprintf(line + o, sizeof line - (size_t)o, " (%ld..%ld)",
                   s->first_in, s->last_in);
@@ -620,9 +608,9 @@ static void summary(stage *s) {
   if (o < (int)sizeof line)
     snprintf(line + o, sizeof line - (size_t)o, "; received %.2f MiB, store "
              "peak %.2f MiB, peak RSS %.1f MiB, CPU %.1f s (largest of %d "
-             "ranks)", mib(most[2]), mib(most[0]), mib(most[1]), most[3],
-             s->size);
-  fprintf(stderr, "%s\n", line);
+             "ranks) in %.1f s", mib(most[2]), mib(most[0]), mib(most[1]),
+             most[3], s->size, cpli_report_elapsed());
+  cpli_report(1, s->name, s->rank, "stage: %s", line);
 }
 
 static int run(stage *s) {
@@ -669,7 +657,6 @@ int cpli_stage_run(cpl_context *ctx) {
   s.keep = c->keep;
   s.when_full = c->when_full;
   s.drain = c->drain;
-  s.verbose = verbosity();
   s.kept = calloc((size_t)s.keep, sizeof *s.kept);
   int rc = s.kept ? CPL_OK : cpli_fail(CPL_ERR_NOMEM, "out of memory");
   if (rc == CPL_OK) rc = open_ports(ctx, &s);

@@ -85,5 +85,5 @@ report allgather
 echo
 for v in select allgather; do
   echo "$v: workflow $(cat "$work/$v-$size/wall") s; $(grep -o 'sim: done in .*' "$work/$v-$size/log")"
-  grep -o 'stage summary: .*' "$work/$v-$size/log" | sed 's/^/  /'
+  grep -o 'stage: steps in .*' "$work/$v-$size/log" | sed 's/^/  /'
 done

@@ -54,7 +54,7 @@ expect_failure() {
 # LINK (or none): R + M = N, the steps the stage took.
 evict_counts() {
   r=$(sed -n 's/^consumer: verified \([0-9]*\) steps (lossy) after.*/\1/p' "$out/log")
-  s=$(grep 'stage summary:' "$out/log") || fail "no stage summary"
+  s=$(grep 'stage: steps in' "$out/log") || fail "no stage summary"
   m=$(echo "$s" | sed -n "s/.*; $1 missed \([0-9]*\).*/\1/p")
   [ -n "$r" ] || fail "the lossy consumer did not report"
   [ $((r + ${m:-0})) -eq "$2" ] ||
@@ -143,7 +143,7 @@ stage_late_reader)
   cat "$out/log"
   grep -q 'consumer: refused: .*step 12 is not held by stage "relay": it holds steps 0\.\.9 (keep 16); the stream ended at step 9' "$out/log" ||
     fail "no refusal of step 12 naming the steps held"
-  grep -Eq 'stage summary: steps in 10 \(0\.\.9\); served relay\.out->late\.in [0-9]+, relay\.out->writer\.in 10; keep 16 block, evicted 0' "$out/log" ||
+  grep -Eq 'stage: steps in 10 \(0\.\.9\); served relay\.out->late\.in [0-9]+, relay\.out->writer\.in 10; keep 16 block, evicted 0' "$out/log" ||
     fail "no stage summary, or wrong counts"
   ref "$out/ref.h5" 12,10,0,1
   same "$out/ref.h5" "$out/out.h5" ;;
@@ -160,7 +160,7 @@ stage_block)
   launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
   cat "$out/log"
   grep -q '^consumer: verified 10 steps after' "$out/log" || fail "steps lost"
-  grep -q 'stage summary: steps in 10 (0\.\.9); served relay\.out->check\.in 10; keep 1 block, evicted 0' "$out/log" ||
+  grep -q 'stage: steps in 10 (0\.\.9); served relay\.out->check\.in 10; keep 1 block, evicted 0' "$out/log" ||
     fail "no stage summary, or wrong counts" ;;
 stage_drain)
   launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
