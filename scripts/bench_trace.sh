@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # What writing a trace costs per step: the same pair (P producer ranks,
 # Q consumer ranks, BYTES per step) with CPL_TRACE off and on, in turns,
-# ROUNDS times each; prints each round and the ratio of the medians.
+# ROUNDS times each; prints each round and the ratio of the medians. Then
+# the cost of one record alone (tests/bench/trace_cost: every rank writes
+# one record per step and link), as a fraction of the fastest step seen:
+# on a loaded machine the pipelines' times scatter far more than 2%, the
+# record's cost does not.
 #   scripts/bench_trace.sh [BUILD_DIR] [BYTES] [STEPS] [ROUNDS] [P] [Q]
 # Defaults: build 1048576 200 7 2 2. Needs the build's tests/bench/step_bench.
 set -euo pipefail
@@ -9,7 +13,8 @@ cd "$(dirname "$0")/.."
 build=${1:-build} bytes=${2:-1048576} steps=${3:-200} rounds=${4:-7} p=${5:-2} q=${6:-2}
 bench=$PWD/$build/tests/bench/step_bench
 run=$PWD/$build/coupler/tools/cpl-run
-[[ -x $bench && -x $run ]] || { echo "bench_trace.sh: build $build first" >&2; exit 2; }
+cost=$PWD/$build/tests/bench/trace_cost
+[[ -x $bench && -x $run && -x $cost ]] || { echo "bench_trace.sh: build $build first" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cat > "$tmp/pair.yaml" <<YAML
@@ -36,3 +41,8 @@ done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 mo=$(median "${off[@]}") mn=$(median "${on[@]}")
 echo "bytes $bytes, $p x $q ranks, $steps steps: median off $mo us/step, on $mn us/step, on/off $(awk -v a="$mn" -v b="$mo" 'BEGIN {printf "%.4f", a / b}')"
+fast=$(printf '%s\n' "${off[@]}" | sort -g | head -1)
+for spec in "$tmp/cost.jsonl" "chrome:$tmp/cost.json"; do
+  us=$("$cost" "$spec" 100000 | sed -n 's/^trace_us_per_record=//p')
+  echo "one record ($spec): $us us = $(awk -v a="$us" -v b="$fast" 'BEGIN {printf "%.3f", 100 * a / b}')% of the fastest step without trace ($fast us)"
+done
