@@ -17,16 +17,6 @@ static void usage(FILE *f) {
           "Exit status: 0 valid, 1 invalid, 2 usage error.\n");
 }
 
-static size_t dtype_size(const char *t) {
-  static const struct { const char *name; size_t size; } tab[] = {
-      {"int8", 1},    {"int16", 2},   {"int32", 4},   {"int64", 8},
-      {"uint8", 1},   {"uint16", 2},  {"uint32", 4},  {"uint64", 8},
-      {"float32", 4}, {"float64", 8}, {"char", 1},    {"byte", 1}};
-  for (size_t i = 0; i < sizeof tab / sizeof *tab; i++)
-    if (strcmp(t, tab[i].name) == 0) return tab[i].size;
-  return 0;
-}
-
 /* Bytes one step of a port carries, if every dataset declares type and
  * dims; 0 if unknown. */
 static size_t port_bytes(const cpli_port *p) {
@@ -35,7 +25,7 @@ static size_t port_bytes(const cpli_port *p) {
   for (int i = 0; i < p->ndatasets; i++) {
     const cpli_dataset *d = &p->datasets[i];
     if (!d->type || d->ndims < 0) return 0;
-    double n = (double)dtype_size(d->type);
+    double n = (double)cpli_dtype_size(d->type);
     for (int k = 0; k < d->ndims; k++) n *= (double)d->dims[k];
     if (n > 1e18) return 0;
     total += (size_t)n;
@@ -49,7 +39,7 @@ static void print_link(const cpli_workflow *wf, const cpli_link *l) {
   const cpli_port *fp = &fc->ports[l->from_port];
   char inter[128];
   if (l->inter != CPL_INTER_AUTO) {
-    snprintf(inter, sizeof inter, "%s", cpli_inter_name(l->inter));
+    snprintf(inter, sizeof inter, "%s", cpl_inter_algorithm_name(l->inter));
   } else {
     /* Ask the same cost model the run will use (environment included). */
     size_t bytes = port_bytes(fp);
@@ -58,7 +48,7 @@ static void print_link(const cpli_workflow *wf, const cpli_link *l) {
     cpl_inter_algorithm a = CPL_INTER_AUTO;
     if (cpl_inter_select(fc->nprocs, tc->nprocs, bytes, NULL, &a) == CPL_OK)
       snprintf(inter, sizeof inter, "auto -> %s (%s %zu bytes per step)",
-               cpli_inter_name(a), known ? "for" : "if", bytes);
+               cpl_inter_algorithm_name(a), known ? "for" : "if", bytes);
     else
       snprintf(inter, sizeof inter, "auto (chosen per step)");
   }
@@ -69,7 +59,7 @@ static void print_link(const cpli_workflow *wf, const cpli_link *l) {
     snprintf(policy, sizeof policy, "%s", cpli_policy_name(l->policy));
   printf("  link %-24s %d -> %d ranks, inter %s, intra %s, policy %s, "
          "depth %d, timeout %gs\n",
-         l->label, fc->nprocs, tc->nprocs, inter, cpli_intra_name(l->intra),
+         l->label, fc->nprocs, tc->nprocs, inter, cpl_intra_algorithm_name(l->intra),
          policy, l->depth, l->timeout);
 }
 
