@@ -2,7 +2,7 @@
  * Round-optimal n-block broadcast: J. L. Traff, "(Poly)Logarithmic Time
  * Construction of Round-optimal n-Block Broadcast Schedules for Broadcast
  * and irregular Allgather in MPI" (2022), Algorithm 6, on the receive and
- * send schedules of Algorithms 4 (corrected, see ERRATA.md) and 5 computed
+ * send schedules of Algorithms 4 (corrected: sched/ERRATA.md) and 5 computed
  * by each rank for itself in O(q^4) steps, no communication.
  *
  * Ranks are renumbered relative to the root. The buffer is cut into n
