@@ -19,7 +19,6 @@ int cpli_ceil_log2(long n) {
   return k;
 }
 
-
 /* ------------------------------------------- n-block broadcast (Alg. 6) */
 
 double cpli_bcast_cost(int p, size_t bytes, long long n, double alpha, double beta) {

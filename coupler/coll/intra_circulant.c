@@ -41,7 +41,7 @@
  *   best n* = sqrt(beta m (q - 1) / alpha'), giving about
  *   (q - 1) alpha' + 2 sqrt((q - 1) alpha' beta m) + beta m.
  * c_s (schedule construction per p q^2) and c_p (per datatype piece) are
- * measured constants of this implementation (see below).
+ * measured constants of this implementation (coll/cost.c).
  *
  * The cheaper of T7 and T9(n*) runs (Alg. 7 as the ring where preferred);
  * all ranks see the same counts and model parameters and so choose alike.

@@ -1,5 +1,5 @@
 /*
- * Algorithm selection: names, the environment's overrides, and `auto`,
+ * Algorithm selection: the environment's overrides and `auto`,
  * which takes the cheapest algorithm under the alpha-beta model (the
  * formulas: coll/cost.c).
  *
