@@ -20,9 +20,8 @@ fi
 pre=()
 [[ -f $shim ]] && pre=(-genv LD_PRELOAD "$(realpath "$shim")")
 
-# Old pictures of another run would mislead; the sink does not create out/.
+# Old pictures of another run would mislead (the components create out/).
 rm -f out/V_*.png out/stats.csv out/gray_scott.h5
-mkdir -p out
 echo "== $run $config -- ${pre[*]}"
 start=$SECONDS
 timeout -k 10 300 "$run" "$config" -- "${pre[@]}"

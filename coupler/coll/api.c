@@ -226,9 +226,7 @@ static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
   cpl_intra_algorithm intra;
   CPLI_TRY(cpli_intra_requested(opt, &intra));
   cpl_inter_algorithm alg;
-  /* Both groups must choose alike: by the real block size when every block
-   * has it, else by the nominal one (see select.c). */
-  CPLI_TRY(cpli_inter_select(p, q, (size_t)p * (regular ? block : CPLI_NOMINAL_BLOCK), opt, &alg));
+  CPLI_TRY(cpli_inter_choose(p, q, block, regular, opt, &alg)); /* both groups alike */
 
   cpli_inter_args a = {.link = link, .sender = sender, .p = p, .q = q,
                        .regular = regular, .intra = intra, .ctx = &ctx};

@@ -2,7 +2,7 @@
  * Round-optimal n-block broadcast: J. L. Traff, "(Poly)Logarithmic Time
  * Construction of Round-optimal n-Block Broadcast Schedules for Broadcast
  * and irregular Allgather in MPI" (2022), Algorithm 6, on the receive and
- * send schedules of Algorithms 4 (corrected, see ERRATA.md) and 5 computed
+ * send schedules of Algorithms 4 (corrected: sched/ERRATA.md) and 5 computed
  * by each rank for itself in O(q^4) steps, no communication.
  *
  * Ranks are renumbered relative to the root. The buffer is cut into n
@@ -18,7 +18,7 @@
  *   T(n) = (n - 1 + q)(alpha + beta m / n), minimal at
  *   n* = sqrt(beta m (q - 1) / alpha):
  *   T = (q - 1) alpha + 2 sqrt((q - 1) alpha beta m) + beta m.
- * nblocks = 0 takes n*, clamped to [1, m] and to blocks of at most
+ * nblocks = 0 takes n* (cpli_bcast_nblocks, coll/cost.c), clamped to [1, m] and to blocks of at most
  * CPLI_MAX_MSG bytes.
  *
  * Execution is dataflow rather than lockstep: receives are posted rounds
@@ -34,7 +34,7 @@
 
 #include "coll/coll.h"
 #include "coll/intra_circulant.h"
-#include "coll/select.h"
+#include "coll/tuning.h"
 #include "sched/circulant.h"
 
 #define BCAST_TAG 7719
@@ -63,27 +63,6 @@ static long long recv_round(const int *recv, int q, int x, long long n, long lon
   return -1;
 }
 
-double cpli_circulant_bcast_cost(int p, size_t bytes, long long n, double alpha,
-                                 double beta) {
-  if (p <= 1 || bytes == 0) return 0;
-  if (n < 1) n = 1;
-  const int q = cpli_ceil_log2(p);
-  return (double)(n - 1 + q) * (alpha + beta * (double)bytes / (double)n);
-}
-
-long long cpli_circulant_bcast_nblocks(int p, size_t bytes, double alpha,
-                                       double beta) {
-  if (p <= 1 || bytes == 0) return 1;
-  const int q = cpli_ceil_log2(p);
-  const long long lo = (long long)((bytes + CPLI_MAX_MSG - 1) / CPLI_MAX_MSG);
-  const long long hi = bytes < ((size_t)1 << 40) ? (long long)bytes : (long long)1 << 40;
-  const double n = q > 1 ? sqrt(beta * (double)bytes * (q - 1) / alpha) : 1;
-  long long ni = n >= (double)hi ? hi : llround(n);
-  if (ni < lo) ni = lo;
-  if (ni < 1) ni = 1;
-  return ni;
-}
-
 int cpli_bcast_circulant(MPI_Comm comm, void *buf, size_t bytes, int root,
                          int nblocks, cpli_ctx *ctx) {
   if (comm == MPI_COMM_NULL || !ctx)
@@ -103,7 +82,7 @@ int cpli_bcast_circulant(MPI_Comm comm, void *buf, size_t bytes, int root,
   if (n == 0) {
     double alpha, beta;
     cpli_model_params(&alpha, &beta);
-    n = cpli_circulant_bcast_nblocks(p, bytes, alpha, beta);
+    n = cpli_bcast_nblocks(p, bytes, alpha, beta);
   }
   if ((size_t)n > bytes) n = (long long)bytes; /* no empty blocks */
   const long long lo = (long long)((bytes + CPLI_MAX_MSG - 1) / CPLI_MAX_MSG);

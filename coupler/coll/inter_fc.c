@@ -38,7 +38,7 @@
 
 #include "coll/intra_circulant.h"
 #include "coll/link.h"
-#include "coll/select.h"
+#include "coll/tuning.h"
 
 /* Helper communicators, built once per link direction (collective over the
  * merged communicator: both groups take the same branches). */
@@ -217,11 +217,11 @@ static int dataflow(const cpli_inter_args *a, cpli_dir *d, int lrank) {
     const size_t k = a->sender ? a->own_bytes : a->blk.counts[lrank % p];
     double alpha, beta;
     cpli_model_params(&alpha, &beta);
-    long long nb = cpli_circulant_bcast_nblocks(q / p + 1, k, alpha, beta);
+    long long nb = cpli_bcast_nblocks(q / p + 1, k, alpha, beta);
     if (o.chunk > 0 && (long long)((k + o.chunk - 1) / o.chunk) > nb)
       nb = (long long)((k + o.chunk - 1) / o.chunk);
     o.nblocks = nb;
-    o.chain = cpli_chain_preferred(q / p + 1, k);
+    o.chain = cpli_tuning_now()->fc_chain == 1; /* slower where measured */
   }
   /* Everything the plan depends on; the link keeps plans per direction. */
   const double param[] = {(double)o.chunk, o.ring, o.chain, (double)o.nblocks,

@@ -4,7 +4,7 @@
  * broadcast": every sender sends its block straight to receiver 0 (an
  * intercommunicator gatherv), which broadcasts the p blocks among the
  * receivers (binomial tree below 8 processes, else scatter + allgather).
- * Cost, as modelled in select.c: alpha + p k beta + bcast(q, p k).
+ * Cost, as modelled in cost.c: alpha + p k beta + bcast(q, p k).
  * MPICH's blocking MPI_Allgather on an intercommunicator is the classic
  * root gathering instead (local gather, root-to-root, local broadcast),
  * modelled by `root`; cpl-bench measures it as the variant "mpi".

@@ -3,10 +3,10 @@
  * (Section IV), replayed with point-to-point exchanges between ring
  * neighbours only, as the paper emulates it with MPI_Sendrecv.
  *
- * The schedule (sched/ring.c: Algorithms 1 and 3 with the ERRATA fixes,
- * the p > q generalisation, virtual processes for odd sizes) is computed
- * once per link direction; each rank keeps only its own sends and receives
- * per step. Senders relay other senders' blocks, so they stage all p blocks.
+ * The schedule (sched/ring.c: Algorithms 1 and 3 with the fixes of
+ * sched/ERRATA.md, the p > q generalisation, virtual processes for odd
+ * sizes) is computed once per link direction; each rank keeps only its
+ * own sends and receives per step. Senders relay other senders' blocks, so they stage all p blocks.
  *
  * Cost: (p + q/2)(alpha + k beta) for even p, q (odd sizes: see
  * cpli_ring_steps_bound), against (p + q - 1)(alpha + k beta) for the

@@ -8,7 +8,7 @@
  * broadcast of p k bytes: the paper assumes scatter + allgather,
  * 2 log2(q) alpha + 2 p k beta, about 4 p k beta in all against p k beta
  * for fc; MPICH's MPI_Ibcast uses a binomial tree below 8 processes,
- * log2(q) (alpha + p k beta) (select.c models what MPICH does).
+ * log2(q) (alpha + p k beta) (cost.c models what MPICH does).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -41,7 +41,7 @@
  *   best n* = sqrt(beta m (q - 1) / alpha'), giving about
  *   (q - 1) alpha' + 2 sqrt((q - 1) alpha' beta m) + beta m.
  * c_s (schedule construction per p q^2) and c_p (per datatype piece) are
- * measured constants of this implementation (see below).
+ * measured constants of this implementation (coll/cost.c).
  *
  * The cheaper of T7 and T9(n*) runs (Alg. 7 as the ring where preferred);
  * all ranks see the same counts and model parameters and so choose alike.
@@ -52,80 +52,8 @@
 #include <stdlib.h>
 
 #include "sched/plan_cache.h"
-#include "coll/select.h"
+#include "coll/tuning.h"
 #include "sched/circulant.h"
-
-/* Measured on the development machine: building the full schedule costs
- * about 5 ns per p q^2 (0.7 ms for p = 2000), an MPI hindexed piece about
- * 10 ns to describe. */
-#define CIRC_SCHED_COST 5e-9
-#define CIRC_PIECE_COST 1e-8
-
-static double alg7_cost(const cpli_circ *c, double m, double maxb, double alpha,
-                        double beta) {
-  double t = cpli_alg7_startups(c) * alpha;
-  for (int k = 0; k < c->q; k++)
-    t += beta * fmin(m, (double)(c->skips[k + 1] - c->skips[k]) * maxb);
-  return t;
-}
-
-static long long ceil_div(size_t a, size_t b) { return (long long)((a + b - 1) / b); }
-
-/* Block count range for Alg. 9: no block piece and no round's message over
- * CPLI_MAX_MSG, and no more blocks than bytes in the largest buffer. */
-static void alg9_range(size_t m, size_t maxb, long long *lo, long long *hi) {
-  long long a = ceil_div(maxb, CPLI_MAX_MSG), b = ceil_div(m, CPLI_MAX_MSG);
-  *lo = a > b ? a : b;
-  if (*lo < 1) *lo = 1;
-  *hi = maxb > 0 ? (long long)(maxb < (size_t)1 << 40 ? maxb : (size_t)1 << 40) : 1;
-  if (*hi < *lo) *hi = *lo;
-}
-
-static double alg9_cost(const cpli_circ *c, double m, long long n, double alpha,
-                        double beta) {
-  const double a = alpha + 2 * CIRC_PIECE_COST * c->p;
-  return (double)(n + c->q - 1) * (a + beta * m / (double)n) +
-         CIRC_SCHED_COST * c->p * (double)c->q * c->q;
-}
-
-static long long alg9_best_n(const cpli_circ *c, size_t m, size_t maxb,
-                             double alpha, double beta) {
-  const double a = alpha + 2 * CIRC_PIECE_COST * c->p;
-  long long lo, hi;
-  alg9_range(m, maxb, &lo, &hi);
-  double n = c->q > 1 ? sqrt(beta * (double)m * (c->q - 1) / a) : 1;
-  long long ni = n > (double)hi ? hi : (long long)llround(n);
-  return ni < lo ? lo : ni > hi ? hi : ni;
-}
-
-int cpli_circulant_plan(int p, size_t total_bytes, size_t max_block,
-                        double alpha, double beta, long long *nblocks) {
-  *nblocks = 1;
-  if (p <= 2) return CPLI_CIRC_ALG7; /* one round: nothing to pipeline */
-  cpli_circ c;
-  if (cpli_circ_init(&c, p) != CPL_OK) return CPLI_CIRC_ALG7;
-  const long long n = alg9_best_n(&c, total_bytes, max_block, alpha, beta);
-  const double t7 = alg7_cost(&c, (double)total_bytes, (double)max_block, alpha, beta);
-  const double t9 = alg9_cost(&c, (double)total_bytes, n, alpha, beta);
-  if (t9 < t7) {
-    *nblocks = n;
-    return CPLI_CIRC_ALG9;
-  }
-  return cpli_ring_preferred_ab(&c, total_bytes, alpha, beta) ? CPLI_CIRC_RING : CPLI_CIRC_ALG7;
-}
-
-double cpli_circulant_cost(int p, size_t total_bytes, size_t max_block,
-                           double alpha, double beta) {
-  if (p <= 1) return 0;
-  cpli_circ c;
-  if (cpli_circ_init(&c, p) != CPL_OK) return INFINITY;
-  long long n;
-  const int v = cpli_circulant_plan(p, total_bytes, max_block, alpha, beta, &n);
-  if (v == CPLI_CIRC_ALG9) return alg9_cost(&c, (double)total_bytes, n, alpha, beta);
-  if (v == CPLI_CIRC_RING) /* pipelined: latencies overlap the transfer */
-    return (p - 1) * alpha + beta * fmin((double)total_bytes, (p - 1) * (double)max_block);
-  return alg7_cost(&c, (double)total_bytes, (double)max_block, alpha, beta);
-}
 
 /* ------------------------------------------------------------- pieces */
 
@@ -322,12 +250,7 @@ int cpli_intra_circulant_v(const cpli_intra_args *a, int variant,
   if (variant == CPLI_CIRC_ALG7_STEP) return alg7(a, &c, r);
   if (variant != CPLI_CIRC_ALG9)
     return cpli_fail(CPL_ERR_ARG, "circulant allgatherv: unknown variant %d", variant);
-  long long lo, hi;
-  alg9_range(total, maxb, &lo, &hi);
-  long long n = nblocks > 0 ? nblocks : alg9_best_n(&c, total, maxb, alpha, beta);
-  if (n < lo) n = lo; /* never a piece over CPLI_MAX_MSG */
-  if (n > hi) n = hi;
-  return alg9(a, p, r, n);
+  return alg9(a, p, r, cpli_alg9_nblocks(&c, total, maxb, nblocks, alpha, beta));
 }
 
 int cpli_intra_circulant(const cpli_intra_args *a) {

@@ -1,7 +1,7 @@
 /*
  * The MPI library's own allgatherv (MPI_Iallgatherv, in place), waited on
  * with the Coupler deadline. Cost: whatever MPICH picks (recursive doubling,
- * Bruck or ring by message size); select.c models it that way.
+ * Bruck or ring by message size); cost.c models it that way.
  */
 #include <limits.h>
 #include <stdlib.h>

@@ -106,3 +106,13 @@ const cpli_tuning *cpli_tuning_refresh(void) {
 const cpli_tuning *cpli_tuning_now(void) {
   return last.read ? &last.t : cpli_tuning_refresh();
 }
+
+void cpli_model_params(double *alpha, double *beta) {
+  const cpli_tuning *t = cpli_tuning_now();
+  *alpha = t->alpha;
+  *beta = t->beta;
+}
+
+size_t cpli_flow_chunk(void) { return cpli_tuning_now()->chunk; }
+
+int cpli_flow_enabled(void) { return cpli_tuning_now()->flow; }

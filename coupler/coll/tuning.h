@@ -43,4 +43,15 @@ const cpli_tuning *cpli_tuning_refresh(void);
  * refreshes); valid until the next refresh. */
 const cpli_tuning *cpli_tuning_now(void);
 
+/* Shorthands on the snapshot. Model parameters: CPL_ALPHA (s) and
+ * CPL_BETA (s/byte), else defaults for a typical cluster (above). */
+void cpli_model_params(double *alpha, double *beta);
+/* Dataflow plans (coll/flow_exec.c): the size of the messages streams are
+ * cut into (CPL_CHUNK bytes, optional K or M suffix; default
+ * CPLI_DEFAULT_CHUNK), and whether plans are used at all (CPL_FLOW=0 runs
+ * the lockstep implementations instead, for A/B comparisons). Every rank
+ * must see the same values. */
+size_t cpli_flow_chunk(void);
+int cpli_flow_enabled(void);
+
 #endif

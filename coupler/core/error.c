@@ -37,8 +37,6 @@ const char *cpl_strerror(int status) {
 
 const char *cpl_last_error(void) { return last_msg; }
 
-void cpli_error_clear(void) { last_msg[0] = '\0'; }
-
 int cpli_fail(int status, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

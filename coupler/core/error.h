@@ -22,8 +22,6 @@ int cpli_mpi_check(int mpi_rc, const char *what, const char *fmt, ...)
 /* Prepend context ("link sim.out->ana.in: ") to the current message. */
 void cpli_error_prefix(const char *fmt, ...) CPLI_PRINTF(1, 2);
 
-void cpli_error_clear(void);
-
 /* Evaluate an expression returning a status; return it if not CPL_OK. */
 #define CPLI_TRY(expr)                                                        \
   do {                                                                        \

@@ -64,18 +64,17 @@ const char *cpli_type_str(hid_t type, char *buf, size_t n) {
 }
 
 hid_t cpli_yaml_type(const char *name) {
-  static const struct { const char *name; hid_t *type; } map[] = {
-      {"int8", &H5T_NATIVE_INT8_g},     {"int16", &H5T_NATIVE_INT16_g},
-      {"int32", &H5T_NATIVE_INT32_g},   {"int64", &H5T_NATIVE_INT64_g},
-      {"uint8", &H5T_NATIVE_UINT8_g},   {"uint16", &H5T_NATIVE_UINT16_g},
-      {"uint32", &H5T_NATIVE_UINT32_g}, {"uint64", &H5T_NATIVE_UINT64_g},
-      {"float32", &H5T_NATIVE_FLOAT_g}, {"float64", &H5T_NATIVE_DOUBLE_g},
-      {"char", &H5T_NATIVE_SCHAR_g},    {"byte", &H5T_NATIVE_UCHAR_g},
-  };
   H5open(); /* the *_g globals are set when the library initialises */
-  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-    if (!strcmp(name, map[i].name)) return *map[i].type;
-  return H5I_INVALID_HID;
+  const hid_t native[CPLI_DT_COUNT] = {
+      [CPLI_DT_INT8] = H5T_NATIVE_INT8_g,     [CPLI_DT_INT16] = H5T_NATIVE_INT16_g,
+      [CPLI_DT_INT32] = H5T_NATIVE_INT32_g,   [CPLI_DT_INT64] = H5T_NATIVE_INT64_g,
+      [CPLI_DT_UINT8] = H5T_NATIVE_UINT8_g,   [CPLI_DT_UINT16] = H5T_NATIVE_UINT16_g,
+      [CPLI_DT_UINT32] = H5T_NATIVE_UINT32_g, [CPLI_DT_UINT64] = H5T_NATIVE_UINT64_g,
+      [CPLI_DT_FLOAT32] = H5T_NATIVE_FLOAT_g, [CPLI_DT_FLOAT64] = H5T_NATIVE_DOUBLE_g,
+      [CPLI_DT_CHAR] = H5T_NATIVE_SCHAR_g,    [CPLI_DT_BYTE] = H5T_NATIVE_UCHAR_g,
+  };
+  const int i = cpli_dtype_find(name); /* the vocabulary: workflow/model.h */
+  return i < 0 ? H5I_INVALID_HID : native[i];
 }
 
 /* Same class, size and sign: what a declared `type` fixes. */

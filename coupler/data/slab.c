@@ -183,7 +183,7 @@ static void gap_message(int rank, const hsize_t *dims, int nb, const hsize_t *st
   }
   for (int b = 0; b < nb && o < msglen; b++) {
     const hsize_t *s = starts + (size_t)b * rank, *c = counts + (size_t)b * rank;
-    uint64_t v;
+    uint64_t v = 0;
     cpli_box_volume(rank, c, &v);
     const char *sep = b ? ", " : "; blocks: ";
     if (msglen - o < 48 + strlen(cpli_box_str(rank, s, c, b1, sizeof b1))) {
@@ -211,7 +211,7 @@ int cpli_tiling_check(int rank, const hsize_t *dims, int nb,
   int m = 0;
   for (int b = 0; b < nb; b++) {
     const hsize_t *s = starts + (size_t)b * rank, *c = counts + (size_t)b * rank;
-    uint64_t v;
+    uint64_t v = 0;
     if (!cpli_box_inside(rank, dims, s, c)) {
       snprintf(msg, msglen, "the block of rank %d, %s, lies outside the "
                "global array %s", b, cpli_box_str(rank, s, c, b1, sizeof b1),

@@ -219,13 +219,8 @@ static int cpli_mpi_inter(const cpli_mpi_call *c) {
    * the verbose line names what actually ran. */
   cpl_inter_algorithm out_alg = CPL_INTER_AUTO, in_alg = CPL_INTER_AUTO;
   const int do_out = !regular || sbytes > 0, do_in = !regular || rblock > 0;
-  rc = cpli_inter_select(lsize, rsize,
-                        (size_t)lsize * (regular ? sbytes : CPLI_NOMINAL_BLOCK), NULL,
-                        &out_alg);
-  if (rc == CPL_OK)
-    rc = cpli_inter_select(rsize, lsize,
-                          (size_t)rsize * (regular ? rblock : CPLI_NOMINAL_BLOCK), NULL,
-                          &in_alg);
+  rc = cpli_inter_choose(lsize, rsize, sbytes, regular, NULL, &out_alg);
+  if (rc == CPL_OK) rc = cpli_inter_choose(rsize, lsize, rblock, regular, NULL, &in_alg);
   if (rc != CPL_OK) return cpli_mpi_engine_error(c->comm, rc, c->fn);
 
   if (cpli_mpi_env_on("CPL_MPI_VERBOSE"))

@@ -16,6 +16,14 @@
 extern "C" {
 #endif
 
+/* What libcoupler exports: the functions marked CPL_API, nothing else
+ * (the library is built with hidden visibility). */
+#if defined(__GNUC__)
+#define CPL_API __attribute__((visibility("default")))
+#else
+#define CPL_API
+#endif
+
 #define CPL_VERSION_MAJOR 0
 #define CPL_VERSION_MINOR 1
 #define CPL_VERSION_PATCH 0
@@ -49,11 +57,11 @@ typedef enum cpl_status {
 } cpl_status;
 
 /* Short fixed description of a status code. Never NULL. */
-const char *cpl_strerror(int status);
+CPL_API const char *cpl_strerror(int status);
 
 /* The message of the last failure in this thread ("" if none): what failed
  * and where (file:line:col for YAML; link, rank and step for transfers). */
-const char *cpl_last_error(void);
+CPL_API const char *cpl_last_error(void);
 
 /* ------------------------------------------------------ collective engine */
 
@@ -77,11 +85,11 @@ typedef enum cpl_intra_algorithm {
   CPL_INTRA_COUNT
 } cpl_intra_algorithm;
 
-const char *cpl_inter_algorithm_name(cpl_inter_algorithm a);
-const char *cpl_intra_algorithm_name(cpl_intra_algorithm a);
+CPL_API const char *cpl_inter_algorithm_name(cpl_inter_algorithm a);
+CPL_API const char *cpl_intra_algorithm_name(cpl_intra_algorithm a);
 /* Parse "auto", "fc", ...; CPL_ERR_ARG with the list of valid names if unknown. */
-int cpl_inter_algorithm_parse(const char *name, cpl_inter_algorithm *out);
-int cpl_intra_algorithm_parse(const char *name, cpl_intra_algorithm *out);
+CPL_API int cpl_inter_algorithm_parse(const char *name, cpl_inter_algorithm *out);
+CPL_API int cpl_intra_algorithm_parse(const char *name, cpl_intra_algorithm *out);
 
 /* Per-call options. Initialise with cpl_coll_options_init(); NULL means
  * defaults. The environment (CPL_INTER_ALGORITHM, CPL_INTRA_ALGORITHM)
@@ -95,7 +103,7 @@ typedef struct cpl_coll_options {
   long step;          /* step number for error messages; -1 if none       */
 } cpl_coll_options;
 
-void cpl_coll_options_init(cpl_coll_options *opt);
+CPL_API void cpl_coll_options_init(cpl_coll_options *opt);
 
 /* Which side of a half-duplex inter-group operation this process is on. */
 typedef enum cpl_role { CPL_RECEIVER = 0, CPL_SENDER = 1 } cpl_role;
@@ -108,45 +116,45 @@ typedef enum cpl_role { CPL_RECEIVER = 0, CPL_SENDER = 1 } cpl_role;
  * remote (sending) rank (send arguments are ignored). Both groups must pass
  * opposite roles. Collective over the intercommunicator.
  */
-int cpl_inter_allgatherv(const void *sendbuf, int sendcount,
+CPL_API int cpl_inter_allgatherv(const void *sendbuf, int sendcount,
                          MPI_Datatype sendtype, void *recvbuf,
                          const int recvcounts[], const int displs[],
                          MPI_Datatype recvtype, cpl_role role,
                          MPI_Comm intercomm, const cpl_coll_options *opt);
 
-int cpl_inter_allgather(const void *sendbuf, int sendcount,
+CPL_API int cpl_inter_allgather(const void *sendbuf, int sendcount,
                         MPI_Datatype sendtype, void *recvbuf, int recvcount,
                         MPI_Datatype recvtype, cpl_role role,
                         MPI_Comm intercomm, const cpl_coll_options *opt);
 
 /* Intra-group allgather(v) with MPI semantics (MPI_IN_PLACE allowed). */
-int cpl_intra_allgatherv(const void *sendbuf, int sendcount,
+CPL_API int cpl_intra_allgatherv(const void *sendbuf, int sendcount,
                          MPI_Datatype sendtype, void *recvbuf,
                          const int recvcounts[], const int displs[],
                          MPI_Datatype recvtype, MPI_Comm comm,
                          const cpl_coll_options *opt);
 
-int cpl_intra_allgather(const void *sendbuf, int sendcount,
+CPL_API int cpl_intra_allgather(const void *sendbuf, int sendcount,
                         MPI_Datatype sendtype, void *recvbuf, int recvcount,
                         MPI_Datatype recvtype, MPI_Comm comm,
                         const cpl_coll_options *opt);
 
 /* Round-optimal n-block broadcast (Traff), MPI_Bcast semantics. */
-int cpl_intra_bcast(void *buf, int count, MPI_Datatype type, int root,
+CPL_API int cpl_intra_bcast(void *buf, int count, MPI_Datatype type, int root,
                     MPI_Comm comm, const cpl_coll_options *opt);
 
 /* The algorithm `auto` (or the environment) picks for this call shape:
  * p senders, q receivers, `bytes` the total bytes every receiver gets. */
-int cpl_inter_select(int p, int q, size_t bytes,
+CPL_API int cpl_inter_select(int p, int q, size_t bytes,
                      const cpl_coll_options *opt, cpl_inter_algorithm *out);
-int cpl_intra_select(int p, size_t bytes, int regular,
+CPL_API int cpl_intra_select(int p, size_t bytes, int regular,
                      const cpl_coll_options *opt, cpl_intra_algorithm *out);
 
 /* Predicted time in seconds of an algorithm under the alpha-beta model
  * (alpha = latency s, beta = s/byte), `bytes` total per receiver. */
-double cpl_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes,
+CPL_API double cpl_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes,
                       double alpha, double beta);
-double cpl_intra_cost(cpl_intra_algorithm a, int p, size_t bytes,
+CPL_API double cpl_intra_cost(cpl_intra_algorithm a, int p, size_t bytes,
                       double alpha, double beta);
 
 /* =============================================================== workflow
@@ -162,14 +170,14 @@ double cpl_intra_cost(cpl_intra_algorithm a, int p, size_t bytes,
  * every error it finds, not only the first. */
 typedef struct cpl_diag cpl_diag;
 
-int cpl_diag_create(cpl_diag **out);
-void cpl_diag_destroy(cpl_diag *diag);
+CPL_API int cpl_diag_create(cpl_diag **out);
+CPL_API void cpl_diag_destroy(cpl_diag *diag);
 /* Messages stored: at most 100, the rest are only counted. */
-int cpl_diag_count(const cpl_diag *diag);
+CPL_API int cpl_diag_count(const cpl_diag *diag);
 /* Errors found, stored or not. */
-int cpl_diag_total(const cpl_diag *diag);
+CPL_API int cpl_diag_total(const cpl_diag *diag);
 /* Message i, 0 <= i < count, in file order; "" when out of range. */
-const char *cpl_diag_message(const cpl_diag *diag, int i);
+CPL_API const char *cpl_diag_message(const cpl_diag *diag, int i);
 
 /* -------------------------------------------------------------- workflows */
 
@@ -196,23 +204,23 @@ typedef enum cpl_flow_policy {
  * CPL_ERR_IO, CPL_ERR_PARSE (not YAML) or CPL_ERR_CONFIG (not a valid
  * workflow), *out is NULL, every error is appended to diag (may be NULL),
  * and cpl_last_error() holds the first one and the error count. */
-int cpl_workflow_load(const char *path, cpl_diag *diag, cpl_workflow **out);
+CPL_API int cpl_workflow_load(const char *path, cpl_diag *diag, cpl_workflow **out);
 
 /* Same from memory; `name` stands for the file name in messages. */
-int cpl_workflow_load_buffer(const char *data, size_t len, const char *name,
+CPL_API int cpl_workflow_load_buffer(const char *data, size_t len, const char *name,
                              cpl_diag *diag, cpl_workflow **out);
 
-void cpl_workflow_destroy(cpl_workflow *wf);
+CPL_API void cpl_workflow_destroy(cpl_workflow *wf);
 
-const char *cpl_workflow_name(const cpl_workflow *wf);
+CPL_API const char *cpl_workflow_name(const cpl_workflow *wf);
 /* The path as given to cpl_workflow_load. */
-const char *cpl_workflow_path(const cpl_workflow *wf);
-int cpl_workflow_component_count(const cpl_workflow *wf);
-int cpl_workflow_link_count(const cpl_workflow *wf);
+CPL_API const char *cpl_workflow_path(const cpl_workflow *wf);
+CPL_API int cpl_workflow_component_count(const cpl_workflow *wf);
+CPL_API int cpl_workflow_link_count(const cpl_workflow *wf);
 /* Sum of nprocs: the size the MPI job must have. */
-int cpl_workflow_total_procs(const cpl_workflow *wf);
+CPL_API int cpl_workflow_total_procs(const cpl_workflow *wf);
 /* Index of a component by name, or -1. */
-int cpl_workflow_component_index(const cpl_workflow *wf, const char *name);
+CPL_API int cpl_workflow_component_index(const cpl_workflow *wf, const char *name);
 
 typedef struct cpl_component_info {
   const char *name;
@@ -224,7 +232,7 @@ typedef struct cpl_component_info {
   int line;                /* where it is declared in the file        */
 } cpl_component_info;
 
-int cpl_workflow_component(const cpl_workflow *wf, int index,
+CPL_API int cpl_workflow_component(const cpl_workflow *wf, int index,
                            cpl_component_info *out);
 
 typedef struct cpl_link_info {
@@ -240,7 +248,7 @@ typedef struct cpl_link_info {
   int line;       /* where it is declared                              */
 } cpl_link_info;
 
-int cpl_workflow_link(const cpl_workflow *wf, int index, cpl_link_info *out);
+CPL_API int cpl_workflow_link(const cpl_workflow *wf, int index, cpl_link_info *out);
 
 /* ----------------------------------------------- components and groups */
 
@@ -257,19 +265,19 @@ typedef struct cpl_context cpl_context;
  * CPL_ERR_CONFIG, ...) on every process, without hanging and without
  * creating communicators. Ranks of a component need not be contiguous.
  */
-int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
+CPL_API int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
              cpl_context **out);
 
 /* Free every communicator and the context. Collective over the job. */
-int cpl_finalize(cpl_context *ctx);
+CPL_API int cpl_finalize(cpl_context *ctx);
 
-const cpl_workflow *cpl_context_workflow(const cpl_context *ctx);
+CPL_API const cpl_workflow *cpl_context_workflow(const cpl_context *ctx);
 /* This process's component index and name. */
-int cpl_context_component(const cpl_context *ctx, int *index,
+CPL_API int cpl_context_component(const cpl_context *ctx, int *index,
                           const char **name);
 /* The component's communicator: use it instead of MPI_COMM_WORLD. Owned by
  * the context (freed by cpl_finalize). */
-int cpl_component_comm(const cpl_context *ctx, MPI_Comm *out);
+CPL_API int cpl_component_comm(const cpl_context *ctx, MPI_Comm *out);
 
 /* One link as seen from this component. */
 typedef struct cpl_link_end {
@@ -282,13 +290,13 @@ typedef struct cpl_link_end {
 } cpl_link_end;
 
 /* Links this component takes part in, in global link order. */
-int cpl_context_link_count(const cpl_context *ctx, int *count);
-int cpl_context_link(const cpl_context *ctx, int i, cpl_link_end *out);
+CPL_API int cpl_context_link_count(const cpl_context *ctx, int *count);
+CPL_API int cpl_context_link(const cpl_context *ctx, int i, cpl_link_end *out);
 
 /* The link of a local port. `peer` ("component" or "component.port")
  * picks one when the port has several links (fan-out, fan-in); NULL
  * is fine when there is only one. */
-int cpl_port_link(const cpl_context *ctx, const char *port, const char *peer,
+CPL_API int cpl_port_link(const cpl_context *ctx, const char *port, const char *peer,
                   cpl_link_end *out);
 
 
@@ -327,11 +335,11 @@ typedef struct cpl_output cpl_output;
 typedef struct cpl_input cpl_input;
 
 /* Open output port `port` of this component (all of its links). */
-int cpl_output_open(cpl_context *ctx, const char *port, cpl_output **out);
+CPL_API int cpl_output_open(cpl_context *ctx, const char *port, cpl_output **out);
 
 /* Start a step. `step` is the step number consumers see: >= 0 and larger
  * than the previous one, or -1 for the previous one plus 1 (0 first). */
-int cpl_output_begin_step(cpl_output *out, long step);
+CPL_API int cpl_output_begin_step(cpl_output *out, long step);
 
 /*
  * Add a dataset to the step: its name, element type, global dims (rank
@@ -342,22 +350,22 @@ int cpl_output_begin_step(cpl_output *out, long step);
  * with no gap and no overlap; end_step checks it. `data` must stay valid
  * and unchanged until cpl_output_end_step returns.
  */
-int cpl_output_put(cpl_output *out, const char *name, hid_t type, int rank,
+CPL_API int cpl_output_put(cpl_output *out, const char *name, hid_t type, int rank,
                    const hsize_t dims[], const hsize_t start[],
                    const hsize_t count[], const void *data);
 
 /* A small attribute (n elements of `type`, at most 64 KiB) of the step
  * (dataset NULL) or of a dataset put in this step. Attributes of rank 0
  * travel; other ranks may set them too, they are not sent. */
-int cpl_output_attr(cpl_output *out, const char *dataset, const char *name,
+CPL_API int cpl_output_attr(cpl_output *out, const char *dataset, const char *name,
                     hid_t type, size_t n, const void *value);
 
 /* Finish the step and hand it to every link (see policies above). */
-int cpl_output_end_step(cpl_output *out);
+CPL_API int cpl_output_end_step(cpl_output *out);
 
 /* Deliver queued steps (waiting for consumers under the link timeout),
  * then signal end of stream, and free the port. */
-int cpl_output_close(cpl_output *out);
+CPL_API int cpl_output_close(cpl_output *out);
 
 typedef struct cpl_output_stats {
   long steps;         /* steps ended on the port                          */
@@ -373,28 +381,28 @@ typedef struct cpl_output_stats {
 
 /* Links of the port (fan-out), and each one's counters; link -1 sums them
  * (queue_max and bytes_max: the port's own maxima). */
-int cpl_output_link_count(const cpl_output *out, int *n);
+CPL_API int cpl_output_link_count(const cpl_output *out, int *n);
 /* Link i of the port (0 <= i < count), as cpl_context_link reports it. */
-int cpl_output_link(const cpl_output *out, int i, cpl_link_end *le);
-int cpl_output_stats_get(const cpl_output *out, int link,
+CPL_API int cpl_output_link(const cpl_output *out, int i, cpl_link_end *le);
+CPL_API int cpl_output_stats_get(const cpl_output *out, int link,
                          cpl_output_stats *st);
 
 /* Open input port `port`; `peer` ("component" or "component.port") picks
  * the link when several end at the port (fan-in), else NULL. */
-int cpl_input_open(cpl_context *ctx, const char *port, const char *peer,
+CPL_API int cpl_input_open(cpl_context *ctx, const char *port, const char *peer,
                    cpl_input **out);
 
 /* Wait for the next step (up to the link timeout). Returns CPL_OK with its
  * number in *step (may be NULL), CPL_END_OF_STREAM after the producer's
  * last step, or an error: a producer-side failure (description mismatch,
  * ...) arrives here with the producer's message. */
-int cpl_input_begin_step(cpl_input *in, long *step);
+CPL_API int cpl_input_begin_step(cpl_input *in, long *step);
 
 /* As cpl_input_begin_step, but wait at most `seconds` (0: only look; at
  * most the link timeout). CPL_ERR_TIMEOUT here is not a failure: the
  * request stays open and a later call (try or begin) takes the step. With
  * several inputs (fan-in) it takes steps from whichever link has one. */
-int cpl_input_try_step(cpl_input *in, double seconds, long *step);
+CPL_API int cpl_input_try_step(cpl_input *in, double seconds, long *step);
 
 typedef struct cpl_dataset_info {
   const char *name;
@@ -407,15 +415,15 @@ typedef struct cpl_dataset_info {
 } cpl_dataset_info;
 
 /* Datasets of the current step, by index (0..count-1) or by name. */
-int cpl_input_dataset_count(const cpl_input *in, int *n);
-int cpl_input_dataset(const cpl_input *in, int i, cpl_dataset_info *info);
-int cpl_input_inquire(const cpl_input *in, const char *name,
+CPL_API int cpl_input_dataset_count(const cpl_input *in, int *n);
+CPL_API int cpl_input_dataset(const cpl_input *in, int i, cpl_dataset_info *info);
+CPL_API int cpl_input_inquire(const cpl_input *in, const char *name,
                       cpl_dataset_info *info);
 
 /* Copy the hyperslab start[]/count[] (NULL, NULL: the whole array) of a
  * dataset into buf, row-major, converted to memtype (H5T_NATIVE_DOUBLE,
  * ...; CPL_ERR_TYPE if HDF5 cannot convert the stored type to it). */
-int cpl_input_get(cpl_input *in, const char *name, hid_t memtype,
+CPL_API int cpl_input_get(cpl_input *in, const char *name, hid_t memtype,
                   const hsize_t start[], const hsize_t count[], void *buf);
 
 typedef struct cpl_attr_info {
@@ -425,18 +433,18 @@ typedef struct cpl_attr_info {
 } cpl_attr_info;
 
 /* Attributes of the step (dataset NULL) or of a dataset. */
-int cpl_input_attr_count(const cpl_input *in, const char *dataset, int *n);
-int cpl_input_attr(const cpl_input *in, const char *dataset, int i,
+CPL_API int cpl_input_attr_count(const cpl_input *in, const char *dataset, int *n);
+CPL_API int cpl_input_attr(const cpl_input *in, const char *dataset, int i,
                    cpl_attr_info *info);
 /* Attribute `name` of the step (dataset NULL) or of a dataset. */
-int cpl_input_attr_inquire(const cpl_input *in, const char *dataset,
+CPL_API int cpl_input_attr_inquire(const cpl_input *in, const char *dataset,
                            const char *name, cpl_attr_info *info);
 /* Read attribute `name` converted to memtype into buf, which has room for
  * n elements (CPL_ERR_ARG if the attribute has more). */
-int cpl_input_attr_get(const cpl_input *in, const char *dataset,
+CPL_API int cpl_input_attr_get(const cpl_input *in, const char *dataset,
                        const char *name, hid_t memtype, size_t n, void *buf);
 
-int cpl_input_end_step(cpl_input *in);
+CPL_API int cpl_input_end_step(cpl_input *in);
 
 /* Requests for cpl_input_begin_step_at (step numbers are >= 0). */
 #define CPL_STEP_NEXT (-1L)   /* the step after the last one taken     */
@@ -447,7 +455,7 @@ int cpl_input_end_step(cpl_input *in);
  * number. A producer serves a step it still holds (queued, or kept by a
  * stage) or waits to make it; one it no longer holds, or never made, is
  * CPL_ERR_NOT_FOUND with the range it holds, and the link stays usable. */
-int cpl_input_begin_step_at(cpl_input *in, long want, long *step);
+CPL_API int cpl_input_begin_step_at(cpl_input *in, long want, long *step);
 
 /* -------------------------------------------------- selective delivery
  * By default every consumer rank receives every dataset whole. A rank that
@@ -469,24 +477,24 @@ int cpl_input_begin_step_at(cpl_input *in, long want, long *step);
  * travel once) and may reach past the array (they are clipped to it);
  * nboxes 0 means this rank reads nothing of it. Replaces an earlier
  * selection of the same dataset (or of the default). */
-int cpl_input_select(cpl_input *in, const char *dataset, int ndims,
+CPL_API int cpl_input_select(cpl_input *in, const char *dataset, int ndims,
                      int nboxes, const hsize_t start[], const hsize_t count[]);
 
 /* Read only part `part` of `nparts` of dimension 0 (rows split as evenly as
  * possible, part 0 first; other dimensions whole), resolved at every step
  * from the dataset's dims. dataset NULL: every dataset without a selection
  * of its own, whatever its rank. */
-int cpl_input_select_rows(cpl_input *in, const char *dataset, int part,
+CPL_API int cpl_input_select_rows(cpl_input *in, const char *dataset, int part,
                           int nparts);
 
 /* The rows [*start, *start + *count) of n that part `part` of `nparts`
  * reads under cpl_input_select_rows: contiguous, balanced (counts differ
  * by at most one, the first parts take the extra rows), parts in order. */
-void cpl_rows_part(hsize_t n, int part, int nparts, hsize_t *start,
+CPL_API void cpl_rows_part(hsize_t n, int part, int nparts, hsize_t *start,
                    hsize_t *count);
 
 /* Forget this rank's selections: whole datasets again from the next step. */
-int cpl_input_select_clear(cpl_input *in);
+CPL_API int cpl_input_select_clear(cpl_input *in);
 
 typedef struct cpl_input_stats {
   long steps;          /* steps taken                                    */
@@ -496,14 +504,14 @@ typedef struct cpl_input_stats {
   size_t bytes_max;    /* most bytes of step data held at once           */
 } cpl_input_stats;
 
-int cpl_input_stats_get(const cpl_input *in, cpl_input_stats *st);
+CPL_API int cpl_input_stats_get(const cpl_input *in, cpl_input_stats *st);
 
 /* Tell the producer this consumer is done (it stops waiting for it), and
  * free the port. */
-int cpl_input_close(cpl_input *in);
+CPL_API int cpl_input_close(cpl_input *in);
 
 /* Which link this port is, as cpl_port_link reports it. */
-int cpl_input_link(const cpl_input *in, cpl_link_end *out);
+CPL_API int cpl_input_link(const cpl_input *in, cpl_link_end *out);
 
 /* ------------------------------------------------ serving steps on request
  * A component that keeps steps (a staging service) answers each consumer's
@@ -515,7 +523,7 @@ int cpl_input_link(const cpl_input *in, cpl_link_end *out);
 
 /* Switch a freshly opened port to serving: end_step is replaced by
  * cpl_output_send, and step numbers need not increase. */
-int cpl_output_serve(cpl_output *out);
+CPL_API int cpl_output_serve(cpl_output *out);
 
 #define CPL_REQ_NONE (-3L) /* no request pending on the link           */
 #define CPL_REQ_GONE (-4L) /* the consumer closed its input (or ended)  */
@@ -524,19 +532,19 @@ int cpl_output_serve(cpl_output *out);
  * of the port, cpl_output_link_count) is then CPL_REQ_NONE, CPL_REQ_GONE,
  * or what the consumer asked for: CPL_STEP_NEXT, CPL_STEP_LATEST or a step
  * number. A request stays pending until answered. */
-int cpl_output_requests(cpl_output *out, double seconds, long want[]);
+CPL_API int cpl_output_requests(cpl_output *out, double seconds, long want[]);
 
 /* End the step built since begin_step and send it to link `link`, which
  * must have a request pending; the step's data move before it returns. */
-int cpl_output_send(cpl_output *out, int link);
+CPL_API int cpl_output_send(cpl_output *out, int link);
 
 /* Answer link's pending request with CPL_ERR_NOT_FOUND and this message
  * (the consumer's begin_step_at returns it; the link stays usable). */
-int cpl_output_refuse(cpl_output *out, int link, const char *why);
+CPL_API int cpl_output_refuse(cpl_output *out, int link, const char *why);
 
 /* End of stream for one link: its pending and later requests get
  * CPL_END_OF_STREAM. */
-int cpl_output_end_link(cpl_output *out, int link);
+CPL_API int cpl_output_end_link(cpl_output *out, int link);
 
 #ifdef __cplusplus
 }

@@ -121,10 +121,6 @@ static uint64_t lin_direct(const void *ctx, long long a, long long b) {
   return lin_blocks((const cpli_circ *)ctx, a, b);
 }
 
-uint64_t cpli_circ_range_blocks(const cpli_circ *c, long long a, long long b) {
-  return cyclic_blocks(c->p, lin_direct, c, a, b);
-}
-
 /* What the receive-schedule construction needs to ask about baseblocks. */
 typedef struct oracle {
   const cpli_circ *c;

@@ -60,11 +60,6 @@ int cpli_circ_alg7_depth(const cpli_circ *c);
 /* Baseblock of rank r (0 <= r < p): Algorithm 2 for r > 0, q for the root. */
 int cpli_circ_baseblock(const cpli_circ *c, int r);
 
-/* Set of baseblocks (bit v for block v, bit q for the root) among the
- * cyclic rank range a, a+1, .., b (any integers, taken mod p; empty if
- * b < a, everything if b - a + 1 >= p). O(q^2), no tables. */
-uint64_t cpli_circ_range_blocks(const cpli_circ *c, long long a, long long b);
-
 /* First k (0 <= k <= q) entries of rank r's receive schedule (corrected
  * Algorithm 4). Returns 0, or -1 if the construction found no new block
  * for some round (never happens for verified p; reported, not hidden). */

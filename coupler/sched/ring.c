@@ -4,14 +4,14 @@
  *
  * Variants (even p and q; h = p/2, H = q/2, N = p + q):
  *  - p = q: Algorithm 1, exactly as printed.
- *  - p > q: the paper has prose only (IV-E); we use the ERRATA
- *    generalisation of Algorithm 1: messages split at H, stages of H, p - H
+ *  - p > q: the paper has prose only (IV-E); we use the generalisation
+ *    of Algorithm 1 in ERRATA.md: messages split at H, stages of H, p - H
  *    and H steps; stage 2 #1 only while its receiver is < N; stage 3 #2
  *    starts at p + H - i + 2j - 1 and #3 at (p - H) + i + 2j. It reduces to
  *    Algorithm 1 at p = q.
  *  - p < q: Algorithm 3 with line 58 read as in the pdf text
  *    ("q/2 + i + 2j sends m_j to q/2 + i + 2j + 1"; the markdown copy's
- *    "p/2 + ..." is not a ring edge) and the three ERRATA fixes to #4-2:
+ *    "p/2 + ..." is not a ring edge) and the three ERRATA.md fixes to #4-2:
  *    ranks mod N, j <= p - 1, stop condition 2j - i + q > 3p/2 + i.
  *  All take exactly p + q/2 steps (verified for every even pair the unit
  *  test covers). Lower bound in this model: p + ceil(q/2) - 1.
@@ -71,7 +71,7 @@ static int mod(int a, int n) { return ((a % n) + n) % n; }
 
 /* ------------------------------------------------------ even p and q */
 
-/* p >= q: Algorithm 1 for p = q; for p > q the generalisation of ERRATA
+/* p >= q: Algorithm 1 for p = q; for p > q the generalisation in ERRATA.md
  * (the paper has prose only): messages split at H = q/2, stages of H, p - H
  * and H steps. Sequence #1 carries m_H..m_{p-1} rightwards across the
  * receivers; #2 carries m_0..m_{H-1} leftwards (wrapping to rank N-1) and
@@ -103,7 +103,7 @@ static void kang_ge(int p, int q, tlist *L) {
 }
 
 /* p < q: Algorithm 3 with the pdf.txt reading of line 58 and the three
- * ERRATA fixes to sequence #4-2 (ranks mod N; j <= p-1; stop condition
+ * fixes of ERRATA.md to sequence #4-2 (ranks mod N; j <= p-1; stop condition
  * 2j - i + q > 3p/2 + i, which keeps #4-2 ahead of the front of #1).
  * Sequence #4 carries m_h..m_{p-1} leftwards through the senders and on
  * around the ring into the far receivers, so #1 needs only cover half. */

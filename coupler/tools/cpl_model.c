@@ -7,7 +7,7 @@
  * Prints
  *  1. Kang et al. Table I (fully connected): the paper's formulas for root
  *     gathering and the proposed algorithm, their ratio, and Coupler's own
- *     models of fc, root and native (coupler/coll/select.c) for shapes up
+ *     models of fc, root and native (coupler/coll/cost.c) for shapes up
  *     to N|N;
  *  2. Table II (ring): the intra-group ring allgather over p+q processes
  *     against the Kang ring, with the EXACT step count of the schedule
@@ -20,7 +20,7 @@
  * MPI_Allgather on an intercommunicator; native is MPICH's MPI_Iallgatherv
  * (remote gather + local broadcast). --csv writes every modelled time as
  * table,p,q,algorithm,steps,seconds. Parameters default to
- * CPL_ALPHA/CPL_BETA (see select.c).
+ * CPL_ALPHA/CPL_BETA (see coll/tuning.h).
  */
 #include <math.h>
 #include <stdio.h>

@@ -25,7 +25,7 @@ static void print_link(const cpli_workflow *wf, const cpli_link *l) {
   const cpli_port *fp = &fc->ports[l->from_port];
   char inter[128];
   if (l->inter != CPL_INTER_AUTO) {
-    snprintf(inter, sizeof inter, "%s", cpli_inter_name(l->inter));
+    snprintf(inter, sizeof inter, "%s", cpl_inter_algorithm_name(l->inter));
   } else {
     /* Ask the same cost model the run will use (environment included). */
     size_t bytes = cpli_port_bytes(fp);
@@ -34,7 +34,7 @@ static void print_link(const cpli_workflow *wf, const cpli_link *l) {
     cpl_inter_algorithm a = CPL_INTER_AUTO;
     if (cpl_inter_select(fc->nprocs, tc->nprocs, bytes, NULL, &a) == CPL_OK)
       snprintf(inter, sizeof inter, "auto -> %s (%s %zu bytes per step)",
-               cpli_inter_name(a), known ? "for" : "if", bytes);
+               cpl_inter_algorithm_name(a), known ? "for" : "if", bytes);
     else
       snprintf(inter, sizeof inter, "auto (chosen per step)");
   }
@@ -45,7 +45,7 @@ static void print_link(const cpli_workflow *wf, const cpli_link *l) {
     snprintf(policy, sizeof policy, "%s", cpli_policy_name(l->policy));
   printf("  link %-24s %d -> %d ranks, inter %s, intra %s, policy %s, "
          "depth %d, timeout %gs\n",
-         l->label, fc->nprocs, tc->nprocs, inter, cpli_intra_name(l->intra),
+         l->label, fc->nprocs, tc->nprocs, inter, cpl_intra_algorithm_name(l->intra),
          policy, l->depth, l->timeout);
 }
 

@@ -660,12 +660,12 @@ void cpli_launch_print(const cpli_launch *l, const cpli_workflow *wf,
     size_t bytes = cpli_port_bytes(&fc->ports[k->from_port]);
     cpl_inter_algorithm a = k->inter;
     if (k->inter != CPL_INTER_AUTO)
-      put(&t, "%s (set in the file)", cpli_inter_name(k->inter));
+      put(&t, "%s (set in the file)", cpl_inter_algorithm_name(k->inter));
     else if (bytes == 0)
       put(&t, "auto (sizes not declared)");
     else if (cpl_inter_select(fc->nprocs, tc->nprocs, bytes, NULL, &a) ==
              CPL_OK)
-      put(&t, "auto -> %s for %zu bytes per step", cpli_inter_name(a), bytes);
+      put(&t, "auto -> %s for %zu bytes per step", cpl_inter_algorithm_name(a), bytes);
     else
       put(&t, "auto (model: %s)", cpl_last_error());
     put(&t, "\n");

@@ -138,8 +138,20 @@ const char *cpli_kind_name(cpl_component_kind k);
 const char *cpli_policy_name(cpl_flow_policy p);
 const char *cpli_delivery_name(cpli_delivery d);
 const char *cpli_when_full_name(cpli_when_full w);
-const char *cpli_inter_name(cpl_inter_algorithm a);
-const char *cpli_intra_name(cpl_intra_algorithm a);
+
+/* The dataset types a workflow may declare (`type:`), in one table: the
+ * schema checks names against it, the data layer maps each to its HDF5
+ * native type (data/desc.c), cpl-validate sizes steps with it. */
+typedef enum cpli_dtype {
+  CPLI_DT_INT8, CPLI_DT_INT16, CPLI_DT_INT32, CPLI_DT_INT64,
+  CPLI_DT_UINT8, CPLI_DT_UINT16, CPLI_DT_UINT32, CPLI_DT_UINT64,
+  CPLI_DT_FLOAT32, CPLI_DT_FLOAT64, CPLI_DT_CHAR, CPLI_DT_BYTE,
+  CPLI_DT_COUNT
+} cpli_dtype;
+extern const char *const cpli_dtype_names[CPLI_DT_COUNT];
+/* Index of a type name, or -1; its size in bytes, or 0 if unknown. */
+int cpli_dtype_find(const char *name);
+size_t cpli_dtype_size(const char *name);
 
 /* Bytes one step of a port carries when every dataset declares type and
  * dims; 0 when unknown. */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/algorithms.h"
 #include "workflow/model.h"
 #include "workflow/ytree.h"
 
@@ -311,14 +312,6 @@ static int want_enum(S *s, const cpli_ynode *n, const char *what,
 
 /* ------------------------------------------------------------ names */
 
-static const char *const inter_names[CPL_INTER_COUNT] = {
-    [CPL_INTER_AUTO] = "auto", [CPL_INTER_FC] = "fc",
-    [CPL_INTER_RING] = "ring", [CPL_INTER_ROOT] = "root",
-    [CPL_INTER_NATIVE] = "native"};
-static const char *const intra_names[CPL_INTRA_COUNT] = {
-    [CPL_INTRA_AUTO] = "auto", [CPL_INTRA_CIRCULANT] = "circulant",
-    [CPL_INTRA_BRUCK] = "bruck", [CPL_INTRA_RING] = "ring",
-    [CPL_INTRA_NATIVE] = "native"};
 static const char *const kind_names[CPL_KIND_COUNT] = {
     [CPL_KIND_COMMAND] = "command", [CPL_KIND_SINK] = "sink",
     [CPL_KIND_SOURCE] = "source", [CPL_KIND_STAGE] = "stage"};
@@ -330,17 +323,30 @@ static const char *const delivery_names[CPLI_DELIVERY_COUNT] = {
     [CPLI_DELIVERY_SELECT] = "select"};
 static const char *const when_full_names[CPLI_FULL_COUNT] = {
     [CPLI_FULL_BLOCK] = "block", [CPLI_FULL_EVICT] = "evict"};
-static const char *const dtype_names[] = {
-    "int8",   "int16",  "int32",   "int64",   "uint8", "uint16",
-    "uint32", "uint64", "float32", "float64", "char",  "byte"};
-#define NDTYPES ((int)(sizeof dtype_names / sizeof *dtype_names))
+const char *const cpli_dtype_names[CPLI_DT_COUNT] = {
+    [CPLI_DT_INT8] = "int8",       [CPLI_DT_INT16] = "int16",
+    [CPLI_DT_INT32] = "int32",     [CPLI_DT_INT64] = "int64",
+    [CPLI_DT_UINT8] = "uint8",     [CPLI_DT_UINT16] = "uint16",
+    [CPLI_DT_UINT32] = "uint32",   [CPLI_DT_UINT64] = "uint64",
+    [CPLI_DT_FLOAT32] = "float32", [CPLI_DT_FLOAT64] = "float64",
+    [CPLI_DT_CHAR] = "char",       [CPLI_DT_BYTE] = "byte"};
+static const size_t dtype_sizes[CPLI_DT_COUNT] = {
+    [CPLI_DT_INT8] = 1,    [CPLI_DT_INT16] = 2,   [CPLI_DT_INT32] = 4,
+    [CPLI_DT_INT64] = 8,   [CPLI_DT_UINT8] = 1,   [CPLI_DT_UINT16] = 2,
+    [CPLI_DT_UINT32] = 4,  [CPLI_DT_UINT64] = 8,  [CPLI_DT_FLOAT32] = 4,
+    [CPLI_DT_FLOAT64] = 8, [CPLI_DT_CHAR] = 1,    [CPLI_DT_BYTE] = 1};
 
-const char *cpli_inter_name(cpl_inter_algorithm a) {
-  return (unsigned)a < CPL_INTER_COUNT ? inter_names[a] : NULL;
+int cpli_dtype_find(const char *name) {
+  for (int i = 0; name && i < CPLI_DT_COUNT; i++)
+    if (strcmp(name, cpli_dtype_names[i]) == 0) return i;
+  return -1;
 }
-const char *cpli_intra_name(cpl_intra_algorithm a) {
-  return (unsigned)a < CPL_INTRA_COUNT ? intra_names[a] : NULL;
+
+size_t cpli_dtype_size(const char *name) {
+  const int i = cpli_dtype_find(name);
+  return i < 0 ? 0 : dtype_sizes[i];
 }
+
 const char *cpli_kind_name(cpl_component_kind k) {
   return (unsigned)k < CPL_KIND_COUNT ? kind_names[k] : NULL;
 }
@@ -522,8 +528,8 @@ static void parse_dataset(S *s, const cpli_ynode *n, cpli_dataset *ds) {
   else if (want_name(s, v, "dataset name")) ds->name = xstrdup(s, v->str);
   int t;
   if ((v = cpli_ymap_get(n, "type")) &&
-      want_enum(s, v, "dataset type", dtype_names, NDTYPES, &t))
-    ds->type = xstrdup(s, dtype_names[t]);
+      want_enum(s, v, "dataset type", cpli_dtype_names, CPLI_DT_COUNT, &t))
+    ds->type = xstrdup(s, cpli_dtype_names[t]);
   if ((v = cpli_ymap_get(n, "dims"))) parse_dims(s, v, ds);
 }
 
@@ -873,10 +879,10 @@ static void parse_link(S *s, const cpli_ynode *n, cpli_link *l) {
   const cpli_ynode *v;
   int e;
   if ((v = cpli_ymap_get(n, "inter")) &&
-      want_enum(s, v, "inter algorithm", inter_names, CPL_INTER_COUNT, &e))
+      want_enum(s, v, "inter algorithm", cpli_inter_names, CPL_INTER_COUNT, &e))
     l->inter = (cpl_inter_algorithm)e;
   if ((v = cpli_ymap_get(n, "intra")) &&
-      want_enum(s, v, "intra algorithm", intra_names, CPL_INTRA_COUNT, &e))
+      want_enum(s, v, "intra algorithm", cpli_intra_names, CPL_INTRA_COUNT, &e))
     l->intra = (cpl_intra_algorithm)e;
   if ((v = cpli_ymap_get(n, "delivery")) &&
       want_enum(s, v, "delivery", delivery_names, CPLI_DELIVERY_COUNT, &e))

@@ -101,10 +101,10 @@ find_shim() {
     [[ -r $c ]] && { echo "$c"; return 0; }
   done
   local out=/tmp/cpl-cluster-shim/libcpl_yield.so
-  if [[ ! -r $out || $HERE/yield_shim.c -nt $out ]]; then
+  if [[ ! -r $out || $HERE/../yield_shim.c -nt $out ]]; then
     mkdir -p "$(dirname "$out")"
     cpl_log "compiling the yield shim into $out (build target cpl_yield to avoid this)"
-    cc -O2 -std=c11 -shared -fPIC -o "$out.tmp" "$HERE/yield_shim.c" -ldl -lpthread >&2
+    cc -O2 -std=c11 -shared -fPIC -o "$out.tmp" "$HERE/../yield_shim.c" -ldl -lpthread >&2
     mv "$out.tmp" "$out"
   fi
   echo "$out"

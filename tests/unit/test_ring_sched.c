@@ -157,8 +157,8 @@ static void exhaustive(void) {
   if (bad) failures++;
 }
 
-/* A few sizes far past the exhaustive range (ERRATA: the p < q fixes only
- * show their need once q exceeds ~1.5p). */
+/* A few sizes far past the exhaustive range (coupler/sched/ERRATA.md:
+ * the p < q fixes only show their need once q exceeds ~1.5p). */
 static void large(void) {
   static const int pq[][2] = {{2, 300},  {40, 200}, {200, 40}, {300, 2},
                               {61, 199}, {199, 61}, {127, 128}, {1, 257},

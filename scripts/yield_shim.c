@@ -1,6 +1,7 @@
 /*
  * libcpl_yield.so - LD_PRELOAD shim for MPICH ch4:ucx ranks oversubscribed on
- * few cores (the Coupler emulated cluster, scripts/cluster/README.md).
+ * few cores: every MPI test of the suite runs under it, and so does the
+ * emulated cluster (scripts/cluster/README.md).
  *
  * 1. Yield instead of busy-polling.
  *    MPICH's ch4:ucx device busy-polls ucp_worker_progress() (imported from

@@ -1,0 +1,232 @@
+/*
+ * The alpha-beta cost model, in one place: every formula the engine
+ * chooses by (inter- and intra-group algorithms, the circulant variants,
+ * the n-block broadcast, the ring-or-Alg. 7 rule). Sending m bytes between
+ * two processes costs alpha + m beta; a process sends one and receives
+ * one message at a time (the model of Kang et al. and Traff). Each formula
+ * is the one stated at the top of the algorithm's own file. Pure: no MPI
+ * calls, the parameters come from the tuning snapshot (coll/tuning.h).
+ */
+#include "coll/cost.h"
+
+#include <math.h>
+
+#include "coll/tuning.h"
+
+int cpli_ceil_log2(long n) {
+  int k = 0;
+  while ((1L << k) < n) k++;
+  return k;
+}
+
+/* ------------------------------------------- n-block broadcast (Alg. 6) */
+
+double cpli_bcast_cost(int p, size_t bytes, long long n, double alpha, double beta) {
+  if (p <= 1 || bytes == 0) return 0;
+  if (n < 1) n = 1;
+  const int q = cpli_ceil_log2(p);
+  return (double)(n - 1 + q) * (alpha + beta * (double)bytes / (double)n);
+}
+
+long long cpli_bcast_nblocks(int p, size_t bytes, double alpha, double beta) {
+  if (p <= 1 || bytes == 0) return 1;
+  const int q = cpli_ceil_log2(p);
+  const long long lo = (long long)((bytes + CPLI_MAX_MSG - 1) / CPLI_MAX_MSG);
+  const long long hi = bytes < ((size_t)1 << 40) ? (long long)bytes : (long long)1 << 40;
+  const double n = q > 1 ? sqrt(beta * (double)bytes * (q - 1) / alpha) : 1;
+  long long ni = n >= (double)hi ? hi : llround(n);
+  if (ni < lo) ni = lo;
+  if (ni < 1) ni = 1;
+  return ni;
+}
+
+/* --------------------------------------------- circulant allgatherv */
+
+int cpli_alg7_startups(const cpli_circ *c) {
+  return cpli_flow_enabled() ? cpli_circ_alg7_depth(c) : c->q;
+}
+
+int cpli_ring_preferred_ab(const cpli_circ *c, size_t total, double alpha, double beta) {
+  const int e = cpli_tuning_now()->ring;
+  if (e >= 0) return e;
+  const int g = c->p;
+  if (g <= 2) return 0; /* one exchange either way */
+  return (g - 1 - cpli_alg7_startups(c)) * alpha <=
+         CPLI_RING_SHARE * beta * (double)total * (g - 1) / g;
+}
+
+int cpli_ring_preferred(int g, size_t total) {
+  double alpha, beta;
+  cpli_model_params(&alpha, &beta);
+  cpli_circ c;
+  if (cpli_circ_init(&c, g) != CPL_OK) return 0;
+  return cpli_ring_preferred_ab(&c, total, alpha, beta);
+}
+
+/* Measured on the development machine: building the full schedule costs
+ * about 5 ns per p q^2 (0.7 ms for p = 2000), an MPI hindexed piece about
+ * 10 ns to describe. */
+#define CIRC_SCHED_COST 5e-9
+#define CIRC_PIECE_COST 1e-8
+
+static double alg7_cost(const cpli_circ *c, double m, double maxb, double alpha,
+                        double beta) {
+  double t = cpli_alg7_startups(c) * alpha;
+  for (int k = 0; k < c->q; k++)
+    t += beta * fmin(m, (double)(c->skips[k + 1] - c->skips[k]) * maxb);
+  return t;
+}
+
+static long long ceil_div(size_t a, size_t b) { return (long long)((a + b - 1) / b); }
+
+/* Block count range for Alg. 9: no block piece and no round's message over
+ * CPLI_MAX_MSG, and no more blocks than bytes in the largest buffer. */
+static void alg9_range(size_t m, size_t maxb, long long *lo, long long *hi) {
+  long long a = ceil_div(maxb, CPLI_MAX_MSG), b = ceil_div(m, CPLI_MAX_MSG);
+  *lo = a > b ? a : b;
+  if (*lo < 1) *lo = 1;
+  *hi = maxb > 0 ? (long long)(maxb < (size_t)1 << 40 ? maxb : (size_t)1 << 40) : 1;
+  if (*hi < *lo) *hi = *lo;
+}
+
+static double alg9_cost(const cpli_circ *c, double m, long long n, double alpha,
+                        double beta) {
+  const double a = alpha + 2 * CIRC_PIECE_COST * c->p;
+  return (double)(n + c->q - 1) * (a + beta * m / (double)n) +
+         CIRC_SCHED_COST * c->p * (double)c->q * c->q;
+}
+
+static long long alg9_best_n(const cpli_circ *c, size_t m, size_t maxb,
+                             double alpha, double beta) {
+  const double a = alpha + 2 * CIRC_PIECE_COST * c->p;
+  long long lo, hi;
+  alg9_range(m, maxb, &lo, &hi);
+  double n = c->q > 1 ? sqrt(beta * (double)m * (c->q - 1) / a) : 1;
+  long long ni = n > (double)hi ? hi : (long long)llround(n);
+  return ni < lo ? lo : ni > hi ? hi : ni;
+}
+
+long long cpli_alg9_nblocks(const cpli_circ *c, size_t total, size_t maxb,
+                            long long nblocks, double alpha, double beta) {
+  long long lo, hi;
+  alg9_range(total, maxb, &lo, &hi);
+  long long n = nblocks > 0 ? nblocks : alg9_best_n(c, total, maxb, alpha, beta);
+  if (n < lo) n = lo; /* never a piece over CPLI_MAX_MSG */
+  if (n > hi) n = hi;
+  return n;
+}
+
+int cpli_circulant_plan(int p, size_t total_bytes, size_t max_block,
+                        double alpha, double beta, long long *nblocks) {
+  *nblocks = 1;
+  if (p <= 2) return CPLI_CIRC_ALG7; /* one round: nothing to pipeline */
+  cpli_circ c;
+  if (cpli_circ_init(&c, p) != CPL_OK) return CPLI_CIRC_ALG7;
+  const long long n = alg9_best_n(&c, total_bytes, max_block, alpha, beta);
+  const double t7 = alg7_cost(&c, (double)total_bytes, (double)max_block, alpha, beta);
+  const double t9 = alg9_cost(&c, (double)total_bytes, n, alpha, beta);
+  if (t9 < t7) {
+    *nblocks = n;
+    return CPLI_CIRC_ALG9;
+  }
+  return cpli_ring_preferred_ab(&c, total_bytes, alpha, beta) ? CPLI_CIRC_RING : CPLI_CIRC_ALG7;
+}
+
+double cpli_circulant_cost(int p, size_t total_bytes, size_t max_block,
+                           double alpha, double beta) {
+  if (p <= 1) return 0;
+  cpli_circ c;
+  if (cpli_circ_init(&c, p) != CPL_OK) return INFINITY;
+  long long n;
+  const int v = cpli_circulant_plan(p, total_bytes, max_block, alpha, beta, &n);
+  if (v == CPLI_CIRC_ALG9) return alg9_cost(&c, (double)total_bytes, n, alpha, beta);
+  if (v == CPLI_CIRC_RING) /* pipelined: latencies overlap the transfer */
+    return (p - 1) * alpha + beta * fmin((double)total_bytes, (p - 1) * (double)max_block);
+  return alg7_cost(&c, (double)total_bytes, (double)max_block, alpha, beta);
+}
+
+/* ------------------------------------------------ algorithm costs */
+
+/* MPICH 4.0's broadcast of m bytes among g processes (MPIR_Bcast_intra_auto
+ * and its nonblocking twin): binomial tree below 12 KiB or 8 processes,
+ * else scatter then recursive-doubling allgather (below 512 KiB, g a power
+ * of two) or ring allgather. */
+static double bcast_mpich(int g, double m, double alpha, double beta) {
+  if (g <= 1) return 0;
+  const int L = cpli_ceil_log2(g);
+  if (m < 12288 || g < 8) return L * (alpha + beta * m);
+  const double scatter = L * alpha + beta * m * (g - 1) / g;
+  if (m < 524288 && (g & (g - 1)) == 0) return 2 * scatter;
+  return scatter + (g - 1) * alpha + beta * m * (g - 1) / g;
+}
+
+double cpli_intra_cost_v(cpl_intra_algorithm a, int n, size_t bytes, size_t maxb,
+                         int regular, double alpha, double beta) {
+  if (n <= 1) return 0;
+  const int L = cpli_ceil_log2(n);
+  const double m = (double)bytes, k = regular ? m / n : (double)maxb;
+  switch (a) {
+  case CPL_INTRA_CIRCULANT: /* the better of Alg. 7 and Alg. 9 */
+    return cpli_circulant_cost(n, bytes, regular ? bytes / (size_t)n : maxb, alpha, beta);
+  case CPL_INTRA_BRUCK:
+    return L * alpha + beta * (regular ? m - m / n : fmin(m, (double)(n - 1) * k));
+  case CPL_INTRA_RING:
+    return (n - 1) * (alpha + beta * k);
+  case CPL_INTRA_NATIVE:
+    /* MPICH: recursive doubling / Bruck below 80 KiB total, ring above. */
+    return m < 81920 ? L * alpha + beta * (m - m / n) : (n - 1) * (alpha + beta * k);
+  default:
+    return INFINITY;
+  }
+}
+
+cpl_intra_algorithm cpli_intra_pick(int n, size_t bytes, size_t maxb, int regular) {
+  double alpha, beta;
+  cpli_model_params(&alpha, &beta);
+  /* Native last: on a tie Coupler's own algorithm wins. */
+  const cpl_intra_algorithm order[] = {CPL_INTRA_CIRCULANT, CPL_INTRA_BRUCK,
+                                       CPL_INTRA_RING, CPL_INTRA_NATIVE};
+  cpl_intra_algorithm best = order[0];
+  double bc = INFINITY;
+  for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
+    double c = cpli_intra_cost_v(order[i], n, bytes, maxb, regular, alpha, beta);
+    if (c < bc) bc = c, best = order[i];
+  }
+  return best;
+}
+
+double cpli_intra_cost(cpl_intra_algorithm a, int p, size_t bytes, double alpha,
+                       double beta) {
+  if (a == CPL_INTRA_AUTO) a = cpli_intra_pick(p, bytes, p ? bytes / p : 0, 1);
+  return cpli_intra_cost_v(a, p, bytes, p ? bytes / p : 0, 1, alpha, beta);
+}
+
+double cpli_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes,
+                       double alpha, double beta) {
+  const double m = (double)bytes, k = p ? m / p : 0;
+  const int Lp = cpli_ceil_log2(p);
+  switch (a) {
+  case CPL_INTER_FC:
+    if (p >= q) /* one inter step, then an allgather among p */
+      return alpha + beta * k + cpli_intra_cost(CPL_INTRA_AUTO, p, bytes, alpha, beta);
+    return cpli_bcast_cost(q / p + 1, (size_t)k,
+                           cpli_bcast_nblocks(q / p + 1, (size_t)k, alpha, beta), alpha, beta) +
+           cpli_intra_cost(CPL_INTRA_AUTO, p + (q % p ? (q % p + q / p - 1) / (q / p) : 0),
+                      bytes, alpha, beta);
+  case CPL_INTER_RING: {
+    /* p + q/2 steps of one block each (even sizes; odd sizes round up). */
+    const int pe = p + (p & 1), qe = q + (q & 1);
+    return (pe + qe / 2) * (alpha + beta * k);
+  }
+  case CPL_INTER_ROOT:
+    /* MPI_Igatherv to sender 0, one message to receiver 0, MPI_Ibcast */
+    return Lp * alpha + beta * (m - k) + alpha + beta * m + bcast_mpich(q, m, alpha, beta);
+  case CPL_INTER_NATIVE:
+    /* MPICH's MPI_Iallgatherv on an intercommunicator: every sender sends
+     * straight to receiver 0 (an intercommunicator gatherv), which then
+     * broadcasts locally; no local gather, no root-to-root hop */
+    return alpha + beta * m + bcast_mpich(q, m, alpha, beta);
+  default:
+    return INFINITY;
+  }
+}

@@ -1,0 +1,88 @@
+/*
+ * The alpha-beta cost model and the choices made by it (cost.c). Every
+ * rank must reach the same choice, so the inputs are values all ranks
+ * share (p, q, byte counts) and the model parameters (CPL_ALPHA, CPL_BETA:
+ * keep them equal on all ranks).
+ */
+#ifndef CPLI_COLL_COST_H
+#define CPLI_COLL_COST_H
+
+#include <stddef.h>
+
+#include "coll/coll.h"
+#include "sched/circulant.h"
+
+/* ceil(log2 n), 0 for n <= 1. */
+int cpli_ceil_log2(long n);
+
+/* Round-optimal n-block broadcast (Alg. 6, bcast_circulant.c) of `bytes`
+ * over p ranks: its time with n blocks, and the n that minimises it,
+ * n* = sqrt(beta bytes (q-1) / alpha), clamped to
+ * [max(1, ceil(bytes / CPLI_MAX_MSG)), max(1, bytes)]. */
+double cpli_bcast_cost(int p, size_t bytes, long long n, double alpha, double beta);
+long long cpli_bcast_nblocks(int p, size_t bytes, double alpha, double beta);
+
+/* Which circulant allgatherv variant. CPLI_CIRC_ALG7 runs as a dataflow
+ * plan (rounds cut into streams of cpli_flow_chunk() bytes, no step
+ * barriers) unless CPL_FLOW=0; CPLI_CIRC_ALG7_STEP is the lockstep
+ * execution, one message per round, kept for comparison and tests.
+ * CPLI_CIRC_RING is the circulant graph with the single skip 1: a
+ * pipelined ring, dataflow. */
+enum {
+  CPLI_CIRC_AUTO = 0,
+  CPLI_CIRC_RING = 1,
+  CPLI_CIRC_ALG7 = 7,
+  CPLI_CIRC_ALG9 = 9,
+  CPLI_CIRC_ALG7_STEP = 17
+};
+
+/* Modelled time (s) of the circulant allgatherv of `total_bytes` over p
+ * ranks whose largest block is `max_block` bytes: the cheaper of Alg. 7
+ * and Alg. 9 with its best block count. 0 for p <= 1. */
+double cpli_circulant_cost(int p, size_t total_bytes, size_t max_block,
+                           double alpha, double beta);
+
+/* The variant (CPLI_CIRC_ALG7, CPLI_CIRC_ALG9 or, where Alg. 7 wins and
+ * cpli_ring_preferred_ab says so, CPLI_CIRC_RING) the model picks, and for
+ * Alg. 9 the number of blocks per rank's buffer in *nblocks (else 1). */
+int cpli_circulant_plan(int p, size_t total_bytes, size_t max_block,
+                        double alpha, double beta, long long *nblocks);
+
+/* Alg. 9's block count on c's group: `nblocks` if > 0, else the model's
+ * best; clamped so no piece exceeds CPLI_MAX_MSG and no block is empty. */
+long long cpli_alg9_nblocks(const cpli_circ *c, size_t total, size_t maxb,
+                            long long nblocks, double alpha, double beta);
+
+/* Allgather of `total` bytes among g members: run the pipelined ring
+ * (skip 1 only) rather than Alg. 7's skips 1, 2, 4, ..? Both move the same
+ * bytes; the ring pays g - 1 start-ups instead of ceil(log2 g) but keeps
+ * one peer per direction, which TCP rewards: on the emulated cluster a
+ * pattern with several peers per node loses 5-20% of the link rate
+ * (all-to-all 1.20 of the bound against 1.05 for a ring shift, 5 nodes,
+ * 2 MiB), and Alg. 7 lost 3-11% to the ring from 32 KiB up. The ring is
+ * chosen while its extra start-ups cost at most CPLI_RING_SHARE of the
+ * transfer time, (g - 1 - D) alpha <= share * beta * total (g - 1) / g,
+ * where D is Alg. 7's dependency chain as a dataflow (cpli_circ_alg7_depth;
+ * ceil(log2 g) in lockstep). So for g = 3 (D = 1, the ring 2) small
+ * allgathers stay on Alg. 7. CPL_RING (0 or 1) overrides; _ab takes
+ * the group's schedule and explicit model parameters. */
+#define CPLI_RING_SHARE 0.25
+int cpli_ring_preferred(int g, size_t total);
+int cpli_ring_preferred_ab(const cpli_circ *c, size_t total, double alpha, double beta);
+/* Start-ups Alg. 7 pays on c's group: its dependency chain when it runs
+ * as a dataflow, its q rounds in lockstep (CPL_FLOW=0). */
+int cpli_alg7_startups(const cpli_circ *c);
+
+/* Cost of one intra algorithm with an explicit largest block. */
+double cpli_intra_cost_v(cpl_intra_algorithm a, int n, size_t bytes, size_t maxb,
+                         int regular, double alpha, double beta);
+/* Intra algorithm with the least modelled cost for n ranks, `bytes` in
+ * total, largest block `maxb`. */
+cpl_intra_algorithm cpli_intra_pick(int n, size_t bytes, size_t maxb, int regular);
+/* cpl_intra_cost and cpl_inter_cost on the current tuning snapshot. */
+double cpli_intra_cost(cpl_intra_algorithm a, int p, size_t bytes, double alpha,
+                       double beta);
+double cpli_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes,
+                       double alpha, double beta);
+
+#endif
