@@ -5,9 +5,12 @@
  *   mpiexec MPIEXEC_ARGS... -n N1 -env CPL_COMPONENT c1 -env CPL_WORKFLOW
  *     /abs/FILE [-env K V]... [-wdir D] prog1 args : -n N2 ...
  *
- * It validates FILE first (same checks as cpl-validate), then replaces
- * itself with mpiexec, so the exit status is the job's and signals reach
- * mpiexec directly. It wraps nothing in a timeout: use `timeout` around it.
+ * It validates FILE first (same checks as cpl-validate, including that
+ * every program exists and is executable), then replaces itself with
+ * mpiexec, so the exit status is the job's and signals reach mpiexec
+ * directly. Every process starts through cpl-exec, which stops the job
+ * when a process ends before cpl_init (hydra would wait forever). It
+ * wraps nothing in a timeout: use `timeout` around it.
  */
 #define _XOPEN_SOURCE 700 /* realpath, execvp, readlink */
 
@@ -28,6 +31,7 @@
 #define CPL_BINDIR "/usr/local/bin"
 #endif
 #define COMPONENT_EXE "cpl-component"
+#define EXEC_EXE "cpl-exec"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -80,17 +84,9 @@ static void words_free(words *w) {
   *w = (words){0};
 }
 
-/* dir + "/" + rel, for program paths relative to the workflow file. */
-static char *join_path(const char *dir, const char *rel) {
-  size_t n = strlen(dir) + strlen(rel) + 2;
-  char *p = malloc(n);
-  if (p) snprintf(p, n, "%s/%s", dir, rel);
-  return p;
-}
-
-/* Directory of the running cpl-run, to find cpl-component beside it (build
- * tree) before the install location. */
-static void component_exe(char *out, size_t size) {
+/* Directory of the running cpl-run, to find a tool (cpl-component,
+ * cpl-exec) beside it (build tree) before the install location. */
+static void tool_exe(const char *tool, char *out, size_t size) {
   char self[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   if (n > 0) {
@@ -98,18 +94,19 @@ static void component_exe(char *out, size_t size) {
     char *slash = strrchr(self, '/');
     if (slash) {
       *slash = '\0';
-      snprintf(out, size, "%s/%s", self, COMPONENT_EXE);
+      snprintf(out, size, "%s/%s", self, tool);
       if (access(out, X_OK) == 0) return;
     }
   }
-  snprintf(out, size, "%s/%s", CPL_BINDIR, COMPONENT_EXE);
+  snprintf(out, size, "%s/%s", CPL_BINDIR, tool);
 }
 
 static void build(const cpli_workflow *wf, const char *abspath,
                   const char *wfdir, const char *mpiexec, int nextra,
                   char **extra, words *w) {
-  char num[32], comp_exe[PATH_MAX + 32];
-  component_exe(comp_exe, sizeof comp_exe);
+  char num[32], comp_exe[PATH_MAX + 32], exec_exe[PATH_MAX + 32];
+  tool_exe(COMPONENT_EXE, comp_exe, sizeof comp_exe);
+  tool_exe(EXEC_EXE, exec_exe, sizeof exec_exe);
   add(w, mpiexec);
   for (int i = 0; i < nextra; i++) add(w, extra[i]);
   for (int c = 0; c < wf->ncomps; c++) {
@@ -133,20 +130,15 @@ static void build(const cpli_workflow *wf, const char *abspath,
       add(w, "-wdir");
       add(w, k->workdir);
     }
+    add(w, exec_exe);
     if (k->kind != CPL_KIND_COMMAND) {
       /* Built-ins read their settings from the workflow file. */
       add(w, comp_exe);
       continue;
     }
-    const char *prog = k->argv[0];
-    if (strchr(prog, '/') && prog[0] != '/') {
-      while (prog[0] == '.' && prog[1] == '/') prog += 2;
-      char *p = join_path(wfdir, prog);
-      add(w, p ? p : prog);
-      free(p);
-    } else {
-      add(w, prog);
-    }
+    char prog[PATH_MAX + 32];
+    cpli_wf_program(k, wfdir, prog, sizeof prog);
+    add(w, strchr(k->argv[0], '/') ? prog : k->argv[0]);
     for (int a = 1; a < k->argc; a++) add(w, k->argv[a]);
   }
 }
@@ -229,6 +221,28 @@ int main(int argc, char **argv) {
   snprintf(wfdir, sizeof wfdir, "%s", abspath);
   char *slash = strrchr(wfdir, '/');
   if (slash) *(slash == wfdir ? slash + 1 : slash) = '\0';
+
+  /* Hydra never ends a job whose program cannot be exec'd: check first. */
+  if (cpl_diag_create(&d) != CPL_OK) return 2;
+  cpli_wf_check_programs(wf, wfdir, d);
+  for (int i = 0; i < cpl_diag_count(d); i++)
+    fprintf(stderr, "%s%s\n", dry ? "warning: " : "", cpl_diag_message(d, i));
+  if (cpl_diag_count(d) && !dry) {
+    fprintf(stderr, "cpl-run: %s: a program cannot be run; nothing started\n",
+            file);
+    cpl_diag_destroy(d);
+    cpl_workflow_destroy(wf);
+    return 1;
+  }
+  cpl_diag_destroy(d);
+  char exec_exe[PATH_MAX + 32];
+  tool_exe(EXEC_EXE, exec_exe, sizeof exec_exe);
+  if (!dry && access(exec_exe, X_OK) != 0) {
+    fprintf(stderr, "cpl-run: %s: %s (install Coupler's tools together)\n",
+            exec_exe, strerror(errno));
+    cpl_workflow_destroy(wf);
+    return 127;
+  }
 
   words w = {0};
   build(wf, abspath, wfdir, mpiexec, nextra, extra, &w);

@@ -599,8 +599,10 @@ static void parse_component(S *s, const cpli_ynode *n, cpli_component *c) {
   else if (!cmd && !kind)
     err(s, n, "component %s needs a command (or a built-in kind: sink, "
               "source, stage)", c->name ? c->name : "");
-  else if (cmd)
+  else if (cmd) {
+    c->command_pos = pos_of(cmd);
     parse_command(s, cmd, c);
+  }
 
   const cpli_ynode *file = cpli_ymap_get(n, "file");
   int wants_file = c->kind == CPL_KIND_SINK || c->kind == CPL_KIND_SOURCE;
