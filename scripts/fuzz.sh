@@ -41,9 +41,10 @@ run() {
   exe=$(find "$build" -name "fuzz_$h" -type f -perm -u+x | head -n 1)
   mkdir -p "$build/corpus/$h" "$build/crashes/$h"
   # -rss_limit_mb: a decoder asking for a gigabyte is a finding, not a test
-  # of the machine. -timeout: one input taking 10 s is a hang.
+  # of the machine. -timeout: one input taking 10 s is a hang. UCX (pulled
+  # in by MPI) would catch the crash signals before libFuzzer saves the input.
   ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$src/tests/data/fuzz/lsan.supp \
-    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 UCX_HANDLE_ERRORS=none \
     "$exe" -max_total_time=$((minutes * 60)) -rss_limit_mb=1024 -timeout=10 \
     -print_final_stats=1 -artifact_prefix="$build/crashes/$h/" \
     "$build/corpus/$h" $(seeds "$h") >"$build/fuzz_$h.log" 2>&1
