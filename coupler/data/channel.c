@@ -220,10 +220,10 @@ static double link_timeout(cpl_context *ctx, int end) {
 }
 
 /* Components reach cpl_finalize at their own pace (one may compute long
- * after its last step), so the drain waits longer than a link wait:
- * CPL_FINALIZE_TIMEOUT seconds, default 600, never less than the link's. */
+ * after its last step): the drain waits CPL_FINALIZE_TIMEOUT seconds,
+ * default 60 like every other wait, and never less than the link's. */
 static double finalize_timeout(cpl_context *ctx, int end) {
-  double t = 600;
+  double t = 60; /* README.md, "Timeouts" */
   const char *s = getenv("CPL_FINALIZE_TIMEOUT");
   if (s && *s) {
     char *e;
