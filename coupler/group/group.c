@@ -13,13 +13,12 @@
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 
 #include <stdio.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "core/error.h"
+#include "core/launch.h"
 #include "group/agree.h"
 #include "group/context.h"
 #include "data/data.h"
@@ -150,26 +149,9 @@ static int build_groups(cpl_context *ctx, int nranks,
   return rc;
 }
 
-/* Tell cpl-exec (the process cpl-run started this one with) that this
- * process reached cpl_init: one byte on the pipe CPL_READY_FD names. A
- * process that ends without it makes cpl-exec stop the job. */
-static void signal_ready(void) {
-  const char *s = getenv("CPL_READY_FD");
-  if (!s) return;
-  char *end = NULL;
-  long fd = strtol(s, &end, 10);
-  struct stat st;
-  if (*s && !*end && fd > 2 && fd < 65536 && fstat((int)fd, &st) == 0 &&
-      S_ISFIFO(st.st_mode)) {
-    if (write((int)fd, "R", 1) < 0) { /* cpl-exec is gone: nothing to tell */ }
-    close((int)fd);
-  }
-  unsetenv("CPL_READY_FD"); /* not for programs this one starts */
-}
-
 int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
              cpl_context **out) {
-  signal_ready();
+  cpli_launch_init(); /* cpl-exec: this process reached cpl_init */
   if (!out) return cpli_fail(CPL_ERR_ARG, "cpl_init: out is NULL");
   *out = NULL;
   int inited = 0;
@@ -260,6 +242,7 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
 }
 
 int cpl_finalize(cpl_context *ctx) {
+  cpli_launch_finalize(); /* cpl-exec: this process reached cpl_finalize */
   if (!ctx) return CPL_OK;
   /* Ports left open are closed, and every link's control channel drained,
    * before the communicators go. */

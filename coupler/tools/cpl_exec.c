@@ -5,20 +5,26 @@
  * Hydra cannot end a job in which one process never calls MPI_Init: a
  * program that cannot be exec'd, or that exits (even with 0) or crashes
  * before MPI_Init, leaves the others waiting in MPI_Init forever while
- * hydra_pmi_proxy spins. cpl-exec runs the program as its child and hands
- * it a pipe (CPL_READY_FD) on which cpl_init writes one byte on entry. If
- * the program ends without having reached cpl_init, cpl-exec names the
- * component, rank and reason, and ends itself by SIGTERM, which hydra
+ * hydra_pmi_proxy spins. And a process that exits after cpl_init without
+ * cpl_finalize leaves its peers waiting until their timeouts.
+ *
+ * cpl-exec runs the program as its child with a pipe (CPL_READY_FD) on
+ * which the library says that it reached cpl_init, which link and step it
+ * last moved data on, and that it reached cpl_finalize (core/launch.h).
+ * If the program ends without having reached cpl_init, or without
+ * cpl_finalize, or dies by a signal, cpl-exec names the component, rank,
+ * reason and last link and step, and ends itself by a signal, which hydra
  * sees as a failed process: it kills the whole job at once.
  *
  * Otherwise it is transparent: signals it receives go to the program, its
- * exit status is the program's (a death by signal is re-raised), and the
- * program dies with it (PR_SET_PDEATHSIG) if hydra kills it.
+ * exit status is the program's, and the program dies with it
+ * (PR_SET_PDEATHSIG) if hydra kills it.
  */
 #define _GNU_SOURCE /* pipe2 */
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +43,7 @@ static void forward(int sig) {
 static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT,
                                 SIGUSR1, SIGUSR2, SIGCONT};
 
-/* Die as the program died, so hydra reports (and acts on) the same. */
+/* Die by sig, so hydra reports (and acts on) a failed process. */
 static void die_by(int sig) {
   struct rlimit no_core = {0, 0};
   setrlimit(RLIMIT_CORE, &no_core); /* the program's core is what counts */
@@ -53,6 +59,34 @@ static void die_by(int sig) {
 static const char *env_or(const char *name, const char *dflt) {
   const char *v = getenv(name);
   return v && *v ? v : dflt;
+}
+
+/* What the program said on the pipe. */
+typedef struct said {
+  int init, finalize;
+  char progress[200]; /* last "link L, step S" */
+  char line[256];     /* line being read */
+  size_t n;
+} said;
+
+/* Read what is there; 0 at end of file. */
+static int listen_to(int fd, said *s) {
+  char buf[512];
+  ssize_t got = read(fd, buf, sizeof buf);
+  if (got == 0) return 0;
+  for (ssize_t i = 0; i < got; i++) {
+    if (buf[i] != '\n') {
+      if (s->n + 1 < sizeof s->line) s->line[s->n++] = buf[i];
+      continue;
+    }
+    s->line[s->n] = '\0';
+    if (s->line[0] == 'I') s->init = 1;
+    else if (s->line[0] == 'F') s->finalize = 1;
+    else if (s->line[0] == 'P' && s->n > 2)
+      snprintf(s->progress, sizeof s->progress, "%s", s->line + 2);
+    s->n = 0;
+  }
+  return 1;
 }
 
 int main(int argc, char **argv) {
@@ -98,27 +132,36 @@ int main(int argc, char **argv) {
   ssize_t got;
   do got = read(failed[0], &exec_errno, sizeof exec_errno);
   while (got < 0 && errno == EINTR);
-  int status = 0;
-  pid_t w;
-  do w = waitpid(child, &status, 0);
-  while (w < 0 && errno == EINTR);
   if (got == (ssize_t)sizeof exec_errno) {
     fprintf(stderr, "cpl-run: component \"%s\", rank %s: cannot execute "
             "%s: %s; stopping the job\n", comp, rank, argv[1],
             strerror(exec_errno));
+    waitpid(child, NULL, 0);
     die_by(SIGTERM);
   }
-  /* One byte in the pipe: the program reached cpl_init. Descendants may
-   * hold the write end open, so do not wait for end of file. */
+  /* Listen until the program ends. Descendants may hold the pipe open, so
+   * the end is the child's exit, not end of file. */
+  said s = {0};
+  int status = 0, open_fd = 1;
+  for (;;) {
+    pid_t w = waitpid(child, &status, WNOHANG);
+    if (w == child) break;
+    if (w < 0 && errno != EINTR) {
+      fprintf(stderr, "cpl-run: component \"%s\", rank %s: waitpid: %s\n",
+              comp, rank, strerror(errno));
+      die_by(SIGTERM);
+    }
+    struct pollfd pf = {.fd = open_fd ? ready[0] : -1, .events = POLLIN};
+    int n = poll(&pf, 1, 100);
+    if (n > 0 && (pf.revents & (POLLIN | POLLHUP)) && !listen_to(ready[0], &s))
+      open_fd = 0;
+  }
   fcntl(ready[0], F_SETFL, O_NONBLOCK);
-  char byte;
-  int reached = read(ready[0], &byte, 1) == 1;
-  if (w < 0) {
-    fprintf(stderr, "cpl-run: component \"%s\", rank %s: waitpid: %s\n",
-            comp, rank, strerror(errno));
-    die_by(SIGTERM);
-  }
-  if (!reached) {
+  while (open_fd && listen_to(ready[0], &s) > 0) {}
+  char where[260] = "";
+  if (s.progress[0])
+    snprintf(where, sizeof where, " after link %s", s.progress);
+  if (!s.init) {
     if (WIFSIGNALED(status))
       fprintf(stderr, "cpl-run: component \"%s\", rank %s (%s, pid %d) was "
               "killed by signal %d (%s) before it called cpl_init; "
@@ -131,6 +174,19 @@ int main(int argc, char **argv) {
               rank, argv[1], (int)child, WEXITSTATUS(status));
     die_by(SIGTERM);
   }
-  if (WIFSIGNALED(status)) die_by(WTERMSIG(status));
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  if (WIFSIGNALED(status)) {
+    fprintf(stderr, "cpl-run: component \"%s\", rank %s (pid %d) was killed "
+            "by signal %d (%s)%s%s; stopping the job\n", comp, rank,
+            (int)child, WTERMSIG(status), strsignal(WTERMSIG(status)), where,
+            s.finalize ? ", in cpl_finalize" : "");
+    die_by(WTERMSIG(status));
+  }
+  if (!s.finalize) {
+    fprintf(stderr, "cpl-run: component \"%s\", rank %s (pid %d) exited "
+            "with status %d without calling cpl_finalize%s; stopping the "
+            "job (its peers would wait for it)\n", comp, rank, (int)child,
+            WEXITSTATUS(status), where);
+    die_by(SIGTERM);
+  }
+  return WEXITSTATUS(status);
 }
