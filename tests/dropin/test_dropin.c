@@ -370,7 +370,7 @@ static void run_errors(const side *s) {
   MPI_Comm bad;
   MPI_Comm_dup(s->inter, &bad);
   MPI_Comm_set_errhandler(bad, MPI_ERRORS_RETURN);
-  setenv("CPL_TIMEOUT", "3", 1);
+  setenv("CPL_TIMEOUT", "1", 1);
   int sbuf[4] = {1, 2, 3, 4}, *rb = calloc((size_t)s->rsize * 4 + 4, sizeof *rb);
   int rc = s->in_a ? allgather(sbuf, 4, MPI_INT, rb, 4, MPI_INT, bad, "count mismatch")
                    : allgather(sbuf, 2, MPI_INT, rb, 2, MPI_INT, bad, "count mismatch");
