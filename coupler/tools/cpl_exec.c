@@ -160,7 +160,7 @@ int main(int argc, char **argv) {
   while (open_fd && listen_to(ready[0], &s) > 0) {}
   char where[260] = "";
   if (s.progress[0])
-    snprintf(where, sizeof where, " after link %s", s.progress);
+    snprintf(where, sizeof where, " after %s", s.progress);
   if (!s.init) {
     if (WIFSIGNALED(status))
       fprintf(stderr, "cpl-run: component \"%s\", rank %s (%s, pid %d) was "
