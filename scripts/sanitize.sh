@@ -25,9 +25,14 @@ if [ "${valgrind:-0}" = 1 ]; then
   status=0
   for t in "$b"/tests/unit/test_*; do
     [ -x "$t" ] || continue
+    # the exhaustive schedule checks take minutes under memcheck: kept
     valgrind -q --error-exitcode=99 --leak-check=no "$t" >/dev/null 2>"$b/valgrind_$(basename "$t").log"
     rc=$?; echo "valgrind $(basename "$t"): exit $rc"; [ $rc -eq 99 ] && status=1
   done
+  # A 2-rank transfer through the engine (fc, 4 KiB), every rank under memcheck.
+  mpiexec -n 2 valgrind -q --error-exitcode=99 --log-file="$b/valgrind_bench.%p.log" \
+    "$b/coupler/tools/cpl-bench" --inter fc --shape 1:1 --sizes 4K --reps 2 --warmup 1 >/dev/null
+  rc=$?; echo "valgrind 2-rank cpl-bench fc: exit $rc"; [ $rc -ne 0 ] && status=1
   exit $status
 fi
 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCPL_SANITIZE=ON >/dev/null || exit 2
