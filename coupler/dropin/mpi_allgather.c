@@ -345,6 +345,9 @@ static int cpli_mpi_intra(const cpli_mpi_call *c) {
  * Not for programs calling MPI from several threads at once. */
 static int cpli_mpi_engine_run(int (*run)(const cpli_mpi_call *), const cpli_mpi_call *c) {
   MPI_Errhandler saved;
+  int same = MPI_UNEQUAL;
+  PMPI_Comm_compare(c->comm, MPI_COMM_WORLD, &same);
+  if (same == MPI_IDENT) return run(c); /* world's handler is the user's */
   if (PMPI_Comm_get_errhandler(MPI_COMM_WORLD, &saved) != MPI_SUCCESS) return run(c);
   PMPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   int rc = run(c);
