@@ -5,7 +5,7 @@
 # Waits for the INDEX-th process (0-based, by pid) of COMPONENT, then
 # DELAY seconds, then kills it (SIGKILL) or stops it for SECONDS
 # (SIGSTOP, then SIGCONT). Writes the time of the fault to $FAULT_FILE.
-# With stop, prints the peak RSS (VmHWM) of every process of the job 2 s
+# Optional WAIT_FILE: see below. With stop, prints the peak RSS (VmHWM) of every process of the job 2 s
 # into the stop. PROGRAM: the command name of the job's processes.
 what=$1 comp=$2 index=$3 delay=$4 secs=${5:-0}
 job_pids() { # processes of the job running PROGRAM
@@ -25,6 +25,14 @@ while [ $i -lt 300 ]; do
   sleep 0.1; i=$((i + 1))
 done
 [ -n "$pid" ] || { echo "inject: no process $index of $comp"; exit 1; }
+# WAIT_FILE (the sink's file): wait until this run has created it, i.e.
+# every component is past cpl_init and steps flow, however loaded the
+# machine.
+i=0
+while [ -n "${WAIT_FILE:-}" ] && [ $i -lt 600 ] &&
+      [ -z "$(find "$WAIT_FILE" -newer "$FAULT_FILE" 2>/dev/null)" ]; do
+  sleep 0.1; i=$((i + 1))
+done
 sleep "$delay"
 date +%s.%N >"$FAULT_FILE"
 case $what in
