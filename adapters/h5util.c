@@ -1,6 +1,7 @@
 /* HDF5 helpers of the built-in sink and source. */
 #include "h5util.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -65,7 +66,27 @@ int cpli_h5_file(const char *path, MPI_Comm comm, int create, hid_t *file, hid_t
   *file = create ? H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)
                  : H5Fopen(path, H5F_ACC_RDONLY, fapl);
   H5Pclose(fapl);
-  if (*file < 0) return cpli_h5_fail(create ? "cannot create the file" : "cannot open the file");
+  if (*file < 0) {
+    /* Say why: HDF5's own stack is not shown. */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
+    else snprintf(dir, sizeof dir, ".");
+    if (create && access(dir, W_OK) != 0)
+      return cpli_h5_fail("cannot create the file: directory %s: %s", dir,
+                          strerror(errno));
+    if (create)
+      return cpli_h5_fail("cannot create the file (disk full, or a file "
+                          "there that cannot be replaced?)");
+    if (access(path, R_OK) != 0)
+      return cpli_h5_fail("cannot open the file: %s", strerror(errno));
+    htri_t h5;
+    H5E_BEGIN_TRY { h5 = H5Fis_hdf5(path); } H5E_END_TRY;
+    return cpli_h5_fail(h5 > 0 ? "cannot open the file (HDF5 refused it)"
+                               : "cannot open the file: not an HDF5 file, "
+                                 "or truncated or damaged");
+  }
   if ((*dxpl = collective_transfer()) < 0) return cpli_h5_fail("collective transfer list");
   return CPL_OK;
 }

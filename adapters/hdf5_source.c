@@ -11,6 +11,7 @@
  * it as its block. Scalar datasets go out as 1-D of one element (the data
  * API has no rank 0); anything skipped is named in a warning.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -334,10 +335,14 @@ static int step_number(hid_t file, const char *gname, long *out) {
   if (rc == CPL_OK && !found) {
     char *end;
     const char *num = gname + strlen("step_");
+    errno = 0;
     long v = strtol(num, &end, 10);
     if (*num < '0' || *num > '9' || *end != '\0')
       rc = cpli_fail(CPL_ERR_CONFIG, "group \"%s\": no integer attribute "
                      "\"step\" and no step number in its name", gname);
+    else if (errno == ERANGE)
+      rc = cpli_fail(CPL_ERR_CONFIG, "group \"%s\": the step number in its "
+                     "name does not fit 64 bits", gname);
     *out = v;
   }
   if (rc == CPL_OK && *out < 0)

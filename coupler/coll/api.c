@@ -16,8 +16,9 @@
 
 #include "coll/link.h"
 #include "coll/select.h"
+#include "core/launch.h"
 
-#define DEFAULT_TIMEOUT 600.0
+#define DEFAULT_TIMEOUT 60.0 /* README.md, "Timeouts" */
 
 void cpl_coll_options_init(cpl_coll_options *opt) {
   if (!opt) return;
@@ -39,6 +40,7 @@ static int make_ctx(const cpl_coll_options *opt, cpli_ctx *ctx) {
     t = env->timeout_set ? env->timeout : DEFAULT_TIMEOUT;
   }
   if (isnan(t)) return cpli_fail(CPL_ERR_ARG, "timeout is NaN");
+  if (opt) cpli_launch_progress(opt->label, opt->step); /* for cpl-exec */
   *ctx = (cpli_ctx){.timeout = t, .label = opt && opt->label ? opt->label : "",
                     .step = opt ? opt->step : -1, .alg = NULL, .xstep = 0};
   return CPL_OK;
@@ -221,7 +223,7 @@ static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
   if (sender && sendcount > 0 && !sendbuf)
     return cpli_fail(CPL_ERR_ARG, "sendbuf is NULL with sendcount %d", sendcount);
   cpli_link *link;
-  CPLI_TRY(cpli_link_get(intercomm, &link));
+  CPLI_TRY(cpli_link_get(intercomm, &ctx, &link));
   const int p = sender ? link->lsize : link->rsize, q = sender ? link->rsize : link->lsize;
   cpl_intra_algorithm intra;
   CPLI_TRY(cpli_intra_requested(opt, &intra));

@@ -52,7 +52,7 @@ static int intra_delete(MPI_Comm comm, int keyval, void *attr, void *extra) {
   return MPI_SUCCESS;
 }
 
-int cpli_link_get(MPI_Comm user_inter, cpli_link **out) {
+int cpli_link_get(MPI_Comm user_inter, cpli_ctx *ctx, cpli_link **out) {
   int rc;
   if (link_keyval == MPI_KEYVAL_INVALID) {
     rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, link_delete,
@@ -75,11 +75,20 @@ int cpli_link_get(MPI_Comm user_inter, cpli_link **out) {
     l->dir[i].fc_group = l->dir[i].fc_bcast = MPI_COMM_NULL;
     cpli_plan_cache_init(&l->dir[i].plans);
   }
-  rc = MPI_Comm_dup(user_inter, &l->inter);
+  /* The first collective on this intercommunicator: a peer group that
+   * never calls it must not hang us, so the dup waits with the deadline. */
+  MPI_Request req;
+  rc = MPI_Comm_idup(user_inter, &l->inter, &req);
   if (rc != MPI_SUCCESS) {
     free(l);
-    return cpli_mpi_check(rc, "MPI_Comm_dup", "duplicating the intercommunicator");
+    return cpli_mpi_check(rc, "MPI_Comm_idup", "duplicating the intercommunicator");
   }
+  rc = cpli_waitall(1, &req, ctx, user_inter,
+                    "duplicating the intercommunicator (first use)", -1);
+  if (rc != CPL_OK) return rc; /* l stays: the pending dup still writes it */
+  /* Errors inside the engine become cpl_status codes; the caller decides
+   * (the drop-in calls the user's error handler on the user's comm). */
+  MPI_Comm_set_errhandler(l->inter, MPI_ERRORS_RETURN);
   MPI_Comm_rank(l->inter, &l->lrank);
   MPI_Comm_size(l->inter, &l->lsize);
   MPI_Comm_remote_size(l->inter, &l->rsize);
@@ -101,10 +110,12 @@ int cpli_link_dir(cpli_link *l, int sender, cpli_dir **out) {
   /* high = 0 on the senders puts them first in the merged communicator. */
   int rc = MPI_Intercomm_merge(l->inter, sender ? 0 : 1, &d->merged);
   CPLI_TRY(cpli_mpi_check(rc, "MPI_Intercomm_merge", "building the merged communicator"));
+  MPI_Comm_set_errhandler(d->merged, MPI_ERRORS_RETURN); /* not inherited */
   int mrank;
   MPI_Comm_rank(d->merged, &mrank);
   rc = MPI_Comm_split(d->merged, sender ? 0 : 1, mrank, &d->local);
   CPLI_TRY(cpli_mpi_check(rc, "MPI_Comm_split", "building the local group communicator"));
+  MPI_Comm_set_errhandler(d->local, MPI_ERRORS_RETURN);
   d->ready = 1;
   return CPL_OK;
 }
@@ -139,6 +150,7 @@ static int dup_and_attach(MPI_Comm user_comm, intra_cache *c) {
     free(c);
     return cpli_mpi_check(rc, "MPI_Comm_dup", "duplicating the communicator");
   }
+  MPI_Comm_set_errhandler(c->priv, MPI_ERRORS_RETURN);
   rc = MPI_Comm_set_attr(user_comm, intra_keyval, c);
   if (rc != MPI_SUCCESS) {
     intra_delete(user_comm, intra_keyval, c, NULL);

@@ -40,7 +40,7 @@ typedef struct cpli_link {
 
 /* The cached link of a user intercommunicator, created (collectively, on
  * both groups) on first use. */
-int cpli_link_get(MPI_Comm user_inter, cpli_link **out);
+int cpli_link_get(MPI_Comm user_inter, cpli_ctx *ctx, cpli_link **out);
 
 /* Merged and local communicators for one direction (collective on first
  * use: both groups must call with opposite roles). */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/launch.h"
 #include "core/trace.h"
 #include "core/wait.h"
 #include "data/data.h"
@@ -308,10 +309,10 @@ void cpli_data_untrack(cpl_context *ctx, cpl_output *o, cpl_input *in) {
 /* ------------------------------------------------------------- finalize */
 
 /* Components reach cpl_finalize at their own pace (one may compute long
- * after its last step), so the drain waits longer than a link wait:
- * CPL_FINALIZE_TIMEOUT seconds, default 600, never less than the link's. */
+ * after its last step): the drain waits CPL_FINALIZE_TIMEOUT seconds,
+ * default 60 like every other wait, and never less than the link's. */
 static double finalize_timeout(cpl_context *ctx, int end) {
-  double t = 600;
+  double t = 60; /* README.md, "Timeouts" */
   const char *s = getenv("CPL_FINALIZE_TIMEOUT");
   if (s && *s) {
     char *e;
@@ -439,6 +440,7 @@ int cpli_data_finalize(cpl_context *ctx) {
  * component never opened: its peers wait for EOS or DETACH) before the
  * group layer frees the communicators. */
 int cpl_finalize(cpl_context *ctx) {
+  cpli_launch_finalize(); /* cpl-exec: this process reached cpl_finalize */
   if (!ctx) return CPL_OK;
   int rc = cpli_data_finalize(ctx);
   cpli_context_free(ctx);

@@ -99,12 +99,159 @@ static int encode_type(hid_t type, cpli_wbuf *w) {
   return rc;
 }
 
+/*
+ * H5Tdecode takes no length: it trusts the counts and strings inside the
+ * bytes. So a type received from a peer is first walked here, with bounds
+ * checks, in the layout HDF5 1.10's H5Tencode writes (two bytes, then the
+ * datatype message of the file format, with nested types for compound,
+ * enum and array members). Only bytes that pass reach H5Tdecode; besides
+ * the layout, every size must be positive and every member lie inside its
+ * parent (HDF5 divides by these sizes when it copies types).
+ */
+#define TYPE_MAX_DEPTH 8
+#define TYPE_MAX_MEMBERS 4096 /* of a compound type */
+
+typedef struct tcur {
+  const unsigned char *p, *end;
+} tcur;
+
+static int take(tcur *c, size_t n, const unsigned char **at) {
+  if ((size_t)(c->end - c->p) < n) return 0;
+  if (at) *at = c->p;
+  c->p += n;
+  return 1;
+}
+
+static uint32_t le(const unsigned char *p, int n) {
+  uint32_t v = 0;
+  for (int i = n - 1; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+
+/* A NUL-terminated name, padded to 8 bytes before version 3. */
+static int take_name(tcur *c, int version) {
+  const unsigned char *nul = memchr(c->p, '\0', (size_t)(c->end - c->p));
+  if (!nul || nul == c->p) return 0;
+  size_t len = (size_t)(nul - c->p);
+  return take(c, version >= 3 ? len + 1 : (len + 8) / 8 * 8, NULL);
+}
+
+/* Walk one datatype message; its size goes to *size. */
+static int type_ok(tcur *c, int depth, uint32_t *size) {
+  const unsigned char *h;
+  if (depth > TYPE_MAX_DEPTH || !take(c, 8, &h)) return 0;
+  int cls = h[0] & 0x0f, version = h[0] >> 4;
+  uint32_t flags = le(h + 1, 3);
+  *size = le(h + 4, 4);
+  if (version < 1 || version > 3 || *size == 0) return 0;
+  const unsigned char *q;
+  switch (cls) {
+  case H5T_INTEGER:
+  case H5T_BITFIELD: {
+    if (!take(c, 4, &q)) return 0;
+    uint32_t off = le(q, 2), prec = le(q + 2, 2);
+    return prec > 0 && (uint64_t)off + prec <= 8ull * *size;
+  }
+  case H5T_FLOAT: {
+    if (!take(c, 12, &q)) return 0;
+    uint32_t off = le(q, 2), prec = le(q + 2, 2);
+    uint32_t epos = q[4], esize = q[5], mpos = q[6], msize = q[7];
+    uint32_t norm = (flags >> 4) & 3, sign = (flags >> 8) & 0xff;
+    /* no VAX order (bit 6), a known normalization, the sign inside */
+    return !(flags & 0x40) && norm <= 2 && sign < prec && prec > 0 &&
+           (uint64_t)off + prec <= 8ull * *size && esize > 0 &&
+           msize > 0 && epos + esize <= prec && mpos + msize <= prec &&
+           esize <= 32;
+  }
+  case H5T_STRING:
+    return 1;
+  case H5T_OPAQUE: { /* tag of (flags & 0xff) bytes, NUL inside */
+    size_t n = flags & 0xff;
+    return take(c, n, &q) && n > 0 && memchr(q, '\0', n);
+  }
+  case H5T_COMPOUND: {
+    uint32_t nm = flags & 0xffff;
+    if (nm == 0 || nm > TYPE_MAX_MEMBERS) return 0;
+    int offbytes = 1; /* version 3: as many bytes as the size needs */
+    for (uint32_t v = *size >> 8; v; v >>= 8) offbytes++;
+    uint32_t (*memb)[2] = malloc(nm * sizeof *memb), end = 0;
+    int ok = memb != NULL;
+    for (uint32_t i = 0; ok && i < nm; i++) {
+      int ob = version >= 3 ? offbytes : 4;
+      ok = take_name(c, version) && take(c, (size_t)ob, &q);
+      uint32_t off = ok ? le(q, ob) : 0, msize = 0;
+      if (ok && version == 1) /* old-style array member: dims follow */
+        ok = take(c, 28, &q) && q[0] == 0; /* scalar only */
+      ok = ok && type_ok(c, depth + 1, &msize) && off <= *size &&
+           msize <= *size - off;
+      /* HDF5 refuses members that overlap an earlier one */
+      for (uint32_t j = 0; ok && off < end && j < i; j++)
+        ok = !(off >= memb[j][0] && off < memb[j][0] + memb[j][1]);
+      if (ok) {
+        memb[i][0] = off;
+        memb[i][1] = msize;
+        if (off + msize > end) end = off + msize;
+      }
+    }
+    free(memb);
+    return ok;
+  }
+  case H5T_ENUM: {
+    uint32_t nm = flags & 0xffff, psize;
+    const unsigned char *base = c->p;
+    if (nm == 0 || !type_ok(c, depth + 1, &psize) || psize != *size ||
+        (base[0] & 0x0f) != H5T_INTEGER)
+      return 0;
+    for (uint32_t i = 0; i < nm; i++)
+      if (!take_name(c, version)) return 0;
+    return take(c, (size_t)nm * psize, NULL);
+  }
+  case H5T_ARRAY: {
+    if (version < 2 || !take(c, 1, &q)) return 0;
+    uint32_t nd = q[0], psize;
+    if (nd < 1 || nd > H5S_MAX_RANK) return 0;
+    if (version < 3 && !take(c, 3, NULL)) return 0;
+    if (!take(c, 4 * (size_t)nd, &q)) return 0;
+    uint64_t n = 1;
+    for (uint32_t d = 0; d < nd; d++) {
+      uint32_t dim = le(q + 4 * d, 4);
+      if (dim == 0 || (n *= dim) > UINT32_MAX) return 0;
+    }
+    if (version < 3 && !take(c, 4 * (size_t)nd, NULL)) return 0;
+    return type_ok(c, depth + 1, &psize) && n * psize == *size;
+  }
+  default: /* time, references, variable length: cannot travel */
+    return 0;
+  }
+}
+
 static hid_t decode_type(cpli_rbuf *r) {
   uint32_t n = cpli_r_u32(r);
-  const void *p = cpli_r_bytes(r, n);
-  if (!p || n == 0) return H5I_INVALID_HID;
+  const unsigned char *p = cpli_r_bytes(r, n);
+  /* H5Tencode's prefix: the datatype message id (3), encoding version 0. */
+  if (!p || n < 2 || p[0] != 3 || p[1] != 0) return H5I_INVALID_HID;
+  tcur c = {p + 2, p + n};
+  uint32_t size;
+  if (!type_ok(&c, 0, &size) || c.p != c.end) return H5I_INVALID_HID;
   hid_t t;
   H5E_BEGIN_TRY { t = H5Tdecode(p); } H5E_END_TRY;
+  if (t < 0) return t;
+  /* HDF5 repairs some inconsistent types as it decodes them (a compound
+   * shrinks): only a type that encodes back to the same bytes is the one
+   * the peer sent. */
+  size_t m = 0;
+  unsigned char *again = NULL;
+  int same = 0;
+  H5E_BEGIN_TRY {
+    if (H5Tencode(t, NULL, &m) >= 0 && m == n && (again = malloc(m)) &&
+        H5Tencode(t, again, &m) >= 0)
+      same = memcmp(again, p, n) == 0;
+  } H5E_END_TRY;
+  free(again);
+  if (!same || cpli_type_check(t, "a received type") != CPL_OK) {
+    H5Tclose(t);
+    return H5I_INVALID_HID;
+  }
   return t;
 }
 
@@ -247,9 +394,10 @@ int cpli_desc_finish(cpli_desc *desc, const char *where) {
                        s->name, cpli_type_str(s->type, tb, sizeof tb), msg);
     size_t off = 0;
     for (int b = 0; b < desc->nblocks; b++) {
-      uint64_t v;
-      cpli_box_volume(s->rank, s->count + (size_t)b * s->rank, &v);
-      if (v > (uint64_t)INT_MAX / s->esize)
+      uint64_t v = 0;
+      if (s->esize == 0 ||
+          cpli_box_volume(s->rank, s->count + (size_t)b * s->rank, &v) != 0 ||
+          v > (uint64_t)INT_MAX / s->esize)
         return cpli_fail(CPL_ERR_UNSUPPORTED, "%s: dataset \"%s\": the block "
                          "of rank %d is %llu elements of %zu bytes; blocks "
                          "over 2 GiB cannot travel yet: split the dataset",

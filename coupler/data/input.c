@@ -213,9 +213,9 @@ static int take_header(cpl_input *in, double wait, long want, cpli_hdr *h,
                 "says why)", in->l->label, in->rank, in->last);
     return (int)h->root_rc;
   }
-  int64_t plen = h->desc_len + h->attr_len + h->msg_len;
-  if (h->desc_len < 0 || h->attr_len < 0 || h->msg_len < 0 || plen > 0x7fffffff ||
-      (in->rank == 0 && (size_t)plen != len - sizeof *h)) {
+  const int64_t lens[3] = {h->desc_len, h->attr_len, h->msg_len};
+  int64_t plen = cpli_r_lengths_sum(lens, 3, 0x7fffffff);
+  if (plen < 0 || (in->rank == 0 && (size_t)plen != len - sizeof *h)) {
     free(msg);
     return cpli_fail(CPL_ERR_INTERNAL, "link %s: corrupt step header", in->l->label);
   }
@@ -245,6 +245,10 @@ static int set_desc(cpl_input *in, const unsigned char *data, size_t len,
   cpli_desc *d;
   CPLI_TRY(cpli_desc_decode(data, len, where, &d));
   int rc = cpli_desc_finish(d, where);
+  int p = in->ctx->ends[in->end].remote_size; /* counts[] has 2 x nblocks */
+  if (rc == CPL_OK && d->nblocks != p)
+    rc = cpli_fail(CPL_ERR_INTERNAL, "%s: corrupt description: %d blocks "
+                   "for %d producer ranks", where, d->nblocks, p);
   const cpli_component *c = &in->ctx->wf->comps[in->l->to_comp];
   if (rc == CPL_OK) rc = cpli_desc_check_port(d, c, &c->ports[in->l->to_port], 0, where);
   if (rc == CPL_OK && d->nd > in->nbuf) {

@@ -225,26 +225,37 @@ static int encode_local(cpl_output *o, cpli_wbuf *w) {
 
 /* Steps 2-3: agree on credits and on the description. */
 static int agree(cpl_output *o, int changed, size_t len, const unsigned char *blob) {
-  int n = 2 + CPLI_LREC * o->nl;
+  /* Per rank: changed, description length, the root's status, then the
+   * root's view of the links. A root that failed to read the credits
+   * still joins the allgather, so the others fail now, not at a timeout. */
+  int n = 3 + CPLI_LREC * o->nl;
   int64_t *rec = calloc((size_t)n * (size_t)o->size, sizeof *rec);
   if (!rec) return cpli_fail(CPL_ERR_NOMEM, "out of memory");
   int64_t *mine = rec + (size_t)o->rank * n;
-  int rc = CPL_OK;
+  int rc = CPL_OK, root_rc = CPL_OK;
   mine[0] = changed;
   mine[1] = (int64_t)len;
-  if (o->rank == 0) rc = cpli_links_poll(o, mine + 2);
+  if (o->rank == 0) mine[2] = root_rc = cpli_links_poll(o, mine + 3);
   cpl_coll_options opt;
   cpl_coll_options_init(&opt);
   opt.timeout = o->timeout;
   opt.label = o->port->name;
   opt.step = o->step;
-  if (rc == CPL_OK)
-    rc = cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rec, n,
-                             MPI_INT64_T, o->comm, &opt);
+  rc = cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rec, n,
+                           MPI_INT64_T, o->comm, &opt);
+  if (rc == CPL_OK && rec[2] != CPL_OK) {
+    if (o->rank == 0) rc = root_rc; /* its own message stands */
+    else
+      rc = cpli_fail((int)rec[2], "port %s.%s, step %ld: rank 0 of this "
+                     "component failed to read the consumers' credits (its "
+                     "message says why)", o->comp->name, o->port->name,
+                     o->step);
+  } else if (root_rc != CPL_OK) {
+    rc = root_rc;
+  }
   int any = 0;
   for (int r = 0; rc == CPL_OK && r < o->size; r++) any |= rec[(size_t)r * n] != 0;
-  /* The root's row carries its status: a failure there fails every rank. */
-  if (rc == CPL_OK) rc = cpli_links_adopt(o, rec + 2);
+  if (rc == CPL_OK) rc = cpli_links_adopt(o, rec + 3);
   if (rc != CPL_OK || !any) {
     free(rec);
     return rc;

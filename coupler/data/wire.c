@@ -75,3 +75,12 @@ const char *cpli_r_str(cpli_rbuf *r) {
   }
   return s;
 }
+
+int64_t cpli_r_lengths_sum(const int64_t *lens, int n, int64_t max) {
+  int64_t sum = 0;
+  for (int i = 0; i < n; i++) {
+    if (lens[i] < 0 || lens[i] > max || sum > max - lens[i]) return -1;
+    sum += lens[i];
+  }
+  return sum;
+}

@@ -38,4 +38,8 @@ uint64_t cpli_r_u64(cpli_rbuf *r);
 /* Points into the buffer; "" (and bad set) if malformed. */
 const char *cpli_r_str(cpli_rbuf *r);
 
+/* The sum of n lengths received from a peer, or -1 if one is negative or
+ * the sum exceeds max (checked without overflow). */
+int64_t cpli_r_lengths_sum(const int64_t *lens, int n, int64_t max);
+
 #endif

@@ -87,6 +87,13 @@ static int cpli_mpi_engine_error(MPI_Comm comm, int cpl_rc, const char *fn) {
   return cpli_mpi_class_of(cpl_rc);
 }
 
+/* MPI_Allgather waits as long as it takes; only an explicit CPL_TIMEOUT
+ * gives the drop-in a deadline (seconds; <= 0: none). */
+static double cpli_mpi_timeout(void) {
+  const cpli_tuning *t = cpli_tuning_now();
+  return t->timeout_set ? t->timeout : -1;
+}
+
 /* ------------------------------------------------------ group ordering */
 
 static int cpli_mpi_order_delete(MPI_Comm comm, int keyval, void *attr, void *extra) {
@@ -99,7 +106,7 @@ static int cpli_mpi_order_delete(MPI_Comm comm, int keyval, void *attr, void *ex
 
 /* *first = 1 if the local group sends first. Collective on first use per
  * intercommunicator. The merge runs on the engine's private duplicate. */
-static int cpli_mpi_first(MPI_Comm comm, int *first) {
+static int cpli_mpi_first(MPI_Comm comm, const char *fn, int *first) {
   int rc;
   if (cpli_mpi_order_key == MPI_KEYVAL_INVALID) {
     rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, cpli_mpi_order_delete,
@@ -115,7 +122,8 @@ static int cpli_mpi_first(MPI_Comm comm, int *first) {
     return CPL_OK;
   }
   cpli_link *link;
-  CPLI_TRY(cpli_link_get(comm, &link));
+  cpli_ctx ctx = {.timeout = cpli_mpi_timeout(), .label = fn, .step = -1};
+  CPLI_TRY(cpli_link_get(comm, &ctx, &link));
   MPI_Comm merged;
   rc = MPI_Intercomm_merge(link->inter, 0, &merged);
   if (rc != MPI_SUCCESS) return cpli_mpi_check(rc, "MPI_Intercomm_merge", "ordering the groups");
@@ -209,7 +217,7 @@ static int cpli_mpi_inter(const cpli_mpi_call *c) {
     return cpli_mpi_raise(c->comm, code, c->fn, why);
 
   int first = 0, rc;
-  if ((rc = cpli_mpi_first(c->comm, &first)) != CPL_OK)
+  if ((rc = cpli_mpi_first(c->comm, c->fn, &first)) != CPL_OK)
     return cpli_mpi_engine_error(c->comm, rc, c->fn);
 
   const int regular = !c->v;
@@ -230,9 +238,7 @@ static int cpli_mpi_inter(const cpli_mpi_call *c) {
 
   cpl_coll_options opt;
   cpl_coll_options_init(&opt);
-  /* MPI_Allgather waits as long as it takes; only an explicit CPL_TIMEOUT
-   * turns on the engine's deadline. */
-  opt.timeout = cpli_tuning_now()->timeout_set ? 0 : -1;
+  opt.timeout = cpli_mpi_timeout();
   opt.label = c->fn;
   for (int phase = 0; phase < 2 && rc == CPL_OK; phase++) {
     const int sending = (phase == 0) == (first != 0);
@@ -316,7 +322,7 @@ static int cpli_mpi_intra(const cpli_mpi_call *c) {
   cpl_coll_options opt;
   cpl_coll_options_init(&opt);
   opt.intra = a;
-  opt.timeout = cpli_tuning_now()->timeout_set ? 0 : -1;
+  opt.timeout = cpli_mpi_timeout();
   opt.label = c->fn;
   rc = regular ? cpl_intra_allgather(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
                                      c->recvcount, c->recvtype, c->comm, &opt)
@@ -328,6 +334,24 @@ static int cpli_mpi_intra(const cpli_mpi_call *c) {
 
 /* ------------------------------------------------------------- dispatch */
 
+/* MPICH reports a failed request of MPI_Testsome and friends to
+ * MPI_COMM_WORLD's handler (fatal by default), not to the communicator's.
+ * While the engine runs, world returns errors, so the engine sees them and
+ * the user's handler on the user's communicator decides (MPI semantics).
+ * Not for programs calling MPI from several threads at once. */
+static int cpli_mpi_engine_run(int (*run)(const cpli_mpi_call *), const cpli_mpi_call *c) {
+  MPI_Errhandler saved;
+  int same = MPI_UNEQUAL;
+  PMPI_Comm_compare(c->comm, MPI_COMM_WORLD, &same);
+  if (same == MPI_IDENT) return run(c); /* world's handler is the user's */
+  if (PMPI_Comm_get_errhandler(MPI_COMM_WORLD, &saved) != MPI_SUCCESS) return run(c);
+  PMPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int rc = run(c);
+  PMPI_Comm_set_errhandler(MPI_COMM_WORLD, saved);
+  PMPI_Errhandler_free(&saved);
+  return rc;
+}
+
 static int cpli_mpi_dispatch(const cpli_mpi_call *c) {
   atomic_fetch_add(&cpli_mpi_calls, 1);
   cpli_tuning_refresh();
@@ -337,8 +361,8 @@ static int cpli_mpi_dispatch(const cpli_mpi_call *c) {
   if (c->comm == MPI_COMM_NULL || cpli_mpi_env_on("CPL_MPI_DISABLE") ||
       PMPI_Comm_test_inter(c->comm, &inter) != MPI_SUCCESS)
     inter = -1;
-  if (inter == 1) return cpli_mpi_inter(c);
-  if (inter == 0) return cpli_mpi_intra(c);
+  if (inter == 1) return cpli_mpi_engine_run(cpli_mpi_inter, c);
+  if (inter == 0) return cpli_mpi_engine_run(cpli_mpi_intra, c);
   return c->v
              ? PMPI_Allgatherv(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf, c->recvcounts,
                                c->displs, c->recvtype, c->comm)

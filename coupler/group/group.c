@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "core/trace.h"
 #include "core/wait.h"
+#include "core/launch.h"
 #include "group/agree.h"
 #include "group/context.h"
 #include "workflow/model.h"
@@ -149,6 +150,7 @@ static int build_groups(cpl_context *ctx, int nranks,
 
 int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
              cpl_context **out) {
+  cpli_launch_init(); /* cpl-exec: this process reached cpl_init */
   if (!out) return cpli_fail(CPL_ERR_ARG, "cpl_init: out is NULL");
   *out = NULL;
   int inited = 0;

@@ -98,7 +98,7 @@ typedef struct cpl_coll_options {
   cpl_inter_algorithm inter;
   cpl_intra_algorithm intra;
   double timeout;     /* seconds any single wait may take; 0: CPL_TIMEOUT
-                         from the environment, else 600; < 0: no limit   */
+                         from the environment, else 60; < 0: no limit    */
   const char *label;  /* names the link in error messages; may be NULL    */
   long step;          /* step number for error messages; -1 if none       */
 } cpl_coll_options;

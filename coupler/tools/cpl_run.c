@@ -9,7 +9,10 @@
  * commands, placement and generated files are built in launch.c.
  * It validates FILE first (same checks as cpl-validate), then replaces
  * itself with the launcher, so the exit status is the job's and signals
- * reach it directly. It wraps nothing in a timeout: use `timeout` around it.
+ * reach it directly. It checks first that every program exists and is
+ * executable, and starts every process through cpl-exec, which stops the
+ * job when a process ends before cpl_init (hydra would wait forever). It
+ * wraps nothing in a timeout: use `timeout` around it.
  */
 #define _XOPEN_SOURCE 700 /* realpath, execvp, readlink */
 
@@ -152,6 +155,30 @@ int main(int argc, char **argv) {
     cpl_workflow_destroy(wf);
     return 1;
   }
+  /* Hydra never ends a job whose program cannot be exec'd: check first. */
+  if (cpl_diag_create(&d) != CPL_OK) return 2;
+  cpli_wf_check_programs(wf, wfdir, d);
+  for (int i = 0; i < cpl_diag_count(d); i++)
+    fprintf(stderr, "%s%s\n", dry ? "warning: " : "", cpl_diag_message(d, i));
+  if (cpl_diag_count(d) && !dry) {
+    fprintf(stderr, "cpl-run: %s: a program cannot be run; nothing started\n",
+            file);
+    cpl_diag_destroy(d);
+    cpli_launch_free(&l);
+    cpl_workflow_destroy(wf);
+    return 1;
+  }
+  cpl_diag_destroy(d);
+  char exec_exe[PATH_MAX + 32];
+  cpli_launch_exec_tool(exec_exe, sizeof exec_exe);
+  if (!dry && access(exec_exe, X_OK) != 0) {
+    fprintf(stderr, "cpl-run: %s: %s (install Coupler's tools together)\n",
+            exec_exe, strerror(errno));
+    cpli_launch_free(&l);
+    cpl_workflow_destroy(wf);
+    return 127;
+  }
+
   if (dry) {
     cpli_launch_print(&l, wf, stdout);
     cpli_launch_free(&l);

@@ -1,7 +1,11 @@
 /* cpl-validate FILE...: check workflow files without starting MPI.
  * Exit 0 and a summary when valid; 1 and every error as file:line:col:
  * message when not; 2 on a usage error. */
+#define _XOPEN_SOURCE 700 /* realpath */
+
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "coupler.h"
@@ -74,6 +78,24 @@ static void summary(const cpli_workflow *wf) {
   for (int i = 0; i < wf->nlinks; i++) print_link(wf, &wf->links[i]);
 }
 
+/* Programs that do not exist or cannot be executed are errors: cpl-run
+ * refuses to start them (a missing program would hang the MPI job). */
+static int check_programs(cpl_workflow *wf) {
+  char dir[PATH_MAX];
+  if (!realpath(wf->path, dir)) snprintf(dir, sizeof dir, "%s", wf->path);
+  char *slash = strrchr(dir, '/');
+  if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
+  else snprintf(dir, sizeof dir, ".");
+  cpl_diag *d = NULL;
+  if (cpl_diag_create(&d) != CPL_OK) return CPL_ERR_NOMEM;
+  cpli_wf_check_programs(wf, dir, d);
+  int n = cpl_diag_count(d);
+  for (int k = 0; k < n; k++) fprintf(stderr, "%s\n", cpl_diag_message(d, k));
+  if (n) fprintf(stderr, "%s: %d error%s\n", wf->path, n, n == 1 ? "" : "s");
+  cpl_diag_destroy(d);
+  return n ? CPL_ERR_CONFIG : CPL_OK;
+}
+
 int main(int argc, char **argv) {
   int quiet = 0, nfiles = 0, bad = 0;
   int info = cpli_cli_info("cpl-validate", argc, argv, usage);
@@ -103,8 +125,11 @@ int main(int argc, char **argv) {
     }
     cpl_workflow *wf = NULL;
     int rc = cpl_workflow_load(a, d, &wf);
+    if (rc == CPL_OK) rc = check_programs(wf);
     if (rc == CPL_OK) {
       if (!quiet) summary(wf);
+    } else if (wf) {
+      bad++; /* loaded, but a program is missing: reported above */
     } else {
       bad++;
       int n = cpl_diag_count(d), total = cpl_diag_total(d);

@@ -31,6 +31,7 @@
 #define CPL_BINDIR "/usr/local/bin"
 #endif
 #define COMPONENT_EXE "cpl-component"
+#define EXEC_EXE "cpl-exec"
 
 static const char *const launcher_names[CPLI_LAUNCHER_COUNT] = {"mpiexec",
                                                                 "srun"};
@@ -128,9 +129,9 @@ static void put_shell_word(text *t, const char *s) {
 
 /* ---------------------------------------------------------- programs */
 
-/* cpl-component beside the running cpl-run (build tree), else the
- * install bin/. */
-static void component_exe(char *out, size_t size) {
+/* A tool (cpl-component, cpl-exec) beside the running cpl-run (build
+ * tree), else in the install bin/. */
+static void tool_exe(const char *tool, char *out, size_t size) {
   char self[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   if (n > 0) {
@@ -138,40 +139,46 @@ static void component_exe(char *out, size_t size) {
     char *slash = strrchr(self, '/');
     if (slash) {
       *slash = '\0';
-      snprintf(out, size, "%s/%s", self, COMPONENT_EXE);
+      snprintf(out, size, "%s/%s", self, tool);
       if (access(out, X_OK) == 0) return;
     }
   }
-  snprintf(out, size, "%s/%s", CPL_BINDIR, COMPONENT_EXE);
+  snprintf(out, size, "%s/%s", CPL_BINDIR, tool);
 }
 
-/* The words a component's processes run: built-ins run cpl-component
- * (it reads its settings from the workflow file); a relative program path
- * with "/" is relative to the workflow file's directory. */
+void cpli_launch_exec_tool(char *out, size_t size) { tool_exe(EXEC_EXE, out, size); }
+
+/* The words a component's processes run, all through cpl-exec (it stops
+ * the job when a process ends before cpl_init, which hydra would wait on
+ * forever): built-ins run cpl-component (it reads its settings from the
+ * workflow file); a relative program path with "/" is relative to the
+ * workflow file's directory. */
 static char **component_words(const cpli_component *k, const char *wfdir,
-                              const char *comp_exe, int *nwords) {
-  int n = k->kind == CPL_KIND_COMMAND ? k->argc : 1;
+                              const char *comp_exe, const char *exec_exe,
+                              int *nwords) {
+  int n = 1 + (k->kind == CPL_KIND_COMMAND ? k->argc : 1);
   char **w = calloc((size_t)n + 1, sizeof *w);
   if (!w) oom();
+  w[0] = xstrdup(exec_exe);
   if (k->kind != CPL_KIND_COMMAND) {
-    w[0] = xstrdup(comp_exe);
+    w[1] = xstrdup(comp_exe);
   } else {
     const char *prog = k->argv[0];
     if (strchr(prog, '/') && prog[0] != '/') {
       while (prog[0] == '.' && prog[1] == '/') prog += 2;
       size_t len = strlen(wfdir) + strlen(prog) + 2;
-      w[0] = malloc(len);
-      if (!w[0]) oom();
-      snprintf(w[0], len, "%s/%s", wfdir, prog);
+      w[1] = malloc(len);
+      if (!w[1]) oom();
+      snprintf(w[1], len, "%s/%s", wfdir, prog);
       char clean[PATH_MAX]; /* resolved when it exists: no ../ in the command */
-      if (realpath(w[0], clean)) {
-        free(w[0]);
-        w[0] = xstrdup(clean);
+      if (realpath(w[1], clean)) {
+        free(w[1]);
+        w[1] = xstrdup(clean);
       }
     } else {
-      w[0] = xstrdup(prog);
+      w[1] = xstrdup(prog);
     }
-    for (int a = 1; a < k->argc; a++) w[a] = xstrdup(k->argv[a]);
+    for (int a = 1; a < k->argc; a++) w[1 + a] = xstrdup(k->argv[a]);
   }
   *nwords = n;
   return w;
@@ -355,7 +362,8 @@ static void add_file(cpli_launch *l, char *contents, const char *what,
 }
 
 static void build_mpiexec(const cpli_workflow *wf, const cpli_launch_opts *o,
-                          const char *comp_exe, cpli_launch *l) {
+                          const char *comp_exe, const char *exec_exe,
+                          cpli_launch *l) {
   add(l, o->program);
   if (l->rank_host) {
     text t = {0};
@@ -397,7 +405,7 @@ static void build_mpiexec(const cpli_workflow *wf, const cpli_launch_opts *o,
       add(l, k->workdir);
     }
     int nw;
-    char **w = component_words(k, o->wfdir, comp_exe, &nw);
+    char **w = component_words(k, o->wfdir, comp_exe, exec_exe, &nw);
     for (int a = 0; a < nw; a++) add(l, w[a]);
     free_words(w, nw);
   }
@@ -420,7 +428,8 @@ static int put_srun_word(text *t, const char *w, const char *comp, char *err,
 }
 
 static int build_srun(const cpli_workflow *wf, const cpli_launch_opts *o,
-                      const char *comp_exe, cpli_launch *l, char *err,
+                      const char *comp_exe, const char *exec_exe,
+                      cpli_launch *l, char *err,
                       size_t esize) {
   if (o->hostfile && !l->rank_host) {
     fail(err, esize, "--hostfile is for placement under srun (hosts:, ppn:); "
@@ -454,13 +463,13 @@ static int build_srun(const cpli_workflow *wf, const cpli_launch_opts *o,
       free(s);
     }
     int nw;
-    char **w = component_words(k, o->wfdir, comp_exe, &nw);
+    char **w = component_words(k, o->wfdir, comp_exe, exec_exe, &nw);
     /* env takes any word with "=" before the program as a variable. */
-    if (!rc && strchr(w[0], '=')) {
+    if (!rc && strchr(w[1], '=')) {
       fail(err, esize, "component %s: the program %s has \"=\" in its "
                        "path, which env (in the multi-prog line) would take "
                        "for a variable; use --launcher mpiexec or rename it",
-           k->name, w[0]);
+           k->name, w[1]);
       rc = -1;
     }
     for (int a = 0; a < nw && !rc; a++)
@@ -551,8 +560,9 @@ static int placement_conflict(const cpli_launch_opts *o, int placing,
 int cpli_launch_build(const cpli_workflow *wf, const cpli_launch_opts *o,
                       cpli_launch *out, char *err, size_t errsize) {
   *out = (cpli_launch){0};
-  char comp_exe[PATH_MAX + 32];
-  component_exe(comp_exe, sizeof comp_exe);
+  char comp_exe[PATH_MAX + 32], exec_exe[PATH_MAX + 32];
+  tool_exe(COMPONENT_EXE, comp_exe, sizeof comp_exe);
+  tool_exe(EXEC_EXE, exec_exe, sizeof exec_exe);
   err[0] = '\0';
   out->rank_host = place(wf, o, err, errsize);
   if (!out->rank_host && err[0]) return -1;
@@ -562,12 +572,12 @@ int cpli_launch_build(const cpli_workflow *wf, const cpli_launch_opts *o,
     return -1;
   }
   if (o->launcher == CPLI_LAUNCHER_SRUN) {
-    if (build_srun(wf, o, comp_exe, out, err, errsize)) {
+    if (build_srun(wf, o, comp_exe, exec_exe, out, err, errsize)) {
       cpli_launch_free(out);
       return -1;
     }
   } else {
-    build_mpiexec(wf, o, comp_exe, out);
+    build_mpiexec(wf, o, comp_exe, exec_exe, out);
   }
   name_files(out, o->files_dir);
   return 0;

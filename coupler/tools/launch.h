@@ -71,4 +71,7 @@ void cpli_launch_exec(const cpli_launch *l);
 
 void cpli_launch_free(cpli_launch *l);
 
+/* Where cpl-exec is (beside cpl-run, else the install bin/). */
+void cpli_launch_exec_tool(char *out, size_t size);
+
 #endif

@@ -83,7 +83,7 @@ typedef struct cpli_component {
   char **hosts;      /* host names of hosts: [..]; NULL for a count   */
   int nhosts;        /* names in hosts, or N of hosts: N; 0: not set  */
   int ppn;           /* processes per node; 0: not set               */
-  cpli_pos pos, nprocs_pos;
+  cpli_pos pos, nprocs_pos, command_pos;
 } cpli_component;
 
 /* How a link moves a step to the consumer ranks (YAML `delivery`). */
@@ -129,6 +129,19 @@ int cpli_wf_from_tree(const struct cpli_ynode *root, const char *file,
 
 /* Cross-checks on a complete model: names, references, totals (check.c). */
 void cpli_wf_check(cpli_workflow *wf, const char *file, cpl_diag *d);
+
+/* The program a command component runs, as cpl-run passes it to mpiexec:
+ * a path with '/' is taken relative to wfdir (the workflow file's
+ * directory, absolute), a bare name is looked up in PATH (the component's
+ * env PATH if it sets one). Writes the path to out and returns 0, or
+ * returns an errno value (ENOENT, EACCES, ...) and writes what was tried. */
+int cpli_wf_program(const cpli_component *c, const char *wfdir, char *out,
+                    size_t size);
+
+/* Check that every command component's program exists and is executable
+ * (programs.c); errors at the command's line:col. */
+void cpli_wf_check_programs(const cpli_workflow *wf, const char *wfdir,
+                            cpl_diag *d);
 
 /* Free a model (complete or partial). */
 void cpli_wf_free(cpli_workflow *wf);

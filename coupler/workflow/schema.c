@@ -494,8 +494,9 @@ static void parse_env(S *s, const cpli_ynode *n, cpli_component *c) {
 
 static void parse_dims(S *s, const cpli_ynode *n, cpli_dataset *ds) {
   if (!want_kind(s, n, CPLI_Y_SEQ, "dims")) return;
-  if (n->n > CPLI_WF_MAX_DIMS) {
-    err(s, n, "dims has more than %d entries", CPLI_WF_MAX_DIMS);
+  if (n->n == 0 || n->n > CPLI_WF_MAX_DIMS) {
+    err(s, n, "dims must have 1 to %d entries, got %zu", CPLI_WF_MAX_DIMS,
+        n->n);
     return;
   }
   ds->dims = xcalloc(s, n->n, sizeof *ds->dims);
@@ -549,6 +550,10 @@ static void parse_port(S *s, const cpli_ynode *n, int output, cpli_port *p) {
   else if (want_name(s, v, "port name")) p->name = xstrdup(s, v->str);
   if (!(v = cpli_ymap_get(n, "datasets"))) return;
   if (!want_kind(s, v, CPLI_Y_SEQ, "datasets")) return;
+  if (v->n == 0) {
+    err(s, v, "datasets must list at least one dataset (or be left out)");
+    return;
+  }
   if (v->n > CPLI_WF_MAX_DATASETS) {
     err(s, v, "a port may carry at most %d datasets", CPLI_WF_MAX_DATASETS);
     return;
@@ -726,8 +731,10 @@ static void parse_component(S *s, const cpli_ynode *n, cpli_component *c) {
   else if (!cmd && !kind)
     err(s, n, "component %s needs a command (or a built-in kind: sink, "
               "source, stage)", c->name ? c->name : "");
-  else if (cmd)
+  else if (cmd) {
+    c->command_pos = pos_of(cmd);
     parse_command(s, cmd, c);
+  }
 
   const cpli_ynode *file = cpli_ymap_get(n, "file");
   int wants_file = c->kind == CPL_KIND_SINK || c->kind == CPL_KIND_SOURCE;

@@ -118,6 +118,42 @@ static void anchor_error(builder *b, const yaml_mark_t *m,
                 (const char *)anchor);
 }
 
+/* Tags of the YAML core schema are all a workflow may carry; !!str makes
+ * a scalar a string (so `nprocs: !!str 4` is refused like "4"). Any other
+ * tag (!!python/object, !local, ...) would change what a value means to
+ * another reader: refused. Returns 1 if the tag is fine. */
+static int tag_ok(builder *b, const yaml_mark_t *m, const yaml_char_t *tag,
+                  cpli_ykind kind, int *is_str) {
+  static const char core[] = "tag:yaml.org,2002:";
+  static const char *const scalars[] = {"str", "int", "float", "bool", "null"};
+  if (!tag) return 1;
+  const char *t = (const char *)tag;
+  const char *want = NULL;
+  if (!strncmp(t, core, sizeof core - 1)) {
+    const char *name = t + sizeof core - 1;
+    if (kind == CPLI_Y_MAP && !strcmp(name, "map")) return 1;
+    if (kind == CPLI_Y_SEQ && !strcmp(name, "seq")) return 1;
+    for (size_t i = 0; kind == CPLI_Y_SCALAR && i < 5; i++)
+      if (!strcmp(name, scalars[i])) {
+        if (is_str) *is_str = i == 0;
+        return 1;
+      }
+    want = kind == CPLI_Y_MAP ? "!!map" : kind == CPLI_Y_SEQ ? "!!seq"
+                                                          : "!!str, !!int, "
+                                                            "!!float, !!bool "
+                                                            "or !!null";
+    cpli_diag_add(b->d, b->file, (int)m->line + 1, (int)m->column + 1,
+                  "YAML tag !!%.40s is not allowed here: a %s takes no tag "
+                  "or %s", name, kind == CPLI_Y_MAP ? "mapping"
+                  : kind == CPLI_Y_SEQ ? "list" : "scalar", want);
+  } else {
+    cpli_diag_add(b->d, b->file, (int)m->line + 1, (int)m->column + 1,
+                  "YAML tag %.60s is not supported: a workflow file uses "
+                  "only the core tags (!!str, !!int, ...)", t);
+  }
+  return 0;
+}
+
 static void open_container(builder *b, cpli_ykind kind, const yaml_event_t *ev) {
   if (b->depth >= CPLI_Y_MAX_DEPTH) {
     cpli_diag_add(b->d, b->file, (int)ev->start_mark.line + 1,
@@ -130,8 +166,12 @@ static void open_container(builder *b, cpli_ykind kind, const yaml_event_t *ev) 
                                   ? ev->data.mapping_start.anchor
                                   : ev->data.sequence_start.anchor;
   anchor_error(b, &ev->start_mark, anchor);
+  const yaml_char_t *tag = kind == CPLI_Y_MAP ? ev->data.mapping_start.tag
+                                              : ev->data.sequence_start.tag;
+  int tag_bad = !tag_ok(b, &ev->start_mark, tag, kind, NULL);
   cpli_ynode *n = node_new(b, kind, ev->start_mark);
   if (!n) return;
+  n->bad = tag_bad; /* reported: no follow-on errors */
   attach(b, n);
   if (b->fatal) return;
   b->stack[b->depth++] = n;
@@ -151,6 +191,10 @@ static void scalar(builder *b, const yaml_event_t *ev) {
   memcpy(n->str, ev->data.scalar.value, n->len);
   n->str[n->len] = '\0';
   n->quoted = ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
+  int is_str = 0;
+  if (!tag_ok(b, &ev->start_mark, ev->data.scalar.tag, CPLI_Y_SCALAR, &is_str))
+    n->bad = 1; /* reported: no follow-on errors */
+  if (is_str) n->quoted = 1;
   attach(b, n);
 }
 
@@ -175,7 +219,23 @@ static void alias(builder *b, const yaml_event_t *ev) {
   attach(b, n);
 }
 
-static void syntax_error(builder *b, const yaml_parser_t *p) {
+/* line:col of a byte offset (columns count characters, as libyaml's do). */
+static void offset_pos(const char *buf, size_t len, size_t off, int *line,
+                       int *col) {
+  *line = *col = 1;
+  for (size_t i = 0; i < off && i < len; i++) {
+    unsigned char c = (unsigned char)buf[i];
+    if (c == '\n') {
+      ++*line;
+      *col = 1;
+    } else if ((c & 0xc0) != 0x80) {
+      ++*col;
+    }
+  }
+}
+
+static void syntax_error(builder *b, const yaml_parser_t *p, const char *buf,
+                         size_t len) {
   if (p->error == YAML_MEMORY_ERROR) {
     b->fatal = CPL_ERR_NOMEM;
     return;
@@ -183,7 +243,14 @@ static void syntax_error(builder *b, const yaml_parser_t *p) {
   const char *problem = p->problem ? p->problem : "malformed input";
   int line = (int)p->problem_mark.line + 1;
   int col = (int)p->problem_mark.column + 1;
-  if (p->context)
+  if (p->error == YAML_READER_ERROR) {
+    /* Encoding errors carry a byte offset, not a mark: point at the byte. */
+    offset_pos(buf, len, p->problem_offset, &line, &col);
+    int v = p->problem_value;
+    cpli_diag_add(b->d, b->file, line, col, "%s (byte 0x%02x): a workflow "
+                  "file must be UTF-8 text without control characters",
+                  problem, v >= 0 && v < 256 ? v : 0);
+  } else if (p->context)
     cpli_diag_add(b->d, b->file, line, col,
                   "YAML syntax error: %s (%s at %d:%d)", problem, p->context,
                   (int)p->context_mark.line + 1,
@@ -233,7 +300,7 @@ int cpli_ytree_parse(const char *buf, size_t len, const char *file,
   while (!done && !b.fatal) {
     yaml_event_t ev;
     if (!yaml_parser_parse(&p, &ev)) {
-      syntax_error(&b, &p);
+      syntax_error(&b, &p, buf, len);
       break;
     }
     switch (ev.type) {

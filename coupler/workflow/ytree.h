@@ -20,7 +20,7 @@ typedef enum cpli_ykind { CPLI_Y_SCALAR, CPLI_Y_SEQ, CPLI_Y_MAP } cpli_ykind;
 typedef struct cpli_ynode {
   cpli_ykind kind;
   int line, col;  /* 1-based start of the node             */
-  int bad;        /* stands for an alias: already reported */
+  int bad;        /* an alias or a refused tag: already reported */
   /* scalar */
   char *str;      /* NUL-terminated copy                   */
   size_t len;     /* may differ from strlen: "\0" escapes  */

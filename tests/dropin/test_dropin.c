@@ -362,6 +362,24 @@ static void run_errors(const side *s) {
   /* And the communicator still works afterwards. */
   case_allgather(s, K_INT, 3, 2, 999);
   MPI_Comm_set_errhandler(s->inter, MPI_ERRORS_ARE_FATAL);
+  /* Counts that do not match (group A sends 4 ints, B expects 2 from each):
+   * an error the receivers' handler decides on, MPI_ERRORS_RETURN here, so
+   * the call returns instead of aborting the job. A deadline, since peers
+   * of a failed receiver wait for data that will not come. On a dup of its
+   * own: messages left over by the failure die with it. */
+  MPI_Comm bad;
+  MPI_Comm_dup(s->inter, &bad);
+  MPI_Comm_set_errhandler(bad, MPI_ERRORS_RETURN);
+  setenv("CPL_TIMEOUT", "1", 1);
+  int sbuf[4] = {1, 2, 3, 4}, *rb = calloc((size_t)s->rsize * 4 + 4, sizeof *rb);
+  int rc = s->in_a ? allgather(sbuf, 4, MPI_INT, rb, 4, MPI_INT, bad, "count mismatch")
+                   : allgather(sbuf, 2, MPI_INT, rb, 2, MPI_INT, bad, "count mismatch");
+  checks++;
+  if (!s->in_a && rc == MPI_SUCCESS)
+    fail("count mismatch", "the receiving side returned MPI_SUCCESS");
+  unsetenv("CPL_TIMEOUT");
+  free(rb);
+  MPI_Comm_free(&bad);
 }
 
 static void run_intra(MPI_Comm comm, const char *name) {

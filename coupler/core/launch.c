@@ -1,0 +1,51 @@
+#define _POSIX_C_SOURCE 200809L /* unsetenv */
+
+#include "core/launch.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int launch_fd = -1;
+static char last_label[128];
+static long last_step = -2;
+
+/* Whole short lines or nothing: the pipe never blocks this process. */
+static void say(const char *line, size_t n) {
+  if (launch_fd < 0) return;
+  if (write(launch_fd, line, n) < 0) { /* cpl-exec gone or pipe full */ }
+}
+
+void cpli_launch_init(void) {
+  const char *s = getenv("CPL_READY_FD");
+  if (s) {
+    char *end = NULL;
+    long fd = strtol(s, &end, 10);
+    struct stat st;
+    if (*s && !*end && fd > 2 && fd < 65536 && fstat((int)fd, &st) == 0 &&
+        S_ISFIFO(st.st_mode)) {
+      launch_fd = (int)fd;
+      fcntl(launch_fd, F_SETFD, FD_CLOEXEC); /* not for programs it starts */
+      fcntl(launch_fd, F_SETFL, O_NONBLOCK);
+    }
+    unsetenv("CPL_READY_FD");
+  }
+  say("I\n", 2);
+}
+
+void cpli_launch_finalize(void) { say("F\n", 2); }
+
+void cpli_launch_progress(const char *label, long step) {
+  if (launch_fd < 0 || !label || !*label || step < 0) return;
+  /* Once per link and step: the data layer runs several per step. */
+  if (step == last_step && !strncmp(label, last_label, sizeof last_label - 1))
+    return;
+  last_step = step;
+  snprintf(last_label, sizeof last_label, "%s", label);
+  char line[200];
+  int n = snprintf(line, sizeof line, "P link %.120s, step %ld\n", label, step);
+  if (n > 0 && (size_t)n < sizeof line) say(line, (size_t)n);
+}

@@ -1,0 +1,20 @@
+/*
+ * Talking to cpl-exec, the process cpl-run starts each program with (see
+ * coupler/tools/cpl_exec.c). It passes a pipe in CPL_READY_FD; on it this
+ * process says that it reached cpl_init ("I"), what it last waited in
+ * ("P link L, step S"), and that it reached cpl_finalize ("F"). cpl-exec
+ * stops the job when the program ends without "I" or "F", and names the
+ * last "P" when it dies, since its peers are killed before they can.
+ * Without CPL_READY_FD (not under cpl-run) all of this does nothing.
+ */
+#ifndef CPLI_CORE_LAUNCH_H
+#define CPLI_CORE_LAUNCH_H
+
+/* Take the pipe from the environment (once) and say "I". */
+void cpli_launch_init(void);
+/* Say "F". */
+void cpli_launch_finalize(void);
+/* "P link LABEL, step STEP": a collective of a link starts. */
+void cpli_launch_progress(const char *label, long step);
+
+#endif

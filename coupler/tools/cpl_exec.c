@@ -1,0 +1,192 @@
+/*
+ * cpl-exec PROGRAM [ARGS...]: how cpl-run starts every process of a
+ * workflow (internal; not meant to be typed).
+ *
+ * Hydra cannot end a job in which one process never calls MPI_Init: a
+ * program that cannot be exec'd, or that exits (even with 0) or crashes
+ * before MPI_Init, leaves the others waiting in MPI_Init forever while
+ * hydra_pmi_proxy spins. And a process that exits after cpl_init without
+ * cpl_finalize leaves its peers waiting until their timeouts.
+ *
+ * cpl-exec runs the program as its child with a pipe (CPL_READY_FD) on
+ * which the library says that it reached cpl_init, which link and step it
+ * last moved data on, and that it reached cpl_finalize (core/launch.h).
+ * If the program ends without having reached cpl_init, or without
+ * cpl_finalize, or dies by a signal, cpl-exec names the component, rank,
+ * reason and last link and step, and ends itself by a signal, which hydra
+ * sees as a failed process: it kills the whole job at once.
+ *
+ * Otherwise it is transparent: signals it receives go to the program, its
+ * exit status is the program's, and the program dies with it
+ * (PR_SET_PDEATHSIG) if hydra kills it.
+ */
+#define _GNU_SOURCE /* pipe2 */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static pid_t child = -1;
+
+static void forward(int sig) {
+  if (child > 0) kill(child, sig);
+}
+
+static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT,
+                                SIGUSR1, SIGUSR2, SIGCONT};
+
+/* Die by sig, so hydra reports (and acts on) a failed process. */
+static void die_by(int sig) {
+  struct rlimit no_core = {0, 0};
+  setrlimit(RLIMIT_CORE, &no_core); /* the program's core is what counts */
+  signal(sig, SIG_DFL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  sigprocmask(SIG_UNBLOCK, &set, NULL);
+  raise(sig);
+  _exit(128 + sig);
+}
+
+static const char *env_or(const char *name, const char *dflt) {
+  const char *v = getenv(name);
+  return v && *v ? v : dflt;
+}
+
+/* What the program said on the pipe. */
+typedef struct said {
+  int init, finalize;
+  char progress[200]; /* last "link L, step S" */
+  char line[256];     /* line being read */
+  size_t n;
+} said;
+
+/* Read what is there; 0 at end of file. */
+static int listen_to(int fd, said *s) {
+  char buf[512];
+  ssize_t got = read(fd, buf, sizeof buf);
+  if (got == 0) return 0;
+  for (ssize_t i = 0; i < got; i++) {
+    if (buf[i] != '\n') {
+      if (s->n + 1 < sizeof s->line) s->line[s->n++] = buf[i];
+      continue;
+    }
+    s->line[s->n] = '\0';
+    if (s->line[0] == 'I') s->init = 1;
+    else if (s->line[0] == 'F') s->finalize = 1;
+    else if (s->line[0] == 'P' && s->n > 2)
+      snprintf(s->progress, sizeof s->progress, "%s", s->line + 2);
+    s->n = 0;
+  }
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: cpl-exec PROGRAM [ARGS...] (started by cpl-run)\n");
+    return 2;
+  }
+  const char *comp = env_or("CPL_COMPONENT", "?");
+  const char *rank = env_or("PMI_RANK", "?");
+  int ready[2], failed[2];
+  if (pipe2(ready, O_CLOEXEC) != 0 || pipe2(failed, O_CLOEXEC) != 0) {
+    fprintf(stderr, "cpl-run: component \"%s\", rank %s: pipe: %s\n", comp,
+            rank, strerror(errno));
+    die_by(SIGTERM);
+  }
+  pid_t parent = getpid();
+  child = fork();
+  if (child < 0) {
+    fprintf(stderr, "cpl-run: component \"%s\", rank %s: fork: %s\n", comp,
+            rank, strerror(errno));
+    die_by(SIGTERM);
+  }
+  if (child == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127); /* cpl-exec died already */
+    int fd = dup(ready[1]); /* without O_CLOEXEC: the program inherits it */
+    char num[16];
+    snprintf(num, sizeof num, "%d", fd);
+    if (fd < 0 || setenv("CPL_READY_FD", num, 1) != 0) _exit(127);
+    execvp(argv[1], argv + 1);
+    int e = errno;
+    if (write(failed[1], &e, sizeof e) < 0) _exit(127);
+    _exit(127);
+  }
+  close(ready[1]);
+  close(failed[1]);
+  struct sigaction sa = {.sa_handler = forward};
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < sizeof forwarded / sizeof *forwarded; i++)
+    sigaction(forwarded[i], &sa, NULL);
+
+  int exec_errno = 0;
+  ssize_t got;
+  do got = read(failed[0], &exec_errno, sizeof exec_errno);
+  while (got < 0 && errno == EINTR);
+  if (got == (ssize_t)sizeof exec_errno) {
+    fprintf(stderr, "cpl-run: component \"%s\", rank %s: cannot execute "
+            "%s: %s; stopping the job\n", comp, rank, argv[1],
+            strerror(exec_errno));
+    waitpid(child, NULL, 0);
+    die_by(SIGTERM);
+  }
+  /* Listen until the program ends. Descendants may hold the pipe open, so
+   * the end is the child's exit, not end of file. */
+  said s = {0};
+  int status = 0, open_fd = 1;
+  for (;;) {
+    pid_t w = waitpid(child, &status, WNOHANG);
+    if (w == child) break;
+    if (w < 0 && errno != EINTR) {
+      fprintf(stderr, "cpl-run: component \"%s\", rank %s: waitpid: %s\n",
+              comp, rank, strerror(errno));
+      die_by(SIGTERM);
+    }
+    struct pollfd pf = {.fd = open_fd ? ready[0] : -1, .events = POLLIN};
+    int n = poll(&pf, 1, 100);
+    if (n > 0 && (pf.revents & (POLLIN | POLLHUP)) && !listen_to(ready[0], &s))
+      open_fd = 0;
+  }
+  fcntl(ready[0], F_SETFL, O_NONBLOCK);
+  while (open_fd && listen_to(ready[0], &s) > 0) {}
+  char where[260] = "";
+  if (s.progress[0])
+    snprintf(where, sizeof where, " after %s", s.progress);
+  if (!s.init) {
+    if (WIFSIGNALED(status))
+      fprintf(stderr, "cpl-run: component \"%s\", rank %s (%s, pid %d) was "
+              "killed by signal %d (%s) before it called cpl_init; "
+              "stopping the job\n", comp, rank, argv[1], (int)child,
+              WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else
+      fprintf(stderr, "cpl-run: component \"%s\", rank %s (%s, pid %d) "
+              "exited with status %d without calling cpl_init (every "
+              "process of a workflow must); stopping the job\n", comp,
+              rank, argv[1], (int)child, WEXITSTATUS(status));
+    die_by(SIGTERM);
+  }
+  if (WIFSIGNALED(status)) {
+    fprintf(stderr, "cpl-run: component \"%s\", rank %s (pid %d) was killed "
+            "by signal %d (%s)%s%s; stopping the job\n", comp, rank,
+            (int)child, WTERMSIG(status), strsignal(WTERMSIG(status)), where,
+            s.finalize ? ", in cpl_finalize" : "");
+    die_by(WTERMSIG(status));
+  }
+  if (!s.finalize) {
+    fprintf(stderr, "cpl-run: component \"%s\", rank %s (pid %d) exited "
+            "with status %d without calling cpl_finalize%s; stopping the "
+            "job (its peers would wait for it)\n", comp, rank, (int)child,
+            WEXITSTATUS(status), where);
+    die_by(SIGTERM);
+  }
+  return WEXITSTATUS(status);
+}

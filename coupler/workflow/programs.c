@@ -1,0 +1,91 @@
+/* Do the programs of a workflow exist? cpl-run and cpl-validate ask before
+ * anything starts, because hydra never gives up on a program it cannot
+ * exec: the other processes wait in MPI_Init forever. */
+#define _XOPEN_SOURCE 700 /* access */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "workflow/diag.h"
+#include "workflow/model.h"
+
+/* 0 if path is an executable regular file, else an errno value. */
+static int executable(const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0) return errno;
+  if (S_ISDIR(st.st_mode)) return EISDIR;
+  if (!S_ISREG(st.st_mode)) return EACCES;
+  return access(path, X_OK) == 0 ? 0 : errno;
+}
+
+static const char *env_path(const cpli_component *c) {
+  for (int i = 0; i < c->nenv; i++)
+    if (strcmp(c->env[i].name, "PATH") == 0) return c->env[i].value;
+  const char *p = getenv("PATH");
+  return p ? p : "/usr/bin:/bin"; /* execvp's default */
+}
+
+int cpli_wf_program(const cpli_component *c, const char *wfdir, char *out,
+                    size_t size) {
+  const char *prog = c->argv[0];
+  if (strchr(prog, '/')) {
+    if (prog[0] == '/') {
+      snprintf(out, size, "%s", prog);
+    } else {
+      while (prog[0] == '.' && prog[1] == '/') prog += 2;
+      snprintf(out, size, "%s%s%s", wfdir,
+               wfdir[0] && wfdir[strlen(wfdir) - 1] == '/' ? "" : "/", prog);
+    }
+    return executable(out);
+  }
+  /* A bare name: the first executable PATH entry, as execvp finds it. A
+   * match that is not executable is remembered (EACCES beats ENOENT). */
+  const char *path = env_path(c);
+  int why = ENOENT;
+  snprintf(out, size, "%s", prog);
+  for (const char *p = path;; p++) {
+    const char *end = strchr(p, ':');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    char cand[4096];
+    if (n == 0) snprintf(cand, sizeof cand, "%s", prog); /* "" means "." */
+    else snprintf(cand, sizeof cand, "%.*s/%s", (int)n, p, prog);
+    int rc = executable(cand);
+    if (rc == 0) {
+      snprintf(out, size, "%s", cand);
+      return 0;
+    }
+    if (rc == EACCES) why = EACCES;
+    if (!end) break;
+    p = end;
+  }
+  return why;
+}
+
+void cpli_wf_check_programs(const cpli_workflow *wf, const char *wfdir,
+                            cpl_diag *d) {
+  for (int i = 0; i < wf->ncomps; i++) {
+    const cpli_component *c = &wf->comps[i];
+    if (c->kind != CPL_KIND_COMMAND || c->argc < 1) continue;
+    char path[4096];
+    int rc = cpli_wf_program(c, wfdir, path, sizeof path);
+    if (rc == 0) continue;
+    const char *prog = c->argv[0];
+    if (!strchr(prog, '/'))
+      cpli_diag_add(d, wf->path, c->command_pos.line, c->command_pos.col,
+                    "component \"%s\": program \"%s\" %s in PATH (%s)",
+                    c->name, prog,
+                    rc == EACCES ? "is not executable" : "is not found",
+                    env_path(c));
+    else
+      cpli_diag_add(d, wf->path, c->command_pos.line, c->command_pos.col,
+                    "component \"%s\": program %s: %s%s", c->name, path,
+                    strerror(rc),
+                    prog[0] == '/' ? ""
+                                   : " (relative paths are taken from the "
+                                     "workflow file's directory)");
+  }
+}

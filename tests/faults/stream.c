@@ -1,0 +1,66 @@
+/*
+ * A producer or consumer of a long stream, for the fault tests (the
+ * fault itself comes from outside: kill, SIGSTOP, or a mode below).
+ *   stream prod [quit:N]   publish up to 400 steps of 4096 doubles per
+ *                          rank, 50 ms apart; quit:N: exit(0) after N
+ *                          steps, without closing or cpl_finalize
+ *   stream cons [stall]    take every step; stall: open the input and
+ *                          never begin a step
+ * Any Coupler error: the message (link, rank, step), then exit 1.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "coupler.h"
+
+#define N 4096
+#define STEPS 400
+
+static void ok(int rc, const char *what) {
+  if (rc == CPL_OK) return;
+  fprintf(stderr, "stream: %s: %s: %s\n", what, cpl_strerror(rc), cpl_last_error());
+  exit(1); /* cpl-exec stops the job: no cpl_finalize */
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  const char *mode = argc > 2 ? argv[2] : "";
+  cpl_context *ctx;
+  ok(cpl_init(MPI_COMM_WORLD, NULL, NULL, &ctx), "cpl_init");
+  MPI_Comm comm;
+  cpl_component_comm(ctx, &comm);
+  int r, p;
+  MPI_Comm_rank(comm, &r);
+  MPI_Comm_size(comm, &p);
+  if (argc > 1 && !strcmp(argv[1], "prod")) {
+    int quit = !strncmp(mode, "quit:", 5) ? atoi(mode + 5) : -1;
+    cpl_output *out;
+    ok(cpl_output_open(ctx, "out", &out), "open");
+    static double x[N];
+    hsize_t dims[1] = {(hsize_t)N * p}, start[1] = {(hsize_t)N * r}, count[1] = {N};
+    for (long s = 0; s < STEPS; s++) {
+      if (s == quit) exit(0);
+      for (int i = 0; i < N; i++) x[i] = (double)s + i;
+      ok(cpl_output_begin_step(out, -1), "begin_step");
+      ok(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 1, dims, start, count, x), "put");
+      ok(cpl_output_end_step(out), "end_step");
+      nanosleep(&(struct timespec){0, 50000000L}, NULL);
+    }
+    ok(cpl_output_close(out), "close");
+  } else {
+    cpl_input *in;
+    ok(cpl_input_open(ctx, "in", NULL, &in), "open");
+    if (!strcmp(mode, "stall")) nanosleep(&(struct timespec){120, 0}, NULL);
+    long step;
+    int rc;
+    while ((rc = cpl_input_begin_step(in, &step)) == CPL_OK)
+      ok(cpl_input_end_step(in), "end_step");
+    if (rc != CPL_END_OF_STREAM) ok(rc, "begin_step");
+    ok(cpl_input_close(in), "close");
+  }
+  ok(cpl_finalize(ctx), "cpl_finalize");
+  MPI_Finalize();
+  return 0;
+}
