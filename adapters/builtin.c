@@ -3,11 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
 #include "builtin.h"
+#include "core/error.h"
 
-int cpli_linked_ports(const cpl_context *ctx, cpl_role role,
-                      const char ***names, int *n) {
+int cpli_linked_ports(const cpl_context *ctx, cpl_role role, const char ***names, int *n) {
   int nlinks = 0;
   *names = NULL;
   *n = 0;
@@ -32,8 +31,7 @@ int cpli_linked_ports(const cpl_context *ctx, cpl_role role,
   return CPL_OK;
 }
 
-int cpli_block_bytes(int rank, const hsize_t dims[], size_t elem,
-                     const char *what, size_t *out) {
+int cpli_block_bytes(int rank, const hsize_t dims[], size_t elem, const char *what, size_t *out) {
   size_t total = elem;
   for (int d = 0; d < rank; d++) {
     if (dims[d] == 0) {
@@ -41,8 +39,10 @@ int cpli_block_bytes(int rank, const hsize_t dims[], size_t elem,
       continue; /* keep checking: a later huge extent is still an error */
     }
     if (dims[d] > SIZE_MAX || (total && (size_t)dims[d] > SIZE_MAX / total))
-      return cpli_fail(CPL_ERR_ARG, "%s: block of %d dimensions is larger "
-                       "than memory can address", what, rank);
+      return cpli_fail(CPL_ERR_ARG,
+                       "%s: block of %d dimensions is larger "
+                       "than memory can address",
+                       what, rank);
     total *= (size_t)dims[d];
   }
   *out = total;

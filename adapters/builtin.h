@@ -11,13 +11,11 @@
 /* Distinct local ports of this component with a link in role `role`
  * (CPL_SENDER: output ports, CPL_RECEIVER: input ports), in link order.
  * *names is malloc'ed (free it; the strings belong to the context). */
-int cpli_linked_ports(const cpl_context *ctx, cpl_role role,
-                      const char ***names, int *n);
+int cpli_linked_ports(const cpl_context *ctx, cpl_role role, const char ***names, int *n);
 
 /* Product of dims[0..rank) times `elem` bytes, or CPL_ERR_ARG naming `what`
  * if it does not fit in size_t. */
-int cpli_block_bytes(int rank, const hsize_t dims[], size_t elem,
-                     const char *what, size_t *out);
+int cpli_block_bytes(int rank, const hsize_t dims[], size_t elem, const char *what, size_t *out);
 
 /* This process's component name and rank in it, for messages. */
 void cpli_whoami(const cpl_context *ctx, const char **name, int *rank);

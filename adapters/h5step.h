@@ -21,9 +21,8 @@ typedef struct cpli_h5_steps {
  * the writer's ranks; rank r writes rows cpl_rows_part(dims[0], r, size).
  * rows[i], if rows is not NULL, holds this rank's rows of dataset i in its
  * stored type already; otherwise they are read with cpl_input_get. */
-int cpli_h5_write_step(cpli_h5_steps *w, hid_t parent, const char *where,
-                       const char *label, cpl_input *in, long step,
-                       const void *const *rows);
+int cpli_h5_write_step(cpli_h5_steps *w, hid_t parent, const char *where, const char *label,
+                       cpl_input *in, long step, const void *const *rows);
 
 /* mkdir -p of the directory of `path`: rank 0 of comm creates, every rank
  * gets the outcome (CPL_ERR_IO naming the directory). */

@@ -41,8 +41,7 @@ static hid_t file_access(MPI_Comm comm) {
   /* Metadata collective too: every rank makes the same calls anyway, and
    * it saves each rank from reading the same metadata on its own. */
   if (H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL) < 0 ||
-      H5Pset_all_coll_metadata_ops(fapl, 1) < 0 ||
-      H5Pset_coll_metadata_write(fapl, 1) < 0) {
+      H5Pset_all_coll_metadata_ops(fapl, 1) < 0 || H5Pset_coll_metadata_write(fapl, 1) < 0) {
     H5Pclose(fapl);
     return -1;
   }
@@ -74,15 +73,14 @@ int cpli_h5_file(const char *path, MPI_Comm comm, int create, hid_t *file, hid_t
     if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
     else snprintf(dir, sizeof dir, ".");
     if (create && access(dir, W_OK) != 0)
-      return cpli_h5_fail("cannot create the file: directory %s: %s", dir,
-                          strerror(errno));
+      return cpli_h5_fail("cannot create the file: directory %s: %s", dir, strerror(errno));
     if (create)
       return cpli_h5_fail("cannot create the file (disk full, or a file "
                           "there that cannot be replaced?)");
-    if (access(path, R_OK) != 0)
-      return cpli_h5_fail("cannot open the file: %s", strerror(errno));
+    if (access(path, R_OK) != 0) return cpli_h5_fail("cannot open the file: %s", strerror(errno));
     htri_t h5;
-    H5E_BEGIN_TRY { h5 = H5Fis_hdf5(path); } H5E_END_TRY;
+    H5E_BEGIN_TRY { h5 = H5Fis_hdf5(path); }
+    H5E_END_TRY;
     return cpli_h5_fail(h5 > 0 ? "cannot open the file (HDF5 refused it)"
                                : "cannot open the file: not an HDF5 file, "
                                  "or truncated or damaged");
@@ -91,8 +89,7 @@ int cpli_h5_file(const char *path, MPI_Comm comm, int create, hid_t *file, hid_t
   return CPL_OK;
 }
 
-int cpli_h5_write_attr(hid_t obj, const char *name, hid_t type, size_t n,
-                       const void *buf) {
+int cpli_h5_write_attr(hid_t obj, const char *name, hid_t type, size_t n, const void *buf) {
   hsize_t dim = n;
   hid_t space = n == 1 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &dim, NULL);
   if (space < 0) return cpli_h5_fail("attribute \"%s\": dataspace of %zu", name, n);
@@ -107,8 +104,6 @@ int cpli_h5_write_attr(hid_t obj, const char *name, hid_t type, size_t n,
 
 void cpli_h5_describe_path(const char *path, char *out, size_t size) {
   char cwd[1024];
-  if (path[0] != '/' && getcwd(cwd, sizeof cwd))
-    snprintf(out, size, "\"%s\" (in %s)", path, cwd);
-  else
-    snprintf(out, size, "\"%s\"", path);
+  if (path[0] != '/' && getcwd(cwd, sizeof cwd)) snprintf(out, size, "\"%s\" (in %s)", path, cwd);
+  else snprintf(out, size, "\"%s\"", path);
 }

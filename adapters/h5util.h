@@ -22,8 +22,7 @@ int cpli_h5_file(const char *path, MPI_Comm comm, int create, hid_t *file, hid_t
 
 /* Write attribute `name` of n elements of `type` on object `obj`. One
  * element is stored with a scalar dataspace, else a 1-D one of n. */
-int cpli_h5_write_attr(hid_t obj, const char *name, hid_t type, size_t n,
-                       const void *buf);
+int cpli_h5_write_attr(hid_t obj, const char *name, hid_t type, size_t n, const void *buf);
 
 /* "name" with the working directory when relative, for messages. */
 void cpli_h5_describe_path(const char *path, char *out, size_t size);

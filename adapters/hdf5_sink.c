@@ -21,10 +21,10 @@
 #include <string.h>
 
 #include "adapters.h"
+#include "builtin.h"
 #include "core/error.h"
 #include "h5step.h"
 #include "h5util.h"
-#include "builtin.h"
 
 typedef struct sink_link {
   cpl_input *in;
@@ -53,10 +53,9 @@ static int open_links(cpl_context *ctx, sink *s) {
     CPLI_TRY(cpl_context_link(ctx, i, &e));
     if (e.role != CPL_RECEIVER) continue;
     sink_link *l = &s->links[s->nlinks++];
-    snprintf(l->label, sizeof l->label, "%s.%s->%s.%s", e.peer_component,
-             e.peer_port, s->name, e.port);
-    snprintf(l->group, sizeof l->group, "%s.%s", e.peer_component,
-             e.peer_port);
+    snprintf(l->label, sizeof l->label, "%s.%s->%s.%s", e.peer_component, e.peer_port, s->name,
+             e.port);
+    snprintf(l->group, sizeof l->group, "%s.%s", e.peer_component, e.peer_port);
     char peer[200];
     snprintf(peer, sizeof peer, "%s.%s", e.peer_component, e.peer_port);
     int rc = cpl_input_open(ctx, e.port, peer, &l->in);
@@ -86,11 +85,9 @@ static int make_link_groups(sink *s) {
         snprintf(l->group + len, sizeof l->group - len, ":%s", port);
         break;
       }
-    l->parent = H5Gcreate2(s->out.file, l->group, H5P_DEFAULT, H5P_DEFAULT,
-                           H5P_DEFAULT);
+    l->parent = H5Gcreate2(s->out.file, l->group, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (l->parent < 0)
-      return cpli_h5_fail("cannot create group \"%s\" for link %s", l->group,
-                          l->label);
+      return cpli_h5_fail("cannot create group \"%s\" for link %s", l->group, l->label);
   }
   return CPL_OK;
 }
@@ -120,11 +117,10 @@ static int receive_all(sink *s) {
       }
       const double before = s->out.bytes;
       char b[32];
-      rc = cpli_h5_write_step(&s->out, l->parent, l->group, l->label, l->in,
-                              step, NULL);
+      rc = cpli_h5_write_step(&s->out, l->parent, l->group, l->label, l->in, step, NULL);
       if (rc == CPL_OK)
-        cpli_report(2, s->name, s->rank, "sink: step %ld from %s: %s", step,
-                    l->label, cpli_report_bytes(s->out.bytes - before, b, sizeof b));
+        cpli_report(2, s->name, s->rank, "sink: step %ld from %s: %s", step, l->label,
+                    cpli_report_bytes(s->out.bytes - before, b, sizeof b));
       if (rc == CPL_OK) rc = cpl_input_end_step(l->in);
       if (rc != CPL_OK) {
         cpli_error_prefix("link %s: step %ld: ", l->label, step);
@@ -149,25 +145,25 @@ int cpli_hdf5_sink_run(cpl_context *ctx, const char *path) {
   if (rc == CPL_OK) rc = cpli_h5_make_parent_dirs(path, comm);
   if (rc == CPL_OK) rc = cpli_h5_file(path, comm, 1, &s.out.file, &s.out.dxpl);
   if (rc == CPL_OK && s.nlinks == 0 && s.rank == 0)
-    fprintf(stderr, "cpl-component[%s]: warning: sink has no input link; "
-            "file %s stays empty\n", s.name, s.where);
+    fprintf(stderr,
+            "cpl-component[%s]: warning: sink has no input link; "
+            "file %s stays empty\n",
+            s.name, s.where);
   if (rc == CPL_OK) rc = make_link_groups(&s);
   if (rc == CPL_OK) rc = receive_all(&s);
   for (int i = 0; rc == CPL_OK && s.nlinks > 1 && i < s.nlinks; i++)
     if (H5Gclose(s.links[i].parent) < 0)
       rc = cpli_h5_fail("closing group \"%s\"", s.links[i].group);
   if (s.out.dxpl >= 0) H5Pclose(s.out.dxpl);
-  if (rc == CPL_OK && H5Fclose(s.out.file) < 0)
-    rc = cpli_h5_fail("closing the file");
+  if (rc == CPL_OK && H5Fclose(s.out.file) < 0) rc = cpli_h5_fail("closing the file");
   free(s.links); /* on failure ports stay open: the job is aborted */
   if (rc == CPL_OK) {
     char b[32];
     cpli_report(1, s.name, s.rank, "sink: %ld step%s, %s from %d link%s written to %s in %.1f s",
                 s.out.steps, s.out.steps == 1 ? "" : "s",
-                cpli_report_bytes(s.out.bytes, b, sizeof b), s.nlinks,
-                s.nlinks == 1 ? "" : "s", s.where, cpli_report_elapsed());
+                cpli_report_bytes(s.out.bytes, b, sizeof b), s.nlinks, s.nlinks == 1 ? "" : "s",
+                s.where, cpli_report_elapsed());
   }
-  if (rc != CPL_OK)
-    cpli_error_prefix("hdf5 sink \"%s\": file %s: ", s.name, s.where);
+  if (rc != CPL_OK) cpli_error_prefix("hdf5 sink \"%s\": file %s: ", s.name, s.where);
   return rc;
 }

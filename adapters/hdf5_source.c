@@ -17,9 +17,9 @@
 #include <string.h>
 
 #include "adapters.h"
+#include "builtin.h"
 #include "core/error.h"
 #include "h5util.h"
-#include "builtin.h"
 
 typedef struct names {
   char **v;
@@ -63,15 +63,13 @@ static void names_free(names *l) {
   *l = (names){0};
 }
 
-static herr_t add_link(hid_t g, const char *name, const H5L_info_t *info,
-                       void *data) {
+static herr_t add_link(hid_t g, const char *name, const H5L_info_t *info, void *data) {
   (void)g;
   (void)info;
   return names_add(data, name) ? -1 : 0;
 }
 
-static herr_t add_attr(hid_t o, const char *name, const H5A_info_t *info,
-                       void *data) {
+static herr_t add_attr(hid_t o, const char *name, const H5A_info_t *info, void *data) {
   (void)o;
   (void)info;
   return names_add(data, name) ? -1 : 0;
@@ -99,8 +97,7 @@ static H5I_type_t member_type(hid_t g, const char *name) {
 
 /* Read attribute `aname` of obj in a type the data API can carry:
  * native form; a variable-length string becomes a fixed-length one. */
-static int read_attr(hid_t obj, const char *aname, hid_t *memtype, size_t *n,
-                     void **buf) {
+static int read_attr(hid_t obj, const char *aname, hid_t *memtype, size_t *n, void **buf) {
   *memtype = -1;
   *n = 0;
   *buf = NULL;
@@ -120,30 +117,29 @@ static int read_attr(hid_t obj, const char *aname, hid_t *memtype, size_t *n,
              : cpli_fail(CPL_ERR_NOMEM, "out of memory");
     } else {
       size_t w = 1; /* fixed width: longest string plus its NUL */
-      for (size_t i = 0; i < *n; i++) if (s[i] && strlen(s[i]) + 1 > w) w = strlen(s[i]) + 1;
+      for (size_t i = 0; i < *n; i++)
+        if (s[i] && strlen(s[i]) + 1 > w) w = strlen(s[i]) + 1;
       *memtype = H5Tcopy(H5T_C_S1);
       H5Tset_size(*memtype, w);
       H5Tset_cset(*memtype, H5Tget_cset(ft));
-      if (!(*buf = calloc(*n ? *n : 1, w)))
-        rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
+      if (!(*buf = calloc(*n ? *n : 1, w))) rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
       for (size_t i = 0; rc == CPL_OK && i < *n; i++)
         if (s[i]) memcpy((char *)*buf + i * w, s[i], strlen(s[i]));
       H5Dvlen_reclaim(vt, sp, H5P_DEFAULT, s);
     }
     free(s);
     H5Tclose(vt);
-  } else if (rc == CPL_OK && (H5Tdetect_class(ft, H5T_VLEN) > 0 ||
-                              H5Tdetect_class(ft, H5T_REFERENCE) > 0)) {
+  } else if (rc == CPL_OK &&
+             (H5Tdetect_class(ft, H5T_VLEN) > 0 || H5Tdetect_class(ft, H5T_REFERENCE) > 0)) {
     rc = cpli_fail(CPL_ERR_UNSUPPORTED, "variable-length and reference "
-                   "types cannot be replayed (only their bytes would travel)");
+                                        "types cannot be replayed (only their bytes would travel)");
   } else if (rc == CPL_OK) {
     *memtype = H5Tget_native_type(ft, H5T_DIR_ASCEND);
     size_t bytes = *memtype >= 0 ? H5Tget_size(*memtype) * *n : 0;
     if (*memtype < 0) rc = cpli_h5_fail("no native type for it");
     else if (!(*buf = malloc(bytes ? bytes : 1)))
       rc = cpli_fail(CPL_ERR_NOMEM, "out of memory (%zu bytes)", bytes);
-    else if (H5Aread(a, *memtype, *buf) < 0)
-      rc = cpli_h5_fail("H5Aread failed");
+    else if (H5Aread(a, *memtype, *buf) < 0) rc = cpli_h5_fail("H5Aread failed");
   }
   if (ft >= 0) H5Tclose(ft);
   if (sp >= 0) H5Sclose(sp);
@@ -153,8 +149,7 @@ static int read_attr(hid_t obj, const char *aname, hid_t *memtype, size_t *n,
 
 /* Put the attributes of obj on every port, for `dataset` (NULL: the step).
  * `skip` (may be NULL) names one that is not forwarded. */
-static int put_attrs(source *s, hid_t obj, const char *dataset,
-                     const char *skip) {
+static int put_attrs(source *s, hid_t obj, const char *dataset, const char *skip) {
   names an = {0};
   hsize_t idx = 0;
   int rc = H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, add_attr, &an) < 0
@@ -195,12 +190,11 @@ static int put_dataset(source *s, hid_t g, const char *dname, slab *sl) {
   if (rc == CPL_OK && cls == H5S_NULL)
     rc = cpli_fail(CPL_ERR_UNSUPPORTED, "it has a null dataspace (no shape)");
   else if (rc == CPL_OK && rank > CPL_MAX_RANK)
-    rc = cpli_fail(CPL_ERR_UNSUPPORTED, "%d dimensions, at most %d travel",
-                   rank, CPL_MAX_RANK);
-  else if (rc == CPL_OK && (H5Tdetect_class(ft, H5T_VLEN) > 0 ||
-                            H5Tdetect_class(ft, H5T_REFERENCE) > 0))
+    rc = cpli_fail(CPL_ERR_UNSUPPORTED, "%d dimensions, at most %d travel", rank, CPL_MAX_RANK);
+  else if (rc == CPL_OK &&
+           (H5Tdetect_class(ft, H5T_VLEN) > 0 || H5Tdetect_class(ft, H5T_REFERENCE) > 0))
     rc = cpli_fail(CPL_ERR_UNSUPPORTED, "variable-length and reference types "
-                   "cannot be replayed (only their pointers would travel)");
+                                        "cannot be replayed (only their pointers would travel)");
   if (rc == CPL_OK && rank > 0) H5Sget_simple_extent_dims(fs, dims, NULL);
   const int prank = rank > 0 ? rank : 1; /* scalar: 1-D of one element */
   sl->memtype = rc == CPL_OK ? H5Tget_native_type(ft, H5T_DIR_ASCEND) : -1;
@@ -208,33 +202,28 @@ static int put_dataset(source *s, hid_t g, const char *dname, slab *sl) {
   memcpy(count, dims, (size_t)prank * sizeof *count);
   cpl_rows_part(dims[0], s->rank, s->size, &start[0], &count[0]);
   size_t bytes = 0;
-  if (rc == CPL_OK)
-    rc = cpli_block_bytes(prank, count, H5Tget_size(sl->memtype), dname, &bytes);
+  if (rc == CPL_OK) rc = cpli_block_bytes(prank, count, H5Tget_size(sl->memtype), dname, &bytes);
   /* At least one element: a scalar is read whole by every rank. */
   size_t alloc = bytes ? bytes : (sl->memtype >= 0 ? H5Tget_size(sl->memtype) : 1);
   if (rc == CPL_OK && !(sl->buf = malloc(alloc)))
     rc = cpli_fail(CPL_ERR_NOMEM, "out of memory (%zu bytes)", bytes);
   if (rc == CPL_OK && rank > 0) {
     ms = H5Screate_simple(rank, count, NULL);
-    herr_t sel = bytes ? H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL,
-                                             count, NULL)
+    herr_t sel = bytes ? H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL)
                        : H5Sselect_none(fs);
     if (ms < 0 || sel < 0 || (!bytes && H5Sselect_none(ms) < 0))
-      rc = cpli_h5_fail("selecting rows %llu..%llu",
-                        (unsigned long long)start[0],
+      rc = cpli_h5_fail("selecting rows %llu..%llu", (unsigned long long)start[0],
                         (unsigned long long)(start[0] + count[0]));
   }
   int empty = 0; /* a zero extent: all ranks skip the read alike */
   for (int k = 0; k < prank; k++) empty |= dims[k] == 0;
   if (rc == CPL_OK && !empty &&
-      H5Dread(d, sl->memtype, rank > 0 ? ms : H5S_ALL,
-              rank > 0 ? fs : H5S_ALL, s->dxpl, sl->buf) < 0)
-    rc = cpli_h5_fail("H5Dread of rows %llu..%llu failed",
-                      (unsigned long long)start[0],
+      H5Dread(d, sl->memtype, rank > 0 ? ms : H5S_ALL, rank > 0 ? fs : H5S_ALL, s->dxpl, sl->buf) <
+          0)
+    rc = cpli_h5_fail("H5Dread of rows %llu..%llu failed", (unsigned long long)start[0],
                       (unsigned long long)(start[0] + count[0]));
   for (int k = 0; rc == CPL_OK && k < s->nout; k++)
-    rc = cpl_output_put(s->outs[k], dname, sl->memtype, prank, dims, start,
-                        count, sl->buf);
+    rc = cpl_output_put(s->outs[k], dname, sl->memtype, prank, dims, start, count, sl->buf);
   if (rc == CPL_OK) rc = put_attrs(s, d, dname, NULL);
   if (rc == CPL_OK) {
     double all = (double)H5Tget_size(sl->memtype);
@@ -250,24 +239,22 @@ static int put_dataset(source *s, hid_t g, const char *dname, slab *sl) {
 
 /* ------------------------------------------------------------------ steps */
 
-static void warn_skipped(source *s, const char *where, const char *what,
-                         const names *skipped) {
+static void warn_skipped(source *s, const char *where, const char *what, const names *skipped) {
   if (s->rank != 0 || skipped->n == 0) return;
   /* One fprintf, one write: stderr is unbuffered, and other processes'
    * lines (CPL_PROGRESS) landed between the pieces of this one. */
   char names[1200] = "";
   size_t o = 0;
   for (int i = 0; i < skipped->n && i < 10 && o < sizeof names; i++)
-    o += (size_t)snprintf(names + o, sizeof names - o, " \"%s\"",
-                          skipped->v[i]);
-  fprintf(stderr, "cpl-component[%s]: warning: file %s: %s: %d %s not "
-          "replayed:%s%s\n", s->name, s->where, where, skipped->n, what,
-          names, skipped->n > 10 ? " ..." : "");
+    o += (size_t)snprintf(names + o, sizeof names - o, " \"%s\"", skipped->v[i]);
+  fprintf(stderr,
+          "cpl-component[%s]: warning: file %s: %s: %d %s not "
+          "replayed:%s%s\n",
+          s->name, s->where, where, skipped->n, what, names, skipped->n > 10 ? " ..." : "");
 }
 
 /* One step: the datasets of group g and its attributes (but `skip`). */
-static int replay_step(source *s, hid_t g, const char *gname, long step,
-                       const char *skip) {
+static int replay_step(source *s, hid_t g, const char *gname, long step, const char *skip) {
   names members = {0}, other = {0};
   slab *slabs = NULL;
   const double before = s->bytes;
@@ -280,8 +267,7 @@ static int replay_step(source *s, hid_t g, const char *gname, long step,
   }
   for (int i = 0; rc == CPL_OK && i < members.n; i++) {
     if (member_type(g, members.v[i]) != H5I_DATASET) {
-      if (names_add(&other, members.v[i]))
-        rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
+      if (names_add(&other, members.v[i])) rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
       continue;
     }
     slabs[nds] = (slab){-1, NULL};
@@ -297,8 +283,8 @@ static int replay_step(source *s, hid_t g, const char *gname, long step,
   if (rc == CPL_OK) {
     char b[32];
     s->steps++;
-    cpli_report(2, s->name, s->rank, "source: step %ld (group \"%s\"): %d dataset%s, %s",
-                step, gname, nds, nds == 1 ? "" : "s", cpli_report_bytes(s->bytes - before, b, sizeof b));
+    cpli_report(2, s->name, s->rank, "source: step %ld (group \"%s\"): %d dataset%s, %s", step,
+                gname, nds, nds == 1 ? "" : "s", cpli_report_bytes(s->bytes - before, b, sizeof b));
   }
   for (int i = 0; slabs && i < nds; i++) {
     if (slabs[i].memtype >= 0) H5Tclose(slabs[i].memtype);
@@ -338,16 +324,19 @@ static int step_number(hid_t file, const char *gname, long *out) {
     errno = 0;
     long v = strtol(num, &end, 10);
     if (*num < '0' || *num > '9' || *end != '\0')
-      rc = cpli_fail(CPL_ERR_CONFIG, "group \"%s\": no integer attribute "
-                     "\"step\" and no step number in its name", gname);
+      rc = cpli_fail(CPL_ERR_CONFIG,
+                     "group \"%s\": no integer attribute "
+                     "\"step\" and no step number in its name",
+                     gname);
     else if (errno == ERANGE)
-      rc = cpli_fail(CPL_ERR_CONFIG, "group \"%s\": the step number in its "
-                     "name does not fit 64 bits", gname);
+      rc = cpli_fail(CPL_ERR_CONFIG,
+                     "group \"%s\": the step number in its "
+                     "name does not fit 64 bits",
+                     gname);
     *out = v;
   }
   if (rc == CPL_OK && *out < 0)
-    rc = cpli_fail(CPL_ERR_CONFIG, "group \"%s\": step number %ld is negative",
-                   gname, *out);
+    rc = cpli_fail(CPL_ERR_CONFIG, "group \"%s\": step number %ld is negative", gname, *out);
   if (rc == CPL_OK && H5Gclose(g) < 0) rc = cpli_h5_fail("closing \"%s\"", gname);
   return rc;
 }
@@ -378,9 +367,10 @@ static int find_steps(source *s, step_ref **steps, int *n) {
   if (rc == CPL_OK) qsort(*steps, (size_t)k, sizeof **steps, by_step);
   for (int i = 1; rc == CPL_OK && i < k; i++)
     if ((*steps)[i].step == (*steps)[i - 1].step)
-      rc = cpli_fail(CPL_ERR_CONFIG, "groups \"%s\" and \"%s\" are both step "
-                     "%ld", (*steps)[i - 1].group, (*steps)[i].group,
-                     (*steps)[i].step);
+      rc = cpli_fail(CPL_ERR_CONFIG,
+                     "groups \"%s\" and \"%s\" are both step "
+                     "%ld",
+                     (*steps)[i - 1].group, (*steps)[i].group, (*steps)[i].step);
   if (rc == CPL_OK && k > 0) warn_skipped(s, "root", "objects beside the step groups", &other);
   *n = k;
   names_free(&root);
@@ -398,8 +388,7 @@ static int replay(source *s) {
     hid_t g = H5Gopen2(s->file, steps[i].group, H5P_DEFAULT);
     rc = g < 0 ? cpli_h5_fail("group \"%s\": cannot open it", steps[i].group)
                : replay_step(s, g, steps[i].group, steps[i].step, "step");
-    if (rc == CPL_OK && H5Gclose(g) < 0)
-      rc = cpli_h5_fail("closing \"%s\"", steps[i].group);
+    if (rc == CPL_OK && H5Gclose(g) < 0) rc = cpli_h5_fail("closing \"%s\"", steps[i].group);
   }
   for (int i = 0; steps && i < n; i++) free(steps[i].group);
   free(steps);
@@ -410,7 +399,7 @@ static int open_ports(cpl_context *ctx, source *s) {
   CPLI_TRY(cpli_linked_ports(ctx, CPL_SENDER, &s->ports, &s->nout));
   if (s->nout == 0)
     return cpli_fail(CPL_ERR_CONFIG, "no linked output port: nobody to "
-                     "replay the file to");
+                                     "replay the file to");
   if (!(s->outs = calloc((size_t)s->nout, sizeof *s->outs)))
     return cpli_fail(CPL_ERR_NOMEM, "out of memory");
   for (int k = 0; k < s->nout; k++) {
@@ -450,14 +439,14 @@ int cpli_hdf5_source_run(cpl_context *ctx, const char *path) {
   if (rc == CPL_OK && H5Fclose(s.file) < 0) rc = cpli_h5_fail("closing the file");
   if (rc == CPL_OK) {
     char b[32];
-    cpli_report(1, s.name, s.rank, "source: %ld step%s, %s read from %s and sent on %d "
-                "port%s in %.1f s", s.steps, s.steps == 1 ? "" : "s",
-                cpli_report_bytes(s.bytes, b, sizeof b), s.where, s.nout,
-                s.nout == 1 ? "" : "s", cpli_report_elapsed());
+    cpli_report(1, s.name, s.rank,
+                "source: %ld step%s, %s read from %s and sent on %d "
+                "port%s in %.1f s",
+                s.steps, s.steps == 1 ? "" : "s", cpli_report_bytes(s.bytes, b, sizeof b), s.where,
+                s.nout, s.nout == 1 ? "" : "s", cpli_report_elapsed());
   }
   free(s.outs); /* on failure ports stay open: the job is aborted */
   free(s.ports);
-  if (rc != CPL_OK)
-    cpli_error_prefix("hdf5 source \"%s\": file %s: ", s.name, s.where);
+  if (rc != CPL_OK) cpli_error_prefix("hdf5 source \"%s\": file %s: ", s.name, s.where);
   return rc;
 }

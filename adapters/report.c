@@ -18,8 +18,10 @@ int cpli_report_init(void) {
   const char *v = getenv("CPL_VERBOSE");
   if (!v || !*v) return CPL_OK;
   if (strlen(v) != 1 || v[0] < '0' || v[0] > '2')
-    return cpli_fail(CPL_ERR_ENV, "CPL_VERBOSE=\"%s\": expected 0 (quiet), 1 "
-                     "(a summary line, the default) or 2 (also a line per step)", v);
+    return cpli_fail(CPL_ERR_ENV,
+                     "CPL_VERBOSE=\"%s\": expected 0 (quiet), 1 "
+                     "(a summary line, the default) or 2 (also a line per step)",
+                     v);
   level = v[0] - '0';
   return CPL_OK;
 }
@@ -37,8 +39,7 @@ void cpli_report(int at_level, const char *component, int rank, const char *fmt,
   va_list ap;
   va_start(ap, fmt);
   int o = snprintf(line, sizeof line - 1, "cpl-component[%s]: ", component);
-  if (o >= 0 && o < (int)sizeof line - 1)
-    vsnprintf(line + o, sizeof line - 1 - (size_t)o, fmt, ap);
+  if (o >= 0 && o < (int)sizeof line - 1) vsnprintf(line + o, sizeof line - 1 - (size_t)o, fmt, ap);
   va_end(ap);
   size_t n = strlen(line);
   line[n] = '\n';

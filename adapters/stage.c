@@ -60,12 +60,12 @@ typedef struct kept_step {
 /* One link of one output port, as the stage serves it. */
 typedef struct served {
   cpl_output *out;
-  int index;        /* in its port's links                       */
-  char label[300];  /* "relay.out->ana.in"                        */
-  long last;        /* last step it received; -1: none            */
-  long want;        /* its pending request, or CPL_REQ_NONE       */
-  int ended;        /* end of stream sent, or the consumer left   */
-  long sent, missed; /* steps sent; evicted before it had them    */
+  int index;            /* in its port's links                       */
+  char label[300];      /* "relay.out->ana.in"                        */
+  long last;            /* last step it received; -1: none            */
+  long want;            /* its pending request, or CPL_REQ_NONE       */
+  int ended;            /* end of stream sent, or the consumer left   */
+  long sent, missed;    /* steps sent; evicted before it had them    */
   double idle, timeout; /* request-less polling after input end   */
 } served;
 
@@ -102,9 +102,7 @@ static kept_step *kept_at(stage *s, int i) { /* i = 0: the oldest */
   return &s->kept[(s->head + i) % s->keep];
 }
 static kept_step *oldest(stage *s) { return s->nkept ? kept_at(s, 0) : NULL; }
-static kept_step *newest(stage *s) {
-  return s->nkept ? kept_at(s, s->nkept - 1) : NULL;
-}
+static kept_step *newest(stage *s) { return s->nkept ? kept_at(s, s->nkept - 1) : NULL; }
 
 static void free_attrs(kept_attr *a, int n) {
   for (int i = 0; i < n; i++) {
@@ -137,8 +135,7 @@ static char *dup_str(const char *str) {
 
 /* Copy the attributes of the current input step's `dataset` (NULL: the
  * step's). */
-static int keep_attrs(stage *s, const char *dataset, kept_attr **out, int *nout,
-                      size_t *bytes) {
+static int keep_attrs(stage *s, const char *dataset, kept_attr **out, int *nout, size_t *bytes) {
   int n = 0;
   CPLI_TRY(cpl_input_attr_count(s->in, dataset, &n));
   kept_attr *v = calloc((size_t)(n ? n : 1), sizeof *v);
@@ -155,8 +152,10 @@ static int keep_attrs(stage *s, const char *dataset, kept_attr **out, int *nout,
     v[i].n = a.n;
     v[i].buf = malloc(b ? b : 1);
     if (!v[i].name || v[i].type < 0 || !v[i].buf)
-      return cpli_fail(CPL_ERR_NOMEM, "attribute \"%s\": out of memory "
-                       "(%zu bytes)", a.name, b);
+      return cpli_fail(CPL_ERR_NOMEM,
+                       "attribute \"%s\": out of memory "
+                       "(%zu bytes)",
+                       a.name, b);
     int rc = cpl_input_attr_get(s->in, dataset, a.name, a.type, a.n, v[i].buf);
     if (rc != CPL_OK) {
       cpli_error_prefix("attribute \"%s\": ", a.name);
@@ -175,20 +174,17 @@ static int keep_dataset(stage *s, int i, kept_ds *d, size_t *bytes) {
   d->name = dup_str(info.name);
   if (!d->name) return cpli_fail(CPL_ERR_NOMEM, "out of memory");
   if ((d->type = H5Tcopy(info.type)) < 0)
-    return cpli_fail(CPL_ERR_HDF5, "dataset \"%s\": cannot copy its type",
-                     info.name);
+    return cpli_fail(CPL_ERR_HDF5, "dataset \"%s\": cannot copy its type", info.name);
   d->rank = info.rank;
   memcpy(d->dims, info.dims, (size_t)info.rank * sizeof *d->dims);
   memcpy(d->count, info.dims, (size_t)info.rank * sizeof *d->count);
   cpl_rows_part(info.dims[0], s->rank, s->size, &d->start[0], &d->count[0]);
   size_t b;
-  int rc = cpli_block_bytes(d->rank, d->count, H5Tget_size(info.type),
-                            info.name, &b);
+  int rc = cpli_block_bytes(d->rank, d->count, H5Tget_size(info.type), info.name, &b);
   if (rc == CPL_OK && !(d->rows = malloc(b ? b : 1)))
     rc = cpli_fail(CPL_ERR_NOMEM, "out of memory (%zu bytes)", b);
   if (rc == CPL_OK && b)
-    rc = cpl_input_get(s->in, info.name, info.type, d->start, d->count,
-                       d->rows);
+    rc = cpl_input_get(s->in, info.name, info.type, d->start, d->count, d->rows);
   if (rc == CPL_OK) {
     *bytes += b;
     rc = keep_attrs(s, info.name, &d->attrs, &d->nattrs, bytes);
@@ -205,8 +201,7 @@ static int keep_step(stage *s, long step, kept_step *k) {
   if (!k->ds) return cpli_fail(CPL_ERR_NOMEM, "out of memory");
   k->nds = nds;
   for (int i = 0; i < nds; i++) k->ds[i].type = -1;
-  for (int i = 0; i < nds; i++)
-    CPLI_TRY(keep_dataset(s, i, &k->ds[i], &k->bytes));
+  for (int i = 0; i < nds; i++) CPLI_TRY(keep_dataset(s, i, &k->ds[i], &k->bytes));
   return keep_attrs(s, NULL, &k->attrs, &k->nattrs, &k->bytes);
 }
 
@@ -236,21 +231,22 @@ static void drop_oldest(stage *s) {
     l->missed++;
     lost = 1;
     if (o < sizeof who)
-      o += (size_t)snprintf(who + o, sizeof who - o, "%s%s", o ? ", " : "",
-                            l->label);
+      o += (size_t)snprintf(who + o, sizeof who - o, "%s%s", o ? ", " : "", l->label);
   }
   if (s->when_full == CPLI_FULL_EVICT) {
     s->evicted++;
     if (s->rank == 0 && s->evicted <= LOG_FIRST)
-      fprintf(stderr, "cpl-component[%s]: warning: stage full (keep %d): "
-              "evicted step %ld%s%s%s%s\n", s->name, s->keep, k->step,
-              lost ? ", not yet read by " : "", who,
+      fprintf(stderr,
+              "cpl-component[%s]: warning: stage full (keep %d): "
+              "evicted step %ld%s%s%s%s\n",
+              s->name, s->keep, k->step, lost ? ", not yet read by " : "", who,
               s->drain ? " (it is in the drain file)" : "",
               s->evicted == LOG_FIRST ? "; further evictions are counted "
-                                        "(CPL_VERBOSE=2 lists them)" : "");
+                                        "(CPL_VERBOSE=2 lists them)"
+                                      : "");
     else
-      cpli_report(2, s->name, s->rank, "stage: evicted step %ld%s%s",
-                  k->step, lost ? ", not yet read by " : "", who);
+      cpli_report(2, s->name, s->rank, "stage: evicted step %ld%s%s", k->step,
+                  lost ? ", not yet read by " : "", who);
   }
   s->held -= k->bytes;
   free_step(k);
@@ -277,8 +273,7 @@ static int take_step(stage *s, long step) {
     const void **rows = calloc((size_t)(k->nds ? k->nds : 1), sizeof *rows);
     if (!rows) return cpli_fail(CPL_ERR_NOMEM, "out of memory");
     for (int i = 0; i < k->nds; i++) rows[i] = k->ds[i].rows;
-    rc = cpli_h5_write_step(&s->h5, s->h5.file, "", s->in_label, s->in, step,
-                            rows);
+    rc = cpli_h5_write_step(&s->h5, s->h5.file, "", s->in_label, s->in, step, rows);
     free(rows);
     if (rc != CPL_OK) cpli_error_prefix("drain file %s: ", s->drain_where);
   }
@@ -291,11 +286,9 @@ static int take_step(stage *s, long step) {
 
 /* ------------------------------------------------------------- serving */
 
-static int put_attrs(cpl_output *out, const char *dataset,
-                     const kept_attr *a, int n) {
+static int put_attrs(cpl_output *out, const char *dataset, const kept_attr *a, int n) {
   for (int i = 0; i < n; i++)
-    CPLI_TRY(cpl_output_attr(out, dataset, a[i].name, a[i].type, a[i].n,
-                             a[i].buf));
+    CPLI_TRY(cpl_output_attr(out, dataset, a[i].name, a[i].type, a[i].n, a[i].buf));
   return CPL_OK;
 }
 
@@ -304,8 +297,7 @@ static int send_step(stage *s, served *l, const kept_step *k) {
   int rc = cpl_output_begin_step(l->out, k->step);
   for (int i = 0; rc == CPL_OK && i < k->nds; i++) {
     const kept_ds *d = &k->ds[i];
-    rc = cpl_output_put(l->out, d->name, d->type, d->rank, d->dims, d->start,
-                        d->count, d->rows);
+    rc = cpl_output_put(l->out, d->name, d->type, d->rank, d->dims, d->start, d->count, d->rows);
     if (rc == CPL_OK) rc = put_attrs(l->out, d->name, d->attrs, d->nattrs);
     if (rc != CPL_OK) cpli_error_prefix("dataset \"%s\": ", d->name);
   }
@@ -314,8 +306,7 @@ static int send_step(stage *s, served *l, const kept_step *k) {
   if (rc != CPL_OK) return rc;
   l->last = k->step;
   l->sent++;
-  cpli_report(2, s->name, s->rank, "stage: sent step %ld to %s", k->step,
-              l->label);
+  cpli_report(2, s->name, s->rank, "stage: sent step %ld to %s", k->step, l->label);
   return CPL_OK;
 }
 
@@ -329,32 +320,39 @@ static kept_step *find_step(stage *s, long step) {
 static int refuse(stage *s, served *l, long want) {
   char why[1600], held[80] = "no step";
   int o = 0;
-  if (s->nkept)
-    snprintf(held, sizeof held, "steps %ld..%ld", oldest(s)->step,
-             newest(s)->step);
-  o = snprintf(why, sizeof why, "step %ld is not held by stage \"%s\": it "
-               "holds %s (keep %d)", want, s->name, held, s->keep);
+  if (s->nkept) snprintf(held, sizeof held, "steps %ld..%ld", oldest(s)->step, newest(s)->step);
+  o = snprintf(why, sizeof why,
+               "step %ld is not held by stage \"%s\": it "
+               "holds %s (keep %d)",
+               want, s->name, held, s->keep);
   if (s->steps_in == 0)
-    o += snprintf(why + o, sizeof why - (size_t)o, "; the stream ended "
+    o += snprintf(why + o, sizeof why - (size_t)o,
+                  "; the stream ended "
                   "before any step");
   else if (want < s->first_in)
-    o += snprintf(why + o, sizeof why - (size_t)o, "; its first step was "
-                  "%ld", s->first_in);
+    o += snprintf(why + o, sizeof why - (size_t)o,
+                  "; its first step was "
+                  "%ld",
+                  s->first_in);
   else if (want > s->last_in)
-    o += snprintf(why + o, sizeof why - (size_t)o, "; the stream ended at "
-                  "step %ld", s->last_in);
+    o += snprintf(why + o, sizeof why - (size_t)o,
+                  "; the stream ended at "
+                  "step %ld",
+                  s->last_in);
   else if (want < oldest(s)->step && !s->drain)
     o += snprintf(why + o, sizeof why - (size_t)o, "; older steps were %s",
                   s->when_full == CPLI_FULL_EVICT ? "evicted" : "released");
   else if (want < oldest(s)->step)
-    o += snprintf(why + o, sizeof why - (size_t)o, "; older steps were %s; "
+    o += snprintf(why + o, sizeof why - (size_t)o,
+                  "; older steps were %s; "
                   "every step the stage received is in its drain file %s "
                   "(group step_%06ld)",
-                  s->when_full == CPLI_FULL_EVICT ? "evicted" : "released",
-                  s->drain_where, want);
+                  s->when_full == CPLI_FULL_EVICT ? "evicted" : "released", s->drain_where, want);
   else
-    o += snprintf(why + o, sizeof why - (size_t)o, "; the producer made no "
-                  "step %ld", want);
+    o += snprintf(why + o, sizeof why - (size_t)o,
+                  "; the producer made no "
+                  "step %ld",
+                  want);
   cpli_report(2, s->name, s->rank, "stage: refused %s: %s", l->label, why);
   return cpl_output_refuse(l->out, l->index, why);
 }
@@ -383,16 +381,14 @@ static int answer(stage *s, served *l, int *did) {
   } else if (want >= 0) {
     k = find_step(s, want);
     /* A step not made yet may still come while the input lives. */
-    const int may_come =
-        !s->input_ended && (s->steps_in == 0 || want > s->last_in);
+    const int may_come = !s->input_ended && (s->steps_in == 0 || want > s->last_in);
     if (!k && !may_come) {
       *did = 1;
       l->want = CPL_REQ_NONE;
       return refuse(s, l, want);
     }
   } else {
-    return cpli_fail(CPL_ERR_INTERNAL, "link %s: request %ld is no step",
-                     l->label, want);
+    return cpli_fail(CPL_ERR_INTERNAL, "link %s: request %ld is no step", l->label, want);
   }
   if (k) {
     *did = 1;
@@ -420,8 +416,7 @@ static int serve(stage *s, double wait, int *open, int *did) {
     int rc = cpl_output_requests(s->outs[p], wait, want);
     if (rc == CPL_ERR_TIMEOUT) rc = CPL_OK; /* no request: not a failure */
     if (rc != CPL_OK) {
-      cpli_error_prefix("output port \"%s\": polling requests: ",
-                        s->out_ports[p]);
+      cpli_error_prefix("output port \"%s\": polling requests: ", s->out_ports[p]);
       return rc;
     }
     for (int j = 0; j < s->nlinks[p]; j++) {
@@ -438,13 +433,13 @@ static int serve(stage *s, double wait, int *open, int *did) {
       /* After the input ended, a consumer that never asks again is dead:
        * its link's timeout, counted in polling time (the same on every
        * rank), not in clock time. */
-      if (s->input_ended && !done && lj->want == CPL_REQ_NONE &&
-          (lj->idle += wait) > lj->timeout)
-        return cpli_fail(CPL_ERR_TIMEOUT, "link %s: no request from the "
+      if (s->input_ended && !done && lj->want == CPL_REQ_NONE && (lj->idle += wait) > lj->timeout)
+        return cpli_fail(CPL_ERR_TIMEOUT,
+                         "link %s: no request from the "
                          "consumer for %g s after the stage's input ended "
                          "(timeout %g s); it received %ld steps, the last "
-                         "%ld", lj->label, lj->idle, lj->timeout, lj->sent,
-                         lj->last);
+                         "%ld",
+                         lj->label, lj->idle, lj->timeout, lj->sent, lj->last);
       if (done) lj->idle = 0;
       *open += !lj->ended;
     }
@@ -466,15 +461,15 @@ static int find_input(cpl_context *ctx, stage *s) {
     if (e.role != CPL_RECEIVER) continue;
     nin++;
     s->in_port = e.port;
-    snprintf(s->in_label, sizeof s->in_label, "%s.%s->%s.%s",
-             e.peer_component, e.peer_port, s->name, e.port);
+    snprintf(s->in_label, sizeof s->in_label, "%s.%s->%s.%s", e.peer_component, e.peer_port,
+             s->name, e.port);
     if (o < sizeof list)
-      o += (size_t)snprintf(list + o, sizeof list - o, "%s%s.%s->%s",
-                            nin > 1 ? ", " : "", e.peer_component,
-                            e.peer_port, e.port);
+      o += (size_t)snprintf(list + o, sizeof list - o, "%s%s.%s->%s", nin > 1 ? ", " : "",
+                            e.peer_component, e.peer_port, e.port);
   }
   if (nin != 1)
-    return cpli_fail(CPL_ERR_CONFIG, "stage \"%s\" needs exactly one input "
+    return cpli_fail(CPL_ERR_CONFIG,
+                     "stage \"%s\" needs exactly one input "
                      "link (one input port, one producer), but has %d%s%s%s",
                      s->name, nin, nin ? " (" : "", list, nin ? ")" : "");
   return CPL_OK;
@@ -486,8 +481,7 @@ static int open_outputs(cpl_context *ctx, stage *s) {
   s->outs = calloc((size_t)s->nout, sizeof *s->outs);
   s->wants = calloc((size_t)s->nout, sizeof *s->wants);
   s->nlinks = calloc((size_t)s->nout, sizeof *s->nlinks);
-  if (!s->outs || !s->wants || !s->nlinks)
-    return cpli_fail(CPL_ERR_NOMEM, "out of memory");
+  if (!s->outs || !s->wants || !s->nlinks) return cpli_fail(CPL_ERR_NOMEM, "out of memory");
   int total = 0;
   for (int p = 0; p < s->nout; p++) {
     int rc = cpl_output_open(ctx, s->out_ports[p], &s->outs[p]);
@@ -497,8 +491,7 @@ static int open_outputs(cpl_context *ctx, stage *s) {
       cpli_error_prefix("output port \"%s\": ", s->out_ports[p]);
       return rc;
     }
-    s->wants[p] = calloc((size_t)(s->nlinks[p] ? s->nlinks[p] : 1),
-                         sizeof **s->wants);
+    s->wants[p] = calloc((size_t)(s->nlinks[p] ? s->nlinks[p] : 1), sizeof **s->wants);
     if (!s->wants[p]) return cpli_fail(CPL_ERR_NOMEM, "out of memory");
     total += s->nlinks[p];
   }
@@ -511,10 +504,10 @@ static int open_outputs(cpl_context *ctx, stage *s) {
       cpl_link_info li;
       CPLI_TRY(cpl_output_link(s->outs[p], j, &e));
       CPLI_TRY(cpl_workflow_link(wf, e.link, &li));
-      *l = (served){.out = s->outs[p], .index = j, .last = -1,
-                    .want = CPL_REQ_NONE, .timeout = li.timeout};
-      snprintf(l->label, sizeof l->label, "%s.%s->%s.%s", s->name, e.port,
-               e.peer_component, e.peer_port);
+      *l = (served){
+          .out = s->outs[p], .index = j, .last = -1, .want = CPL_REQ_NONE, .timeout = li.timeout};
+      snprintf(l->label, sizeof l->label, "%s.%s->%s.%s", s->name, e.port, e.peer_component,
+               e.peer_port);
     }
   return CPL_OK;
 }
@@ -523,8 +516,10 @@ static int open_ports(cpl_context *ctx, stage *s) {
   CPLI_TRY(find_input(ctx, s));
   CPLI_TRY(cpli_linked_ports(ctx, CPL_SENDER, &s->out_ports, &s->nout));
   if (s->nout == 0)
-    return cpli_fail(CPL_ERR_CONFIG, "stage \"%s\" has no linked output port: "
-                     "nothing to serve", s->name);
+    return cpli_fail(CPL_ERR_CONFIG,
+                     "stage \"%s\" has no linked output port: "
+                     "nothing to serve",
+                     s->name);
   int rc = cpl_input_open(ctx, s->in_port, NULL, &s->in);
   /* Each rank receives only its rows: the stage never holds a full copy. */
   if (rc == CPL_OK) rc = cpl_input_select_rows(s->in, NULL, s->rank, s->size);
@@ -538,11 +533,9 @@ static int open_ports(cpl_context *ctx, stage *s) {
 static int open_drain(stage *s) {
   if (!s->drain) return CPL_OK;
   cpli_h5_describe_path(s->drain, s->drain_where, sizeof s->drain_where);
-  s->h5 = (cpli_h5_steps){.file = -1, .dxpl = -1, .rank = s->rank,
-                          .size = s->size, .who = s->name};
+  s->h5 = (cpli_h5_steps){.file = -1, .dxpl = -1, .rank = s->rank, .size = s->size, .who = s->name};
   int rc = cpli_h5_make_parent_dirs(s->drain, s->comm);
-  if (rc == CPL_OK) rc = cpli_h5_file(s->drain, s->comm, 1, &s->h5.file,
-                                      &s->h5.dxpl);
+  if (rc == CPL_OK) rc = cpli_h5_file(s->drain, s->comm, 1, &s->h5.file, &s->h5.dxpl);
   if (rc != CPL_OK) cpli_error_prefix("drain file %s: ", s->drain_where);
   return rc;
 }
@@ -554,19 +547,16 @@ static int close_all(stage *s) {
   for (int p = 0; p < s->nout && rc == CPL_OK; p++) {
     rc = cpl_output_close(s->outs[p]);
     s->outs[p] = NULL;
-    if (rc != CPL_OK)
-      cpli_error_prefix("closing output port \"%s\": ", s->out_ports[p]);
+    if (rc != CPL_OK) cpli_error_prefix("closing output port \"%s\": ", s->out_ports[p]);
   }
   if (rc == CPL_OK) {
     rc = cpl_input_close(s->in);
     s->in = NULL;
-    if (rc != CPL_OK) cpli_error_prefix("closing input port \"%s\": ",
-                                        s->in_port);
+    if (rc != CPL_OK) cpli_error_prefix("closing input port \"%s\": ", s->in_port);
   }
   if (rc == CPL_OK && s->drain) {
     H5Pclose(s->h5.dxpl);
-    if (H5Fclose(s->h5.file) < 0)
-      rc = cpli_h5_fail("closing the drain file %s", s->drain_where);
+    if (H5Fclose(s->h5.file) < 0) rc = cpli_h5_fail("closing the drain file %s", s->drain_where);
   }
   return rc;
 }
@@ -580,36 +570,36 @@ static void summary(stage *s) {
   getrusage(RUSAGE_SELF, &ru);
   double cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
                (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
-  double mine[4] = {(double)s->held_max, (double)ru.ru_maxrss * 1024.0,
-                    (double)s->bytes_in, cpu};
+  double mine[4] = {(double)s->held_max, (double)ru.ru_maxrss * 1024.0, (double)s->bytes_in, cpu};
   double most[4];
   MPI_Reduce(mine, most, 4, MPI_DOUBLE, MPI_MAX, 0, s->comm);
   if (s->rank != 0) return;
   char line[4096];
   int o = snprintf(line, sizeof line, "steps in %ld", s->steps_in);
   if (s->steps_in)
-    o += snprintf(line + o, sizeof line - (size_t)o, " (%ld..%ld)",
-                  s->first_in, s->last_in);
+    o += snprintf(line + o, sizeof line - (size_t)o, " (%ld..%ld)", s->first_in, s->last_in);
   o += snprintf(line + o, sizeof line - (size_t)o, "; served");
   for (int i = 0; i < s->nserved && o < (int)sizeof line; i++)
-    o += snprintf(line + o, sizeof line - (size_t)o, "%s %s %ld",
-                  i ? "," : "", s->links[i].label, s->links[i].sent);
+    o += snprintf(line + o, sizeof line - (size_t)o, "%s %s %ld", i ? "," : "", s->links[i].label,
+                  s->links[i].sent);
   for (int i = 0; i < s->nserved && o < (int)sizeof line; i++)
     if (s->links[i].missed)
-      o += snprintf(line + o, sizeof line - (size_t)o, "; %s missed %ld",
-                    s->links[i].label, s->links[i].missed);
+      o += snprintf(line + o, sizeof line - (size_t)o, "; %s missed %ld", s->links[i].label,
+                    s->links[i].missed);
   if (o < (int)sizeof line)
-    o += snprintf(line + o, sizeof line - (size_t)o, "; keep %d %s, evicted "
-                  "%ld", s->keep, cpli_when_full_name(s->when_full),
-                  s->evicted);
+    o += snprintf(line + o, sizeof line - (size_t)o,
+                  "; keep %d %s, evicted "
+                  "%ld",
+                  s->keep, cpli_when_full_name(s->when_full), s->evicted);
   if (s->drain && o < (int)sizeof line)
-    o += snprintf(line + o, sizeof line - (size_t)o, "; drain %s (%ld steps)",
-                  s->drain_where, s->steps_in);
+    o += snprintf(line + o, sizeof line - (size_t)o, "; drain %s (%ld steps)", s->drain_where,
+                  s->steps_in);
   if (o < (int)sizeof line)
-    snprintf(line + o, sizeof line - (size_t)o, "; received %.2f MiB, store "
+    snprintf(line + o, sizeof line - (size_t)o,
+             "; received %.2f MiB, store "
              "peak %.2f MiB, peak RSS %.1f MiB, CPU %.1f s (largest of %d "
-             "ranks) in %.1f s", mib(most[2]), mib(most[0]), mib(most[1]),
-             most[3], s->size, cpli_report_elapsed());
+             "ranks) in %.1f s",
+             mib(most[2]), mib(most[0]), mib(most[1]), most[3], s->size, cpli_report_elapsed());
   cpli_report(1, s->name, s->rank, "stage: %s", line);
 }
 
@@ -629,8 +619,8 @@ static int run(stage *s) {
       } else if (rc == CPL_ERR_TIMEOUT) {
         rc = CPL_OK; /* nothing yet: the request stays open */
       } else {
-        cpli_error_prefix("input link %s: waiting for the step after %ld: ",
-                          s->in_label, s->last_in);
+        cpli_error_prefix("input link %s: waiting for the step after %ld: ", s->in_label,
+                          s->last_in);
       }
       if (rc != CPL_OK) return rc;
     }
@@ -641,8 +631,7 @@ static int run(stage *s) {
     if (s->input_ended && open == 0) return CPL_OK;
     /* A request that cannot be answered yet returns at once from the poll:
      * do not spin on it while the input is held back. */
-    if (!took && !answered && !input_waits)
-      nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+    if (!took && !answered && !input_waits) nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
   }
 }
 
@@ -675,7 +664,6 @@ int cpli_stage_run(cpl_context *ctx) {
   free(s.outs);
   free(s.out_ports);
   if (rc != CPL_OK)
-    cpli_error_prefix("stage \"%s\" (input port \"%s\"): ", s.name,
-                      s.in_port ? s.in_port : "?");
+    cpli_error_prefix("stage \"%s\" (input port \"%s\"): ", s.name, s.in_port ? s.in_port : "?");
   return rc;
 }

@@ -16,7 +16,7 @@ case "${1:-}" in
 esac
 
 packages=(build-essential cmake pkg-config mpich libmpich-dev libhdf5-mpich-dev
-          hdf5-tools libyaml-dev libpng-dev
+          hdf5-tools libyaml-dev libpng-dev clang-format
           iproute2 slurmctld slurmd slurm-client munge) # cpl-run's launcher tests
 # Python components (coupler/python) and their tests. Not python3-mpi4py:
 # Debian builds it on Open MPI, and its openmpi-bin would take over

@@ -65,106 +65,96 @@ static int want_stats;
 static long close_idle_ns;
 
 static _Thread_local unsigned long consecutive_empty;
-static atomic_int closing;        /* set once MPICH starts closing endpoints */
+static atomic_int closing;         /* set once MPICH starts closing endpoints */
 static atomic_llong last_event_ns; /* last progress event, while closing */
 static atomic_ulong n_calls, n_empty, n_yields, n_closes, n_abandoned;
 
-static unsigned long env_ulong(const char *name, unsigned long dflt)
-{
-    const char *s = getenv(name);
-    if (!s || !*s)
-        return dflt;
-    char *end;
-    unsigned long v = strtoul(s, &end, 10);
-    return *end ? dflt : v;
+static unsigned long env_ulong(const char *name, unsigned long dflt) {
+  const char *s = getenv(name);
+  if (!s || !*s) return dflt;
+  char *end;
+  unsigned long v = strtoul(s, &end, 10);
+  return *end ? dflt : v;
 }
 
-static long long now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+static long long now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static void *next_symbol(const char *name)
-{
-    void *f = dlsym(RTLD_NEXT, name);
-    if (!f) {
-        fprintf(stderr, "libcpl_yield: %s not found (%s)\n", name, dlerror());
-        abort();
-    }
-    return f;
+static void *next_symbol(const char *name) {
+  void *f = dlsym(RTLD_NEXT, name);
+  if (!f) {
+    fprintf(stderr, "libcpl_yield: %s not found (%s)\n", name, dlerror());
+    abort();
+  }
+  return f;
 }
 
-static void cpl_shim_init(void)
-{
-    real_progress = (progress_fn)next_symbol("ucp_worker_progress");
-    real_disconnect = (disconnect_fn)next_symbol("ucp_disconnect_nb");
-    real_is_completed = (is_completed_fn)next_symbol("ucp_request_is_completed");
-    spin_limit = env_ulong("CPL_YIELD_SPIN", 0);
-    sleep_ns = (long)env_ulong("CPL_YIELD_SLEEP_US", 0) * 1000L;
-    yield_disabled = env_ulong("CPL_YIELD_DISABLE", 0) != 0;
-    want_stats = env_ulong("CPL_YIELD_STATS", 0) != 0;
-    close_idle_ns = (long)env_ulong("CPL_CLOSE_IDLE_MS", 300) * 1000000L;
+static void cpl_shim_init(void) {
+  real_progress = (progress_fn)next_symbol("ucp_worker_progress");
+  real_disconnect = (disconnect_fn)next_symbol("ucp_disconnect_nb");
+  real_is_completed = (is_completed_fn)next_symbol("ucp_request_is_completed");
+  spin_limit = env_ulong("CPL_YIELD_SPIN", 0);
+  sleep_ns = (long)env_ulong("CPL_YIELD_SLEEP_US", 0) * 1000L;
+  yield_disabled = env_ulong("CPL_YIELD_DISABLE", 0) != 0;
+  want_stats = env_ulong("CPL_YIELD_STATS", 0) != 0;
+  close_idle_ns = (long)env_ulong("CPL_CLOSE_IDLE_MS", 300) * 1000000L;
 }
 
 #define INIT() pthread_once(&init_once, cpl_shim_init)
-#define COUNT(c) do { if (want_stats) atomic_fetch_add_explicit(&(c), 1, memory_order_relaxed); } while (0)
+#define COUNT(c)                                                                                   \
+  do {                                                                                             \
+    if (want_stats) atomic_fetch_add_explicit(&(c), 1, memory_order_relaxed);                      \
+  } while (0)
 
-unsigned ucp_worker_progress(void *worker)
-{
-    INIT();
-    unsigned events = real_progress(worker);
-    COUNT(n_calls);
-    if (events) {
-        consecutive_empty = 0;
-        if (atomic_load_explicit(&closing, memory_order_relaxed))
-            atomic_store(&last_event_ns, now_ns());
-        return events;
-    }
-    COUNT(n_empty);
-    if (yield_disabled || ++consecutive_empty <= spin_limit)
-        return events;
+unsigned ucp_worker_progress(void *worker) {
+  INIT();
+  unsigned events = real_progress(worker);
+  COUNT(n_calls);
+  if (events) {
     consecutive_empty = 0;
-    COUNT(n_yields);
-    if (sleep_ns > 0) {
-        struct timespec ts = {sleep_ns / 1000000000L, sleep_ns % 1000000000L};
-        nanosleep(&ts, NULL);
-    } else {
-        sched_yield();
-    }
+    if (atomic_load_explicit(&closing, memory_order_relaxed))
+      atomic_store(&last_event_ns, now_ns());
     return events;
+  }
+  COUNT(n_empty);
+  if (yield_disabled || ++consecutive_empty <= spin_limit) return events;
+  consecutive_empty = 0;
+  COUNT(n_yields);
+  if (sleep_ns > 0) {
+    struct timespec ts = {sleep_ns / 1000000000L, sleep_ns % 1000000000L};
+    nanosleep(&ts, NULL);
+  } else {
+    sched_yield();
+  }
+  return events;
 }
 
-void *ucp_disconnect_nb(void *ep)
-{
-    INIT();
-    if (!atomic_exchange(&closing, 1))
-        atomic_store(&last_event_ns, now_ns());
-    COUNT(n_closes);
-    return real_disconnect(ep);
+void *ucp_disconnect_nb(void *ep) {
+  INIT();
+  if (!atomic_exchange(&closing, 1)) atomic_store(&last_event_ns, now_ns());
+  COUNT(n_closes);
+  return real_disconnect(ep);
 }
 
-int ucp_request_is_completed(void *request)
-{
-    INIT();
-    int done = real_is_completed(request);
-    if (done || close_idle_ns <= 0 || !atomic_load_explicit(&closing, memory_order_relaxed))
-        return done;
-    if (now_ns() - atomic_load(&last_event_ns) < close_idle_ns)
-        return 0;
-    COUNT(n_abandoned);
-    return 1; /* MPICH releases it; ucp_worker_destroy drops the endpoint */
+int ucp_request_is_completed(void *request) {
+  INIT();
+  int done = real_is_completed(request);
+  if (done || close_idle_ns <= 0 || !atomic_load_explicit(&closing, memory_order_relaxed))
+    return done;
+  if (now_ns() - atomic_load(&last_event_ns) < close_idle_ns) return 0;
+  COUNT(n_abandoned);
+  return 1; /* MPICH releases it; ucp_worker_destroy drops the endpoint */
 }
 
-__attribute__((destructor)) static void cpl_shim_report(void)
-{
-    if (!want_stats || atomic_load(&n_calls) == 0)
-        return;
-    fprintf(stderr,
-            "libcpl_yield[%ld]: %lu progress calls, %lu empty, %lu yields%s; "
-            "%lu endpoint closes, %lu close checks abandoned\n",
-            (long)getpid(), atomic_load(&n_calls), atomic_load(&n_empty),
-            atomic_load(&n_yields), yield_disabled ? " (yield disabled)" : "",
-            atomic_load(&n_closes), atomic_load(&n_abandoned));
+__attribute__((destructor)) static void cpl_shim_report(void) {
+  if (!want_stats || atomic_load(&n_calls) == 0) return;
+  fprintf(stderr,
+          "libcpl_yield[%ld]: %lu progress calls, %lu empty, %lu yields%s; "
+          "%lu endpoint closes, %lu close checks abandoned\n",
+          (long)getpid(), atomic_load(&n_calls), atomic_load(&n_empty), atomic_load(&n_yields),
+          yield_disabled ? " (yield disabled)" : "", atomic_load(&n_closes),
+          atomic_load(&n_abandoned));
 }

@@ -5,13 +5,16 @@
 
 #include "core/error.h"
 
-const char *const cpli_inter_names[CPL_INTER_COUNT] = {
-    [CPL_INTER_AUTO] = "auto", [CPL_INTER_FC] = "fc", [CPL_INTER_RING] = "ring",
-    [CPL_INTER_ROOT] = "root", [CPL_INTER_NATIVE] = "native"};
-const char *const cpli_intra_names[CPL_INTRA_COUNT] = {
-    [CPL_INTRA_AUTO] = "auto", [CPL_INTRA_CIRCULANT] = "circulant",
-    [CPL_INTRA_BRUCK] = "bruck", [CPL_INTRA_RING] = "ring",
-    [CPL_INTRA_NATIVE] = "native"};
+const char *const cpli_inter_names[CPL_INTER_COUNT] = {[CPL_INTER_AUTO] = "auto",
+                                                       [CPL_INTER_FC] = "fc",
+                                                       [CPL_INTER_RING] = "ring",
+                                                       [CPL_INTER_ROOT] = "root",
+                                                       [CPL_INTER_NATIVE] = "native"};
+const char *const cpli_intra_names[CPL_INTRA_COUNT] = {[CPL_INTRA_AUTO] = "auto",
+                                                       [CPL_INTRA_CIRCULANT] = "circulant",
+                                                       [CPL_INTRA_BRUCK] = "bruck",
+                                                       [CPL_INTRA_RING] = "ring",
+                                                       [CPL_INTRA_NATIVE] = "native"};
 
 const char *cpl_inter_algorithm_name(cpl_inter_algorithm a) {
   return a >= 0 && a < CPL_INTER_COUNT ? cpli_inter_names[a] : "invalid";
@@ -20,8 +23,7 @@ const char *cpl_intra_algorithm_name(cpl_intra_algorithm a) {
   return a >= 0 && a < CPL_INTRA_COUNT ? cpli_intra_names[a] : "invalid";
 }
 
-static int parse(const char *name, const char *const *names, int n,
-                 const char *what, int *out) {
+static int parse(const char *name, const char *const *names, int n, const char *what, int *out) {
   if (name)
     for (int i = 0; i < n; i++)
       if (strcmp(name, names[i]) == 0) return *out = i, CPL_OK;
@@ -47,4 +49,3 @@ int cpl_intra_algorithm_parse(const char *name, cpl_intra_algorithm *out) {
   *out = (cpl_intra_algorithm)v;
   return CPL_OK;
 }
-

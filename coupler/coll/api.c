@@ -41,8 +41,11 @@ static int make_ctx(const cpl_coll_options *opt, cpli_ctx *ctx) {
   }
   if (isnan(t)) return cpli_fail(CPL_ERR_ARG, "timeout is NaN");
   if (opt) cpli_launch_progress(opt->label, opt->step); /* for cpl-exec */
-  *ctx = (cpli_ctx){.timeout = t, .label = opt && opt->label ? opt->label : "",
-                    .step = opt ? opt->step : -1, .alg = NULL, .xstep = 0};
+  *ctx = (cpli_ctx){.timeout = t,
+                    .label = opt && opt->label ? opt->label : "",
+                    .step = opt ? opt->step : -1,
+                    .alg = NULL,
+                    .xstep = 0};
   return CPL_OK;
 }
 
@@ -66,8 +69,8 @@ static int get_type(MPI_Datatype t, const char *what, type_info *ti) {
 }
 
 /* One contribution as bytes: in place if dense, else packed into *tmp. */
-static int send_view(const void *buf, int count, MPI_Datatype type, MPI_Comm comm,
-                     const void **out, size_t *bytes, char **tmp) {
+static int send_view(const void *buf, int count, MPI_Datatype type, MPI_Comm comm, const void **out,
+                     size_t *bytes, char **tmp) {
   *out = NULL;
   *bytes = 0;
   *tmp = NULL;
@@ -153,9 +156,8 @@ static int recv_view_make(void *recvbuf, const int *recvcounts, const int *displ
 }
 
 /* Unpack staged blocks into the caller's buffer (skip block `skip`). */
-static int recv_view_finish(recv_view *v, void *recvbuf, const int *recvcounts,
-                            const int *displs, MPI_Datatype type, int n, int skip,
-                            MPI_Comm comm, int ok) {
+static int recv_view_finish(recv_view *v, void *recvbuf, const int *recvcounts, const int *displs,
+                            MPI_Datatype type, int n, int skip, MPI_Comm comm, int ok) {
   int rc = CPL_OK;
   if (ok && v->stage)
     for (int i = 0; i < n && rc == CPL_OK; i++) {
@@ -167,8 +169,8 @@ static int recv_view_finish(recv_view *v, void *recvbuf, const int *recvcounts,
         break;
       }
       int mrc = MPI_Unpack(v->stage + v->blk.displs[i], (int)v->blk.counts[i], &pos,
-                           (char *)recvbuf + (MPI_Aint)displs[i] * v->ti.extent,
-                           recvcounts[i], type, comm);
+                           (char *)recvbuf + (MPI_Aint)displs[i] * v->ti.extent, recvcounts[i],
+                           type, comm);
       rc = cpli_mpi_check(mrc, "MPI_Unpack", "unpacking block %d", i);
     }
   free(v->stage);
@@ -184,9 +186,10 @@ static int check_comm(MPI_Comm comm, int want_inter) {
   int rc = MPI_Comm_test_inter(comm, &inter);
   CPLI_TRY(cpli_mpi_check(rc, "MPI_Comm_test_inter", "checking the communicator"));
   if (inter != want_inter)
-    return cpli_fail(CPL_ERR_COMM, want_inter
-                     ? "an intercommunicator is required, but an intracommunicator was given"
-                     : "an intracommunicator is required, but an intercommunicator was given");
+    return cpli_fail(CPL_ERR_COMM,
+                     want_inter
+                         ? "an intercommunicator is required, but an intracommunicator was given"
+                         : "an intracommunicator is required, but an intercommunicator was given");
   return CPL_OK;
 }
 
@@ -208,10 +211,10 @@ cpli_intra_fn cpli_intra_fn_of(cpl_intra_algorithm a) {
   }
 }
 
-static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                     void *recvbuf, const int recvcounts[], const int displs[],
-                     MPI_Datatype recvtype, cpl_role role, MPI_Comm intercomm,
-                     const cpl_coll_options *opt, size_t block, int regular) {
+static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                     const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                     cpl_role role, MPI_Comm intercomm, const cpl_coll_options *opt, size_t block,
+                     int regular) {
   cpli_ctx ctx;
   CPLI_TRY(make_ctx(opt, &ctx));
   CPLI_TRY(check_comm(intercomm, 1));
@@ -230,8 +233,13 @@ static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
   cpl_inter_algorithm alg;
   CPLI_TRY(cpli_inter_choose(p, q, block, regular, opt, &alg)); /* both groups alike */
 
-  cpli_inter_args a = {.link = link, .sender = sender, .p = p, .q = q,
-                       .regular = regular, .intra = intra, .ctx = &ctx};
+  cpli_inter_args a = {.link = link,
+                       .sender = sender,
+                       .p = p,
+                       .q = q,
+                       .regular = regular,
+                       .intra = intra,
+                       .ctx = &ctx};
   ctx.alg = cpl_inter_algorithm_name(alg);
   snprintf(ctx.who, sizeof ctx.who, "%s %d", sender ? "sender" : "receiver", link->lrank);
   char *tmp = NULL;
@@ -249,25 +257,24 @@ static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     if (!strstr(cpl_last_error(), ctx.who)) cpli_error_prefix("%s: ", where);
   }
   if (!sender) {
-    int frc = recv_view_finish(&v, recvbuf, recvcounts, displs, recvtype, p, -1, intercomm,
-                               rc == CPL_OK);
+    int frc =
+        recv_view_finish(&v, recvbuf, recvcounts, displs, recvtype, p, -1, intercomm, rc == CPL_OK);
     if (rc == CPL_OK) rc = frc;
   }
   free(tmp);
   return rc;
 }
 
-int cpl_inter_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                         void *recvbuf, const int recvcounts[], const int displs[],
-                         MPI_Datatype recvtype, cpl_role role, MPI_Comm intercomm,
-                         const cpl_coll_options *opt) {
+int cpl_inter_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                         const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                         cpl_role role, MPI_Comm intercomm, const cpl_coll_options *opt) {
   return inter_run(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, role,
                    intercomm, opt, 0, 0);
 }
 
-int cpl_inter_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                        void *recvbuf, int recvcount, MPI_Datatype recvtype, cpl_role role,
-                        MPI_Comm intercomm, const cpl_coll_options *opt) {
+int cpl_inter_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                        int recvcount, MPI_Datatype recvtype, cpl_role role, MPI_Comm intercomm,
+                        const cpl_coll_options *opt) {
   CPLI_TRY(check_comm(intercomm, 1));
   int p;
   if (role == CPL_SENDER) MPI_Comm_size(intercomm, &p);
@@ -285,8 +292,10 @@ int cpl_inter_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
     for (int i = 0; i < p; i++) {
       counts[i] = recvcount;
       counts[p + i] = (int)((long long)i * recvcount);
-      if ((long long)i * recvcount > INT_MAX) rc = cpli_fail(CPL_ERR_UNSUPPORTED,
-          "receive buffer of %d x %d elements exceeds int displacements", p, recvcount);
+      if ((long long)i * recvcount > INT_MAX)
+        rc =
+            cpli_fail(CPL_ERR_UNSUPPORTED,
+                      "receive buffer of %d x %d elements exceeds int displacements", p, recvcount);
     }
   } else if (role == CPL_SENDER && sendcount > 0) {
     type_info ti;
@@ -302,9 +311,9 @@ int cpl_inter_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
 
 /* --------------------------------------------------------------- intra */
 
-int cpl_intra_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                         void *recvbuf, const int recvcounts[], const int displs[],
-                         MPI_Datatype recvtype, MPI_Comm comm, const cpl_coll_options *opt) {
+int cpl_intra_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                         const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                         MPI_Comm comm, const cpl_coll_options *opt) {
   cpli_ctx ctx;
   CPLI_TRY(make_ctx(opt, &ctx));
   CPLI_TRY(check_comm(comm, 0));
@@ -326,17 +335,17 @@ int cpl_intra_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendty
   if (in_place && v.stage && recvcounts[r] > 0) {
     /* stage our own block from the caller's buffer */
     int pos = 0;
-    rc = cpli_mpi_check(MPI_Pack((char *)recvbuf + (MPI_Aint)displs[r] * v.ti.extent,
-                                 recvcounts[r], recvtype, own_place, (int)v.blk.counts[r],
-                                 &pos, comm), "MPI_Pack", "staging the own block");
+    rc = cpli_mpi_check(MPI_Pack((char *)recvbuf + (MPI_Aint)displs[r] * v.ti.extent, recvcounts[r],
+                                 recvtype, own_place, (int)v.blk.counts[r], &pos, comm),
+                        "MPI_Pack", "staging the own block");
   } else if (!in_place) {
     const void *own;
     size_t own_bytes;
     char *tmp;
     rc = send_view(sendbuf, sendcount, sendtype, comm, &own, &own_bytes, &tmp);
     if (rc == CPL_OK && own_bytes != v.blk.counts[r])
-      rc = cpli_fail(CPL_ERR_ARG, "rank %d sends %zu bytes but recvcounts[%d] announces %zu",
-                     r, own_bytes, r, v.blk.counts[r]);
+      rc = cpli_fail(CPL_ERR_ARG, "rank %d sends %zu bytes but recvcounts[%d] announces %zu", r,
+                     own_bytes, r, v.blk.counts[r]);
     if (rc == CPL_OK && own_bytes) memmove(own_place, own, own_bytes);
     free(tmp);
   }
@@ -348,25 +357,26 @@ int cpl_intra_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendty
     cpli_intra_args a = {priv, v.blk, &ctx, plans};
     rc = cpli_intra_fn_of(alg)(&a);
   }
-  int frc = recv_view_finish(&v, recvbuf, recvcounts, displs, recvtype, p,
-                             in_place ? r : -1, comm, rc == CPL_OK);
+  int frc = recv_view_finish(&v, recvbuf, recvcounts, displs, recvtype, p, in_place ? r : -1, comm,
+                             rc == CPL_OK);
   return rc != CPL_OK ? rc : frc;
 }
 
-int cpl_intra_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                        void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+int cpl_intra_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                        int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                         const cpl_coll_options *opt) {
   CPLI_TRY(check_comm(comm, 0));
   if (recvcount < 0) return cpli_fail(CPL_ERR_ARG, "recvcount is negative (%d)", recvcount);
   int p;
   MPI_Comm_size(comm, &p);
   if ((long long)(p - 1) * recvcount > INT_MAX)
-    return cpli_fail(CPL_ERR_UNSUPPORTED, "%d x %d elements exceed int displacements", p, recvcount);
+    return cpli_fail(CPL_ERR_UNSUPPORTED, "%d x %d elements exceed int displacements", p,
+                     recvcount);
   int *c = malloc(sizeof *c * 2 * (size_t)p);
   if (!c) return cpli_fail(CPL_ERR_NOMEM, "out of memory for %d counts", p);
   for (int i = 0; i < p; i++) c[i] = recvcount, c[p + i] = i * recvcount;
-  int rc = cpl_intra_allgatherv(sendbuf, sendcount, sendtype, recvbuf, c, c + p, recvtype,
-                                comm, opt);
+  int rc =
+      cpl_intra_allgatherv(sendbuf, sendcount, sendtype, recvbuf, c, c + p, recvtype, comm, opt);
   free(c);
   return rc;
 }
@@ -390,8 +400,7 @@ int cpl_intra_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm 
   CPLI_TRY(get_type(type, "datatype", &ti));
   ctx.alg = "circulant-bcast";
   const size_t bytes = (size_t)count * (size_t)ti.size;
-  if (ti.dense)
-    return cpli_bcast_circulant(priv, (char *)buf + ti.true_lb, bytes, root, 0, &ctx);
+  if (ti.dense) return cpli_bcast_circulant(priv, (char *)buf + ti.true_lb, bytes, root, 0, &ctx);
   char *stage = malloc(bytes);
   if (!stage) return cpli_fail(CPL_ERR_NOMEM, "out of memory staging %zu bytes", bytes);
   int pos = 0, rc = CPL_OK;
@@ -400,8 +409,8 @@ int cpl_intra_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm 
                         "staging the broadcast");
   if (rc == CPL_OK) rc = cpli_bcast_circulant(priv, stage, bytes, root, 0, &ctx);
   if (rc == CPL_OK && r != root)
-    rc = cpli_mpi_check(MPI_Unpack(stage, (int)bytes, &pos, buf, count, type, comm),
-                        "MPI_Unpack", "unpacking the broadcast");
+    rc = cpli_mpi_check(MPI_Unpack(stage, (int)bytes, &pos, buf, count, type, comm), "MPI_Unpack",
+                        "unpacking the broadcast");
   free(stage);
   return rc;
 }

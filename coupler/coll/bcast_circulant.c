@@ -18,8 +18,8 @@
  *   T(n) = (n - 1 + q)(alpha + beta m / n), minimal at
  *   n* = sqrt(beta m (q - 1) / alpha):
  *   T = (q - 1) alpha + 2 sqrt((q - 1) alpha beta m) + beta m.
- * nblocks = 0 takes n* (cpli_bcast_nblocks, coll/cost.c), clamped to [1, m] and to blocks of at most
- * CPLI_MAX_MSG bytes.
+ * nblocks = 0 takes n* (cpli_bcast_nblocks, coll/cost.c), clamped to [1, m] and to blocks of at
+ * most CPLI_MAX_MSG bytes.
  *
  * Execution is dataflow rather than lockstep: receives are posted rounds
  * ahead and a send waits only for the receive that brought its block, not
@@ -63,8 +63,8 @@ static long long recv_round(const int *recv, int q, int x, long long n, long lon
   return -1;
 }
 
-int cpli_bcast_circulant(MPI_Comm comm, void *buf, size_t bytes, int root,
-                         int nblocks, cpli_ctx *ctx) {
+int cpli_bcast_circulant(MPI_Comm comm, void *buf, size_t bytes, int root, int nblocks,
+                         cpli_ctx *ctx) {
   if (comm == MPI_COMM_NULL || !ctx)
     return cpli_fail(CPL_ERR_ARG, "circulant broadcast: missing communicator or context");
   int p, rank;
@@ -72,11 +72,9 @@ int cpli_bcast_circulant(MPI_Comm comm, void *buf, size_t bytes, int root,
   CPLI_TRY(cpli_mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank", "circulant broadcast"));
   if (root < 0 || root >= p)
     return cpli_fail(CPL_ERR_ARG, "circulant broadcast: root %d outside 0..%d", root, p - 1);
-  if (nblocks < 0)
-    return cpli_fail(CPL_ERR_ARG, "circulant broadcast: nblocks %d < 0", nblocks);
+  if (nblocks < 0) return cpli_fail(CPL_ERR_ARG, "circulant broadcast: nblocks %d < 0", nblocks);
   if (p == 1 || bytes == 0) return CPL_OK;
-  if (!buf)
-    return cpli_fail(CPL_ERR_ARG, "circulant broadcast: NULL buffer for %zu bytes", bytes);
+  if (!buf) return cpli_fail(CPL_ERR_ARG, "circulant broadcast: NULL buffer for %zu bytes", bytes);
 
   long long n = nblocks;
   if (n == 0) {
@@ -96,7 +94,8 @@ int cpli_bcast_circulant(MPI_Comm comm, void *buf, size_t bytes, int root,
   if (cpli_circ_recvsched(&c, rel, q, recv) || cpli_circ_sendsched(&c, rel, send))
     return cpli_fail(CPL_ERR_INTERNAL,
                      "circulant broadcast: no schedule for rank %d of %d "
-                     "(a bug in Coupler)", rel, p);
+                     "(a bug in Coupler)",
+                     rel, p);
   const int x = cpli_circ_offset(q, n);
   const long long R = n + q - 1; /* rounds; round t is virtual round x + t */
   const size_t bq = bytes / (size_t)n, brem = bytes % (size_t)n;
@@ -155,7 +154,8 @@ int cpli_bcast_circulant(MPI_Comm comm, void *buf, size_t bytes, int root,
     if (rel != 0) { /* wait for the round that brought block bs */
       const long long u = recv_round(recv, q, x, n, bs);
       if (u < 0 || u >= t) {
-        rc = cpli_fail(CPL_ERR_INTERNAL, "circulant broadcast: rank %d would send block "
+        rc = cpli_fail(CPL_ERR_INTERNAL,
+                       "circulant broadcast: rank %d would send block "
                        "%lld in round %lld before receiving it (a bug in Coupler)",
                        rel, bs, t);
         break;

@@ -19,8 +19,8 @@
 
 #include <stddef.h>
 
-#include "coupler.h"
 #include "core/error.h"
+#include "coupler.h"
 #include "sched/flow.h"
 
 /* Where a collective runs, for error messages and deadlines. */
@@ -43,35 +43,32 @@ typedef struct cpli_blocks {
 /* One exchange step: send sbytes at sbuf to dest and receive rbytes into
  * rbuf from src, concurrently. dest or src may be MPI_PROC_NULL; a zero-byte
  * side still sends an empty message, so both ends agree on the step. */
-int cpli_xfer(MPI_Comm comm, const void *sbuf, size_t sbytes, int dest,
-              void *rbuf, size_t rbytes, int src, cpli_ctx *ctx);
+int cpli_xfer(MPI_Comm comm, const void *sbuf, size_t sbytes, int dest, void *rbuf, size_t rbytes,
+              int src, cpli_ctx *ctx);
 
 /* As cpli_xfer, for several pieces per side (offsets relative to the
  * base pointers); pieces travel as one message with an hindexed type. */
-int cpli_xferv(MPI_Comm comm, const void *sbase, int ns, const size_t *slen,
-               const size_t *soff, int dest, void *rbase, int nr,
-               const size_t *rlen, const size_t *roff, int src,
+int cpli_xferv(MPI_Comm comm, const void *sbase, int ns, const size_t *slen, const size_t *soff,
+               int dest, void *rbase, int nr, const size_t *rlen, const size_t *roff, int src,
                cpli_ctx *ctx);
 
 /* Wait for n requests with the ctx deadline; `what` names the operation
  * and peer the remote rank, for the timeout message. peer < 0 marks a
  * nonblocking collective, which MPI does not allow to cancel; point-to-point
  * requests are cancelled on timeout. */
-int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm,
-                 const char *what, int peer);
+int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const char *what,
+                 int peer);
 
 /* Message header for failures inside a collective: "link L, receiver R,
  * step S (ALG step X)", naming the caller by ctx->who (its rank in its own
  * group) or else by its rank in comm. Writes into buf and returns it. */
-const char *cpli_ctx_where(const cpli_ctx *ctx, MPI_Comm comm, char *buf,
-                           size_t n);
+const char *cpli_ctx_where(const cpli_ctx *ctx, MPI_Comm comm, char *buf, size_t n);
 
 /* Run a resolved dataflow plan (sched/flow.h) on comm: every receive
  * posted at once, each send issued when its data has arrived. base0 is
  * buffer 0 of the plan, base1 buffer 1 (NULL if the plan does not use it).
  * Deadline per wait as for cpli_waitall, restarted by any progress. */
-int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *base1,
-                  cpli_ctx *ctx);
+int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *base1, cpli_ctx *ctx);
 
 /* Largest message one MPI call moves with MPI_BYTE. */
 #define CPLI_MAX_MSG ((size_t)0x7fffffff)
@@ -98,8 +95,8 @@ int cpli_intra_native(const cpli_intra_args *a);
 
 /* Round-optimal n-block broadcast (Traff Alg. 6) of bytes from root,
  * split into nblocks blocks (0: choose by the cost model). */
-int cpli_bcast_circulant(MPI_Comm comm, void *buf, size_t bytes, int root,
-                         int nblocks, cpli_ctx *ctx);
+int cpli_bcast_circulant(MPI_Comm comm, void *buf, size_t bytes, int root, int nblocks,
+                         cpli_ctx *ctx);
 
 cpli_intra_fn cpli_intra_fn_of(cpl_intra_algorithm a);
 
@@ -113,13 +110,13 @@ struct cpli_link;
  * on receivers always and on senders only after cpli_link_sender_counts. */
 typedef struct cpli_inter_args {
   struct cpli_link *link;
-  int sender;               /* 1 on the sending group                */
-  int p, q;                 /* sizes of sending and receiving groups */
-  int regular;              /* every block has own_bytes (allgather) */
-  const void *own;          /* senders: own block                    */
+  int sender;      /* 1 on the sending group                */
+  int p, q;        /* sizes of sending and receiving groups */
+  int regular;     /* every block has own_bytes (allgather) */
+  const void *own; /* senders: own block                    */
   size_t own_bytes;
-  cpli_blocks blk;          /* receivers: all p blocks               */
-  cpl_intra_algorithm intra;/* algorithm for intra-group phases      */
+  cpli_blocks blk;           /* receivers: all p blocks               */
+  cpl_intra_algorithm intra; /* algorithm for intra-group phases      */
   cpli_ctx *ctx;
 } cpli_inter_args;
 

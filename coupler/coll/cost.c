@@ -69,8 +69,7 @@ int cpli_ring_preferred(int g, size_t total) {
 #define CIRC_SCHED_COST 5e-9
 #define CIRC_PIECE_COST 1e-8
 
-static double alg7_cost(const cpli_circ *c, double m, double maxb, double alpha,
-                        double beta) {
+static double alg7_cost(const cpli_circ *c, double m, double maxb, double alpha, double beta) {
   double t = cpli_alg7_startups(c) * alpha;
   for (int k = 0; k < c->q; k++)
     t += beta * fmin(m, (double)(c->skips[k + 1] - c->skips[k]) * maxb);
@@ -89,15 +88,13 @@ static void alg9_range(size_t m, size_t maxb, long long *lo, long long *hi) {
   if (*hi < *lo) *hi = *lo;
 }
 
-static double alg9_cost(const cpli_circ *c, double m, long long n, double alpha,
-                        double beta) {
+static double alg9_cost(const cpli_circ *c, double m, long long n, double alpha, double beta) {
   const double a = alpha + 2 * CIRC_PIECE_COST * c->p;
   return (double)(n + c->q - 1) * (a + beta * m / (double)n) +
          CIRC_SCHED_COST * c->p * (double)c->q * c->q;
 }
 
-static long long alg9_best_n(const cpli_circ *c, size_t m, size_t maxb,
-                             double alpha, double beta) {
+static long long alg9_best_n(const cpli_circ *c, size_t m, size_t maxb, double alpha, double beta) {
   const double a = alpha + 2 * CIRC_PIECE_COST * c->p;
   long long lo, hi;
   alg9_range(m, maxb, &lo, &hi);
@@ -106,8 +103,8 @@ static long long alg9_best_n(const cpli_circ *c, size_t m, size_t maxb,
   return ni < lo ? lo : ni > hi ? hi : ni;
 }
 
-long long cpli_alg9_nblocks(const cpli_circ *c, size_t total, size_t maxb,
-                            long long nblocks, double alpha, double beta) {
+long long cpli_alg9_nblocks(const cpli_circ *c, size_t total, size_t maxb, long long nblocks,
+                            double alpha, double beta) {
   long long lo, hi;
   alg9_range(total, maxb, &lo, &hi);
   long long n = nblocks > 0 ? nblocks : alg9_best_n(c, total, maxb, alpha, beta);
@@ -116,8 +113,8 @@ long long cpli_alg9_nblocks(const cpli_circ *c, size_t total, size_t maxb,
   return n;
 }
 
-int cpli_circulant_plan(int p, size_t total_bytes, size_t max_block,
-                        double alpha, double beta, long long *nblocks) {
+int cpli_circulant_plan(int p, size_t total_bytes, size_t max_block, double alpha, double beta,
+                        long long *nblocks) {
   *nblocks = 1;
   if (p <= 2) return CPLI_CIRC_ALG7; /* one round: nothing to pipeline */
   cpli_circ c;
@@ -132,8 +129,7 @@ int cpli_circulant_plan(int p, size_t total_bytes, size_t max_block,
   return cpli_ring_preferred_ab(&c, total_bytes, alpha, beta) ? CPLI_CIRC_RING : CPLI_CIRC_ALG7;
 }
 
-double cpli_circulant_cost(int p, size_t total_bytes, size_t max_block,
-                           double alpha, double beta) {
+double cpli_circulant_cost(int p, size_t total_bytes, size_t max_block, double alpha, double beta) {
   if (p <= 1) return 0;
   cpli_circ c;
   if (cpli_circ_init(&c, p) != CPL_OK) return INFINITY;
@@ -160,8 +156,8 @@ static double bcast_mpich(int g, double m, double alpha, double beta) {
   return scatter + (g - 1) * alpha + beta * m * (g - 1) / g;
 }
 
-double cpli_intra_cost_v(cpl_intra_algorithm a, int n, size_t bytes, size_t maxb,
-                         int regular, double alpha, double beta) {
+double cpli_intra_cost_v(cpl_intra_algorithm a, int n, size_t bytes, size_t maxb, int regular,
+                         double alpha, double beta) {
   if (n <= 1) return 0;
   const int L = cpli_ceil_log2(n);
   const double m = (double)bytes, k = regular ? m / n : (double)maxb;
@@ -170,13 +166,11 @@ double cpli_intra_cost_v(cpl_intra_algorithm a, int n, size_t bytes, size_t maxb
     return cpli_circulant_cost(n, bytes, regular ? bytes / (size_t)n : maxb, alpha, beta);
   case CPL_INTRA_BRUCK:
     return L * alpha + beta * (regular ? m - m / n : fmin(m, (double)(n - 1) * k));
-  case CPL_INTRA_RING:
-    return (n - 1) * (alpha + beta * k);
+  case CPL_INTRA_RING: return (n - 1) * (alpha + beta * k);
   case CPL_INTRA_NATIVE:
     /* MPICH: recursive doubling / Bruck below 80 KiB total, ring above. */
     return m < 81920 ? L * alpha + beta * (m - m / n) : (n - 1) * (alpha + beta * k);
-  default:
-    return INFINITY;
+  default: return INFINITY;
   }
 }
 
@@ -184,8 +178,8 @@ cpl_intra_algorithm cpli_intra_pick(int n, size_t bytes, size_t maxb, int regula
   double alpha, beta;
   cpli_model_params(&alpha, &beta);
   /* Native last: on a tie Coupler's own algorithm wins. */
-  const cpl_intra_algorithm order[] = {CPL_INTRA_CIRCULANT, CPL_INTRA_BRUCK,
-                                       CPL_INTRA_RING, CPL_INTRA_NATIVE};
+  const cpl_intra_algorithm order[] = {CPL_INTRA_CIRCULANT, CPL_INTRA_BRUCK, CPL_INTRA_RING,
+                                       CPL_INTRA_NATIVE};
   cpl_intra_algorithm best = order[0];
   double bc = INFINITY;
   for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
@@ -195,14 +189,13 @@ cpl_intra_algorithm cpli_intra_pick(int n, size_t bytes, size_t maxb, int regula
   return best;
 }
 
-double cpli_intra_cost(cpl_intra_algorithm a, int p, size_t bytes, double alpha,
-                       double beta) {
+double cpli_intra_cost(cpl_intra_algorithm a, int p, size_t bytes, double alpha, double beta) {
   if (a == CPL_INTRA_AUTO) a = cpli_intra_pick(p, bytes, p ? bytes / p : 0, 1);
   return cpli_intra_cost_v(a, p, bytes, p ? bytes / p : 0, 1, alpha, beta);
 }
 
-double cpli_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes,
-                       double alpha, double beta) {
+double cpli_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes, double alpha,
+                       double beta) {
   const double m = (double)bytes, k = p ? m / p : 0;
   const int Lp = cpli_ceil_log2(p);
   switch (a) {
@@ -211,8 +204,8 @@ double cpli_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes,
       return alpha + beta * k + cpli_intra_cost(CPL_INTRA_AUTO, p, bytes, alpha, beta);
     return cpli_bcast_cost(q / p + 1, (size_t)k,
                            cpli_bcast_nblocks(q / p + 1, (size_t)k, alpha, beta), alpha, beta) +
-           cpli_intra_cost(CPL_INTRA_AUTO, p + (q % p ? (q % p + q / p - 1) / (q / p) : 0),
-                      bytes, alpha, beta);
+           cpli_intra_cost(CPL_INTRA_AUTO, p + (q % p ? (q % p + q / p - 1) / (q / p) : 0), bytes,
+                           alpha, beta);
   case CPL_INTER_RING: {
     /* p + q/2 steps of one block each (even sizes; odd sizes round up). */
     const int pe = p + (p & 1), qe = q + (q & 1);
@@ -226,7 +219,6 @@ double cpli_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes,
      * straight to receiver 0 (an intercommunicator gatherv), which then
      * broadcasts locally; no local gather, no root-to-root hop */
     return alpha + beta * m + bcast_mpich(q, m, alpha, beta);
-  default:
-    return INFINITY;
+  default: return INFINITY;
   }
 }

@@ -39,19 +39,18 @@ enum {
 /* Modelled time (s) of the circulant allgatherv of `total_bytes` over p
  * ranks whose largest block is `max_block` bytes: the cheaper of Alg. 7
  * and Alg. 9 with its best block count. 0 for p <= 1. */
-double cpli_circulant_cost(int p, size_t total_bytes, size_t max_block,
-                           double alpha, double beta);
+double cpli_circulant_cost(int p, size_t total_bytes, size_t max_block, double alpha, double beta);
 
 /* The variant (CPLI_CIRC_ALG7, CPLI_CIRC_ALG9 or, where Alg. 7 wins and
  * cpli_ring_preferred_ab says so, CPLI_CIRC_RING) the model picks, and for
  * Alg. 9 the number of blocks per rank's buffer in *nblocks (else 1). */
-int cpli_circulant_plan(int p, size_t total_bytes, size_t max_block,
-                        double alpha, double beta, long long *nblocks);
+int cpli_circulant_plan(int p, size_t total_bytes, size_t max_block, double alpha, double beta,
+                        long long *nblocks);
 
 /* Alg. 9's block count on c's group: `nblocks` if > 0, else the model's
  * best; clamped so no piece exceeds CPLI_MAX_MSG and no block is empty. */
-long long cpli_alg9_nblocks(const cpli_circ *c, size_t total, size_t maxb,
-                            long long nblocks, double alpha, double beta);
+long long cpli_alg9_nblocks(const cpli_circ *c, size_t total, size_t maxb, long long nblocks,
+                            double alpha, double beta);
 
 /* Allgather of `total` bytes among g members: run the pipelined ring
  * (skip 1 only) rather than Alg. 7's skips 1, 2, 4, ..? Both move the same
@@ -74,15 +73,14 @@ int cpli_ring_preferred_ab(const cpli_circ *c, size_t total, double alpha, doubl
 int cpli_alg7_startups(const cpli_circ *c);
 
 /* Cost of one intra algorithm with an explicit largest block. */
-double cpli_intra_cost_v(cpl_intra_algorithm a, int n, size_t bytes, size_t maxb,
-                         int regular, double alpha, double beta);
+double cpli_intra_cost_v(cpl_intra_algorithm a, int n, size_t bytes, size_t maxb, int regular,
+                         double alpha, double beta);
 /* Intra algorithm with the least modelled cost for n ranks, `bytes` in
  * total, largest block `maxb`. */
 cpl_intra_algorithm cpli_intra_pick(int n, size_t bytes, size_t maxb, int regular);
 /* cpl_intra_cost and cpl_inter_cost on the current tuning snapshot. */
-double cpli_intra_cost(cpl_intra_algorithm a, int p, size_t bytes, double alpha,
+double cpli_intra_cost(cpl_intra_algorithm a, int p, size_t bytes, double alpha, double beta);
+double cpli_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes, double alpha,
                        double beta);
-double cpli_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes,
-                       double alpha, double beta);
 
 #endif

@@ -55,8 +55,8 @@ static void pack(const cpli_flow *f, const cpli_fmsg *m, char *base, char *stage
 
 /* Datatype and start address of message m (one piece: plain bytes; a few
  * pieces: a staging buffer in *stage, packed here for sends). */
-static int msg_args(const cpli_flow *f, const cpli_fmsg *m, char *base, void **addr,
-                    int *count, MPI_Datatype *type, char **stage) {
+static int msg_args(const cpli_flow *f, const cpli_fmsg *m, char *base, void **addr, int *count,
+                    MPI_Datatype *type, char **stage) {
   *type = MPI_DATATYPE_NULL;
   *stage = NULL;
   if (m->np == 1) {
@@ -94,8 +94,8 @@ static int msg_args(const cpli_flow *f, const cpli_fmsg *m, char *base, void **a
 
 /* Result of posting message i; the error text (where it ran) is only
  * formatted on failure, never on the per-message fast path. */
-static int posted(int mpi_rc, const char *call, const char *what, size_t i, int peer,
-                  MPI_Comm comm, cpli_ctx *ctx) {
+static int posted(int mpi_rc, const char *call, const char *what, size_t i, int peer, MPI_Comm comm,
+                  cpli_ctx *ctx) {
   if (mpi_rc == MPI_SUCCESS) return CPL_OK;
   char where[256];
   ctx->xstep = (int)i;
@@ -152,8 +152,10 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
   for (size_t i = 0; i < nm; i++) {
     const cpli_fmsg *m = &f->m[i];
     if (m->peer < 0 || m->peer >= np || (m->buf == 1 && !base1) || (m->buf == 0 && !base0)) {
-      rc = cpli_fail(CPL_ERR_INTERNAL, "dataflow: message %zu: peer %d of %d, buffer %d "
-                     "(a bug in Coupler)", i, m->peer, np, m->buf);
+      rc = cpli_fail(CPL_ERR_INTERNAL,
+                     "dataflow: message %zu: peer %d of %d, buffer %d "
+                     "(a bug in Coupler)",
+                     i, m->peer, np, m->buf);
       goto out;
     }
     if (m->send) {
@@ -180,8 +182,8 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
     int count;
     rc = msg_args(f, m, base0, &addr, &count, &type[i], &stage[i]);
     if (rc != CPL_OK) break;
-    rc = posted(MPI_Irecv(addr, count, type[i] != MPI_DATATYPE_NULL ? type[i] : MPI_BYTE,
-                          m->peer, FLOW_TAG, comm, &req[i]),
+    rc = posted(MPI_Irecv(addr, count, type[i] != MPI_DATATYPE_NULL ? type[i] : MPI_BYTE, m->peer,
+                          FLOW_TAG, comm, &req[i]),
                 "MPI_Irecv", "receive from", i, m->peer, comm, ctx);
     state[i] = 1;
   }

@@ -114,8 +114,9 @@ static int relay_layout(const cpli_inter_args *a, cpli_dir *d, int lrank, cpli_b
   if (!a->regular) {
     MPI_Request req;
     rc = MPI_Ibcast(c, p, MPI_UNSIGNED_LONG_LONG, 0, d->fc_group, &req);
-    rc = rc == MPI_SUCCESS ? cpli_waitall(1, &req, a->ctx, d->fc_group, "broadcast of block sizes", -1)
-                           : cpli_mpi_check(rc, "MPI_Ibcast", "fc: block sizes");
+    rc = rc == MPI_SUCCESS
+             ? cpli_waitall(1, &req, a->ctx, d->fc_group, "broadcast of block sizes", -1)
+             : cpli_mpi_check(rc, "MPI_Ibcast", "fc: block sizes");
   }
   if (rc == CPL_OK && a->sender) {
     size_t total = 0, *counts = malloc(sizeof *counts * 2 * (size_t)p), *displs;
@@ -125,8 +126,8 @@ static int relay_layout(const cpli_inter_args *a, cpli_dir *d, int lrank, cpli_b
       for (int i = 0; i < p; i++) displs[i] = total, total += counts[i] = (size_t)c[i];
       if (counts[lrank] != a->own_bytes)
         rc = cpli_fail(CPL_ERR_MISMATCH,
-                       "fc: sender %d contributes %zu bytes but the receivers expect %zu",
-                       lrank, a->own_bytes, counts[lrank]);
+                       "fc: sender %d contributes %zu bytes but the receivers expect %zu", lrank,
+                       a->own_bytes, counts[lrank]);
     }
     char *t = rc == CPL_OK ? malloc(total ? total : 1) : NULL;
     if (!t && rc == CPL_OK) rc = cpli_fail(CPL_ERR_NOMEM, "fc: out of memory for %zu bytes", total);
@@ -149,8 +150,7 @@ static int wide(const cpli_inter_args *a, cpli_dir *d, int lrank) {
   const int p = a->p, q = a->q;
   if (a->sender && lrank < q) { /* send to receiver lrank and finish */
     a->ctx->xstep = 0;
-    return cpli_xfer(d->merged, a->own, a->own_bytes, p + lrank, NULL, 0,
-                     MPI_PROC_NULL, a->ctx);
+    return cpli_xfer(d->merged, a->own, a->own_bytes, p + lrank, NULL, 0, MPI_PROC_NULL, a->ctx);
   }
   int rc = CPL_OK;
   if (!a->sender) {
@@ -176,8 +176,8 @@ static int narrow(const cpli_inter_args *a, cpli_dir *d, int lrank) {
     return cpli_bcast_circulant(d->fc_bcast, (void *)a->own, a->own_bytes, 0, 0, a->ctx);
   if (lrank < s * p) {
     const int i = lrank % p;
-    CPLI_TRY(cpli_bcast_circulant(d->fc_bcast, a->blk.base + a->blk.displs[i],
-                                  a->blk.counts[i], 0, 0, a->ctx));
+    CPLI_TRY(cpli_bcast_circulant(d->fc_bcast, a->blk.base + a->blk.displs[i], a->blk.counts[i], 0,
+                                  0, a->ctx));
   }
   if (d->fc_extra == 0) return run_intra(a, d->fc_group, a->blk);
   /* Remainder members contribute empty blocks at the end of the group. */
@@ -210,8 +210,8 @@ static int dataflow(const cpli_inter_args *a, cpli_dir *d, int lrank) {
     const int g = p >= q ? p : p + (q % p + q / p - 1) / (q / p);
     size_t total = 0;
     for (int i = 0; i < p; i++) total += blk.counts[i];
-    o.ring = a->intra == CPL_INTRA_RING ||
-             (a->intra == CPL_INTRA_AUTO && cpli_ring_preferred(g, total));
+    o.ring =
+        a->intra == CPL_INTRA_RING || (a->intra == CPL_INTRA_AUTO && cpli_ring_preferred(g, total));
   }
   if (p < q) { /* broadcasts: both ends know the block size */
     const size_t k = a->sender ? a->own_bytes : a->blk.counts[lrank % p];
@@ -240,8 +240,10 @@ static int dataflow(const cpli_inter_args *a, cpli_dir *d, int lrank) {
                       a->sender ? a->own_bytes : 0, &o);
     char why[256];
     if (rc == CPL_OK && cpli_flow_resolve(&f, why, sizeof why) != CPL_OK)
-      rc = cpli_fail(CPL_ERR_INTERNAL, "fc: invalid plan for rank %d of %d|%d: %s "
-                     "(a bug in Coupler)", me, p, q, why);
+      rc = cpli_fail(CPL_ERR_INTERNAL,
+                     "fc: invalid plan for rank %d of %d|%d: %s "
+                     "(a bug in Coupler)",
+                     me, p, q, why);
     if (rc == CPL_OK) plan = cpli_plan_cache_put(&d->plans, &key, &f);
   }
   if (rc == CPL_OK)
@@ -264,8 +266,8 @@ int cpli_inter_fc(const cpli_inter_args *a) {
   }
   /* The plan's allgather phase is the circulant or the ring algorithm;
    * another one asked for by name runs in the lockstep phases. */
-  if (cpli_flow_enabled() && (a->intra == CPL_INTRA_AUTO || a->intra == CPL_INTRA_CIRCULANT ||
-                              a->intra == CPL_INTRA_RING))
+  if (cpli_flow_enabled() &&
+      (a->intra == CPL_INTRA_AUTO || a->intra == CPL_INTRA_CIRCULANT || a->intra == CPL_INTRA_RING))
     return dataflow(a, d, lrank);
   return a->p >= a->q ? wide(a, d, lrank) : narrow(a, d, lrank);
 }

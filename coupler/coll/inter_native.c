@@ -25,7 +25,8 @@ int cpli_inter_native(const cpli_inter_args *a) {
         free(cnt);
         return cpli_fail(CPL_ERR_UNSUPPORTED,
                          "native: block %d (%zu bytes at offset %zu) exceeds "
-                         "MPI's int counts", i, a->blk.counts[i], a->blk.displs[i]);
+                         "MPI's int counts",
+                         i, a->blk.counts[i], a->blk.displs[i]);
       }
       cnt[i] = (int)a->blk.counts[i];
       dsp[i] = (int)a->blk.displs[i];
@@ -38,14 +39,11 @@ int cpli_inter_native(const cpli_inter_args *a) {
   static char dummy; /* MPI wants a valid address even for empty buffers */
   MPI_Request req;
   a->ctx->xstep = 0;
-  int rc = MPI_Iallgatherv(a->sender ? a->own : &dummy,
-                           a->sender ? (int)a->own_bytes : 0, MPI_BYTE,
-                           a->sender ? (void *)&dummy : a->blk.base, cnt, dsp,
-                           MPI_BYTE, a->link->inter, &req);
-  if (rc == MPI_SUCCESS)
-    rc = cpli_waitall(1, &req, a->ctx, a->link->inter, "MPI_Iallgatherv", -1);
-  else
-    rc = cpli_mpi_check(rc, "MPI_Iallgatherv", "native inter-group allgatherv");
+  int rc = MPI_Iallgatherv(a->sender ? a->own : &dummy, a->sender ? (int)a->own_bytes : 0, MPI_BYTE,
+                           a->sender ? (void *)&dummy : a->blk.base, cnt, dsp, MPI_BYTE,
+                           a->link->inter, &req);
+  if (rc == MPI_SUCCESS) rc = cpli_waitall(1, &req, a->ctx, a->link->inter, "MPI_Iallgatherv", -1);
+  else rc = cpli_mpi_check(rc, "MPI_Iallgatherv", "native inter-group allgatherv");
   free(cnt);
   return rc;
 }

@@ -55,10 +55,11 @@ static int senders(const cpli_inter_args *a, cpli_dir *d) {
   if (rc == CPL_OK) {
     MPI_Request req;
     a->ctx->xstep = 0;
-    rc = MPI_Igatherv(a->own, (int)a->own_bytes, MPI_BYTE, tmp, ic, ic + a->p,
-                      MPI_BYTE, 0, d->local, &req);
-    rc = rc == MPI_SUCCESS ? cpli_waitall(1, &req, a->ctx, d->local, "gather to the sender root", -1)
-                           : cpli_mpi_check(rc, "MPI_Igatherv", "root: gather");
+    rc = MPI_Igatherv(a->own, (int)a->own_bytes, MPI_BYTE, tmp, ic, ic + a->p, MPI_BYTE, 0,
+                      d->local, &req);
+    rc = rc == MPI_SUCCESS
+             ? cpli_waitall(1, &req, a->ctx, d->local, "gather to the sender root", -1)
+             : cpli_mpi_check(rc, "MPI_Igatherv", "root: gather");
   }
   if (rc == CPL_OK && lrank == 0) {
     a->ctx->xstep = 1;
@@ -93,8 +94,9 @@ static int receivers(const cpli_inter_args *a, cpli_dir *d) {
       MPI_Request req;
       a->ctx->xstep = 2;
       rc = MPI_Ibcast(buf, (int)total, MPI_BYTE, 0, d->local, &req);
-      rc = rc == MPI_SUCCESS ? cpli_waitall(1, &req, a->ctx, d->local, "broadcast among receivers", -1)
-                             : cpli_mpi_check(rc, "MPI_Ibcast", "root: broadcast");
+      rc = rc == MPI_SUCCESS
+               ? cpli_waitall(1, &req, a->ctx, d->local, "broadcast among receivers", -1)
+               : cpli_mpi_check(rc, "MPI_Ibcast", "root: broadcast");
     }
   }
   if (rc == CPL_OK && !in_place)

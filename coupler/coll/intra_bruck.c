@@ -33,8 +33,8 @@ int cpli_intra_bruck(const cpli_intra_args *a) {
       roff[i] = a->blk.displs[ro];
     }
     a->ctx->xstep = k;
-    rc = cpli_xferv(a->comm, a->blk.base, n, slen, soff, (r - d + p) % p,
-                    a->blk.base, n, rlen, roff, (r + d) % p, a->ctx);
+    rc = cpli_xferv(a->comm, a->blk.base, n, slen, soff, (r - d + p) % p, a->blk.base, n, rlen,
+                    roff, (r + d) % p, a->ctx);
   }
   free(buf);
   return rc;

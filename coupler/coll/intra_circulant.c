@@ -51,9 +51,9 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "sched/plan_cache.h"
 #include "coll/tuning.h"
 #include "sched/circulant.h"
+#include "sched/plan_cache.h"
 
 /* ------------------------------------------------------------- pieces */
 
@@ -69,8 +69,8 @@ static int pieces_alloc(pieces *ps, int cap) {
   ps->bytes = 0;
   ps->len = malloc(sizeof *ps->len * 2 * (size_t)cap);
   ps->off = ps->len ? ps->len + cap : NULL;
-  return ps->len ? CPL_OK : cpli_fail(CPL_ERR_NOMEM,
-                                      "circulant: out of memory for %d message pieces", cap);
+  return ps->len ? CPL_OK
+                 : cpli_fail(CPL_ERR_NOMEM, "circulant: out of memory for %d message pieces", cap);
 }
 
 /* Append bytes [off, off+len), merged with the previous piece if adjacent,
@@ -100,8 +100,7 @@ static void pieces_add(pieces *ps, size_t off, size_t len) {
 
 /* ------------------------------------------------------------- Alg. 7 */
 
-static void range_pieces(const cpli_blocks *b, int p, int first, int count,
-                         pieces *ps) {
+static void range_pieces(const cpli_blocks *b, int p, int first, int count, pieces *ps) {
   ps->n = 0;
   ps->bytes = 0;
   for (int i = 0, j = first; i < count; i++, j = j + 1 == p ? 0 : j + 1)
@@ -127,9 +126,8 @@ static int alg7(const cpli_intra_args *a, const cpli_circ *c, int r) {
     /* Both ends compute the same pieces, so an empty side is skipped on
      * both: no zero-byte message. */
     a->ctx->xstep = k;
-    rc = cpli_xferv(a->comm, a->blk.base, s.n, s.len, s.off,
-                    s.bytes ? to : MPI_PROC_NULL, a->blk.base, rv.n, rv.len,
-                    rv.off, rv.bytes ? from : MPI_PROC_NULL, a->ctx);
+    rc = cpli_xferv(a->comm, a->blk.base, s.n, s.len, s.off, s.bytes ? to : MPI_PROC_NULL,
+                    a->blk.base, rv.n, rv.len, rv.off, rv.bytes ? from : MPI_PROC_NULL, a->ctx);
   }
   free(s.len);
   free(rv.len);
@@ -152,12 +150,13 @@ static int alg7_flow(const cpli_intra_args *a, const cpli_circ *c, int r, int ri
     rc = cpli_flow_have(&f, 0, a->blk.displs[r], a->blk.counts[r]);
     if (rc == CPL_OK && ring)
       rc = cpli_flow_ring(&f, c->p, r, NULL, a->blk.counts, a->blk.displs, chunk);
-    else if (rc == CPL_OK)
-      rc = cpli_flow_alg7(&f, c, r, NULL, a->blk.counts, a->blk.displs, chunk);
+    else if (rc == CPL_OK) rc = cpli_flow_alg7(&f, c, r, NULL, a->blk.counts, a->blk.displs, chunk);
     char why[256];
     if (rc == CPL_OK && cpli_flow_resolve(&f, why, sizeof why) != CPL_OK)
-      rc = cpli_fail(CPL_ERR_INTERNAL, "circulant: invalid plan for rank %d of %d: %s "
-                     "(a bug in Coupler)", r, c->p, why);
+      rc = cpli_fail(CPL_ERR_INTERNAL,
+                     "circulant: invalid plan for rank %d of %d: %s "
+                     "(a bug in Coupler)",
+                     r, c->p, why);
     if (rc == CPL_OK) plan = cpli_plan_cache_put(a->plans, &key, &f);
   }
   if (rc == CPL_OK) rc = cpli_flow_run(plan, a->comm, a->blk.base, NULL, a->ctx);
@@ -209,9 +208,8 @@ static int alg9(const cpli_intra_args *a, int p, int r, long long n) {
       }
     }
     a->ctx->xstep = (int)(v - x);
-    rc = cpli_xferv(a->comm, a->blk.base, s.n, s.len, s.off,
-                    s.bytes ? to : MPI_PROC_NULL, a->blk.base, rv.n, rv.len,
-                    rv.off, rv.bytes ? from : MPI_PROC_NULL, a->ctx);
+    rc = cpli_xferv(a->comm, a->blk.base, s.n, s.len, s.off, s.bytes ? to : MPI_PROC_NULL,
+                    a->blk.base, rv.n, rv.len, rv.off, rv.bytes ? from : MPI_PROC_NULL, a->ctx);
   }
   free(s.len);
   free(rv.len);
@@ -221,8 +219,7 @@ static int alg9(const cpli_intra_args *a, int p, int r, long long n) {
 
 /* ---------------------------------------------------------- entry points */
 
-int cpli_intra_circulant_v(const cpli_intra_args *a, int variant,
-                           long long nblocks) {
+int cpli_intra_circulant_v(const cpli_intra_args *a, int variant, long long nblocks) {
   if (!a || !a->ctx || a->comm == MPI_COMM_NULL)
     return cpli_fail(CPL_ERR_ARG, "circulant allgatherv: missing communicator or context");
   int p, r;
@@ -246,7 +243,8 @@ int cpli_intra_circulant_v(const cpli_intra_args *a, int variant,
   }
   if (variant == CPLI_CIRC_RING && !cpli_flow_enabled()) variant = CPLI_CIRC_ALG7;
   if (variant == CPLI_CIRC_RING) return alg7_flow(a, &c, r, 1);
-  if (variant == CPLI_CIRC_ALG7) return cpli_flow_enabled() ? alg7_flow(a, &c, r, 0) : alg7(a, &c, r);
+  if (variant == CPLI_CIRC_ALG7)
+    return cpli_flow_enabled() ? alg7_flow(a, &c, r, 0) : alg7(a, &c, r);
   if (variant == CPLI_CIRC_ALG7_STEP) return alg7(a, &c, r);
   if (variant != CPLI_CIRC_ALG9)
     return cpli_fail(CPL_ERR_ARG, "circulant allgatherv: unknown variant %d", variant);

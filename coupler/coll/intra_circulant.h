@@ -14,7 +14,6 @@
 /* cpli_intra_circulant with the variant forced (CPLI_CIRC_AUTO: as the
  * model says) and, for Alg. 9, the block count (<= 0: as the model says).
  * For tests and benchmarks; every rank must pass the same values. */
-int cpli_intra_circulant_v(const cpli_intra_args *a, int variant,
-                           long long nblocks);
+int cpli_intra_circulant_v(const cpli_intra_args *a, int variant, long long nblocks);
 
 #endif

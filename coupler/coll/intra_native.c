@@ -19,19 +19,18 @@ int cpli_intra_native(const cpli_intra_args *a) {
       free(cnt);
       return cpli_fail(CPL_ERR_UNSUPPORTED,
                        "native allgatherv: block %d (%zu bytes at offset %zu) "
-                       "exceeds MPI's int counts", i, a->blk.counts[i], a->blk.displs[i]);
+                       "exceeds MPI's int counts",
+                       i, a->blk.counts[i], a->blk.displs[i]);
     }
     cnt[i] = (int)a->blk.counts[i];
     dsp[i] = (int)a->blk.displs[i];
   }
   MPI_Request req;
   a->ctx->xstep = 0;
-  int rc = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, a->blk.base, cnt,
-                           dsp, MPI_BYTE, a->comm, &req);
-  if (rc == MPI_SUCCESS)
-    rc = cpli_waitall(1, &req, a->ctx, a->comm, "MPI_Iallgatherv", -1);
-  else
-    rc = cpli_mpi_check(rc, "MPI_Iallgatherv", "native allgatherv");
+  int rc = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, a->blk.base, cnt, dsp, MPI_BYTE,
+                           a->comm, &req);
+  if (rc == MPI_SUCCESS) rc = cpli_waitall(1, &req, a->ctx, a->comm, "MPI_Iallgatherv", -1);
+  else rc = cpli_mpi_check(rc, "MPI_Iallgatherv", "native allgatherv");
   free(cnt);
   return rc;
 }

@@ -17,9 +17,8 @@ int cpli_intra_ring(const cpli_intra_args *a) {
     const int sb = ((r - s) % p + p) % p;
     const int rb = ((r - s - 1) % p + p) % p;
     a->ctx->xstep = s;
-    CPLI_TRY(cpli_xfer(a->comm, a->blk.base + a->blk.displs[sb], a->blk.counts[sb],
-                       right, a->blk.base + a->blk.displs[rb], a->blk.counts[rb],
-                       left, a->ctx));
+    CPLI_TRY(cpli_xfer(a->comm, a->blk.base + a->blk.displs[sb], a->blk.counts[sb], right,
+                       a->blk.base + a->blk.displs[rb], a->blk.counts[rb], left, a->ctx));
   }
   return CPL_OK;
 }

@@ -55,8 +55,7 @@ static int intra_delete(MPI_Comm comm, int keyval, void *attr, void *extra) {
 int cpli_link_get(MPI_Comm user_inter, cpli_ctx *ctx, cpli_link **out) {
   int rc;
   if (link_keyval == MPI_KEYVAL_INVALID) {
-    rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, link_delete,
-                                &link_keyval, NULL);
+    rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, link_delete, &link_keyval, NULL);
     CPLI_TRY(cpli_mpi_check(rc, "MPI_Comm_create_keyval", "link cache"));
   }
   void *attr;
@@ -83,8 +82,7 @@ int cpli_link_get(MPI_Comm user_inter, cpli_ctx *ctx, cpli_link **out) {
     free(l);
     return cpli_mpi_check(rc, "MPI_Comm_idup", "duplicating the intercommunicator");
   }
-  rc = cpli_waitall(1, &req, ctx, user_inter,
-                    "duplicating the intercommunicator (first use)", -1);
+  rc = cpli_waitall(1, &req, ctx, user_inter, "duplicating the intercommunicator (first use)", -1);
   if (rc != CPL_OK) return rc; /* l stays: the pending dup still writes it */
   /* Errors inside the engine become cpl_status codes; the caller decides
    * (the drop-in calls the user's error handler on the user's comm). */
@@ -120,8 +118,7 @@ int cpli_link_dir(cpli_link *l, int sender, cpli_dir **out) {
   return CPL_OK;
 }
 
-int cpli_sender_counts(cpli_dir *d, size_t own_bytes, int regular,
-                       size_t *counts, cpli_ctx *ctx) {
+int cpli_sender_counts(cpli_dir *d, size_t own_bytes, int regular, size_t *counts, cpli_ctx *ctx) {
   if (regular) {
     for (int i = 0; i < d->p; i++) counts[i] = own_bytes;
     return CPL_OK;
@@ -130,12 +127,10 @@ int cpli_sender_counts(cpli_dir *d, size_t own_bytes, int regular,
   unsigned long long *all = malloc(sizeof *all * (size_t)d->p);
   if (!all) return cpli_fail(CPL_ERR_NOMEM, "out of memory gathering %d counts", d->p);
   MPI_Request req;
-  int rc = MPI_Iallgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all, 1,
-                          MPI_UNSIGNED_LONG_LONG, d->local, &req);
-  if (rc == MPI_SUCCESS)
-    rc = cpli_waitall(1, &req, ctx, d->local, "allgather of block sizes", -1);
-  else
-    rc = cpli_mpi_check(rc, "MPI_Iallgather", "gathering block sizes");
+  int rc = MPI_Iallgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all, 1, MPI_UNSIGNED_LONG_LONG,
+                          d->local, &req);
+  if (rc == MPI_SUCCESS) rc = cpli_waitall(1, &req, ctx, d->local, "allgather of block sizes", -1);
+  else rc = cpli_mpi_check(rc, "MPI_Iallgather", "gathering block sizes");
   if (rc == CPL_OK)
     for (int i = 0; i < d->p; i++) counts[i] = (size_t)all[i];
   free(all);
@@ -162,8 +157,7 @@ static int dup_and_attach(MPI_Comm user_comm, intra_cache *c) {
 int cpli_intra_comm_get(MPI_Comm user_comm, MPI_Comm *priv, cpli_plan_cache **plans) {
   int rc;
   if (intra_keyval == MPI_KEYVAL_INVALID) {
-    rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, intra_delete,
-                                &intra_keyval, NULL);
+    rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, intra_delete, &intra_keyval, NULL);
     CPLI_TRY(cpli_mpi_check(rc, "MPI_Comm_create_keyval", "communicator cache"));
   }
   void *attr;

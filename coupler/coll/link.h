@@ -14,26 +14,26 @@
 
 typedef struct cpli_dir {
   int ready;
-  int p, q;            /* senders, receivers                               */
-  MPI_Comm merged;     /* senders first: rank = sender i or p + receiver j */
-  MPI_Comm local;      /* this side's group, private                       */
+  int p, q;        /* senders, receivers                               */
+  MPI_Comm merged; /* senders first: rank = sender i or p + receiver j */
+  MPI_Comm local;  /* this side's group, private                       */
   /* fc (built on first use) */
   int fc_ready;
-  MPI_Comm fc_group;   /* p >= q: receivers + extra senders, rank = block;
-                          p < q: one receiver subgroup (+ remainder)       */
-  MPI_Comm fc_bcast;   /* p < q: broadcast group, root (sender) is rank 0  */
-  int fc_extra;        /* p < q: number of remainder members in fc_group   */
+  MPI_Comm fc_group; /* p >= q: receivers + extra senders, rank = block;
+                        p < q: one receiver subgroup (+ remainder)       */
+  MPI_Comm fc_bcast; /* p < q: broadcast group, root (sender) is rank 0  */
+  int fc_extra;      /* p < q: number of remainder members in fc_group   */
   /* ring (built on first use): this rank's steps of the schedule */
   int ring_ready;
   int ring_nsteps;
   int *ring_send_to, *ring_send_msg; /* per step; -1 = idle */
   int *ring_recv_from, *ring_recv_msg;
-  unsigned char *ring_recv_dup;      /* receipt of a message already held */
-  cpli_plan_cache plans;             /* fc dataflow plans                 */
+  unsigned char *ring_recv_dup; /* receipt of a message already held */
+  cpli_plan_cache plans;        /* fc dataflow plans                 */
 } cpli_dir;
 
 typedef struct cpli_link {
-  MPI_Comm inter;  /* private dup of the user's intercommunicator */
+  MPI_Comm inter; /* private dup of the user's intercommunicator */
   int lrank, lsize, rsize;
   cpli_dir dir[2]; /* [0] this side receives, [1] this side sends  */
 } cpli_link;
@@ -49,8 +49,7 @@ int cpli_link_dir(cpli_link *l, int sender, cpli_dir **out);
 /* Byte counts of all p senders, on senders: all equal to own_bytes for a
  * regular call, else an allgather inside the sending group. `counts` has
  * p entries. */
-int cpli_sender_counts(cpli_dir *d, size_t own_bytes, int regular,
-                       size_t *counts, cpli_ctx *ctx);
+int cpli_sender_counts(cpli_dir *d, size_t own_bytes, int regular, size_t *counts, cpli_ctx *ctx);
 
 /* Cache for intra-group communicators: a private dup and its plans
  * (plans may be NULL). */

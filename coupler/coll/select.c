@@ -44,14 +44,13 @@ int cpli_env_intra(cpl_intra_algorithm *out) {
   return env_alg("CPL_INTRA_ALGORITHM", cpli_tuning_now()->intra, parse_intra_v, out);
 }
 
-double cpl_intra_cost(cpl_intra_algorithm a, int p, size_t bytes, double alpha,
-                      double beta) {
+double cpl_intra_cost(cpl_intra_algorithm a, int p, size_t bytes, double alpha, double beta) {
   cpli_tuning_refresh();
   return cpli_intra_cost(a, p, bytes, alpha, beta);
 }
 
-double cpl_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes,
-                      double alpha, double beta) {
+double cpl_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes, double alpha,
+                      double beta) {
   cpli_tuning_refresh();
   return cpli_inter_cost(a, p, q, bytes, alpha, beta);
 }
@@ -77,8 +76,8 @@ int cpli_inter_select(int p, int q, size_t bytes, const cpl_coll_options *opt,
   return CPL_OK;
 }
 
-int cpli_inter_choose(int p, int q, size_t block, int regular,
-                      const cpl_coll_options *opt, cpl_inter_algorithm *out) {
+int cpli_inter_choose(int p, int q, size_t block, int regular, const cpl_coll_options *opt,
+                      cpl_inter_algorithm *out) {
   return cpli_inter_select(p, q, (size_t)p * (regular ? block : CPLI_NOMINAL_BLOCK), opt, out);
 }
 

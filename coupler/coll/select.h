@@ -29,7 +29,7 @@ int cpli_intra_requested(const cpl_coll_options *opt, cpl_intra_algorithm *out);
  * and the drop-in alike, or they would deadlock): cpli_inter_select on
  * p * block bytes when every block has `block` bytes, else on p nominal
  * blocks. */
-int cpli_inter_choose(int p, int q, size_t block, int regular,
-                      const cpl_coll_options *opt, cpl_inter_algorithm *out);
+int cpli_inter_choose(int p, int q, size_t block, int regular, const cpl_coll_options *opt,
+                      cpl_inter_algorithm *out);
 
 #endif

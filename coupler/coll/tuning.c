@@ -11,8 +11,14 @@ enum { ALPHA, BETA, CHUNK, FLOW, RING, FC_CHAIN, INTER, INTRA, TIMEOUT, NVARS };
 static const struct {
   const char *name;
   size_t len;
-} vars[NVARS] = {{"ALPHA", 5}, {"BETA", 4}, {"CHUNK", 5}, {"FLOW", 4}, {"RING", 4},
-                 {"FC_CHAIN", 8}, {"INTER_ALGORITHM", 15}, {"INTRA_ALGORITHM", 15},
+} vars[NVARS] = {{"ALPHA", 5},
+                 {"BETA", 4},
+                 {"CHUNK", 5},
+                 {"FLOW", 4},
+                 {"RING", 4},
+                 {"FC_CHAIN", 8},
+                 {"INTER_ALGORITHM", 15},
+                 {"INTRA_ALGORITHM", 15},
                  {"TIMEOUT", 7}};
 
 /* Values up to this length are remembered; a longer one is parsed on
@@ -20,8 +26,8 @@ static const struct {
 #define VAL_MAX 96
 
 typedef struct memo {
-  int read;  /* refreshed at least once on this thread */
-  int valid; /* val[] holds what t was parsed from   */
+  int read;                 /* refreshed at least once on this thread */
+  int valid;                /* val[] holds what t was parsed from   */
   char val[NVARS][VAL_MAX]; /* "" for unset */
   cpli_tuning t;
 } memo;
@@ -103,9 +109,7 @@ const cpli_tuning *cpli_tuning_refresh(void) {
   return &last.t;
 }
 
-const cpli_tuning *cpli_tuning_now(void) {
-  return last.read ? &last.t : cpli_tuning_refresh();
-}
+const cpli_tuning *cpli_tuning_now(void) { return last.read ? &last.t : cpli_tuning_refresh(); }
 
 void cpli_model_params(double *alpha, double *beta) {
   const cpli_tuning *t = cpli_tuning_now();

@@ -17,8 +17,7 @@
 
 #define CPLI_TAG 7717
 
-const char *cpli_ctx_where(const cpli_ctx *ctx, MPI_Comm comm, char *buf,
-                           size_t n) {
+const char *cpli_ctx_where(const cpli_ctx *ctx, MPI_Comm comm, char *buf, size_t n) {
   char who[48], step[32] = "";
   if (ctx && ctx->who[0]) {
     snprintf(who, sizeof who, "%s", ctx->who);
@@ -28,11 +27,9 @@ const char *cpli_ctx_where(const cpli_ctx *ctx, MPI_Comm comm, char *buf,
     snprintf(who, sizeof who, "rank %d", rank);
   }
   if (ctx && ctx->step >= 0) snprintf(step, sizeof step, ", step %ld", ctx->step);
-  snprintf(buf, n, "%s%s%s%s%s (%s step %d)",
-           ctx && ctx->label && ctx->label[0] ? "link " : "",
-           ctx && ctx->label ? ctx->label : "",
-           ctx && ctx->label && ctx->label[0] ? ", " : "", who, step,
-           ctx && ctx->alg ? ctx->alg : "collective", ctx ? ctx->xstep : -1);
+  snprintf(buf, n, "%s%s%s%s%s (%s step %d)", ctx && ctx->label && ctx->label[0] ? "link " : "",
+           ctx && ctx->label ? ctx->label : "", ctx && ctx->label && ctx->label[0] ? ", " : "", who,
+           step, ctx && ctx->alg ? ctx->alg : "collective", ctx ? ctx->xstep : -1);
   return buf;
 }
 
@@ -52,8 +49,8 @@ static void say_step(const void *arg, char *buf, unsigned long n) {
   else snprintf(buf, n, "%s: %s", where, x->what);
 }
 
-int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm,
-                 const char *what, int peer) {
+int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const char *what,
+                 int peer) {
   char where[256], with[32] = "";
   if (peer >= 0) snprintf(with, sizeof with, " with rank %d", peer);
   /* Real status arrays: gcc 12 misreads MPI_STATUSES_IGNORE as a buffer. */
@@ -88,8 +85,7 @@ int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm,
       return cpli_fail(CPL_ERR_TIMEOUT,
                        "%s: %s%s did not complete within %g s "
                        "(peer dead, stuck, or not in this collective)",
-                       cpli_ctx_where(ctx, comm, where, sizeof where), what,
-                       with, ctx->timeout);
+                       cpli_ctx_where(ctx, comm, where, sizeof where), what, with, ctx->timeout);
     }
   }
 }
@@ -100,12 +96,11 @@ static int check_size(size_t bytes, cpli_ctx *ctx, MPI_Comm comm) {
   return cpli_fail(CPL_ERR_UNSUPPORTED,
                    "%s: a single message of %zu bytes exceeds the %zu-byte "
                    "limit of one MPI call",
-                   cpli_ctx_where(ctx, comm, where, sizeof where), bytes,
-                   CPLI_MAX_MSG);
+                   cpli_ctx_where(ctx, comm, where, sizeof where), bytes, CPLI_MAX_MSG);
 }
 
-int cpli_xfer(MPI_Comm comm, const void *sbuf, size_t sbytes, int dest,
-              void *rbuf, size_t rbytes, int src, cpli_ctx *ctx) {
+int cpli_xfer(MPI_Comm comm, const void *sbuf, size_t sbytes, int dest, void *rbuf, size_t rbytes,
+              int src, cpli_ctx *ctx) {
   CPLI_TRY(check_size(sbytes, ctx, comm));
   CPLI_TRY(check_size(rbytes, ctx, comm));
   MPI_Request req[2];
@@ -124,15 +119,14 @@ int cpli_xfer(MPI_Comm comm, const void *sbuf, size_t sbytes, int dest,
                             cpli_ctx_where(ctx, comm, where, sizeof where), dest);
   }
   if (n == 0) return CPL_OK;
-  return cpli_waitall(n, req, ctx, comm,
-                      src != MPI_PROC_NULL ? "exchange" : "send",
+  return cpli_waitall(n, req, ctx, comm, src != MPI_PROC_NULL ? "exchange" : "send",
                       src != MPI_PROC_NULL ? src : dest);
 }
 
 /* An hindexed MPI_BYTE type covering the pieces, or MPI_DATATYPE_NULL for
  * none. Returns the total byte count in *bytes. */
-static int pieces_type(int n, const size_t *len, const size_t *off,
-                       MPI_Datatype *type, size_t *bytes) {
+static int pieces_type(int n, const size_t *len, const size_t *off, MPI_Datatype *type,
+                       size_t *bytes) {
   *type = MPI_DATATYPE_NULL;
   *bytes = 0;
   if (n <= 0) return CPL_OK;
@@ -166,9 +160,8 @@ static int pieces_type(int n, const size_t *len, const size_t *off,
   return cpli_mpi_check(rc, "MPI_Type_create_hindexed", "building a message of %d pieces", n);
 }
 
-int cpli_xferv(MPI_Comm comm, const void *sbase, int ns, const size_t *slen,
-               const size_t *soff, int dest, void *rbase, int nr,
-               const size_t *rlen, const size_t *roff, int src,
+int cpli_xferv(MPI_Comm comm, const void *sbase, int ns, const size_t *slen, const size_t *soff,
+               int dest, void *rbase, int nr, const size_t *rlen, const size_t *roff, int src,
                cpli_ctx *ctx) {
   MPI_Datatype st, rt;
   size_t sbytes, rbytes;
@@ -184,25 +177,21 @@ int cpli_xferv(MPI_Comm comm, const void *sbase, int ns, const size_t *slen,
   /* An empty side still posts a zero-byte message so both ends of a step
    * agree on the number of messages between them. */
   if (src != MPI_PROC_NULL) {
-    rc = rt != MPI_DATATYPE_NULL
-             ? MPI_Irecv(rbase, 1, rt, src, CPLI_TAG, comm, &req[n++])
-             : MPI_Irecv(rbase, 0, MPI_BYTE, src, CPLI_TAG, comm, &req[n++]);
+    rc = rt != MPI_DATATYPE_NULL ? MPI_Irecv(rbase, 1, rt, src, CPLI_TAG, comm, &req[n++])
+                                 : MPI_Irecv(rbase, 0, MPI_BYTE, src, CPLI_TAG, comm, &req[n++]);
     if (rc != MPI_SUCCESS) goto mpi_fail;
   }
   if (dest != MPI_PROC_NULL) {
-    rc = st != MPI_DATATYPE_NULL
-             ? MPI_Isend(sbase, 1, st, dest, CPLI_TAG, comm, &req[n++])
-             : MPI_Isend(sbase, 0, MPI_BYTE, dest, CPLI_TAG, comm, &req[n++]);
+    rc = st != MPI_DATATYPE_NULL ? MPI_Isend(sbase, 1, st, dest, CPLI_TAG, comm, &req[n++])
+                                 : MPI_Isend(sbase, 0, MPI_BYTE, dest, CPLI_TAG, comm, &req[n++]);
     if (rc != MPI_SUCCESS) goto mpi_fail;
   }
-  rc = n ? cpli_waitall(n, req, ctx, comm,
-                        src != MPI_PROC_NULL ? "exchange" : "send",
+  rc = n ? cpli_waitall(n, req, ctx, comm, src != MPI_PROC_NULL ? "exchange" : "send",
                         src != MPI_PROC_NULL ? src : dest)
          : CPL_OK;
   goto out;
 mpi_fail:
-  rc = cpli_mpi_check(rc, "posting a step", "%s",
-                      cpli_ctx_where(ctx, comm, where, sizeof where));
+  rc = cpli_mpi_check(rc, "posting a step", "%s", cpli_ctx_where(ctx, comm, where, sizeof where));
 out:
   if (st != MPI_DATATYPE_NULL) MPI_Type_free(&st);
   if (rt != MPI_DATATYPE_NULL) MPI_Type_free(&rt);

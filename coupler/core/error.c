@@ -58,8 +58,7 @@ int cpli_mpi_check(int mpi_rc, const char *what, const char *fmt, ...) {
   int len = 0;
   if (MPI_Error_string(mpi_rc, mpimsg, &len) != MPI_SUCCESS)
     snprintf(mpimsg, sizeof mpimsg, "MPI error code %d", mpi_rc);
-  return cpli_fail(CPL_ERR_MPI, "%s%s%s failed: %s", ctx, ctx[0] ? ": " : "",
-                   what, mpimsg);
+  return cpli_fail(CPL_ERR_MPI, "%s%s%s failed: %s", ctx, ctx[0] ? ": " : "", what, mpimsg);
 }
 
 void cpli_error_prefix(const char *fmt, ...) {

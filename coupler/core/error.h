@@ -16,17 +16,16 @@ int cpli_fail(int status, const char *fmt, ...) CPLI_PRINTF(2, 3);
 
 /* For an MPI return code `mpi_rc` from call `what`: CPL_OK if it succeeded,
  * else CPL_ERR_MPI with the MPI error string appended to the context. */
-int cpli_mpi_check(int mpi_rc, const char *what, const char *fmt, ...)
-    CPLI_PRINTF(3, 4);
+int cpli_mpi_check(int mpi_rc, const char *what, const char *fmt, ...) CPLI_PRINTF(3, 4);
 
 /* Prepend context ("link sim.out->ana.in: ") to the current message. */
 void cpli_error_prefix(const char *fmt, ...) CPLI_PRINTF(1, 2);
 
 /* Evaluate an expression returning a status; return it if not CPL_OK. */
-#define CPLI_TRY(expr)                                                        \
-  do {                                                                        \
-    int cpli_rc_ = (expr);                                                    \
-    if (cpli_rc_ != CPL_OK) return cpli_rc_;                                  \
+#define CPLI_TRY(expr)                                                                             \
+  do {                                                                                             \
+    int cpli_rc_ = (expr);                                                                         \
+    if (cpli_rc_ != CPL_OK) return cpli_rc_;                                                       \
   } while (0)
 
 #endif

@@ -16,7 +16,8 @@ static long last_step = -2;
 /* Whole short lines or nothing: the pipe never blocks this process. */
 static void say(const char *line, size_t n) {
   if (launch_fd < 0) return;
-  if (write(launch_fd, line, n) < 0) { /* cpl-exec gone or pipe full */ }
+  if (write(launch_fd, line, n) < 0) { /* cpl-exec gone or pipe full */
+  }
 }
 
 void cpli_launch_init(void) {
@@ -25,8 +26,7 @@ void cpli_launch_init(void) {
     char *end = NULL;
     long fd = strtol(s, &end, 10);
     struct stat st;
-    if (*s && !*end && fd > 2 && fd < 65536 && fstat((int)fd, &st) == 0 &&
-        S_ISFIFO(st.st_mode)) {
+    if (*s && !*end && fd > 2 && fd < 65536 && fstat((int)fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
       launch_fd = (int)fd;
       fcntl(launch_fd, F_SETFD, FD_CLOEXEC); /* not for programs it starts */
       fcntl(launch_fd, F_SETFL, O_NONBLOCK);
@@ -41,8 +41,7 @@ void cpli_launch_finalize(void) { say("F\n", 2); }
 void cpli_launch_progress(const char *label, long step) {
   if (launch_fd < 0 || !label || !*label || step < 0) return;
   /* Once per link and step: the data layer runs several per step. */
-  if (step == last_step && !strncmp(label, last_label, sizeof last_label - 1))
-    return;
+  if (step == last_step && !strncmp(label, last_label, sizeof last_label - 1)) return;
   last_step = step;
   snprintf(last_label, sizeof last_label, "%s", label);
   char line[200];

@@ -53,8 +53,10 @@ cpli_trace *cpli_trace_open(const char *spec) {
   if (!t) {
     static int warned;
     if (!warned++)
-      fprintf(stderr, "coupler: cannot open the trace file %s (%s): tracing "
-              "is off\n", path, strerror(fd < 0 ? errno : ENOMEM));
+      fprintf(stderr,
+              "coupler: cannot open the trace file %s (%s): tracing "
+              "is off\n",
+              path, strerror(fd < 0 ? errno : ENOMEM));
     if (fd >= 0) close(fd);
     return NULL;
   }

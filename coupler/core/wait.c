@@ -30,8 +30,10 @@ int cpli_wait_slow(cpli_wait *w) {
     char what[512];
     w->warned = 1;
     w->say(w->say_arg, what, sizeof what);
-    fprintf(stderr, "coupler: still waiting after %.3g s (half the %g s "
-            "timeout): %s\n", w->timeout / 2, w->timeout, what);
+    fprintf(stderr,
+            "coupler: still waiting after %.3g s (half the %g s "
+            "timeout): %s\n",
+            w->timeout / 2, w->timeout, what);
   }
   return now > w->deadline;
 }

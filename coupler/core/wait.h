@@ -41,11 +41,11 @@ enum {
 };
 
 typedef struct cpli_wait {
-  double timeout;   /* seconds without progress; see above              */
-  double deadline;  /* MPI_Wtime() past which the wait has failed        */
-  unsigned polls;   /* idle polls since the wait started                 */
-  unsigned nap_us;  /* 0: spin; else nap after CPLI_WAIT_SPINS polls     */
-  int moved;        /* progress since the clock was last read            */
+  double timeout;  /* seconds without progress; see above              */
+  double deadline; /* MPI_Wtime() past which the wait has failed        */
+  unsigned polls;  /* idle polls since the wait started                 */
+  unsigned nap_us; /* 0: spin; else nap after CPLI_WAIT_SPINS polls     */
+  int moved;       /* progress since the clock was last read            */
   /* watchdog: says what the wait is for, into buf */
   void (*say)(const void *arg, char *buf, unsigned long n);
   const void *say_arg;
@@ -55,8 +55,7 @@ typedef struct cpli_wait {
 void cpli_wait_start(cpli_wait *w, double timeout, unsigned nap_us);
 
 /* Describe the wait for the watchdog (arg must outlive the wait). */
-static inline void cpli_wait_watch(cpli_wait *w,
-                                   void (*say)(const void *, char *, unsigned long),
+static inline void cpli_wait_watch(cpli_wait *w, void (*say)(const void *, char *, unsigned long),
                                    const void *arg) {
   w->say = say;
   w->say_arg = arg;
@@ -71,9 +70,7 @@ int cpli_wait_slow(cpli_wait *w);
  * Inline for the collectives' hot loops: most idle polls of a spinning
  * wait neither nap nor read the clock. */
 static inline int cpli_wait_idle(cpli_wait *w) {
-  if (++w->polls % CPLI_WAIT_CLOCK_POLLS != 0 && !w->nap_us &&
-      w->timeout > 0)
-    return 0;
+  if (++w->polls % CPLI_WAIT_CLOCK_POLLS != 0 && !w->nap_us && w->timeout > 0) return 0;
   return cpli_wait_slow(w);
 }
 

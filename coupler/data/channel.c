@@ -31,8 +31,8 @@ static const char *label(cpl_context *ctx, int end) {
 }
 
 /* Send a small message and see it complete (eager: at once). */
-static int send_wait(cpl_context *ctx, int end, const void *buf, int n,
-                     int tag, double timeout, const char *what) {
+static int send_wait(cpl_context *ctx, int end, const void *buf, int n, int tag, double timeout,
+                     const char *what) {
   MPI_Request req;
   int done;
   int rc = MPI_Isend(buf, n, MPI_BYTE, 0, tag, ctx->ends[end].ctl, &req);
@@ -41,14 +41,16 @@ static int send_wait(cpl_context *ctx, int end, const void *buf, int n,
   if (done) return CPL_OK;
   MPI_Cancel(&req);
   MPI_Request_free(&req);
-  return cpli_fail(CPL_ERR_TIMEOUT, "link %s: %s did not complete within "
-                   "%g s", label(ctx, end), what, timeout);
+  return cpli_fail(CPL_ERR_TIMEOUT,
+                   "link %s: %s did not complete within "
+                   "%g s",
+                   label(ctx, end), what, timeout);
 }
 
 /* ------------------------------------------------------------- producer */
 
-static int take_credit_msg(cpl_context *ctx, int end, cpli_chan *ch,
-                           MPI_Message *m, MPI_Status *st) {
+static int take_credit_msg(cpl_context *ctx, int end, cpli_chan *ch, MPI_Message *m,
+                           MPI_Status *st) {
   int n = 0;
   MPI_Get_count(st, MPI_BYTE, &n);
   unsigned char *b = malloc(n > 0 ? (size_t)n : 1);
@@ -62,14 +64,15 @@ static int take_credit_msg(cpl_context *ctx, int end, cpli_chan *ch,
   cpli_credit c;
   if ((size_t)n < sizeof c) {
     free(b);
-    return cpli_fail(CPL_ERR_INTERNAL, "link %s: short credit message (%d "
-                     "bytes)", label(ctx, end), n);
+    return cpli_fail(CPL_ERR_INTERNAL,
+                     "link %s: short credit message (%d "
+                     "bytes)",
+                     label(ctx, end), n);
   }
   memcpy(&c, b, sizeof c);
   if (c.sel_len < 0 || (size_t)c.sel_len != (size_t)n - sizeof c) {
     free(b);
-    return cpli_fail(CPL_ERR_INTERNAL, "link %s: corrupt credit message",
-                     label(ctx, end));
+    return cpli_fail(CPL_ERR_INTERNAL, "link %s: corrupt credit message", label(ctx, end));
   }
   if (c.kind == CPLI_MSG_DETACH) {
     ch->detached = 1;
@@ -138,70 +141,68 @@ int cpli_chan_wait_credit(cpl_context *ctx, int end, double timeout) {
   }
 }
 
-int cpli_chan_send_header(cpl_context *ctx, int end, const cpli_hdr *h,
-                          const void *desc, const void *attrs,
-                          const void *msg, double timeout) {
-  size_t n = sizeof *h + (size_t)(h->desc_len + h->attr_len + h->msg_len);
+/* Send a fixed part and up to three payloads as one message (the header
+ * or credit formats of data.h), under the same deadline as send_wait. */
+static int send_parts(cpl_context *ctx, int end, int tag, const void *fixed, size_t flen,
+                      const void *const part[3], const size_t len[3], double timeout,
+                      const char *what) {
+  size_t n = flen + len[0] + len[1] + len[2];
   if (n > 0x7fffffff)
-    return cpli_fail(CPL_ERR_UNSUPPORTED, "link %s: step header of %zu bytes "
-                     "is too large", label(ctx, end), n);
+    return cpli_fail(CPL_ERR_UNSUPPORTED, "link %s: %s: a message of %zu bytes is more than 2 GiB",
+                     label(ctx, end), what, n);
   unsigned char *buf = malloc(n);
   if (!buf) return cpli_fail(CPL_ERR_NOMEM, "link %s: out of memory", label(ctx, end));
-  unsigned char *o = buf;
-  memcpy(o, h, sizeof *h);
-  o += sizeof *h;
-  if (h->desc_len) memcpy(o, desc, (size_t)h->desc_len);
-  o += h->desc_len;
-  if (h->attr_len) memcpy(o, attrs, (size_t)h->attr_len);
-  o += h->attr_len;
-  if (h->msg_len) memcpy(o, msg, (size_t)h->msg_len);
-  int rc = send_wait(ctx, end, buf, (int)n, CPLI_TAG_HEADER, timeout,
-                     "sending a step header to the consumer");
+  memcpy(buf, fixed, flen);
+  size_t o = flen;
+  for (int i = 0; i < 3; i++) {
+    if (len[i]) memcpy(buf + o, part[i], len[i]);
+    o += len[i];
+  }
+  int rc = send_wait(ctx, end, buf, (int)n, tag, timeout, what);
   free(buf);
+  return rc;
+}
+
+int cpli_chan_send_header(cpl_context *ctx, int end, const cpli_hdr *h, const void *desc,
+                          const void *attrs, const void *msg, double timeout) {
+  const void *part[3] = {desc, attrs, msg};
+  const size_t len[3] = {(size_t)h->desc_len, (size_t)h->attr_len, (size_t)h->msg_len};
+  int rc = send_parts(ctx, end, CPLI_TAG_HEADER, h, sizeof *h, part, len, timeout,
+                      "sending a step header to the consumer");
   if (rc == CPL_OK) ctx->data->chan[end].headers_sent++;
   return rc;
 }
 
 /* ------------------------------------------------------------- consumer */
 
-int cpli_chan_send_credit(cpl_context *ctx, int end, int64_t kind, long want,
-                          const void *sel, size_t sel_len, double timeout) {
+int cpli_chan_send_credit(cpl_context *ctx, int end, int64_t kind, long want, const void *sel,
+                          size_t sel_len, double timeout) {
   cpli_chan *ch = &ctx->data->chan[end];
   if (kind == CPLI_MSG_CREDIT) {
     cpli_credit c = {.kind = kind, .want = want, .sel_len = (int64_t)sel_len};
-    size_t n = sizeof c + sel_len;
-    if (n > 0x7fffffff)
-      return cpli_fail(CPL_ERR_UNSUPPORTED, "link %s: the consumers' "
-                       "selections take %zu bytes, more than 2 GiB",
-                       label(ctx, end), sel_len);
-    unsigned char *b = malloc(n);
-    if (!b) return cpli_fail(CPL_ERR_NOMEM, "link %s: out of memory", label(ctx, end));
-    memcpy(b, &c, sizeof c);
-    if (sel_len) memcpy(b + sizeof c, sel, sel_len);
-    int rc = send_wait(ctx, end, b, (int)n, CPLI_TAG_CREDIT, timeout,
-                       "sending a credit to the producer");
-    free(b);
-    return rc;
+    const void *part[3] = {sel, NULL, NULL};
+    const size_t len[3] = {sel_len, 0, 0};
+    return send_parts(ctx, end, CPLI_TAG_CREDIT, &c, sizeof c, part, len, timeout,
+                      "sending a credit to the producer");
   }
   /* DETACH completes at finalize: the producer may be long gone by now,
    * or still computing. */
   ch->msg = (cpli_credit){.kind = kind};
   ch->detach_sent = 1;
-  int rc = MPI_Isend(&ch->msg, (int)sizeof ch->msg, MPI_BYTE, 0,
-                     CPLI_TAG_CREDIT, ctx->ends[end].ctl, &ch->detach_req);
+  int rc = MPI_Isend(&ch->msg, (int)sizeof ch->msg, MPI_BYTE, 0, CPLI_TAG_CREDIT,
+                     ctx->ends[end].ctl, &ch->detach_req);
   return cpli_mpi_check(rc, "MPI_Isend", "link %s: detach", label(ctx, end));
 }
 
-int cpli_chan_recv_header(cpl_context *ctx, int end, double timeout,
-                          unsigned char **buf, size_t *len) {
+int cpli_chan_recv_header(cpl_context *ctx, int end, double timeout, unsigned char **buf,
+                          size_t *len) {
   *buf = NULL;
   *len = 0;
   cpli_wait w;
   cpli_wait_start(&w, timeout, CPLI_WAIT_NAP_US);
   watched x = {ctx, end, "waiting for the producer's next step (header)"};
   /* A try (cpl_input_try_step) waits briefly on purpose: not a hang. */
-  if (timeout >= link_timeout(ctx, end))
-    cpli_wait_watch(&w, say_end, &x);
+  if (timeout >= link_timeout(ctx, end)) cpli_wait_watch(&w, say_end, &x);
   MPI_Message m;
   MPI_Status st;
   for (;;) {
@@ -258,11 +259,13 @@ int cpli_data_get(cpl_context *ctx, cpli_data_state **out) {
       char line[400];
       int rank = 0;
       MPI_Comm_rank(ctx->comm, &rank);
-      int n = snprintf(line, sizeof line, "{\"name\":\"process_name\",\"ph\":"
-                       "\"M\",\"pid\":%d,\"args\":{\"name\":\"%s\"}},", ctx->comp,
-                       ctx->wf->comps[ctx->comp].name);
+      int n = snprintf(line, sizeof line,
+                       "{\"name\":\"process_name\",\"ph\":"
+                       "\"M\",\"pid\":%d,\"args\":{\"name\":\"%s\"}},",
+                       ctx->comp, ctx->wf->comps[ctx->comp].name);
       cpli_trace_line(s->trace, line, (size_t)n);
-      n = snprintf(line, sizeof line, "{\"name\":\"thread_name\",\"ph\":\"M\","
+      n = snprintf(line, sizeof line,
+                   "{\"name\":\"thread_name\",\"ph\":\"M\","
                    "\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"rank %d\"}},",
                    ctx->comp, rank, rank);
       cpli_trace_line(s->trace, line, (size_t)n);
@@ -330,9 +333,11 @@ static int settle_producer(cpl_context *ctx, int end) {
     ch->credits = 0;
     int rc = cpli_chan_wait_credit(ctx, end, t);
     if (rc == CPL_ERR_TIMEOUT)
-      return cpli_fail(rc, "cpl_finalize: link %s: the consumer did not "
+      return cpli_fail(rc,
+                       "cpl_finalize: link %s: the consumer did not "
                        "close its input within %g s (did it reach "
-                       "cpl_finalize? CPL_FINALIZE_TIMEOUT)", label(ctx, end), t);
+                       "cpl_finalize? CPL_FINALIZE_TIMEOUT)",
+                       label(ctx, end), t);
     CPLI_TRY(rc);
   }
   int64_t n = ch->headers_sent;
@@ -345,18 +350,17 @@ static int settle_consumer(cpl_context *ctx, int end) {
   cpli_chan *ch = &ctx->data->chan[end];
   double t = finalize_timeout(ctx, end);
   int done = 1;
-  if (ch->detach_req != MPI_REQUEST_NULL)
-    CPLI_TRY(cpli_poll_request(&ch->detach_req, t, &done));
+  if (ch->detach_req != MPI_REQUEST_NULL) CPLI_TRY(cpli_poll_request(&ch->detach_req, t, &done));
   int64_t n = 0;
   MPI_Request req;
-  int rc = MPI_Irecv(&n, (int)sizeof n, MPI_BYTE, 0, CPLI_TAG_BYE,
-                     ctx->ends[end].ctl, &req);
+  int rc = MPI_Irecv(&n, (int)sizeof n, MPI_BYTE, 0, CPLI_TAG_BYE, ctx->ends[end].ctl, &req);
   CPLI_TRY(cpli_mpi_check(rc, "MPI_Irecv", "cpl_finalize: link %s", label(ctx, end)));
   if (done) CPLI_TRY(cpli_poll_request(&req, t, &done));
   if (!done) {
     MPI_Cancel(&req);
     MPI_Request_free(&req);
-    return cpli_fail(CPL_ERR_TIMEOUT, "cpl_finalize: link %s: the producer "
+    return cpli_fail(CPL_ERR_TIMEOUT,
+                     "cpl_finalize: link %s: the producer "
                      "did not reach cpl_finalize within %g s (CPL_FINALIZE_TIMEOUT)",
                      label(ctx, end), t);
   }
@@ -365,8 +369,10 @@ static int settle_consumer(cpl_context *ctx, int end) {
     size_t len;
     rc = cpli_chan_recv_header(ctx, end, t, &buf, &len);
     if (rc == CPL_ERR_TIMEOUT)
-      return cpli_fail(rc, "cpl_finalize: link %s: a step header announced "
-                       "by the producer never arrived", label(ctx, end));
+      return cpli_fail(rc,
+                       "cpl_finalize: link %s: a step header announced "
+                       "by the producer never arrived",
+                       label(ctx, end));
     CPLI_TRY(rc);
     free(buf);
   }
@@ -409,14 +415,12 @@ int cpli_data_finalize(cpl_context *ctx) {
       ch->eos_sent = 1;
       rc = cpli_chan_send_header(ctx, e, &h, NULL, NULL, NULL, link_timeout(ctx, e));
     } else if (ctx->ends[e].role == CPL_RECEIVER && !ch->detach_sent) {
-      rc = cpli_chan_send_credit(ctx, e, CPLI_MSG_DETACH, 0, NULL, 0,
-                                 link_timeout(ctx, e));
+      rc = cpli_chan_send_credit(ctx, e, CPLI_MSG_DETACH, 0, NULL, 0, link_timeout(ctx, e));
     }
     keep_first(rc, &first, msg, sizeof msg);
   }
   for (int e = 0; root && e < ctx->nends; e++) {
-    int rc = ctx->ends[e].role == CPL_SENDER ? settle_producer(ctx, e)
-                                             : settle_consumer(ctx, e);
+    int rc = ctx->ends[e].role == CPL_SENDER ? settle_producer(ctx, e) : settle_consumer(ctx, e);
     keep_first(rc, &first, msg, sizeof msg);
   }
   for (int e = 0; e < ctx->nends; e++)

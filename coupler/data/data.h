@@ -27,11 +27,19 @@
 #include "data/desc.h"
 #include "group/context.h"
 
-enum { CPLI_TAG_CREDIT = 1, CPLI_TAG_HEADER = 2, CPLI_TAG_BYE = 3,
-       CPLI_TAG_DATA = 4 /* selective delivery, any rank to any rank */ };
+enum {
+  CPLI_TAG_CREDIT = 1,
+  CPLI_TAG_HEADER = 2,
+  CPLI_TAG_BYE = 3,
+  CPLI_TAG_DATA = 4 /* selective delivery, any rank to any rank */
+};
 enum { CPLI_MSG_CREDIT = 1, CPLI_MSG_DETACH = 2 };
-enum { CPLI_HDR_DATA = 1, CPLI_HDR_EOS = 2, CPLI_HDR_ERROR = 3,
-       CPLI_HDR_MISSING = 4 /* the requested step is not held */ };
+enum {
+  CPLI_HDR_DATA = 1,
+  CPLI_HDR_EOS = 2,
+  CPLI_HDR_ERROR = 3,
+  CPLI_HDR_MISSING = 4 /* the requested step is not held */
+};
 
 /* Fixed part of a header; desc, attrs and message bytes follow it.
  * `status`: ERROR's cpl_status. `mode`: CPLI_MODE_* of a DATA step.
@@ -59,15 +67,15 @@ typedef struct cpli_chan {
   int detached;       /* DETACH received                                */
   unsigned char *sel; /* root: the consumers' selections, last received */
   size_t sel_len;
-  long sel_version;   /* counts selections received (0: none)           */
+  long sel_version; /* counts selections received (0: none)           */
   int eos_sent;
   long headers_sent;
-  int output_open;    /* the port of this end has an open cpl_output    */
+  int output_open; /* the port of this end has an open cpl_output    */
   /* consumer side */
-  int credit_out;     /* a credit not yet answered (begin_step timed out) */
+  int credit_out; /* a credit not yet answered (begin_step timed out) */
   int detach_sent;
   long headers_recv;
-  cpli_credit msg;    /* DETACH send buffer                             */
+  cpli_credit msg; /* DETACH send buffer                             */
   MPI_Request detach_req;
   int input_open;
 } cpli_chan;
@@ -75,16 +83,16 @@ typedef struct cpli_chan {
 struct cpli_trace;
 
 typedef struct cpli_data_state {
-  cpli_chan *chan;    /* one per context end                            */
+  cpli_chan *chan;          /* one per context end                            */
   struct cpli_trace *trace; /* report.h: NULL when not tracing         */
-  int progress;       /* CPL_PROGRESS=1: progress lines on rank 0       */
-  struct {            /* progress rate limit, per link                  */
+  int progress;             /* CPL_PROGRESS=1: progress lines on rank 0       */
+  struct {                  /* progress rate limit, per link                  */
     const char *link;
     double last;
     long quiet;
   } prog[16];
   int nprog;
-  cpl_output **outs;  /* open ports, closed by cpl_finalize             */
+  cpl_output **outs; /* open ports, closed by cpl_finalize             */
   int nouts, capouts;
   cpl_input **ins;
   int nins, capins;
@@ -108,16 +116,15 @@ int cpli_chan_poll(cpl_context *ctx, int end);
 /* Producer root: wait until a credit or DETACH arrives, up to timeout. */
 int cpli_chan_wait_credit(cpl_context *ctx, int end, double timeout);
 /* Producer root: send a header with up to three payload parts. */
-int cpli_chan_send_header(cpl_context *ctx, int end, const cpli_hdr *h,
-                          const void *desc, const void *attrs,
-                          const void *msg, double timeout);
+int cpli_chan_send_header(cpl_context *ctx, int end, const cpli_hdr *h, const void *desc,
+                          const void *attrs, const void *msg, double timeout);
 /* Consumer root: send CREDIT (asking for `want`, with the selections when
  * sel_len > 0) or DETACH. */
-int cpli_chan_send_credit(cpl_context *ctx, int end, int64_t kind, long want,
-                          const void *sel, size_t sel_len, double timeout);
+int cpli_chan_send_credit(cpl_context *ctx, int end, int64_t kind, long want, const void *sel,
+                          size_t sel_len, double timeout);
 /* Consumer root: receive the next header (malloc'd into *buf). */
-int cpli_chan_recv_header(cpl_context *ctx, int end, double timeout,
-                          unsigned char **buf, size_t *len);
+int cpli_chan_recv_header(cpl_context *ctx, int end, double timeout, unsigned char **buf,
+                          size_t *len);
 
 /* Poll an MPI request until done or timeout; *done says which. */
 int cpli_poll_request(MPI_Request *req, double timeout, int *done);

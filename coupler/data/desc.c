@@ -28,20 +28,24 @@ int cpli_type_check(hid_t type, const char *what) {
     vl = H5Tdetect_class(type, H5T_VLEN);
     ref = H5Tdetect_class(type, H5T_REFERENCE);
     vs = H5Tis_variable_str(type);
-  } H5E_END_TRY;
+  }
+  H5E_END_TRY;
   if (vl < 0 || ref < 0 || vs < 0 || H5Tget_size(type) == 0)
     return cpli_fail(CPL_ERR_ARG, "%s: not a valid HDF5 datatype", what);
   if (vl > 0 || ref > 0 || vs > 0)
-    return cpli_fail(CPL_ERR_UNSUPPORTED, "%s: variable-length and reference "
+    return cpli_fail(CPL_ERR_UNSUPPORTED,
+                     "%s: variable-length and reference "
                      "types hold pointers and cannot travel; use fixed-size "
-                     "types", what);
+                     "types",
+                     what);
   return CPL_OK;
 }
 
 int cpli_type_convertible(hid_t src, hid_t dst) {
   H5T_cdata_t *cdata = NULL;
   H5T_conv_t f;
-  H5E_BEGIN_TRY { f = H5Tfind(src, dst, &cdata); } H5E_END_TRY;
+  H5E_BEGIN_TRY { f = H5Tfind(src, dst, &cdata); }
+  H5E_END_TRY;
   return f != NULL;
 }
 
@@ -49,8 +53,7 @@ const char *cpli_type_str(hid_t type, char *buf, size_t n) {
   size_t size = H5Tget_size(type);
   switch (H5Tget_class(type)) {
   case H5T_INTEGER:
-    snprintf(buf, n, "%sint%zu", H5Tget_sign(type) == H5T_SGN_NONE ? "u" : "",
-             size * 8);
+    snprintf(buf, n, "%sint%zu", H5Tget_sign(type) == H5T_SGN_NONE ? "u" : "", size * 8);
     break;
   case H5T_FLOAT: snprintf(buf, n, "float%zu", size * 8); break;
   case H5T_STRING: snprintf(buf, n, "string(%zu)", size); break;
@@ -79,8 +82,7 @@ hid_t cpli_yaml_type(const char *name) {
 
 /* Same class, size and sign: what a declared `type` fixes. */
 static int same_kind(hid_t a, hid_t b) {
-  if (H5Tget_class(a) != H5Tget_class(b) || H5Tget_size(a) != H5Tget_size(b))
-    return 0;
+  if (H5Tget_class(a) != H5Tget_class(b) || H5Tget_size(a) != H5Tget_size(b)) return 0;
   return H5Tget_class(a) != H5T_INTEGER || H5Tget_sign(a) == H5Tget_sign(b);
 }
 
@@ -90,9 +92,7 @@ static int encode_type(hid_t type, cpli_wbuf *w) {
     return cpli_fail(CPL_ERR_HDF5, "H5Tencode failed");
   unsigned char *buf = malloc(n);
   if (!buf) return cpli_fail(CPL_ERR_NOMEM, "out of memory encoding a type");
-  int rc = H5Tencode(type, buf, &n) < 0
-               ? cpli_fail(CPL_ERR_HDF5, "H5Tencode failed")
-               : CPL_OK;
+  int rc = H5Tencode(type, buf, &n) < 0 ? cpli_fail(CPL_ERR_HDF5, "H5Tencode failed") : CPL_OK;
   cpli_w_u32(w, (uint32_t)n);
   cpli_w_bytes(w, buf, n);
   free(buf);
@@ -159,31 +159,28 @@ static int type_ok(tcur *c, int depth, uint32_t *size) {
     uint32_t norm = (flags >> 4) & 3, sign = (flags >> 8) & 0xff;
     /* no VAX order (bit 6), a known normalization, the sign inside */
     return !(flags & 0x40) && norm <= 2 && sign < prec && prec > 0 &&
-           (uint64_t)off + prec <= 8ull * *size && esize > 0 &&
-           msize > 0 && epos + esize <= prec && mpos + msize <= prec &&
-           esize <= 32;
+           (uint64_t)off + prec <= 8ull * *size && esize > 0 && msize > 0 && epos + esize <= prec &&
+           mpos + msize <= prec && esize <= 32;
   }
-  case H5T_STRING:
-    return 1;
-  case H5T_OPAQUE: { /* tag of (flags & 0xff) bytes, NUL inside */
+  case H5T_STRING: return 1;
+  case H5T_OPAQUE: { /* tag of (flags & 0xff) bytes, NUL inside; none: no tag */
     size_t n = flags & 0xff;
-    return take(c, n, &q) && n > 0 && memchr(q, '\0', n);
+    return take(c, n, &q) && (n == 0 || memchr(q, '\0', n));
   }
   case H5T_COMPOUND: {
     uint32_t nm = flags & 0xffff;
     if (nm == 0 || nm > TYPE_MAX_MEMBERS) return 0;
     int offbytes = 1; /* version 3: as many bytes as the size needs */
     for (uint32_t v = *size >> 8; v; v >>= 8) offbytes++;
-    uint32_t (*memb)[2] = malloc(nm * sizeof *memb), end = 0;
+    uint32_t(*memb)[2] = malloc(nm * sizeof *memb), end = 0;
     int ok = memb != NULL;
     for (uint32_t i = 0; ok && i < nm; i++) {
       int ob = version >= 3 ? offbytes : 4;
       ok = take_name(c, version) && take(c, (size_t)ob, &q);
       uint32_t off = ok ? le(q, ob) : 0, msize = 0;
-      if (ok && version == 1) /* old-style array member: dims follow */
+      if (ok && version == 1)              /* old-style array member: dims follow */
         ok = take(c, 28, &q) && q[0] == 0; /* scalar only */
-      ok = ok && type_ok(c, depth + 1, &msize) && off <= *size &&
-           msize <= *size - off;
+      ok = ok && type_ok(c, depth + 1, &msize) && off <= *size && msize <= *size - off;
       /* HDF5 refuses members that overlap an earlier one */
       for (uint32_t j = 0; ok && off < end && j < i; j++)
         ok = !(off >= memb[j][0] && off < memb[j][0] + memb[j][1]);
@@ -220,8 +217,7 @@ static int type_ok(tcur *c, int depth, uint32_t *size) {
     if (version < 3 && !take(c, 4 * (size_t)nd, NULL)) return 0;
     return type_ok(c, depth + 1, &psize) && n * psize == *size;
   }
-  default: /* time, references, variable length: cannot travel */
-    return 0;
+  default: /* time, references, variable length: cannot travel */ return 0;
   }
 }
 
@@ -234,7 +230,8 @@ static hid_t decode_type(cpli_rbuf *r) {
   uint32_t size;
   if (!type_ok(&c, 0, &size) || c.p != c.end) return H5I_INVALID_HID;
   hid_t t;
-  H5E_BEGIN_TRY { t = H5Tdecode(p); } H5E_END_TRY;
+  H5E_BEGIN_TRY { t = H5Tdecode(p); }
+  H5E_END_TRY;
   if (t < 0) return t;
   /* HDF5 repairs some inconsistent types as it decodes them (a compound
    * shrinks): only a type that encodes back to the same bytes is the one
@@ -246,7 +243,8 @@ static hid_t decode_type(cpli_rbuf *r) {
     if (H5Tencode(t, NULL, &m) >= 0 && m == n && (again = malloc(m)) &&
         H5Tencode(t, again, &m) >= 0)
       same = memcmp(again, p, n) == 0;
-  } H5E_END_TRY;
+  }
+  H5E_END_TRY;
   free(again);
   if (!same || cpli_type_check(t, "a received type") != CPL_OK) {
     H5Tclose(t);
@@ -288,8 +286,7 @@ int cpli_desc_find(const cpli_desc *desc, const char *name) {
   return -1;
 }
 
-int cpli_desc_add(cpli_desc *desc, const char *name, hid_t type, int rank,
-                  const hsize_t *dims) {
+int cpli_desc_add(cpli_desc *desc, const char *name, hid_t type, int rank, const hsize_t *dims) {
   if (desc->nd >= MAX_DATASETS) return -1;
   if (desc->nd == desc->cap) {
     int cap = desc->cap ? 2 * desc->cap : 4;
@@ -307,8 +304,7 @@ int cpli_desc_add(cpli_desc *desc, const char *name, hid_t type, int rank,
   s->bytes = calloc(nb, sizeof *s->bytes);
   s->offset = calloc(nb, sizeof *s->offset);
   s->type = H5Tcopy(type);
-  if (!s->name || !s->start || !s->count || !s->bytes || !s->offset ||
-      s->type < 0) {
+  if (!s->name || !s->start || !s->count || !s->bytes || !s->offset || s->type < 0) {
     dset_free(s);
     return -1;
   }
@@ -332,17 +328,16 @@ int cpli_desc_encode(const cpli_desc *desc, cpli_wbuf *w) {
     cpli_w_bytes(w, s->count, n);
   }
   return w->oom ? cpli_fail(CPL_ERR_NOMEM, "out of memory encoding a "
-                            "description") : CPL_OK;
+                                           "description")
+                : CPL_OK;
 }
 
-int cpli_desc_decode(const void *data, size_t len, const char *where,
-                     cpli_desc **out) {
+int cpli_desc_decode(const void *data, size_t len, const char *where, cpli_desc **out) {
   *out = NULL;
   cpli_rbuf r = cpli_r_init(data, len);
   uint32_t magic = cpli_r_u32(&r), nb = cpli_r_u32(&r), nd = cpli_r_u32(&r);
   if (magic != DESC_MAGIC || nb == 0 || nb > (1u << 24) || nd > MAX_DATASETS)
-    return cpli_fail(CPL_ERR_INTERNAL, "%s: corrupt dataset description",
-                     where);
+    return cpli_fail(CPL_ERR_INTERNAL, "%s: corrupt dataset description", where);
   cpli_desc *desc = cpli_desc_new((int)nb);
   if (!desc) return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
   int rc = CPL_OK;
@@ -350,8 +345,7 @@ int cpli_desc_decode(const void *data, size_t len, const char *where,
     const char *name = cpli_r_str(&r);
     uint32_t rank = cpli_r_u32(&r);
     if (r.bad || rank < 1 || rank > CPL_MAX_RANK || !cpli_name_ok(name)) {
-      rc = cpli_fail(CPL_ERR_INTERNAL, "%s: corrupt dataset description",
-                     where);
+      rc = cpli_fail(CPL_ERR_INTERNAL, "%s: corrupt dataset description", where);
       break;
     }
     const void *dims = cpli_r_bytes(&r, rank * sizeof(hsize_t));
@@ -360,15 +354,15 @@ int cpli_desc_decode(const void *data, size_t len, const char *where,
     const void *start = cpli_r_bytes(&r, n), *count = cpli_r_bytes(&r, n);
     hsize_t d[CPL_MAX_RANK];
     if (dims) memcpy(d, dims, rank * sizeof(hsize_t));
-    int k = (!dims || type < 0 || !start || !count)
-                ? -1
-                : cpli_desc_add(desc, name, type, (int)rank, d);
+    int k = (!dims || type < 0 || !start || !count) ? -1
+                                                    : cpli_desc_add(desc, name, type, (int)rank, d);
     if (type >= 0) H5Tclose(type);
     if (k < 0) {
-      rc = r.bad || type < 0
-               ? cpli_fail(CPL_ERR_INTERNAL, "%s: corrupt dataset "
-                           "description", where)
-               : cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
+      rc = r.bad || type < 0 ? cpli_fail(CPL_ERR_INTERNAL,
+                                         "%s: corrupt dataset "
+                                         "description",
+                                         where)
+                             : cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
       break;
     }
     memcpy(desc->d[k].start, start, n);
@@ -388,17 +382,16 @@ int cpli_desc_finish(cpli_desc *desc, const char *where) {
   char msg[600], tb[64];
   for (int i = 0; i < desc->nd; i++) {
     cpli_dset *s = &desc->d[i];
-    if (!cpli_tiling_check(s->rank, s->dims, desc->nblocks, s->start,
-                           s->count, msg, sizeof msg))
-      return cpli_fail(CPL_ERR_SHAPE, "%s: dataset \"%s\" (%s): %s", where,
-                       s->name, cpli_type_str(s->type, tb, sizeof tb), msg);
+    if (!cpli_tiling_check(s->rank, s->dims, desc->nblocks, s->start, s->count, msg, sizeof msg))
+      return cpli_fail(CPL_ERR_SHAPE, "%s: dataset \"%s\" (%s): %s", where, s->name,
+                       cpli_type_str(s->type, tb, sizeof tb), msg);
     size_t off = 0;
     for (int b = 0; b < desc->nblocks; b++) {
       uint64_t v = 0;
-      if (s->esize == 0 ||
-          cpli_box_volume(s->rank, s->count + (size_t)b * s->rank, &v) != 0 ||
+      if (s->esize == 0 || cpli_box_volume(s->rank, s->count + (size_t)b * s->rank, &v) != 0 ||
           v > (uint64_t)INT_MAX / s->esize)
-        return cpli_fail(CPL_ERR_UNSUPPORTED, "%s: dataset \"%s\": the block "
+        return cpli_fail(CPL_ERR_UNSUPPORTED,
+                         "%s: dataset \"%s\": the block "
                          "of rank %d is %llu elements of %zu bytes; blocks "
                          "over 2 GiB cannot travel yet: split the dataset",
                          where, s->name, b, (unsigned long long)v, s->esize);
@@ -406,17 +399,19 @@ int cpli_desc_finish(cpli_desc *desc, const char *where) {
       s->offset[b] = off;
       off += s->bytes[b];
       if (off > INT_MAX)
-        return cpli_fail(CPL_ERR_UNSUPPORTED, "%s: dataset \"%s\" is over "
+        return cpli_fail(CPL_ERR_UNSUPPORTED,
+                         "%s: dataset \"%s\" is over "
                          "2 GiB; datasets that large cannot travel yet: "
-                         "split it", where, s->name);
+                         "split it",
+                         where, s->name);
     }
     s->total = off;
   }
   return CPL_OK;
 }
 
-int cpli_desc_merge(int p, const unsigned char *const *blobs,
-                    const size_t *lens, const char *where, cpli_desc **out) {
+int cpli_desc_merge(int p, const unsigned char *const *blobs, const size_t *lens, const char *where,
+                    cpli_desc **out) {
   *out = NULL;
   cpli_desc *m = cpli_desc_new(p);
   int *first = NULL; /* rank that first put each dataset */
@@ -441,13 +436,13 @@ int cpli_desc_merge(int p, const unsigned char *const *blobs,
         first[k] = r;
       }
       cpli_dset *t = &m->d[k];
-      if (t->rank != s->rank ||
-          memcmp(t->dims, s->dims, (size_t)s->rank * sizeof *s->dims) ||
+      if (t->rank != s->rank || memcmp(t->dims, s->dims, (size_t)s->rank * sizeof *s->dims) ||
           H5Tequal(t->type, s->type) <= 0) {
         char b1[160], b2[160];
-        rc = cpli_fail(CPL_ERR_MISMATCH, "%s: dataset \"%s\": rank %d puts "
-                       "%s %s but rank %d puts %s %s", where, s->name,
-                       first[k], cpli_type_str(t->type, t1, sizeof t1),
+        rc = cpli_fail(CPL_ERR_MISMATCH,
+                       "%s: dataset \"%s\": rank %d puts "
+                       "%s %s but rank %d puts %s %s",
+                       where, s->name, first[k], cpli_type_str(t->type, t1, sizeof t1),
                        cpli_dims_str(t->rank, t->dims, b1, sizeof b1), r,
                        cpli_type_str(s->type, t2, sizeof t2),
                        cpli_dims_str(s->rank, s->dims, b2, sizeof b2));
@@ -469,9 +464,8 @@ int cpli_desc_merge(int p, const unsigned char *const *blobs,
   return CPL_OK;
 }
 
-int cpli_desc_check_port(const cpli_desc *desc, const cpli_component *comp,
-                         const cpli_port *port, int producer_side,
-                         const char *where) {
+int cpli_desc_check_port(const cpli_desc *desc, const cpli_component *comp, const cpli_port *port,
+                         int producer_side, const char *where) {
   if (port->ndatasets == 0) return CPL_OK; /* nothing declared */
   char t1[64], t2[64];
   for (int i = 0; i < desc->nd; i++) {
@@ -480,36 +474,36 @@ int cpli_desc_check_port(const cpli_desc *desc, const cpli_component *comp,
     for (int j = 0; j < port->ndatasets && !decl; j++)
       if (!strcmp(port->datasets[j].name, s->name)) decl = &port->datasets[j];
     if (!decl)
-      return cpli_fail(CPL_ERR_MISMATCH, "%s: dataset \"%s\" is not among "
-                       "the datasets port %s.%s declares (line %d)", where,
-                       s->name, comp->name, port->name, port->pos.line);
+      return cpli_fail(CPL_ERR_MISMATCH,
+                       "%s: dataset \"%s\" is not among "
+                       "the datasets port %s.%s declares (line %d)",
+                       where, s->name, comp->name, port->name, port->pos.line);
     if (decl->ndims >= 0) {
       int same = decl->ndims == s->rank;
-      for (int d = 0; same && d < s->rank; d++)
-        same = (hsize_t)decl->dims[d] == s->dims[d];
+      for (int d = 0; same && d < s->rank; d++) same = (hsize_t)decl->dims[d] == s->dims[d];
       if (!same) {
         char b1[160], dd[160];
         size_t o = 0;
         dd[0] = '\0';
         for (int d = 0; d < decl->ndims && o < sizeof dd; d++)
-          o += (size_t)snprintf(dd + o, sizeof dd - o, "%s%lld", d ? ", " : "",
-                                decl->dims[d]);
-        return cpli_fail(CPL_ERR_SHAPE, "%s: dataset \"%s\" has dims %s "
-                         "but port %s.%s declares [%s] (line %d)", where,
-                         s->name, cpli_dims_str(s->rank, s->dims, b1, sizeof b1),
-                         comp->name, port->name, dd, decl->pos.line);
+          o += (size_t)snprintf(dd + o, sizeof dd - o, "%s%lld", d ? ", " : "", decl->dims[d]);
+        return cpli_fail(CPL_ERR_SHAPE,
+                         "%s: dataset \"%s\" has dims %s "
+                         "but port %s.%s declares [%s] (line %d)",
+                         where, s->name, cpli_dims_str(s->rank, s->dims, b1, sizeof b1), comp->name,
+                         port->name, dd, decl->pos.line);
       }
     }
     if (decl->type) {
       hid_t want = cpli_yaml_type(decl->type);
-      int ok = want >= 0 && (producer_side ? same_kind(s->type, want)
-                                           : cpli_type_convertible(s->type, want));
+      int ok = want >= 0 &&
+               (producer_side ? same_kind(s->type, want) : cpli_type_convertible(s->type, want));
       if (!ok)
-        return cpli_fail(CPL_ERR_TYPE, "%s: dataset \"%s\" is %s but port "
-                         "%s.%s declares %s (line %d)%s", where, s->name,
-                         cpli_type_str(s->type, t1, sizeof t1), comp->name,
-                         port->name, cpli_type_str(want, t2, sizeof t2),
-                         decl->pos.line,
+        return cpli_fail(CPL_ERR_TYPE,
+                         "%s: dataset \"%s\" is %s but port "
+                         "%s.%s declares %s (line %d)%s",
+                         where, s->name, cpli_type_str(s->type, t1, sizeof t1), comp->name,
+                         port->name, cpli_type_str(want, t2, sizeof t2), decl->pos.line,
                          producer_side ? "" : ", and HDF5 cannot convert it");
     }
   }
@@ -531,24 +525,28 @@ void cpli_attrs_clear(cpli_attrs *a) {
   *a = (cpli_attrs){0};
 }
 
-int cpli_attrs_set(cpli_attrs *a, const char *dataset, const char *name,
-                   hid_t type, size_t n, const void *value) {
+int cpli_attrs_set(cpli_attrs *a, const char *dataset, const char *name, hid_t type, size_t n,
+                   const void *value) {
   size_t esize = H5Tget_size(type);
   if (esize == 0 || n > CPLI_ATTR_MAX_BYTES / esize)
-    return cpli_fail(CPL_ERR_ARG, "attribute \"%s\": %zu elements of %zu "
-                     "bytes exceed the %d-byte limit of an attribute", name, n,
-                     esize, CPLI_ATTR_MAX_BYTES);
+    return cpli_fail(CPL_ERR_ARG,
+                     "attribute \"%s\": %zu elements of %zu "
+                     "bytes exceed the %d-byte limit of an attribute",
+                     name, n, esize, CPLI_ATTR_MAX_BYTES);
   size_t bytes = n * esize;
   int k = 0;
-  while (k < a->n && (strcmp(a->v[k].dataset, dataset) ||
-                      strcmp(a->v[k].name, name)))
-    k++;
+  while (k < a->n && (strcmp(a->v[k].dataset, dataset) || strcmp(a->v[k].name, name))) k++;
   size_t others = a->bytes - (k < a->n ? a->v[k].bytes : 0);
   if (others + bytes > CPLI_ATTRS_MAX_BYTES)
-    return cpli_fail(CPL_ERR_ARG, "attribute \"%s\": the step's attributes "
-                     "would exceed %d bytes", name, CPLI_ATTRS_MAX_BYTES);
-  cpli_attr v = {.n = n, .bytes = bytes, .type = H5Tcopy(type),
-                 .dataset = strdup(dataset), .name = strdup(name),
+    return cpli_fail(CPL_ERR_ARG,
+                     "attribute \"%s\": the step's attributes "
+                     "would exceed %d bytes",
+                     name, CPLI_ATTRS_MAX_BYTES);
+  cpli_attr v = {.n = n,
+                 .bytes = bytes,
+                 .type = H5Tcopy(type),
+                 .dataset = strdup(dataset),
+                 .name = strdup(name),
                  .value = malloc(bytes ? bytes : 1)};
   if (v.type < 0 || !v.dataset || !v.name || !v.value) {
     attr_free(&v);
@@ -584,11 +582,11 @@ int cpli_attrs_encode(const cpli_attrs *a, cpli_wbuf *w) {
     cpli_w_bytes(w, v->value, v->bytes);
   }
   return w->oom ? cpli_fail(CPL_ERR_NOMEM, "out of memory encoding "
-                            "attributes") : CPL_OK;
+                                           "attributes")
+                : CPL_OK;
 }
 
-int cpli_attrs_decode(const void *data, size_t len, const char *where,
-                      cpli_attrs *out) {
+int cpli_attrs_decode(const void *data, size_t len, const char *where, cpli_attrs *out) {
   cpli_attrs_clear(out);
   cpli_rbuf r = cpli_r_init(data, len);
   uint32_t magic = cpli_r_u32(&r), n = cpli_r_u32(&r);
@@ -598,15 +596,14 @@ int cpli_attrs_decode(const void *data, size_t len, const char *where,
     hid_t type = decode_type(&r);
     uint64_t cnt = cpli_r_u64(&r);
     size_t es = type >= 0 ? H5Tget_size(type) : 0;
-    const void *val = es && cnt <= CPLI_ATTR_MAX_BYTES / es
-                          ? cpli_r_bytes(&r, (size_t)cnt * es) : NULL;
+    const void *val =
+        es && cnt <= CPLI_ATTR_MAX_BYTES / es ? cpli_r_bytes(&r, (size_t)cnt * es) : NULL;
     if (r.bad || !val) rc = CPL_ERR_INTERNAL;
     else rc = cpli_attrs_set(out, ds, name, type, (size_t)cnt, val);
     if (type >= 0) H5Tclose(type);
   }
   if (rc == CPL_OK && r.pos != r.len) rc = CPL_ERR_INTERNAL;
-  if (rc == CPL_ERR_INTERNAL)
-    rc = cpli_fail(rc, "%s: corrupt attributes", where);
+  if (rc == CPL_ERR_INTERNAL) rc = cpli_fail(rc, "%s: corrupt attributes", where);
   if (rc != CPL_OK) cpli_attrs_clear(out);
   return rc;
 }

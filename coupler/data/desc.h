@@ -18,19 +18,19 @@
 
 typedef struct cpli_dset {
   char *name;
-  hid_t type;           /* owned                                         */
-  size_t esize;         /* H5Tget_size(type)                             */
+  hid_t type;   /* owned                                         */
+  size_t esize; /* H5Tget_size(type)                             */
   int rank;
   hsize_t dims[CPL_MAX_RANK];
   hsize_t *start, *count; /* nblocks x rank                              */
-  size_t *bytes;        /* per block                                     */
-  size_t *offset;       /* per block, in the concatenated blocks         */
-  size_t total;         /* bytes of the global array                     */
+  size_t *bytes;          /* per block                                     */
+  size_t *offset;         /* per block, in the concatenated blocks         */
+  size_t total;           /* bytes of the global array                     */
 } cpli_dset;
 
 typedef struct cpli_desc {
-  int refs;             /* queued steps share their description          */
-  long version;         /* changes when the description does             */
+  int refs;     /* queued steps share their description          */
+  long version; /* changes when the description does             */
   int nblocks;
   int nd, cap;
   cpli_dset *d;
@@ -42,13 +42,11 @@ void cpli_desc_unref(cpli_desc *desc);
 int cpli_desc_find(const cpli_desc *desc, const char *name);
 
 /* Append a dataset (type copied; blocks zeroed). Returns its index or -1. */
-int cpli_desc_add(cpli_desc *desc, const char *name, hid_t type, int rank,
-                  const hsize_t *dims);
+int cpli_desc_add(cpli_desc *desc, const char *name, hid_t type, int rank, const hsize_t *dims);
 
 int cpli_desc_encode(const cpli_desc *desc, cpli_wbuf *w);
 /* Decode; `where` prefixes error messages. */
-int cpli_desc_decode(const void *data, size_t len, const char *where,
-                     cpli_desc **out);
+int cpli_desc_decode(const void *data, size_t len, const char *where, cpli_desc **out);
 
 /*
  * Merge the p one-block descriptions of the producer ranks (encoded, in
@@ -57,8 +55,8 @@ int cpli_desc_decode(const void *data, size_t len, const char *where,
  * empty block; ranks must agree on each dataset's type and dims. Then
  * cpli_desc_finish. Deterministic: every producer rank gets the same.
  */
-int cpli_desc_merge(int p, const unsigned char *const *blobs,
-                    const size_t *lens, const char *where, cpli_desc **out);
+int cpli_desc_merge(int p, const unsigned char *const *blobs, const size_t *lens, const char *where,
+                    cpli_desc **out);
 
 /* Block sizes and offsets; checks that every dataset's blocks tile it and
  * that the sizes fit the transfer limits. */
@@ -67,9 +65,8 @@ int cpli_desc_finish(cpli_desc *desc, const char *where);
 /* Check the description against a port's declared datasets (YAML `type`,
  * `dims`). On the producer's own port the type must be the declared one;
  * on a consumer's port it must convert to it. */
-int cpli_desc_check_port(const cpli_desc *desc, const cpli_component *comp,
-                         const cpli_port *port, int producer_side,
-                         const char *where);
+int cpli_desc_check_port(const cpli_desc *desc, const cpli_component *comp, const cpli_port *port,
+                         int producer_side, const char *where);
 
 /* Can this type travel as bytes (no pointers inside)? */
 int cpli_type_check(hid_t type, const char *what);
@@ -85,7 +82,7 @@ hid_t cpli_yaml_type(const char *name);
 typedef struct cpli_attr {
   char *dataset; /* "" for a step attribute */
   char *name;
-  hid_t type;    /* owned */
+  hid_t type; /* owned */
   size_t n, bytes;
   void *value;
 } cpli_attr;
@@ -96,16 +93,15 @@ typedef struct cpli_attrs {
   size_t bytes; /* total value bytes, for the size limit */
 } cpli_attrs;
 
-#define CPLI_ATTR_MAX_BYTES 65536        /* one attribute's value        */
-#define CPLI_ATTRS_MAX_BYTES (1 << 20)   /* all of a step's attributes   */
+#define CPLI_ATTR_MAX_BYTES 65536      /* one attribute's value        */
+#define CPLI_ATTRS_MAX_BYTES (1 << 20) /* all of a step's attributes   */
 
 /* Set (or replace) an attribute; value copied. */
-int cpli_attrs_set(cpli_attrs *a, const char *dataset, const char *name,
-                   hid_t type, size_t n, const void *value);
+int cpli_attrs_set(cpli_attrs *a, const char *dataset, const char *name, hid_t type, size_t n,
+                   const void *value);
 void cpli_attrs_clear(cpli_attrs *a);
 int cpli_attrs_encode(const cpli_attrs *a, cpli_wbuf *w);
-int cpli_attrs_decode(const void *data, size_t len, const char *where,
-                      cpli_attrs *out);
+int cpli_attrs_decode(const void *data, size_t len, const char *where, cpli_attrs *out);
 
 /* Dataset and attribute names: 1..255 bytes, printable, no '/'; not "." */
 int cpli_name_ok(const char *name);

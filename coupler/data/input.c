@@ -26,36 +26,33 @@ struct cpl_input {
   MPI_Comm comm;
   int rank, size;
   int in_step, eos;
-  int failed;               /* status that ended the stream              */
+  int failed; /* status that ended the stream              */
   char fail_msg[1024];
-  long step, last;          /* current step; last one taken (-1: none)   */
-  int credit_out;           /* a credit is unanswered (after a timeout)  */
-  long want_out;            /* what it asked for                         */
+  long step, last; /* current step; last one taken (-1: none)   */
+  int credit_out;  /* a credit is unanswered (after a timeout)  */
+  long want_out;   /* what it asked for                         */
   cpli_desc *desc;
-  int mode;                 /* CPLI_MODE_* of the current step           */
-  char **buf;               /* per dataset: blocks or pieces, one after  */
-  size_t *cap;              /*   another                                 */
-  cpli_boxes *pieces;       /* per dataset: this rank's pieces           */
+  int mode;           /* CPLI_MODE_* of the current step           */
+  char **buf;         /* per dataset: blocks or pieces, one after  */
+  size_t *cap;        /*   another                                 */
+  cpli_boxes *pieces; /* per dataset: this rank's pieces           */
   int nbuf;
-  int *counts;              /* nblocks counts, then displacements        */
+  int *counts; /* nblocks counts, then displacements        */
   cpli_attrs attrs;
-  cpli_sel sel;             /* as the user set it                        */
-  cpli_sel sel_used;        /* as last sent: what the producer serves    */
+  cpli_sel sel;      /* as the user set it                        */
+  cpli_sel sel_used; /* as last sent: what the producer serves    */
   int sel_dirty;
   cpl_input_stats st;
-  cpli_event ev;            /* the current step, for the trace           */
+  cpli_event ev; /* the current step, for the trace           */
 };
 
-int cpl_input_open(cpl_context *ctx, const char *port, const char *peer,
-                   cpl_input **out) {
-  if (!ctx || !port || !out)
-    return cpli_fail(CPL_ERR_ARG, "cpl_input_open: NULL argument");
+int cpl_input_open(cpl_context *ctx, const char *port, const char *peer, cpl_input **out) {
+  if (!ctx || !port || !out) return cpli_fail(CPL_ERR_ARG, "cpl_input_open: NULL argument");
   *out = NULL;
   const cpli_component *me = &ctx->wf->comps[ctx->comp];
   int pi = cpli_wf_port_index(me, port);
   if (pi >= 0 && me->ports[pi].output)
-    return cpli_fail(CPL_ERR_ARG, "cpl_input_open: port %s.%s is an output",
-                     me->name, port);
+    return cpli_fail(CPL_ERR_ARG, "cpl_input_open: port %s.%s is an output", me->name, port);
   cpl_link_end le;
   CPLI_TRY(cpl_port_link(ctx, port, peer, &le));
   cpli_data_state *s;
@@ -64,8 +61,7 @@ int cpl_input_open(cpl_context *ctx, const char *port, const char *peer,
   while (ctx->ends[end].link != le.link) end++;
   if (s->chan[end].input_open || s->chan[end].detach_sent)
     return cpli_fail(CPL_ERR_STATE, "cpl_input_open: link %s is already %s",
-                     ctx->wf->links[le.link].label,
-                     s->chan[end].input_open ? "open" : "closed");
+                     ctx->wf->links[le.link].label, s->chan[end].input_open ? "open" : "closed");
   cpl_input *in = calloc(1, sizeof *in);
   if (!in || cpli_data_track(ctx, NULL, in) != CPL_OK) {
     free(in);
@@ -94,8 +90,7 @@ int cpl_input_link(const cpl_input *in, cpl_link_end *out) {
 static int usable(const cpl_input *in, const char *call) {
   if (!in) return cpli_fail(CPL_ERR_ARG, "%s: input is NULL", call);
   if (in->failed)
-    return cpli_fail(in->failed, "%s: link %s failed: %s", call, in->l->label,
-                     in->fail_msg);
+    return cpli_fail(in->failed, "%s: link %s failed: %s", call, in->l->label, in->fail_msg);
   return CPL_OK;
 }
 
@@ -104,8 +99,7 @@ static int usable(const cpl_input *in, const char *call) {
  * goes to the root (*blob: per rank a u64 length and its encoding), and
  * each rank's selection in force becomes the one it set.
  */
-static int sync_selections(cpl_input *in, const cpl_coll_options *opt,
-                           cpli_wbuf *blob) {
+static int sync_selections(cpl_input *in, const cpl_coll_options *opt, cpli_wbuf *blob) {
   cpli_wbuf mine = {0};
   cpli_sel_encode(&in->sel, &mine);
   int64_t *rec = calloc(2 * (size_t)in->size, sizeof *rec);
@@ -117,8 +111,8 @@ static int sync_selections(cpl_input *in, const cpl_coll_options *opt,
   if (rc == CPL_OK) {
     rec[2 * in->rank] = in->sel_dirty;
     rec[2 * in->rank + 1] = (int64_t)mine.len;
-    rc = cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rec, 2,
-                             MPI_INT64_T, in->comm, opt);
+    rc =
+        cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rec, 2, MPI_INT64_T, in->comm, opt);
   }
   int any = 0;
   size_t total = 0;
@@ -127,7 +121,8 @@ static int sync_selections(cpl_input *in, const cpl_coll_options *opt,
     total += (size_t)rec[2 * r + 1];
   }
   if (rc == CPL_OK && any && total > 0x7fffffff)
-    rc = cpli_fail(CPL_ERR_UNSUPPORTED, "link %s: the selections of the "
+    rc = cpli_fail(CPL_ERR_UNSUPPORTED,
+                   "link %s: the selections of the "
                    "consumer ranks take %zu bytes, more than 2 GiB",
                    in->l->label, total);
   if (rc == CPL_OK && any && !(all = malloc(total ? total : 1)))
@@ -139,8 +134,8 @@ static int sync_selections(cpl_input *in, const cpl_coll_options *opt,
       counts[in->size + r] = off;
       off += counts[r];
     }
-    rc = cpl_intra_allgatherv(mine.p, (int)mine.len, MPI_BYTE, all, counts,
-                              counts + in->size, MPI_BYTE, in->comm, opt);
+    rc = cpl_intra_allgatherv(mine.p, (int)mine.len, MPI_BYTE, all, counts, counts + in->size,
+                              MPI_BYTE, in->comm, opt);
   }
   if (rc == CPL_OK && any && in->rank == 0)
     for (int r = 0; r < in->size; r++) {
@@ -179,16 +174,18 @@ static int take_header(cpl_input *in, double wait, long want, cpli_hdr *h,
   if (in->rank == 0) {
     cpli_chan *ch = &in->ctx->data->chan[in->end];
     if (!ch->credit_out)
-      rc = cpli_chan_send_credit(in->ctx, in->end, CPLI_MSG_CREDIT, want, sel.p,
-                                 sel.len, in->l->timeout);
+      rc = cpli_chan_send_credit(in->ctx, in->end, CPLI_MSG_CREDIT, want, sel.p, sel.len,
+                                 in->l->timeout);
     if (rc == CPL_OK) {
       ch->credit_out = 1;
       rc = cpli_chan_recv_header(in->ctx, in->end, wait, &msg, &len);
     }
     if (rc == CPL_ERR_TIMEOUT)
-      cpli_fail(rc, "link %s, receiver 0, step after %ld: no step from the "
+      cpli_fail(rc,
+                "link %s, receiver 0, step after %ld: no step from the "
                 "producer within %g s (raise the link's timeout if it computes "
-                "longer between steps)", in->l->label, in->last, wait);
+                "longer between steps)",
+                in->l->label, in->last, wait);
     if (rc == CPL_OK && len < sizeof *h)
       rc = cpli_fail(CPL_ERR_INTERNAL, "link %s: short step header", in->l->label);
     if (rc == CPL_OK) memcpy(h, msg, sizeof *h);
@@ -208,9 +205,11 @@ static int take_header(cpl_input *in, double wait, long want, cpli_hdr *h,
   if (h->root_rc != CPL_OK) {
     free(msg);
     if (in->rank != 0)
-      cpli_fail((int)h->root_rc, "link %s, receiver %d: rank 0 of this "
+      cpli_fail((int)h->root_rc,
+                "link %s, receiver %d: rank 0 of this "
                 "component failed to take the step after %ld (its message "
-                "says why)", in->l->label, in->rank, in->last);
+                "says why)",
+                in->l->label, in->rank, in->last);
     return (int)h->root_rc;
   }
   const int64_t lens[3] = {h->desc_len, h->attr_len, h->msg_len};
@@ -240,15 +239,16 @@ static int take_header(cpl_input *in, double wait, long want, cpli_hdr *h,
 }
 
 /* A new description: check it, make room for per-dataset state. */
-static int set_desc(cpl_input *in, const unsigned char *data, size_t len,
-                    const char *where) {
+static int set_desc(cpl_input *in, const unsigned char *data, size_t len, const char *where) {
   cpli_desc *d;
   CPLI_TRY(cpli_desc_decode(data, len, where, &d));
   int rc = cpli_desc_finish(d, where);
   int p = in->ctx->ends[in->end].remote_size; /* counts[] has 2 x nblocks */
   if (rc == CPL_OK && d->nblocks != p)
-    rc = cpli_fail(CPL_ERR_INTERNAL, "%s: corrupt description: %d blocks "
-                   "for %d producer ranks", where, d->nblocks, p);
+    rc = cpli_fail(CPL_ERR_INTERNAL,
+                   "%s: corrupt description: %d blocks "
+                   "for %d producer ranks",
+                   where, d->nblocks, p);
   const cpli_component *c = &in->ctx->wf->comps[in->l->to_comp];
   if (rc == CPL_OK) rc = cpli_desc_check_port(d, c, &c->ports[in->l->to_port], 0, where);
   if (rc == CPL_OK && d->nd > in->nbuf) {
@@ -288,15 +288,17 @@ static int size_buffers(cpl_input *in, const char *where) {
     const cpli_dset *s = &d->d[k];
     if (cpli_sel_pieces(&in->sel_used, s->name, s->rank, s->dims, &in->pieces[k]) < 0)
       return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
-    size_t need = in->mode == CPLI_MODE_SELECT
-                      ? cpli_pieces_bytes(&in->pieces[k], s->esize) : s->total;
+    size_t need =
+        in->mode == CPLI_MODE_SELECT ? cpli_pieces_bytes(&in->pieces[k], s->esize) : s->total;
     if (need > in->cap[k] || need < in->cap[k] / 2) {
       free(in->buf[k]);
       in->buf[k] = need ? malloc(need) : NULL;
       in->cap[k] = in->buf[k] ? need : 0;
       if (need && !in->buf[k])
-        return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory for dataset "
-                         "\"%s\" (%zu bytes)", where, s->name, need);
+        return cpli_fail(CPL_ERR_NOMEM,
+                         "%s: out of memory for dataset "
+                         "\"%s\" (%zu bytes)",
+                         where, s->name, need);
     }
     held += in->cap[k];
   }
@@ -312,8 +314,8 @@ static int receive(cpl_input *in, long step, const char *where) {
   const cpli_desc *d = in->desc;
   if (in->mode == CPLI_MODE_SELECT) {
     size_t got = 0;
-    int rc = cpli_redist_recv(d, in->pieces, in->buf, in->ctx->ends[in->end].ctl,
-                              CPLI_TAG_DATA, in->l->timeout, where, &got);
+    int rc = cpli_redist_recv(d, in->pieces, in->buf, in->ctx->ends[in->end].ctl, CPLI_TAG_DATA,
+                              in->l->timeout, where, &got);
     in->st.bytes += got;
     in->st.selective++;
     return rc;
@@ -327,8 +329,8 @@ static int receive(cpl_input *in, long step, const char *where) {
       counts[b] = (int)s->bytes[b];
       displs[b] = (int)s->offset[b];
     }
-    int rc = cpl_inter_allgatherv(NULL, 0, MPI_BYTE, in->buf[k], counts, displs,
-                                  MPI_BYTE, CPL_RECEIVER, inter, &opt);
+    int rc = cpl_inter_allgatherv(NULL, 0, MPI_BYTE, in->buf[k], counts, displs, MPI_BYTE,
+                                  CPL_RECEIVER, inter, &opt);
     if (rc != CPL_OK) {
       cpli_error_prefix("dataset \"%s\": ", s->name);
       return rc;
@@ -349,14 +351,17 @@ static int fail_link(cpl_input *in, int rc) {
 static int begin(cpl_input *in, double wait, long want, long *step) {
   CPLI_TRY(usable(in, "cpl_input_begin_step"));
   if (in->in_step)
-    return cpli_fail(CPL_ERR_STATE, "cpl_input_begin_step: link %s: step %ld "
-                     "is still open (call cpl_input_end_step)", in->l->label,
-                     in->step);
+    return cpli_fail(CPL_ERR_STATE,
+                     "cpl_input_begin_step: link %s: step %ld "
+                     "is still open (call cpl_input_end_step)",
+                     in->l->label, in->step);
   if (in->eos) return CPL_END_OF_STREAM;
   if (in->credit_out && want != in->want_out)
-    return cpli_fail(CPL_ERR_STATE, "cpl_input_begin_step_at: link %s: the "
+    return cpli_fail(CPL_ERR_STATE,
+                     "cpl_input_begin_step_at: link %s: the "
                      "request for %ld is still unanswered (it timed out); ask "
-                     "for the same until it is", in->l->label, in->want_out);
+                     "for the same until it is",
+                     in->l->label, in->want_out);
   cpli_hdr h;
   unsigned char *p;
   int report = cpli_report_on(in->ctx);
@@ -368,30 +373,25 @@ static int begin(cpl_input *in, double wait, long want, long *step) {
     return CPL_END_OF_STREAM;
   }
   if (h.kind == CPLI_HDR_ERROR || h.kind == CPLI_HDR_MISSING) {
-    int st = h.status > 0 && h.status < CPL_STATUS_COUNT ? (int)h.status
-                                                         : CPL_ERR_MISMATCH;
+    int st = h.status > 0 && h.status < CPL_STATUS_COUNT ? (int)h.status : CPL_ERR_MISMATCH;
     char msg[1024];
     snprintf(msg, sizeof msg, "producer: %.*s", (int)h.msg_len, p ? (char *)p : "");
     free(p);
     if (h.kind == CPLI_HDR_MISSING) /* an answer, not the end of the link */
-      return cpli_fail(CPL_ERR_NOT_FOUND, "link %s, receiver %d: %s",
-                       in->l->label, in->rank, msg);
+      return cpli_fail(CPL_ERR_NOT_FOUND, "link %s, receiver %d: %s", in->l->label, in->rank, msg);
     in->failed = st;
     snprintf(in->fail_msg, sizeof in->fail_msg, "%s", msg);
-    return cpli_fail(in->failed, "link %s, receiver %d: %s", in->l->label,
-                     in->rank, in->fail_msg);
+    return cpli_fail(in->failed, "link %s, receiver %d: %s", in->l->label, in->rank, in->fail_msg);
   }
   char where[300];
-  snprintf(where, sizeof where, "link %s, receiver %d, step %ld", in->l->label,
-           in->rank, (long)h.step);
+  snprintf(where, sizeof where, "link %s, receiver %d, step %ld", in->l->label, in->rank,
+           (long)h.step);
   int rc = CPL_OK;
   if (h.kind != CPLI_HDR_DATA || (!in->desc && h.desc_len == 0) ||
       (h.mode != CPLI_MODE_ALLGATHER && h.mode != CPLI_MODE_SELECT))
     rc = cpli_fail(CPL_ERR_INTERNAL, "%s: unexpected step header", where);
-  if (rc == CPL_OK && h.desc_len)
-    rc = set_desc(in, p, (size_t)h.desc_len, where);
-  if (rc == CPL_OK)
-    rc = cpli_attrs_decode(p + h.desc_len, (size_t)h.attr_len, where, &in->attrs);
+  if (rc == CPL_OK && h.desc_len) rc = set_desc(in, p, (size_t)h.desc_len, where);
+  if (rc == CPL_OK) rc = cpli_attrs_decode(p + h.desc_len, (size_t)h.attr_len, where, &in->attrs);
   free(p);
   in->mode = (int)h.mode;
   /* Without a valid description there is no way to join the producers'
@@ -402,9 +402,12 @@ static int begin(cpl_input *in, double wait, long want, long *step) {
   if (rc == CPL_OK) rc = receive(in, (long)h.step, where);
   if (rc != CPL_OK) return fail_link(in, rc);
   if (report) {
-    in->ev = (cpli_event){.link = in->l->label, .step = (long)h.step,
-                          .bytes = in->st.bytes - before, .t_wait = t_wait,
-                          .t_start = t_start, .t_end = cpli_trace_now_us(),
+    in->ev = (cpli_event){.link = in->l->label,
+                          .step = (long)h.step,
+                          .bytes = in->st.bytes - before,
+                          .t_wait = t_wait,
+                          .t_start = t_start,
+                          .t_end = cpli_trace_now_us(),
                           .mode = in->mode == CPLI_MODE_SELECT ? "select" : "allgather"};
     for (int k = 0; k < in->desc->nd; k++) in->ev.step_bytes += in->desc->d[k].total;
     cpli_report_step(in->ctx, &in->ev);
@@ -422,7 +425,8 @@ int cpl_input_begin_step(cpl_input *in, long *step) {
 
 int cpl_input_begin_step_at(cpl_input *in, long want, long *step) {
   if (in && want < CPL_STEP_LATEST)
-    return cpli_fail(CPL_ERR_ARG, "cpl_input_begin_step_at: link %s: %ld is "
+    return cpli_fail(CPL_ERR_ARG,
+                     "cpl_input_begin_step_at: link %s: %ld is "
                      "neither a step number nor CPL_STEP_NEXT/LATEST",
                      in->l->label, want);
   return begin(in, in ? in->l->timeout : 0, want, step);
@@ -430,17 +434,20 @@ int cpl_input_begin_step_at(cpl_input *in, long want, long *step) {
 
 int cpl_input_try_step(cpl_input *in, double seconds, long *step) {
   if (in && !(seconds >= 0 && seconds <= in->l->timeout))
-    return cpli_fail(CPL_ERR_ARG, "cpl_input_try_step: link %s: wait %g s is "
-                     "not in [0, %g] (the link timeout)", in->l->label,
-                     seconds, in->l->timeout);
+    return cpli_fail(CPL_ERR_ARG,
+                     "cpl_input_try_step: link %s: wait %g s is "
+                     "not in [0, %g] (the link timeout)",
+                     in->l->label, seconds, in->l->timeout);
   return begin(in, seconds, CPL_STEP_NEXT, step);
 }
 
 int cpl_input_end_step(cpl_input *in) {
   CPLI_TRY(usable(in, "cpl_input_end_step"));
   if (!in->in_step)
-    return cpli_fail(CPL_ERR_STATE, "cpl_input_end_step: link %s: no step is "
-                     "open", in->l->label);
+    return cpli_fail(CPL_ERR_STATE,
+                     "cpl_input_end_step: link %s: no step is "
+                     "open",
+                     in->l->label);
   in->in_step = 0;
   if (in->ev.link && cpli_report_on(in->ctx)) {
     in->ev.t_done = cpli_trace_now_us();
@@ -452,34 +459,34 @@ int cpl_input_end_step(cpl_input *in) {
 
 /* ---------------------------------------------------------- selections */
 
-int cpl_input_select(cpl_input *in, const char *dataset, int ndims,
-                     int nboxes, const hsize_t start[], const hsize_t count[]) {
+int cpl_input_select(cpl_input *in, const char *dataset, int ndims, int nboxes,
+                     const hsize_t start[], const hsize_t count[]) {
   if (!in) return cpli_fail(CPL_ERR_ARG, "cpl_input_select: input is NULL");
   if (dataset && !cpli_name_ok(dataset))
-    return cpli_fail(CPL_ERR_ARG, "cpl_input_select: link %s: bad dataset "
-                     "name", in->l->label);
+    return cpli_fail(CPL_ERR_ARG,
+                     "cpl_input_select: link %s: bad dataset "
+                     "name",
+                     in->l->label);
   int rc = cpli_sel_set_boxes(&in->sel, dataset, ndims, nboxes, start, count);
   if (rc != CPL_OK)
-    cpli_error_prefix("cpl_input_select: link %s, receiver %d, %s%s%s: ",
-                      in->l->label, in->rank, dataset ? "dataset \"" : "default",
-                      dataset ? dataset : "", dataset ? "\"" : "");
-  else
-    in->sel_dirty = 1;
+    cpli_error_prefix("cpl_input_select: link %s, receiver %d, %s%s%s: ", in->l->label, in->rank,
+                      dataset ? "dataset \"" : "default", dataset ? dataset : "",
+                      dataset ? "\"" : "");
+  else in->sel_dirty = 1;
   return rc;
 }
 
-int cpl_input_select_rows(cpl_input *in, const char *dataset, int part,
-                          int nparts) {
+int cpl_input_select_rows(cpl_input *in, const char *dataset, int part, int nparts) {
   if (!in) return cpli_fail(CPL_ERR_ARG, "cpl_input_select_rows: input is NULL");
   if (dataset && !cpli_name_ok(dataset))
-    return cpli_fail(CPL_ERR_ARG, "cpl_input_select_rows: link %s: bad "
-                     "dataset name", in->l->label);
+    return cpli_fail(CPL_ERR_ARG,
+                     "cpl_input_select_rows: link %s: bad "
+                     "dataset name",
+                     in->l->label);
   int rc = cpli_sel_set_rows(&in->sel, dataset, part, nparts);
   if (rc != CPL_OK)
-    cpli_error_prefix("cpl_input_select_rows: link %s, receiver %d: ",
-                      in->l->label, in->rank);
-  else
-    in->sel_dirty = 1;
+    cpli_error_prefix("cpl_input_select_rows: link %s, receiver %d: ", in->l->label, in->rank);
+  else in->sel_dirty = 1;
   return rc;
 }
 
@@ -501,8 +508,7 @@ int cpl_input_close(cpl_input *in) {
   cpl_context *ctx = in->ctx;
   int rc = CPL_OK;
   if (in->rank == 0)
-    rc = cpli_chan_send_credit(ctx, in->end, CPLI_MSG_DETACH, 0, NULL, 0,
-                               in->l->timeout);
+    rc = cpli_chan_send_credit(ctx, in->end, CPLI_MSG_DETACH, 0, NULL, 0, in->l->timeout);
   ctx->data->chan[in->end].detach_sent = 1;
   ctx->data->chan[in->end].input_open = 0;
   cpli_data_untrack(ctx, NULL, in);
@@ -527,8 +533,7 @@ int cpl_input_close(cpl_input *in) {
 static int in_step(const cpl_input *in, const char *call) {
   CPLI_TRY(usable(in, call));
   if (!in->in_step)
-    return cpli_fail(CPL_ERR_STATE, "%s: link %s: no step is open", call,
-                     in->l->label);
+    return cpli_fail(CPL_ERR_STATE, "%s: link %s: no step is open", call, in->l->label);
   return CPL_OK;
 }
 
@@ -540,8 +545,7 @@ static void fill_info(const cpl_input *in, int k, cpl_dataset_info *info) {
   info->rank = s->rank;
   memcpy(info->dims, s->dims, (size_t)s->rank * sizeof *s->dims);
   info->bytes = s->total;
-  for (int i = 0; i < in->attrs.n; i++)
-    info->nattrs += !strcmp(in->attrs.v[i].dataset, s->name);
+  for (int i = 0; i < in->attrs.n; i++) info->nattrs += !strcmp(in->attrs.v[i].dataset, s->name);
 }
 
 int cpl_input_dataset_count(const cpl_input *in, int *n) {
@@ -554,8 +558,10 @@ int cpl_input_dataset_count(const cpl_input *in, int *n) {
 int cpl_input_dataset(const cpl_input *in, int i, cpl_dataset_info *info) {
   CPLI_TRY(in_step(in, "cpl_input_dataset"));
   if (!info || i < 0 || i >= in->desc->nd)
-    return cpli_fail(CPL_ERR_ARG, "cpl_input_dataset: no dataset %d (step has "
-                     "%d)", i, in->desc->nd);
+    return cpli_fail(CPL_ERR_ARG,
+                     "cpl_input_dataset: no dataset %d (step has "
+                     "%d)",
+                     i, in->desc->nd);
   fill_info(in, i, info);
   return CPL_OK;
 }
@@ -569,15 +575,13 @@ static int find(const cpl_input *in, const char *name, const char *call) {
       o += (size_t)snprintf(have + o, sizeof have - o, "%s\"%s\"", i ? ", " : "",
                             in->desc->d[i].name);
     if (o >= sizeof have) memcpy(have + sizeof have - 5, " ...", 5);
-    cpli_fail(CPL_ERR_ARG, "%s: link %s, step %ld: no dataset \"%s\"; the step has %s%s",
-              call, in->l->label, in->step, name ? name : "(null)",
-              in->desc->nd ? "" : "none", have);
+    cpli_fail(CPL_ERR_ARG, "%s: link %s, step %ld: no dataset \"%s\"; the step has %s%s", call,
+              in->l->label, in->step, name ? name : "(null)", in->desc->nd ? "" : "none", have);
   }
   return k;
 }
 
-int cpl_input_inquire(const cpl_input *in, const char *name,
-                      cpl_dataset_info *info) {
+int cpl_input_inquire(const cpl_input *in, const char *name, cpl_dataset_info *info) {
   CPLI_TRY(in_step(in, "cpl_input_inquire"));
   int k = find(in, name, "cpl_input_inquire");
   if (k < 0) return CPL_ERR_ARG;
@@ -588,11 +592,9 @@ int cpl_input_inquire(const cpl_input *in, const char *name,
 
 /* Room for n elements of the larger of two types, for an in-place
  * H5Tconvert. */
-static int conv_alloc(hid_t a, hid_t b, size_t n, const char *what,
-                      char **out) {
+static int conv_alloc(hid_t a, hid_t b, size_t n, const char *what, char **out) {
   size_t sa = H5Tget_size(a), sb = H5Tget_size(b), big = sa > sb ? sa : sb;
-  if (n > SIZE_MAX / big)
-    return cpli_fail(CPL_ERR_ARG, "%s: selection too large", what);
+  if (n > SIZE_MAX / big) return cpli_fail(CPL_ERR_ARG, "%s: selection too large", what);
   *out = malloc(n > 0 ? n * big : 1);
   if (!*out) return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory converting", what);
   return CPL_OK;
@@ -600,8 +602,8 @@ static int conv_alloc(hid_t a, hid_t b, size_t n, const char *what,
 
 /* tmp (from conv_alloc) holds n src_type elements: convert them in place
  * and copy the result to dst. Frees tmp. */
-static int convert_into(hid_t src_type, hid_t dst_type, size_t n, char *tmp,
-                        void *dst, const char *what) {
+static int convert_into(hid_t src_type, hid_t dst_type, size_t n, char *tmp, void *dst,
+                        const char *what) {
   size_t ds = H5Tget_size(dst_type);
   /* Compound conversions may read the destination's old values. */
   int compound = H5Tget_class(dst_type) == H5T_COMPOUND;
@@ -611,7 +613,8 @@ static int convert_into(hid_t src_type, hid_t dst_type, size_t n, char *tmp,
     return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory converting", what);
   }
   herr_t e;
-  H5E_BEGIN_TRY { e = H5Tconvert(src_type, dst_type, n, tmp, bkg, H5P_DEFAULT); } H5E_END_TRY;
+  H5E_BEGIN_TRY { e = H5Tconvert(src_type, dst_type, n, tmp, bkg, H5P_DEFAULT); }
+  H5E_END_TRY;
   if (e >= 0) memcpy(dst, tmp, n * ds);
   free(tmp);
   free(bkg);
@@ -620,8 +623,7 @@ static int convert_into(hid_t src_type, hid_t dst_type, size_t n, char *tmp,
 }
 
 /* Elements of box (start, count) inside the disjoint pieces. */
-static uint64_t covered(const cpli_boxes *pc, const hsize_t *start,
-                        const hsize_t *count) {
+static uint64_t covered(const cpli_boxes *pc, const hsize_t *start, const hsize_t *count) {
   uint64_t in = 0, v;
   hsize_t is[CPL_MAX_RANK], ic[CPL_MAX_RANK];
   for (int m = 0; m < pc->n; m++)
@@ -632,15 +634,17 @@ static uint64_t covered(const cpli_boxes *pc, const hsize_t *start,
   return in;
 }
 
-int cpl_input_get(cpl_input *in, const char *name, hid_t memtype,
-                  const hsize_t start[], const hsize_t count[], void *buf) {
+int cpl_input_get(cpl_input *in, const char *name, hid_t memtype, const hsize_t start[],
+                  const hsize_t count[], void *buf) {
   CPLI_TRY(in_step(in, "cpl_input_get"));
   int k = find(in, name, "cpl_input_get");
   if (k < 0) return CPL_ERR_ARG;
   const cpli_dset *s = &in->desc->d[k];
   char what[400], t1[64], t2[64], b1[200], b2[200];
-  snprintf(what, sizeof what, "cpl_input_get: link %s, step %ld, dataset "
-           "\"%s\"", in->l->label, in->step, s->name);
+  snprintf(what, sizeof what,
+           "cpl_input_get: link %s, step %ld, dataset "
+           "\"%s\"",
+           in->l->label, in->step, s->name);
   hsize_t zero[CPL_MAX_RANK] = {0};
   if ((start == NULL) != (count == NULL))
     return cpli_fail(CPL_ERR_ARG, "%s: give both start and count, or neither", what);
@@ -649,18 +653,19 @@ int cpl_input_get(cpl_input *in, const char *name, hid_t memtype,
     count = s->dims;
   }
   if (!cpli_box_inside(s->rank, s->dims, start, count))
-    return cpli_fail(CPL_ERR_ARG, "%s: selection %s lies outside the array %s",
-                     what, cpli_box_str(s->rank, start, count, b1, sizeof b1),
+    return cpli_fail(CPL_ERR_ARG, "%s: selection %s lies outside the array %s", what,
+                     cpli_box_str(s->rank, start, count, b1, sizeof b1),
                      cpli_dims_str(s->rank, s->dims, b2, sizeof b2));
   uint64_t n;
   cpli_box_volume(s->rank, count, &n);
   if (n == 0) return CPL_OK;
   const cpli_boxes *pc = &in->pieces[k];
   if (in->sel_used.active && covered(pc, start, count) < n)
-    return cpli_fail(CPL_ERR_ARG, "%s: box %s is not inside the boxes this "
+    return cpli_fail(CPL_ERR_ARG,
+                     "%s: box %s is not inside the boxes this "
                      "rank selected (%d piece%s%s%s; select it before "
-                     "begin_step)", what,
-                     cpli_box_str(s->rank, start, count, b1, sizeof b1), pc->n,
+                     "begin_step)",
+                     what, cpli_box_str(s->rank, start, count, b1, sizeof b1), pc->n,
                      pc->n == 1 ? "" : "s", pc->n ? ", the first " : "",
                      pc->n ? cpli_box_str(s->rank, pc->start, pc->count, b2, sizeof b2) : "");
   if (!buf) return cpli_fail(CPL_ERR_ARG, "%s: buf is NULL", what);
@@ -668,10 +673,8 @@ int cpl_input_get(cpl_input *in, const char *name, hid_t memtype,
   if (same < 0) return cpli_fail(CPL_ERR_ARG, "%s: memtype is not a datatype", what);
   if (!same && !cpli_type_convertible(s->type, memtype))
     return cpli_fail(CPL_ERR_TYPE, "%s: HDF5 cannot convert %s to %s", what,
-                     cpli_type_str(s->type, t1, sizeof t1),
-                     cpli_type_str(memtype, t2, sizeof t2));
-  if (n > SIZE_MAX / s->esize)
-    return cpli_fail(CPL_ERR_ARG, "%s: selection too large", what);
+                     cpli_type_str(s->type, t1, sizeof t1), cpli_type_str(memtype, t2, sizeof t2));
+  if (n > SIZE_MAX / s->esize) return cpli_fail(CPL_ERR_ARG, "%s: selection too large", what);
   /* Converting: assemble in a buffer the conversion then works in. */
   char *dst = buf;
   if (!same) CPLI_TRY(conv_alloc(s->type, memtype, (size_t)n, what, &dst));
@@ -689,8 +692,8 @@ int cpl_input_get(cpl_input *in, const char *name, hid_t memtype,
     for (int b = 0; b < in->desc->nblocks; b++)
       if (s->bytes[b])
         cpli_slab_copy(s->rank, s->esize, s->start + (size_t)b * s->rank,
-                       s->count + (size_t)b * s->rank, in->buf[k] + s->offset[b],
-                       start, count, dst);
+                       s->count + (size_t)b * s->rank, in->buf[k] + s->offset[b], start, count,
+                       dst);
   }
   return same ? CPL_OK : convert_into(s->type, memtype, (size_t)n, dst, buf, what);
 }
@@ -713,22 +716,21 @@ int cpl_input_attr_count(const cpl_input *in, const char *dataset, int *n) {
   return CPL_OK;
 }
 
-int cpl_input_attr(const cpl_input *in, const char *dataset, int i,
-                   cpl_attr_info *info) {
+int cpl_input_attr(const cpl_input *in, const char *dataset, int i, cpl_attr_info *info) {
   CPLI_TRY(in_step(in, "cpl_input_attr"));
   int k = info && i >= 0 ? attr_index(in, dataset, i) : -1;
   if (k < 0)
-    return cpli_fail(CPL_ERR_ARG, "cpl_input_attr: link %s, step %ld: no "
-                     "attribute %d of %s%s%s", in->l->label, in->step, i,
-                     dataset ? "dataset \"" : "the step", dataset ? dataset : "",
-                     dataset ? "\"" : "");
+    return cpli_fail(CPL_ERR_ARG,
+                     "cpl_input_attr: link %s, step %ld: no "
+                     "attribute %d of %s%s%s",
+                     in->l->label, in->step, i, dataset ? "dataset \"" : "the step",
+                     dataset ? dataset : "", dataset ? "\"" : "");
   const cpli_attr *a = &in->attrs.v[k];
   *info = (cpl_attr_info){.name = a->name, .type = a->type, .n = a->n};
   return CPL_OK;
 }
 
-static const cpli_attr *attr_find(const cpl_input *in, const char *dataset,
-                                  const char *name) {
+static const cpli_attr *attr_find(const cpl_input *in, const char *dataset, const char *name) {
   const char *ds = dataset ? dataset : "";
   for (int k = 0; name && k < in->attrs.n; k++)
     if (!strcmp(in->attrs.v[k].dataset, ds) && !strcmp(in->attrs.v[k].name, name))
@@ -736,38 +738,39 @@ static const cpli_attr *attr_find(const cpl_input *in, const char *dataset,
   return NULL;
 }
 
-static const char *attr_what(const cpl_input *in, const char *call,
-                             const char *dataset, const char *name, char *buf,
-                             size_t n) {
-  snprintf(buf, n, "%s: link %s, step %ld, attribute \"%s\"%s%s%s", call,
-           in->l->label, in->step, name ? name : "(null)",
-           dataset ? " of dataset \"" : "", dataset ? dataset : "",
+static const char *attr_what(const cpl_input *in, const char *call, const char *dataset,
+                             const char *name, char *buf, size_t n) {
+  snprintf(buf, n, "%s: link %s, step %ld, attribute \"%s\"%s%s%s", call, in->l->label, in->step,
+           name ? name : "(null)", dataset ? " of dataset \"" : "", dataset ? dataset : "",
            dataset ? "\"" : "");
   return buf;
 }
 
-int cpl_input_attr_inquire(const cpl_input *in, const char *dataset,
-                           const char *name, cpl_attr_info *info) {
+int cpl_input_attr_inquire(const cpl_input *in, const char *dataset, const char *name,
+                           cpl_attr_info *info) {
   CPLI_TRY(in_step(in, "cpl_input_attr_inquire"));
   const cpli_attr *a = attr_find(in, dataset, name);
   char what[400];
   if (!a || !info)
-    return cpli_fail(CPL_ERR_ARG, "%s: %s", attr_what(in, "cpl_input_attr_inquire",
-                     dataset, name, what, sizeof what), a ? "info is NULL" : "not found");
+    return cpli_fail(CPL_ERR_ARG, "%s: %s",
+                     attr_what(in, "cpl_input_attr_inquire", dataset, name, what, sizeof what),
+                     a ? "info is NULL" : "not found");
   *info = (cpl_attr_info){.name = a->name, .type = a->type, .n = a->n};
   return CPL_OK;
 }
 
-int cpl_input_attr_get(const cpl_input *in, const char *dataset,
-                       const char *name, hid_t memtype, size_t n, void *buf) {
+int cpl_input_attr_get(const cpl_input *in, const char *dataset, const char *name, hid_t memtype,
+                       size_t n, void *buf) {
   CPLI_TRY(in_step(in, "cpl_input_attr_get"));
   const cpli_attr *a = attr_find(in, dataset, name);
   char what[400], t1[64], t2[64];
   attr_what(in, "cpl_input_attr_get", dataset, name, what, sizeof what);
   if (!a) return cpli_fail(CPL_ERR_ARG, "%s: not found", what);
   if (a->n > n)
-    return cpli_fail(CPL_ERR_ARG, "%s: has %zu elements, the buffer room for "
-                     "%zu", what, a->n, n);
+    return cpli_fail(CPL_ERR_ARG,
+                     "%s: has %zu elements, the buffer room for "
+                     "%zu",
+                     what, a->n, n);
   if (a->n && !buf) return cpli_fail(CPL_ERR_ARG, "%s: buf is NULL", what);
   int same = H5Tequal(a->type, memtype);
   if (same < 0) return cpli_fail(CPL_ERR_ARG, "%s: memtype is not a datatype", what);
@@ -777,8 +780,7 @@ int cpl_input_attr_get(const cpl_input *in, const char *dataset,
   }
   if (!cpli_type_convertible(a->type, memtype))
     return cpli_fail(CPL_ERR_TYPE, "%s: HDF5 cannot convert %s to %s", what,
-                     cpli_type_str(a->type, t1, sizeof t1),
-                     cpli_type_str(memtype, t2, sizeof t2));
+                     cpli_type_str(a->type, t1, sizeof t1), cpli_type_str(memtype, t2, sizeof t2));
   char *tmp;
   CPLI_TRY(conv_alloc(a->type, memtype, a->n, what, &tmp));
   memcpy(tmp, a->value, a->bytes);

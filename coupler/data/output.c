@@ -34,8 +34,7 @@ static const char *port_name(const cpl_output *o, char *buf, size_t n) {
 /* Once a collective step failed, the port is unusable: say why again. */
 static int check_usable(cpl_output *o, const char *call) {
   if (!o) return cpli_fail(CPL_ERR_ARG, "%s: output is NULL", call);
-  if (o->failed)
-    return cpli_fail(o->failed, "%s: port failed earlier: %s", call, o->fail_msg);
+  if (o->failed) return cpli_fail(o->failed, "%s: port failed earlier: %s", call, o->fail_msg);
   return CPL_OK;
 }
 
@@ -48,21 +47,23 @@ static int fail_port(cpl_output *o, int rc) {
 /* -------------------------------------------------------------- open */
 
 int cpl_output_open(cpl_context *ctx, const char *port, cpl_output **out) {
-  if (!ctx || !port || !out)
-    return cpli_fail(CPL_ERR_ARG, "cpl_output_open: NULL argument");
+  if (!ctx || !port || !out) return cpli_fail(CPL_ERR_ARG, "cpl_output_open: NULL argument");
   *out = NULL;
   const cpli_component *me = &ctx->wf->comps[ctx->comp];
   int pi = cpli_wf_port_index(me, port);
   if (pi < 0 || !me->ports[pi].output)
-    return cpli_fail(CPL_ERR_ARG, "cpl_output_open: component \"%s\" has no "
-                     "output port \"%s\"%s", me->name, port,
-                     pi >= 0 ? " (it is an input)" : "");
+    return cpli_fail(CPL_ERR_ARG,
+                     "cpl_output_open: component \"%s\" has no "
+                     "output port \"%s\"%s",
+                     me->name, port, pi >= 0 ? " (it is an input)" : "");
   cpli_data_state *s;
   CPLI_TRY(cpli_data_get(ctx, &s));
   for (int e = 0; e < ctx->nends; e++)
     if (ctx->ends[e].port == pi && s->chan[e].output_open)
-      return cpli_fail(CPL_ERR_STATE, "cpl_output_open: port %s.%s is "
-                       "already open", me->name, port);
+      return cpli_fail(CPL_ERR_STATE,
+                       "cpl_output_open: port %s.%s is "
+                       "already open",
+                       me->name, port);
   cpl_output *o = calloc(1, sizeof *o);
   if (!o) return cpli_fail(CPL_ERR_NOMEM, "cpl_output_open: out of memory");
   o->ctx = ctx;
@@ -89,8 +90,10 @@ int cpl_output_open(cpl_context *ctx, const char *port, cpl_output **out) {
     s->chan[e].output_open = 1;
   }
   if (o->nl == 0 && o->rank == 0) /* legal, but never silent */
-    fprintf(stderr, "coupler: port %s.%s has no link in %s: its steps go "
-            "nowhere\n", me->name, port, ctx->wf->path);
+    fprintf(stderr,
+            "coupler: port %s.%s has no link in %s: its steps go "
+            "nowhere\n",
+            me->name, port, ctx->wf->path);
   *out = o;
   return CPL_OK;
 }
@@ -101,11 +104,13 @@ int cpl_output_begin_step(cpl_output *o, long step) {
   CPLI_TRY(check_usable(o, "cpl_output_begin_step"));
   char pn[200];
   if (o->in_step)
-    return cpli_fail(CPL_ERR_STATE, "cpl_output_begin_step: port %s: step "
+    return cpli_fail(CPL_ERR_STATE,
+                     "cpl_output_begin_step: port %s: step "
                      "%ld is still open (call cpl_output_end_step)",
                      port_name(o, pn, sizeof pn), o->step);
   if (step < -1 || (step >= 0 && step <= o->step && !o->serving))
-    return cpli_fail(CPL_ERR_ARG, "cpl_output_begin_step: port %s: step %ld "
+    return cpli_fail(CPL_ERR_ARG,
+                     "cpl_output_begin_step: port %s: step %ld "
                      "must be -1 (next) or larger than the previous step %ld",
                      port_name(o, pn, sizeof pn), step, o->step);
   o->step = step < 0 ? o->step + 1 : step;
@@ -119,42 +124,49 @@ static put *find_put(cpl_output *o, const char *name) {
   return NULL;
 }
 
-int cpl_output_put(cpl_output *o, const char *name, hid_t type, int rank,
-                   const hsize_t dims[], const hsize_t start[],
-                   const hsize_t count[], const void *data) {
+int cpl_output_put(cpl_output *o, const char *name, hid_t type, int rank, const hsize_t dims[],
+                   const hsize_t start[], const hsize_t count[], const void *data) {
   CPLI_TRY(check_usable(o, "cpl_output_put"));
   char pn[200], what[400], b1[200], b2[200];
   port_name(o, pn, sizeof pn);
   if (!o->in_step)
-    return cpli_fail(CPL_ERR_STATE, "cpl_output_put: port %s: no step is "
-                     "open (call cpl_output_begin_step)", pn);
+    return cpli_fail(CPL_ERR_STATE,
+                     "cpl_output_put: port %s: no step is "
+                     "open (call cpl_output_begin_step)",
+                     pn);
   if (!cpli_name_ok(name))
-    return cpli_fail(CPL_ERR_ARG, "cpl_output_put: port %s: bad dataset name "
-                     "\"%s\" (1-255 printable characters, no '/')", pn,
-                     name ? name : "(null)");
-  snprintf(what, sizeof what, "cpl_output_put: port %s, step %ld, dataset "
-           "\"%s\"", pn, o->step, name);
-  if (find_put(o, name))
-    return cpli_fail(CPL_ERR_ARG, "%s: put twice in one step", what);
+    return cpli_fail(CPL_ERR_ARG,
+                     "cpl_output_put: port %s: bad dataset name "
+                     "\"%s\" (1-255 printable characters, no '/')",
+                     pn, name ? name : "(null)");
+  snprintf(what, sizeof what,
+           "cpl_output_put: port %s, step %ld, dataset "
+           "\"%s\"",
+           pn, o->step, name);
+  if (find_put(o, name)) return cpli_fail(CPL_ERR_ARG, "%s: put twice in one step", what);
   if (rank < 1 || rank > CPL_MAX_RANK)
-    return cpli_fail(CPL_ERR_ARG, "%s: rank %d is not in 1..%d", what, rank,
-                     CPL_MAX_RANK);
+    return cpli_fail(CPL_ERR_ARG, "%s: rank %d is not in 1..%d", what, rank, CPL_MAX_RANK);
   if (!dims || !start || !count)
-    return cpli_fail(CPL_ERR_ARG, "%s: dims, start and count must not be NULL",
-                     what);
+    return cpli_fail(CPL_ERR_ARG, "%s: dims, start and count must not be NULL", what);
   CPLI_TRY(cpli_type_check(type, what));
   uint64_t vol;
   if (!cpli_box_inside(rank, dims, start, count))
-    return cpli_fail(CPL_ERR_ARG, "%s: block %s lies outside the global "
-                     "array %s", what, cpli_box_str(rank, start, count, b1, sizeof b1),
+    return cpli_fail(CPL_ERR_ARG,
+                     "%s: block %s lies outside the global "
+                     "array %s",
+                     what, cpli_box_str(rank, start, count, b1, sizeof b1),
                      cpli_dims_str(rank, dims, b2, sizeof b2));
   if (cpli_box_volume(rank, dims, &vol) != 0)
-    return cpli_fail(CPL_ERR_ARG, "%s: the product of the dims overflows 64 "
-                     "bits", what);
+    return cpli_fail(CPL_ERR_ARG,
+                     "%s: the product of the dims overflows 64 "
+                     "bits",
+                     what);
   cpli_box_volume(rank, count, &vol);
   if (vol > 0 && !data)
-    return cpli_fail(CPL_ERR_ARG, "%s: data is NULL for a block of %llu "
-                     "elements", what, (unsigned long long)vol);
+    return cpli_fail(CPL_ERR_ARG,
+                     "%s: data is NULL for a block of %llu "
+                     "elements",
+                     what, (unsigned long long)vol);
   if (o->nputs == o->capputs) {
     int cap = o->capputs ? 2 * o->capputs : 8;
     put *v = realloc(o->puts, (size_t)cap * sizeof *v);
@@ -163,8 +175,7 @@ int cpl_output_put(cpl_output *o, const char *name, hid_t type, int rank,
     o->capputs = cap;
   }
   put *p = &o->puts[o->nputs];
-  *p = (put){.rank = rank, .data = data, .name = strdup(name),
-             .type = H5Tcopy(type)};
+  *p = (put){.rank = rank, .data = data, .name = strdup(name), .type = H5Tcopy(type)};
   if (!p->name || p->type < 0) {
     free(p->name);
     if (p->type >= 0) H5Tclose(p->type);
@@ -178,21 +189,27 @@ int cpl_output_put(cpl_output *o, const char *name, hid_t type, int rank,
   return CPL_OK;
 }
 
-int cpl_output_attr(cpl_output *o, const char *dataset, const char *name,
-                    hid_t type, size_t n, const void *value) {
+int cpl_output_attr(cpl_output *o, const char *dataset, const char *name, hid_t type, size_t n,
+                    const void *value) {
   CPLI_TRY(check_usable(o, "cpl_output_attr"));
   char pn[200];
   port_name(o, pn, sizeof pn);
   if (!o->in_step)
-    return cpli_fail(CPL_ERR_STATE, "cpl_output_attr: port %s: no step is "
-                     "open", pn);
+    return cpli_fail(CPL_ERR_STATE,
+                     "cpl_output_attr: port %s: no step is "
+                     "open",
+                     pn);
   if (!cpli_name_ok(name) || (n > 0 && !value))
-    return cpli_fail(CPL_ERR_ARG, "cpl_output_attr: port %s: bad name or "
-                     "NULL value", pn);
+    return cpli_fail(CPL_ERR_ARG,
+                     "cpl_output_attr: port %s: bad name or "
+                     "NULL value",
+                     pn);
   if (dataset && !find_put(o, dataset))
-    return cpli_fail(CPL_ERR_ARG, "cpl_output_attr: port %s, step %ld: "
+    return cpli_fail(CPL_ERR_ARG,
+                     "cpl_output_attr: port %s, step %ld: "
                      "attribute \"%s\" of dataset \"%s\", which this rank has "
-                     "not put in this step", pn, o->step, name, dataset);
+                     "not put in this step",
+                     pn, o->step, name, dataset);
   char what[300];
   snprintf(what, sizeof what, "cpl_output_attr: port %s, attribute \"%s\"", pn, name);
   CPLI_TRY(cpli_type_check(type, what));
@@ -241,15 +258,15 @@ static int agree(cpl_output *o, int changed, size_t len, const unsigned char *bl
   opt.timeout = o->timeout;
   opt.label = o->port->name;
   opt.step = o->step;
-  rc = cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rec, n,
-                           MPI_INT64_T, o->comm, &opt);
+  rc = cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rec, n, MPI_INT64_T, o->comm, &opt);
   if (rc == CPL_OK && rec[2] != CPL_OK) {
     if (o->rank == 0) rc = root_rc; /* its own message stands */
     else
-      rc = cpli_fail((int)rec[2], "port %s.%s, step %ld: rank 0 of this "
+      rc = cpli_fail((int)rec[2],
+                     "port %s.%s, step %ld: rank 0 of this "
                      "component failed to read the consumers' credits (its "
-                     "message says why)", o->comp->name, o->port->name,
-                     o->step);
+                     "message says why)",
+                     o->comp->name, o->port->name, o->step);
   } else if (root_rc != CPL_OK) {
     rc = root_rc;
   }
@@ -269,7 +286,7 @@ static int agree(cpl_output *o, int changed, size_t len, const unsigned char *bl
   for (int r = 0; r < o->size; r++) total += (size_t)rec[(size_t)r * n + 1];
   if (total > 0x7fffffff)
     rc = cpli_fail(CPL_ERR_UNSUPPORTED, "the descriptions of the port's "
-                   "datasets exceed 2 GiB");
+                                        "datasets exceed 2 GiB");
   else if (!counts || !lens || !blobs || !(all = malloc(total ? total : 1)))
     rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
   if (rc == CPL_OK) {
@@ -281,12 +298,11 @@ static int agree(cpl_output *o, int changed, size_t len, const unsigned char *bl
       blobs[r] = all + off;
       off += counts[r];
     }
-    rc = cpl_intra_allgatherv(blob, (int)len, MPI_BYTE, all, counts,
-                              counts + o->size, MPI_BYTE, o->comm, &opt);
+    rc = cpl_intra_allgatherv(blob, (int)len, MPI_BYTE, all, counts, counts + o->size, MPI_BYTE,
+                              o->comm, &opt);
   }
   char where[300];
-  snprintf(where, sizeof where, "port %s.%s, step %ld", o->comp->name,
-           o->port->name, o->step);
+  snprintf(where, sizeof where, "port %s.%s, step %ld", o->comp->name, o->port->name, o->step);
   cpli_desc *m = NULL;
   if (rc == CPL_OK) rc = cpli_desc_merge(o->size, blobs, lens, where, &m);
   /* Declarations of this port and of every consumer's port. */
@@ -387,10 +403,9 @@ static int finish_step(cpl_output *o, pstep **out) {
 int cpl_output_end_step(cpl_output *o) {
   CPLI_TRY(check_usable(o, "cpl_output_end_step"));
   if (!o->in_step || o->serving)
-    return cpli_fail(CPL_ERR_STATE, "cpl_output_end_step: port %s.%s: %s",
-                     o->comp->name, o->port->name, o->serving ?
-                     "a serving port sends steps with cpl_output_send" :
-                     "no step is open");
+    return cpli_fail(
+        CPL_ERR_STATE, "cpl_output_end_step: port %s.%s: %s", o->comp->name, o->port->name,
+        o->serving ? "a serving port sends steps with cpl_output_send" : "no step is open");
   pstep *st = NULL;
   CPLI_TRY(finish_step(o, &st));
   int rc = CPL_OK;
@@ -440,8 +455,10 @@ int cpl_output_close(cpl_output *o) {
   if (!o->failed && o->in_step) {
     clear_puts(o);
     o->in_step = 0;
-    rc = cpli_fail(CPL_ERR_STATE, "cpl_output_close: port %s: step %ld was "
-                   "never ended; it is not sent", pn, o->step);
+    rc = cpli_fail(CPL_ERR_STATE,
+                   "cpl_output_close: port %s: step %ld was "
+                   "never ended; it is not sent",
+                   pn, o->step);
   }
   /* Deliver what is queued, then end the stream. */
   for (int i = 0; i < o->nl && !o->failed; i++) {
@@ -458,19 +475,18 @@ int cpl_output_close(cpl_output *o) {
     if (o->rank == 0 && !o->failed && !ch->eos_sent && !ch->detached) {
       cpli_hdr h = {.kind = CPLI_HDR_EOS, .step = o->step};
       ch->eos_sent = 1;
-      int r = cpli_chan_send_header(ctx, ol->end, &h, NULL, NULL, NULL,
-                                    ol->l->timeout);
+      int r = cpli_chan_send_header(ctx, ol->end, &h, NULL, NULL, NULL, ol->l->timeout);
       if (r != CPL_OK && rc == CPL_OK) rc = r;
     }
     ch->eos_sent = 1;
     ch->output_open = 0;
     const cpl_output_stats *s = &ol->st;
     if (o->rank == 0 && (s->dropped || s->undelivered))
-      fprintf(stderr, "coupler: link %s: %ld of %ld steps not delivered "
+      fprintf(stderr,
+              "coupler: link %s: %ld of %ld steps not delivered "
               "(%ld dropped by policy latest, %ld not taken: %s)\n",
-              ol->l->label, s->dropped + s->undelivered, s->steps, s->dropped,
-              s->undelivered, o->failed ? "the port failed"
-                                        : "the consumer closed its input early");
+              ol->l->label, s->dropped + s->undelivered, s->steps, s->dropped, s->undelivered,
+              o->failed ? "the port failed" : "the consumer closed its input early");
   }
   cpli_data_untrack(ctx, o, NULL);
   clear_puts(o);
@@ -499,15 +515,16 @@ int cpl_output_link_count(const cpl_output *o, int *n) {
 
 int cpl_output_link(const cpl_output *o, int i, cpl_link_end *le) {
   if (!o || !le || i < 0 || i >= o->nl)
-    return cpli_fail(CPL_ERR_ARG, "cpl_output_link: no link %d (port has %d)",
-                     i, o ? o->nl : 0);
+    return cpli_fail(CPL_ERR_ARG, "cpl_output_link: no link %d (port has %d)", i, o ? o->nl : 0);
   return cpl_context_link(o->ctx, o->links[i].end, le);
 }
 
 int cpl_output_stats_get(const cpl_output *o, int link, cpl_output_stats *st) {
   if (!o || !st || link < -1 || link >= o->nl)
-    return cpli_fail(CPL_ERR_ARG, "cpl_output_stats_get: bad argument (link "
-                     "%d of %d)", link, o ? o->nl : 0);
+    return cpli_fail(CPL_ERR_ARG,
+                     "cpl_output_stats_get: bad argument (link "
+                     "%d of %d)",
+                     link, o ? o->nl : 0);
   if (link >= 0) {
     *st = o->links[link].st;
     st->queue_max = o->port_st.queue_max;
@@ -531,8 +548,10 @@ int cpl_output_stats_get(const cpl_output *o, int link, cpl_output_stats *st) {
 int cpl_output_serve(cpl_output *o) {
   CPLI_TRY(check_usable(o, "cpl_output_serve"));
   if (o->in_step || o->port_st.steps > 0)
-    return cpli_fail(CPL_ERR_STATE, "cpl_output_serve: port %s.%s: call it "
-                     "before the first step", o->comp->name, o->port->name);
+    return cpli_fail(CPL_ERR_STATE,
+                     "cpl_output_serve: port %s.%s: call it "
+                     "before the first step",
+                     o->comp->name, o->port->name);
   o->serving = 1;
   return CPL_OK;
 }
@@ -541,16 +560,17 @@ int cpl_output_serve(cpl_output *o) {
 static int pending_link(cpl_output *o, int link, const char *call, olink **out) {
   CPLI_TRY(check_usable(o, call));
   if (!o->serving)
-    return cpli_fail(CPL_ERR_STATE, "%s: port %s.%s is not serving (call "
-                     "cpl_output_serve after open)", call, o->comp->name, o->port->name);
+    return cpli_fail(CPL_ERR_STATE,
+                     "%s: port %s.%s is not serving (call "
+                     "cpl_output_serve after open)",
+                     call, o->comp->name, o->port->name);
   if (link < 0 || link >= o->nl)
-    return cpli_fail(CPL_ERR_ARG, "%s: port %s.%s has no link %d (it has %d)",
-                     call, o->comp->name, o->port->name, link, o->nl);
+    return cpli_fail(CPL_ERR_ARG, "%s: port %s.%s has no link %d (it has %d)", call, o->comp->name,
+                     o->port->name, link, o->nl);
   olink *ol = &o->links[link];
   cpli_chan *ch = chan(o, ol);
   if (ch->credits <= 0 || ch->detached || ch->eos_sent)
-    return cpli_fail(CPL_ERR_STATE, "%s: link %s has no request pending",
-                     call, ol->l->label);
+    return cpli_fail(CPL_ERR_STATE, "%s: link %s has no request pending", call, ol->l->label);
   *out = ol;
   return CPL_OK;
 }
@@ -558,9 +578,9 @@ static int pending_link(cpl_output *o, int link, const char *call, olink **out) 
 int cpl_output_requests(cpl_output *o, double seconds, long want[]) {
   CPLI_TRY(check_usable(o, "cpl_output_requests"));
   if (!o->serving || !want || !(seconds >= 0))
-    return cpli_fail(CPL_ERR_ARG, "cpl_output_requests: port %s.%s: %s",
-                     o->comp->name, o->port->name, !o->serving ?
-                     "not serving (call cpl_output_serve)" : "bad argument");
+    return cpli_fail(CPL_ERR_ARG, "cpl_output_requests: port %s.%s: %s", o->comp->name,
+                     o->port->name,
+                     !o->serving ? "not serving (call cpl_output_serve)" : "bad argument");
   double t0 = MPI_Wtime();
   int rc = cpli_links_sync(o, -2, seconds);
   for (int i = 0; i < o->nl; i++) o->links[i].st.wait_s += MPI_Wtime() - t0;
@@ -578,8 +598,10 @@ int cpl_output_send(cpl_output *o, int link) {
   olink *ol;
   CPLI_TRY(pending_link(o, link, "cpl_output_send", &ol));
   if (!o->in_step)
-    return cpli_fail(CPL_ERR_STATE, "cpl_output_send: port %s.%s: no step "
-                     "is open", o->comp->name, o->port->name);
+    return cpli_fail(CPL_ERR_STATE,
+                     "cpl_output_send: port %s.%s: no step "
+                     "is open",
+                     o->comp->name, o->port->name);
   pstep *st;
   CPLI_TRY(finish_step(o, &st));
   ol->st.steps++;
@@ -610,15 +632,16 @@ int cpl_output_refuse(cpl_output *o, int link, const char *why) {
 int cpl_output_end_link(cpl_output *o, int link) {
   CPLI_TRY(check_usable(o, "cpl_output_end_link"));
   if (link < 0 || link >= o->nl)
-    return cpli_fail(CPL_ERR_ARG, "cpl_output_end_link: port %s.%s has no "
-                     "link %d", o->comp->name, o->port->name, link);
+    return cpli_fail(CPL_ERR_ARG,
+                     "cpl_output_end_link: port %s.%s has no "
+                     "link %d",
+                     o->comp->name, o->port->name, link);
   olink *ol = &o->links[link];
   cpli_chan *ch = chan(o, ol);
   if (ch->eos_sent) return CPL_OK;
   ch->eos_sent = 1;
   if (o->rank != 0 || ch->detached) return CPL_OK;
   cpli_hdr h = {.kind = CPLI_HDR_EOS, .step = o->step};
-  int rc = cpli_chan_send_header(o->ctx, ol->end, &h, NULL, NULL, NULL,
-                                 ol->l->timeout);
+  int rc = cpli_chan_send_header(o->ctx, ol->end, &h, NULL, NULL, NULL, ol->l->timeout);
   return rc == CPL_OK ? CPL_OK : fail_port(o, rc);
 }

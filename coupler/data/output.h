@@ -21,26 +21,26 @@ typedef struct pstep {
   int refs;
   long step, ordinal;
   cpli_desc *desc;
-  cpli_wbuf attrs;     /* root: encoded attributes                  */
-  const void **block;  /* per dataset of desc: this rank's block     */
-  char *copy;          /* private copy of the blocks, once made      */
-  size_t copy_bytes;   /* this rank's blocks, all datasets            */
-  int copied;          /* held past its end_step (counted in stats)   */
-  double t_queued;     /* end_step's time, for the trace (us)         */
+  cpli_wbuf attrs;    /* root: encoded attributes                  */
+  const void **block; /* per dataset of desc: this rank's block     */
+  char *copy;         /* private copy of the blocks, once made      */
+  size_t copy_bytes;  /* this rank's blocks, all datasets            */
+  int copied;         /* held past its end_step (counted in stats)   */
+  double t_queued;    /* end_step's time, for the trace (us)         */
 } pstep;
 
 typedef struct olink {
-  int end;                  /* index into ctx->ends                      */
+  int end; /* index into ctx->ends                      */
   const cpli_link *l;
-  pstep **q;                /* FIFO, at most depth (+1 while deciding)   */
+  pstep **q; /* FIFO, at most depth (+1 while deciding)   */
   int qn;
-  long desc_sent;           /* version last sent on this link, -1: none  */
+  long desc_sent; /* version last sent on this link, -1: none  */
   cpl_output_stats st;
   long stale_logged;
-  cpli_sel *sels;           /* the consumer ranks' selections (q)        */
+  cpli_sel *sels; /* the consumer ranks' selections (q)        */
   int nsels;
-  long sel_version;         /* of sels: the root channel's sel_version   */
-  cpli_rplan plan;          /* delivery plan for (desc, sels) versions   */
+  long sel_version; /* of sels: the root channel's sel_version   */
+  cpli_rplan plan;  /* delivery plan for (desc, sels) versions   */
 } olink;
 
 /* Per link in the records the producer ranks share: credits, detached,
@@ -55,19 +55,19 @@ struct cpl_output {
   int rank, size;
   olink *links;
   int nl;
-  double timeout;            /* longest of the links' timeouts           */
+  double timeout; /* longest of the links' timeouts           */
   int in_step, closed;
-  int serving;               /* cpl_output_serve: steps sent on request  */
-  int failed;                /* status of a failure that ended the port  */
+  int serving; /* cpl_output_serve: steps sent on request  */
+  int failed;  /* status of a failure that ended the port  */
   char fail_msg[1024];
   long step, ordinal;
   put *puts;
   int nputs, capputs;
   cpli_attrs attrs;
-  cpli_wbuf local;           /* this rank's encoded blocks, last step    */
-  cpli_desc *desc;           /* merged description in force             */
+  cpli_wbuf local; /* this rank's encoded blocks, last step    */
+  cpli_desc *desc; /* merged description in force             */
   long versions;
-  int held;                  /* steps held past their end_step           */
+  int held; /* steps held past their end_step           */
   size_t held_bytes;
   cpl_output_stats port_st;
 };

@@ -42,9 +42,10 @@ int cpli_step_copy(cpl_output *o, pstep *st) {
   if (st->copy_bytes == 0) return CPL_OK;
   st->copy = malloc(st->copy_bytes);
   if (!st->copy)
-    return cpli_fail(CPL_ERR_NOMEM, "port %s.%s, step %ld: out of memory "
-                     "queueing %zu bytes", o->comp->name, o->port->name,
-                     st->step, st->copy_bytes);
+    return cpli_fail(CPL_ERR_NOMEM,
+                     "port %s.%s, step %ld: out of memory "
+                     "queueing %zu bytes",
+                     o->comp->name, o->port->name, st->step, st->copy_bytes);
   size_t off = 0;
   for (int k = 0; k < st->desc->nd; k++) {
     size_t b = st->desc->d[k].bytes[o->rank];
@@ -59,22 +60,18 @@ int cpli_step_copy(cpl_output *o, pstep *st) {
 
 /* The delivery plan of this step on this link: the allgather unless some
  * consumer rank selected (or the link forces the redistribution). */
-static int plan_for(cpl_output *o, olink *ol, const pstep *st,
-                    const cpl_coll_options *opt) {
+static int plan_for(cpl_output *o, olink *ol, const pstep *st, const cpl_coll_options *opt) {
   cpli_rplan *pl = &ol->plan;
   if (ol->sel_version == 0 && ol->l->delivery != CPLI_DELIVERY_SELECT) {
     pl->mode = CPLI_MODE_ALLGATHER; /* nobody ever selected: no planning */
     return CPL_OK;
   }
-  if (pl->valid && pl->desc_version == st->desc->version &&
-      pl->sel_version == ol->sel_version)
+  if (pl->valid && pl->desc_version == st->desc->version && pl->sel_version == ol->sel_version)
     return CPL_OK;
   char where[300];
-  snprintf(where, sizeof where, "link %s, sender %d, step %ld", ol->l->label,
-           o->rank, st->step);
+  snprintf(where, sizeof where, "link %s, sender %d, step %ld", ol->l->label, o->rank, st->step);
   pl->valid = 0;
-  CPLI_TRY(cpli_rplan_build(pl, st->desc, o->rank,
-                            o->ctx->ends[ol->end].remote_size,
+  CPLI_TRY(cpli_rplan_build(pl, st->desc, o->rank, o->ctx->ends[ol->end].remote_size,
                             ol->nsels ? ol->sels : NULL, ol->l->delivery, opt, where));
   pl->desc_version = st->desc->version;
   pl->sel_version = ol->sel_version;
@@ -82,11 +79,16 @@ static int plan_for(cpl_output *o, olink *ol, const pstep *st,
 }
 
 /* The trace record and progress line of a step sent. */
-static void report_sent(cpl_output *o, olink *ol, const pstep *st,
-                        const cpl_coll_options *opt, size_t sent, double t_start) {
-  cpli_event e = {.link = ol->l->label, .producer = 1, .step = st->step,
-                  .bytes = sent, .t_wait = st->t_queued, .t_start = t_start,
-                  .t_end = cpli_trace_now_us(), .queue = ol->qn,
+static void report_sent(cpl_output *o, olink *ol, const pstep *st, const cpl_coll_options *opt,
+                        size_t sent, double t_start) {
+  cpli_event e = {.link = ol->l->label,
+                  .producer = 1,
+                  .step = st->step,
+                  .bytes = sent,
+                  .t_wait = st->t_queued,
+                  .t_start = t_start,
+                  .t_end = cpli_trace_now_us(),
+                  .queue = ol->qn,
                   .dropped = ol->st.dropped};
   size_t big = 0;
   for (int k = 0; k < st->desc->nd; k++) {
@@ -96,8 +98,8 @@ static void report_sent(cpl_output *o, olink *ol, const pstep *st,
   e.mode = ol->plan.mode == CPLI_MODE_SELECT ? "select" : "allgather";
   cpl_inter_algorithm a;
   if (ol->plan.mode == CPLI_MODE_ALLGATHER &&
-      cpl_inter_select(st->desc->nblocks, o->ctx->ends[ol->end].remote_size, big,
-                       opt, &a) == CPL_OK)
+      cpl_inter_select(st->desc->nblocks, o->ctx->ends[ol->end].remote_size, big, opt, &a) ==
+          CPL_OK)
     e.alg = cpl_inter_algorithm_name(a);
   cpli_report_step(o->ctx, &e);
 }
@@ -113,11 +115,13 @@ int cpli_step_send(cpl_output *o, olink *ol, pstep *st) {
   if (o->rank == 0) {
     cpli_wbuf d = {0};
     if (rc == CPL_OK && new_desc) rc = cpli_desc_encode(st->desc, &d);
-    cpli_hdr h = {.kind = CPLI_HDR_DATA, .step = st->step, .mode = ol->plan.mode,
-                  .desc_len = (int64_t)d.len, .attr_len = (int64_t)st->attrs.len};
+    cpli_hdr h = {.kind = CPLI_HDR_DATA,
+                  .step = st->step,
+                  .mode = ol->plan.mode,
+                  .desc_len = (int64_t)d.len,
+                  .attr_len = (int64_t)st->attrs.len};
     if (rc == CPL_OK)
-      rc = cpli_chan_send_header(ctx, ol->end, &h, d.p, st->attrs.p, NULL,
-                                 ol->l->timeout);
+      rc = cpli_chan_send_header(ctx, ol->end, &h, d.p, st->attrs.p, NULL, ol->l->timeout);
     cpli_w_free(&d);
     if (rc != CPL_OK) return rc; /* the others time out in the transfer */
   }
@@ -127,21 +131,17 @@ int cpli_step_send(cpl_output *o, olink *ol, pstep *st) {
   size_t sent = 0;
   if (ol->plan.mode == CPLI_MODE_SELECT) {
     char where[300];
-    snprintf(where, sizeof where, "link %s, sender %d, step %ld", ol->l->label,
-             o->rank, st->step);
-    rc = cpli_redist_send(&ol->plan, st->desc, o->rank, st->block,
-                          ctx->ends[ol->end].ctl, CPLI_TAG_DATA, ol->l->timeout,
-                          where, &sent);
+    snprintf(where, sizeof where, "link %s, sender %d, step %ld", ol->l->label, o->rank, st->step);
+    rc = cpli_redist_send(&ol->plan, st->desc, o->rank, st->block, ctx->ends[ol->end].ctl,
+                          CPLI_TAG_DATA, ol->l->timeout, where, &sent);
   }
   MPI_Comm inter = ctx->ends[ol->end].intercomm;
-  for (int k = 0; ol->plan.mode == CPLI_MODE_ALLGATHER && k < st->desc->nd &&
-                  rc == CPL_OK; k++) {
+  for (int k = 0; ol->plan.mode == CPLI_MODE_ALLGATHER && k < st->desc->nd && rc == CPL_OK; k++) {
     const cpli_dset *s = &st->desc->d[k];
     if (s->total == 0) continue;
-    rc = cpl_inter_allgatherv(st->block[k], (int)s->bytes[o->rank], MPI_BYTE,
-                              NULL, NULL, NULL, MPI_BYTE, CPL_SENDER, inter, &opt);
-    if (rc != CPL_OK)
-      cpli_error_prefix("dataset \"%s\": ", s->name);
+    rc = cpl_inter_allgatherv(st->block[k], (int)s->bytes[o->rank], MPI_BYTE, NULL, NULL, NULL,
+                              MPI_BYTE, CPL_SENDER, inter, &opt);
+    if (rc != CPL_OK) cpli_error_prefix("dataset \"%s\": ", s->name);
     sent += s->bytes[o->rank];
   }
   if (rc == CPL_OK) ol->st.delivered++;
@@ -167,8 +167,10 @@ int cpli_queue_send_missing(cpl_output *o, olink *ol, const char *why) {
   cpli_chan *ch = chan(o, ol);
   ch->credits--;
   if (o->rank != 0) return CPL_OK;
-  cpli_hdr h = {.kind = CPLI_HDR_MISSING, .status = CPL_ERR_NOT_FOUND,
-                .step = ch->want, .msg_len = (int64_t)strlen(why) + 1};
+  cpli_hdr h = {.kind = CPLI_HDR_MISSING,
+                .status = CPL_ERR_NOT_FOUND,
+                .step = ch->want,
+                .msg_len = (int64_t)strlen(why) + 1};
   return cpli_chan_send_header(o->ctx, ol->end, &h, NULL, NULL, why, ol->l->timeout);
 }
 
@@ -187,12 +189,15 @@ static int serve_credits(cpl_output *o, olink *ol) {
       if (gone) {
         char why[300];
         if (ol->qn > 0)
-          snprintf(why, sizeof why, "step %ld is not held by the producer "
-                   "(it holds steps %ld..%ld)", want, ol->q[0]->step,
-                   ol->q[ol->qn - 1]->step);
+          snprintf(why, sizeof why,
+                   "step %ld is not held by the producer "
+                   "(it holds steps %ld..%ld)",
+                   want, ol->q[0]->step, ol->q[ol->qn - 1]->step);
         else
-          snprintf(why, sizeof why, "step %ld is not held by the producer "
-                   "(it holds none; its last step is %ld)", want, o->step);
+          snprintf(why, sizeof why,
+                   "step %ld is not held by the producer "
+                   "(it holds none; its last step is %ld)",
+                   want, o->step);
         CPLI_TRY(cpli_queue_send_missing(o, ol, why));
         continue;
       }
@@ -209,8 +214,7 @@ static int serve_credits(cpl_output *o, olink *ol) {
 
 int cpli_links_poll(cpl_output *o, int64_t *rec) {
   int rc = CPL_OK;
-  for (int i = 0; i < o->nl && rc == CPL_OK; i++)
-    rc = cpli_chan_poll(o->ctx, o->links[i].end);
+  for (int i = 0; i < o->nl && rc == CPL_OK; i++) rc = cpli_chan_poll(o->ctx, o->links[i].end);
   for (int i = 0; i < o->nl; i++) {
     const cpli_chan *ch = chan(o, &o->links[i]);
     int64_t *r = rec + CPLI_LREC * i;
@@ -231,8 +235,10 @@ static int take_selections(cpl_output *o, olink *ol, long version) {
   CPLI_TRY(cpl_intra_bcast(&len, 1, MPI_INT64_T, 0, o->comm, &opt));
   unsigned char *b = o->rank == 0 ? ch->sel : malloc(len > 0 ? (size_t)len : 1);
   if (!b) return cpli_fail(CPL_ERR_NOMEM, "link %s: out of memory", ol->l->label);
-  int rc = len > 0x7fffffff ? cpli_fail(CPL_ERR_UNSUPPORTED, "link %s: "
-                                        "selections over 2 GiB", ol->l->label)
+  int rc = len > 0x7fffffff ? cpli_fail(CPL_ERR_UNSUPPORTED,
+                                        "link %s: "
+                                        "selections over 2 GiB",
+                                        ol->l->label)
                             : cpl_intra_bcast(b, (int)len, MPI_BYTE, 0, o->comm, &opt);
   int q = o->ctx->ends[ol->end].remote_size;
   if (rc == CPL_OK && ol->nsels != q) {
@@ -254,8 +260,10 @@ static int take_selections(cpl_output *o, olink *ol, long version) {
     r.bad |= !p || one.bad || one.pos != one.len;
   }
   if (rc == CPL_OK && (r.bad || r.pos != r.len))
-    rc = cpli_fail(CPL_ERR_INTERNAL, "link %s: corrupt selections from the "
-                   "consumers (%lld bytes)", ol->l->label, (long long)len);
+    rc = cpli_fail(CPL_ERR_INTERNAL,
+                   "link %s: corrupt selections from the "
+                   "consumers (%lld bytes)",
+                   ol->l->label, (long long)len);
   if (o->rank != 0) free(b);
   if (rc == CPL_OK) ol->sel_version = version;
   return rc;
@@ -304,10 +312,8 @@ int cpli_links_sync(cpl_output *o, int wait_on, double seconds) {
   int rc = CPL_OK;
   if (o->rank == 0) {
     if (wait_on >= 0)
-      rc = cpli_chan_wait_credit(o->ctx, o->links[wait_on].end,
-                                 o->links[wait_on].l->timeout);
-    else if (wait_on == -2)
-      rc = wait_any(o, seconds);
+      rc = cpli_chan_wait_credit(o->ctx, o->links[wait_on].end, o->links[wait_on].l->timeout);
+    else if (wait_on == -2) rc = wait_any(o, seconds);
     int prc = cpli_links_poll(o, rec + 1);
     rec[0] = rc = rc == CPL_OK ? prc : rc;
   }
@@ -320,17 +326,19 @@ int cpli_links_sync(cpl_output *o, int wait_on, double seconds) {
   if (brc == CPL_OK && o->rank != 0) {
     rc = (int)rec[0];
     if (rc != CPL_OK && rc != CPL_ERR_TIMEOUT)
-      cpli_fail(rc, "port %s.%s, step %ld: rank 0 failed reading the "
-                "consumers' credits (its message says why)", o->comp->name,
-                o->port->name, o->step);
+      cpli_fail(rc,
+                "port %s.%s, step %ld: rank 0 failed reading the "
+                "consumers' credits (its message says why)",
+                o->comp->name, o->port->name, o->step);
   }
   if (brc == CPL_OK && rc == CPL_OK) brc = cpli_links_adopt(o, rec + 1);
   if (brc == CPL_OK && rc == CPL_ERR_TIMEOUT) { /* the same words everywhere */
     const olink *ol = &o->links[wait_on];
-    cpli_fail(rc, "link %s, sender 0, step %ld: the consumer took no step "
+    cpli_fail(rc,
+              "link %s, sender 0, step %ld: the consumer took no step "
               "within %g s (policy all, depth %d, %d steps queued): is it "
-              "stuck, or slower than the link timeout allows?", ol->l->label,
-              ol->q[0]->step, ol->l->timeout, ol->l->depth, ol->qn);
+              "stuck, or slower than the link timeout allows?",
+              ol->l->label, ol->q[0]->step, ol->l->timeout, ol->l->depth, ol->qn);
   }
   free(rec);
   return brc != CPL_OK ? brc : rc;
@@ -364,10 +372,13 @@ static void log_drop(cpl_output *o, olink *ol, const pstep *st) {
   cpli_report_drop(o->ctx, ol->l->label, st->step, ol->qn);
   if (o->rank != 0 || ol->stale_logged >= 3) return;
   ol->stale_logged++;
-  fprintf(stderr, "coupler: link %s: dropped step %ld (policy latest, depth "
-          "%d: the consumer is behind)%s\n", ol->l->label, st->step,
-          ol->l->depth, ol->stale_logged == 3 ? "; further drops are "
-          "counted and reported when the port closes" : "");
+  fprintf(stderr,
+          "coupler: link %s: dropped step %ld (policy latest, depth "
+          "%d: the consumer is behind)%s\n",
+          ol->l->label, st->step, ol->l->depth,
+          ol->stale_logged == 3 ? "; further drops are "
+                                  "counted and reported when the port closes"
+                                : "");
 }
 
 /* Policy for one link after the step was enqueued. */
@@ -385,7 +396,6 @@ int cpli_queue_apply(cpl_output *o, int li) {
   return cpli_queue_drain(o, li, ol->l->depth);
 }
 
-
 /* Tell every consumer why the port failed; they return it from begin_step. */
 void cpli_queue_send_error(cpl_output *o, int status) {
   if (o->rank != 0) return;
@@ -394,7 +404,9 @@ void cpli_queue_send_error(cpl_output *o, int status) {
     olink *ol = &o->links[i];
     cpli_chan *ch = chan(o, ol);
     if (ch->detached || ch->eos_sent) continue;
-    cpli_hdr h = {.kind = CPLI_HDR_ERROR, .status = status, .step = o->step,
+    cpli_hdr h = {.kind = CPLI_HDR_ERROR,
+                  .status = status,
+                  .step = o->step,
                   .msg_len = (int64_t)strlen(msg) + 1};
     char keep[1024];
     snprintf(keep, sizeof keep, "%s", msg);
@@ -403,4 +415,3 @@ void cpli_queue_send_error(cpl_output *o, int status) {
     ch->eos_sent = 1; /* nothing may follow an error */
   }
 }
-

@@ -16,8 +16,7 @@ void cpli_rplan_free(cpli_rplan *pl) {
   *pl = (cpli_rplan){0};
 }
 
-static int add_part(cpli_rplan *pl, int k, int rank, const hsize_t *s,
-                    const hsize_t *c) {
+static int add_part(cpli_rplan *pl, int k, int rank, const hsize_t *s, const hsize_t *c) {
   if (pl->nparts == pl->cap) {
     int cap = pl->cap ? 2 * pl->cap : 16;
     cpli_rpart *v = realloc(pl->parts, (size_t)cap * sizeof *v);
@@ -52,22 +51,21 @@ static double allgather_cost(const cpli_desc *d, int q, const cpl_coll_options *
   for (int k = 0; k < d->nd; k++) {
     if (d->d[k].total == 0) continue;
     cpl_inter_algorithm a = CPL_INTER_FC;
-    if (cpl_inter_select(d->nblocks, q, d->d[k].total, opt, &a) != CPL_OK)
-      a = CPL_INTER_FC;
+    if (cpl_inter_select(d->nblocks, q, d->d[k].total, opt, &a) != CPL_OK) a = CPL_INTER_FC;
     cost += cpl_inter_cost(a, d->nblocks, q, d->d[k].total, t->alpha, t->beta);
   }
   return cost;
 }
 
-int cpli_rplan_build(cpli_rplan *pl, const cpli_desc *d, int me, int q,
-                     const cpli_sel *sels, int delivery,
-                     const cpl_coll_options *opt, const char *where) {
+int cpli_rplan_build(cpli_rplan *pl, const cpli_desc *d, int me, int q, const cpli_sel *sels,
+                     int delivery, const cpl_coll_options *opt, const char *where) {
   const int p = d->nblocks;
   pl->nparts = 0;
   pl->q = q;
   free(pl->first);
   size_t *send = calloc((size_t)p, sizeof *send), *recv = calloc((size_t)q, sizeof *recv);
-  int *msgs_out = calloc((size_t)p, sizeof *msgs_out), *msgs_in = calloc((size_t)q, sizeof *msgs_in);
+  int *msgs_out = calloc((size_t)p, sizeof *msgs_out),
+      *msgs_in = calloc((size_t)q, sizeof *msgs_in);
   unsigned char *pair = calloc((size_t)p, 1);
   pl->first = calloc((size_t)q + 1, sizeof *pl->first);
   cpli_boxes pieces = {0};
@@ -83,8 +81,8 @@ int cpli_rplan_build(cpli_rplan *pl, const cpli_desc *d, int me, int q,
     memset(pair, 0, (size_t)p);
     for (int k = 0; rc == CPL_OK && k < d->nd; k++) {
       const cpli_dset *s = &d->d[k];
-      if (cpli_sel_pieces(sels ? &sels[j] : &(cpli_sel){0}, s->name, s->rank,
-                          s->dims, &pieces) < 0) {
+      if (cpli_sel_pieces(sels ? &sels[j] : &(cpli_sel){0}, s->name, s->rank, s->dims, &pieces) <
+          0) {
         rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory planning delivery", where);
         break;
       }
@@ -130,13 +128,11 @@ int cpli_rplan_build(cpli_rplan *pl, const cpli_desc *d, int me, int q,
     pl->bytes_needed = needed;
     int any = 0;
     for (int j = 0; sels && j < q; j++) any |= sels[j].active;
-    if (delivery == CPLI_DELIVERY_ALLGATHER || !feasible)
-      pl->mode = CPLI_MODE_ALLGATHER;
-    else if (delivery == CPLI_DELIVERY_SELECT)
-      pl->mode = CPLI_MODE_SELECT;
+    if (delivery == CPLI_DELIVERY_ALLGATHER || !feasible) pl->mode = CPLI_MODE_ALLGATHER;
+    else if (delivery == CPLI_DELIVERY_SELECT) pl->mode = CPLI_MODE_SELECT;
     else /* auto: nobody selected means everyone reads everything */
-      pl->mode = any && pl->cost_select < pl->cost_allgather ? CPLI_MODE_SELECT
-                                                             : CPLI_MODE_ALLGATHER;
+      pl->mode =
+          any && pl->cost_select < pl->cost_allgather ? CPLI_MODE_SELECT : CPLI_MODE_ALLGATHER;
     pl->valid = 1;
   }
   cpli_boxes_free(&pieces);
@@ -153,9 +149,8 @@ int cpli_rplan_build(cpli_rplan *pl, const cpli_desc *d, int me, int q,
 /* The sub-box (ss, sc) of a row-major buffer holding box (os, oc): a type
  * and the byte displacement of its first element. Trailing dimensions the
  * sub-box covers whole merge into one contiguous run. */
-static int sub_type(int rank, size_t esize, const hsize_t *os, const hsize_t *oc,
-                    const hsize_t *ss, const hsize_t *sc, MPI_Aint *disp,
-                    MPI_Datatype *out) {
+static int sub_type(int rank, size_t esize, const hsize_t *os, const hsize_t *oc, const hsize_t *ss,
+                    const hsize_t *sc, MPI_Aint *disp, MPI_Datatype *out) {
   MPI_Aint stride[CPL_MAX_RANK];
   MPI_Aint st = (MPI_Aint)esize;
   for (int d = rank - 1; d >= 0; d--) {
@@ -215,8 +210,8 @@ static void say_redist(const void *arg, char *buf, unsigned long n) {
 
 /* Poll until every request completes or `timeout` seconds pass without any
  * completing; on timeout name the peers still outstanding. */
-static int wait_all(int n, MPI_Request *reqs, const int *peer, double timeout,
-                    const char *where, const char *who) {
+static int wait_all(int n, MPI_Request *reqs, const int *peer, double timeout, const char *where,
+                    const char *who) {
   int *idx = malloc((size_t)(n ? n : 1) * sizeof *idx);
   /* Real statuses: gcc 12 misreads MPI_STATUSES_IGNORE as a buffer. */
   MPI_Status *sts = malloc((size_t)(n ? n : 1) * sizeof *sts);
@@ -250,9 +245,11 @@ static int wait_all(int n, MPI_Request *reqs, const int *peer, double timeout,
       for (int i = 0; i < n && o < sizeof list - 16; i++)
         if (reqs[i] != MPI_REQUEST_NULL)
           o += (size_t)snprintf(list + o, sizeof list - o, "%s%d", o ? ", " : "", peer[i]);
-      rc = cpli_fail(CPL_ERR_TIMEOUT, "%s: redistribution: nothing moved for "
+      rc = cpli_fail(CPL_ERR_TIMEOUT,
+                     "%s: redistribution: nothing moved for "
                      "%g s; still waiting on %s rank(s) %s (dead, stuck, or "
-                     "not in this step)", where, timeout, who, list);
+                     "not in this step)",
+                     where, timeout, who, list);
       drop_posted(n, reqs);
       break;
     }
@@ -265,24 +262,23 @@ static int wait_all(int n, MPI_Request *reqs, const int *peer, double timeout,
 /* ------------------------------------------------------------- transfer */
 
 /* Post one message of n parts (absolute addresses) to or from `peer`. */
-static int post(int sending, int n, MPI_Aint *addr, MPI_Datatype *types,
-                int peer, int tag, MPI_Comm comm, MPI_Request *req,
-                const char *where) {
+static int post(int sending, int n, MPI_Aint *addr, MPI_Datatype *types, int peer, int tag,
+                MPI_Comm comm, MPI_Request *req, const char *where) {
   MPI_Datatype t;
   CPLI_TRY(msg_type(n, addr, types, &t));
   int mrc = sending ? MPI_Isend(MPI_BOTTOM, 1, t, peer, tag, comm, req)
                     : MPI_Irecv(MPI_BOTTOM, 1, t, peer, tag, comm, req);
   MPI_Type_free(&t); /* MPI keeps it until the message completes */
-  return cpli_mpi_check(mrc, sending ? "MPI_Isend" : "MPI_Irecv", "%s: %s %s "
-                        "rank %d", where, sending ? "to" : "from",
-                        sending ? "consumer" : "producer", peer);
+  return cpli_mpi_check(mrc, sending ? "MPI_Isend" : "MPI_Irecv",
+                        "%s: %s %s "
+                        "rank %d",
+                        where, sending ? "to" : "from", sending ? "consumer" : "producer", peer);
 }
 
 /* Wait for the posted messages (or withdraw them after a failure), then
  * free the step's bookkeeping. */
 static int finish(int rc, int nreq, MPI_Request *reqs, int *peer, MPI_Aint *addr,
-                  MPI_Datatype *types, double timeout, const char *where,
-                  const char *who) {
+                  MPI_Datatype *types, double timeout, const char *where, const char *who) {
   if (rc == CPL_OK) rc = wait_all(nreq, reqs, peer, timeout, where, who);
   else drop_posted(nreq, reqs);
   free(reqs);
@@ -292,9 +288,8 @@ static int finish(int rc, int nreq, MPI_Request *reqs, int *peer, MPI_Aint *addr
   return rc;
 }
 
-int cpli_redist_send(const cpli_rplan *pl, const cpli_desc *d, int me,
-                     const void *const *blocks, MPI_Comm comm, int tag,
-                     double timeout, const char *where, size_t *bytes) {
+int cpli_redist_send(const cpli_rplan *pl, const cpli_desc *d, int me, const void *const *blocks,
+                     MPI_Comm comm, int tag, double timeout, const char *where, size_t *bytes) {
   int q = pl->q;
   *bytes = 0;
   MPI_Request *reqs = malloc((size_t)(q ? q : 1) * sizeof *reqs);
@@ -305,8 +300,7 @@ int cpli_redist_send(const cpli_rplan *pl, const cpli_desc *d, int me,
   MPI_Aint *addr = malloc((size_t)(most ? most : 1) * sizeof *addr);
   MPI_Datatype *types = malloc((size_t)(most ? most : 1) * sizeof *types);
   int rc = CPL_OK, nreq = 0;
-  if (!reqs || !peer || !addr || !types)
-    rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
+  if (!reqs || !peer || !addr || !types) rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
   /* Start at a different consumer on every producer rank, so the first
    * messages do not all converge on consumer 0. */
   int p = d->nblocks;
@@ -319,8 +313,7 @@ int cpli_redist_send(const cpli_rplan *pl, const cpli_desc *d, int me,
       const cpli_dset *s = &d->d[pt->k];
       MPI_Aint disp;
       rc = sub_type(s->rank, s->esize, s->start + (size_t)me * s->rank,
-                    s->count + (size_t)me * s->rank, pt->start, pt->count, &disp,
-                    &types[x]);
+                    s->count + (size_t)me * s->rank, pt->start, pt->count, &disp, &types[x]);
       if (rc != CPL_OK) {
         for (int y = 0; y < x; y++) MPI_Type_free(&types[y]);
         break;
@@ -336,9 +329,8 @@ int cpli_redist_send(const cpli_rplan *pl, const cpli_desc *d, int me,
   return finish(rc, nreq, reqs, peer, addr, types, timeout, where, "consumer");
 }
 
-int cpli_redist_recv(const cpli_desc *d, const cpli_boxes *pieces,
-                     char *const *buf, MPI_Comm comm, int tag, double timeout,
-                     const char *where, size_t *bytes) {
+int cpli_redist_recv(const cpli_desc *d, const cpli_boxes *pieces, char *const *buf, MPI_Comm comm,
+                     int tag, double timeout, const char *where, size_t *bytes) {
   int p = d->nblocks, most = 0;
   *bytes = 0;
   for (int k = 0; k < d->nd; k++) most += pieces[k].n;
@@ -347,8 +339,7 @@ int cpli_redist_recv(const cpli_desc *d, const cpli_boxes *pieces,
   MPI_Aint *addr = malloc((size_t)(most ? most : 1) * sizeof *addr);
   MPI_Datatype *types = malloc((size_t)(most ? most : 1) * sizeof *types);
   int rc = CPL_OK, nreq = 0;
-  if (!reqs || !peer || !addr || !types)
-    rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
+  if (!reqs || !peer || !addr || !types) rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
   hsize_t is[CPL_MAX_RANK], ic[CPL_MAX_RANK];
   for (int i = 0; rc == CPL_OK && i < p; i++) {
     int n = 0;

@@ -32,12 +32,12 @@ typedef struct cpli_rpart {
 typedef struct cpli_rplan {
   int valid;
   long desc_version, sel_version;
-  int mode;                 /* CPLI_MODE_*                                */
+  int mode;                           /* CPLI_MODE_*                                */
   double cost_allgather, cost_select; /* the model's seconds per step     */
-  size_t bytes_needed;      /* sum over consumer ranks of what they read  */
+  size_t bytes_needed;                /* sum over consumer ranks of what they read  */
   int q;
-  int *first;               /* q + 1: parts of consumer j are             */
-  cpli_rpart *parts;        /*   parts[first[j] .. first[j+1])            */
+  int *first;        /* q + 1: parts of consumer j are             */
+  cpli_rpart *parts; /*   parts[first[j] .. first[j+1])            */
   int nparts, cap;
 } cpli_rplan;
 
@@ -50,22 +50,19 @@ void cpli_rplan_free(cpli_rplan *pl);
  * (its inter algorithm, for the allgather's cost). Identical on every
  * producer rank.
  */
-int cpli_rplan_build(cpli_rplan *pl, const cpli_desc *d, int me, int q,
-                     const cpli_sel *sels, int delivery,
-                     const cpl_coll_options *opt, const char *where);
+int cpli_rplan_build(cpli_rplan *pl, const cpli_desc *d, int me, int q, const cpli_sel *sels,
+                     int delivery, const cpl_coll_options *opt, const char *where);
 
 /* Producer: send this rank's parts (blocks[k]: its block of dataset k);
  * *bytes: what it sent. */
-int cpli_redist_send(const cpli_rplan *pl, const cpli_desc *d, int me,
-                     const void *const *blocks, MPI_Comm comm, int tag,
-                     double timeout, const char *where, size_t *bytes);
+int cpli_redist_send(const cpli_rplan *pl, const cpli_desc *d, int me, const void *const *blocks,
+                     MPI_Comm comm, int tag, double timeout, const char *where, size_t *bytes);
 
 /* Consumer: receive into the piece buffers: for dataset k, pieces[k] and
  * buf[k] holding them one after another, row-major each. *bytes: what
  * arrived. */
-int cpli_redist_recv(const cpli_desc *d, const cpli_boxes *pieces,
-                     char *const *buf, MPI_Comm comm, int tag, double timeout,
-                     const char *where, size_t *bytes);
+int cpli_redist_recv(const cpli_desc *d, const cpli_boxes *pieces, char *const *buf, MPI_Comm comm,
+                     int tag, double timeout, const char *where, size_t *bytes);
 
 /* Bytes of the pieces of one dataset (elements x esize). */
 size_t cpli_pieces_bytes(const cpli_boxes *pieces, size_t esize);

@@ -25,41 +25,40 @@ int cpli_report_on(cpl_context *ctx) {
 static void chrome_span(cpl_context *ctx, const char *name, double ts, double end,
                         const char *args) {
   char buf[1024];
-  int n = snprintf(buf, sizeof buf, "{\"name\":\"%s\",\"ph\":\"X\",\"ts\":%.1f,"
-                   "\"dur\":%.1f,\"pid\":%d,\"tid\":%d,\"args\":{%s}},", name, ts,
-                   end > ts ? end - ts : 0, ctx->comp, rank_of(ctx), args);
-  if (n > 0) cpli_trace_line(ctx->data->trace, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+  int n = snprintf(buf, sizeof buf,
+                   "{\"name\":\"%s\",\"ph\":\"X\",\"ts\":%.1f,"
+                   "\"dur\":%.1f,\"pid\":%d,\"tid\":%d,\"args\":{%s}},",
+                   name, ts, end > ts ? end - ts : 0, ctx->comp, rank_of(ctx), args);
+  if (n > 0)
+    cpli_trace_line(ctx->data->trace, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
 static void trace_step(cpl_context *ctx, const cpli_event *e) {
   cpli_trace *t = ctx->data->trace;
   char buf[1024], args[512];
   if (cpli_trace_chrome(t)) {
-    snprintf(args, sizeof args, "\"link\":\"%s\",\"step\":%ld,\"bytes\":%zu,"
+    snprintf(args, sizeof args,
+             "\"link\":\"%s\",\"step\":%ld,\"bytes\":%zu,"
              "\"mode\":\"%s\",\"alg\":\"%s\",\"queue\":%d,\"dropped\":%ld",
-             e->link, e->step, e->bytes, e->mode, e->alg ? e->alg : "",
-             e->queue, e->dropped);
+             e->link, e->step, e->bytes, e->mode, e->alg ? e->alg : "", e->queue, e->dropped);
     char name[96];
-    chrome_span(ctx, e->producer ? "wait credit" : "wait data", e->t_wait,
-                e->t_start, args);
+    chrome_span(ctx, e->producer ? "wait credit" : "wait data", e->t_wait, e->t_start, args);
     snprintf(name, sizeof name, "%s step %ld", e->producer ? "send" : "receive", e->step);
     chrome_span(ctx, name, e->t_start, e->t_end, args);
-    if (!e->producer && e->t_done > 0)
-      chrome_span(ctx, "compute", e->t_end, e->t_done, args);
+    if (!e->producer && e->t_done > 0) chrome_span(ctx, "compute", e->t_end, e->t_done, args);
     return;
   }
-  int n = snprintf(buf, sizeof buf,
-                   "{\"ts\":%.1f,\"comp\":\"%s\",\"rank\":%d,\"link\":\"%s\","
-                   "\"ev\":\"%s\",\"step\":%ld,\"bytes\":%zu,\"step_bytes\":%zu,"
-                   "\"mode\":\"%s\",\"alg\":\"%s\",\"wait_s\":%.6f,"
-                   "\"transfer_s\":%.6f,\"compute_s\":%.6f,\"queue\":%d,"
-                   "\"dropped\":%ld}",
-                   e->t_wait, comp_name(ctx), rank_of(ctx), e->link,
-                   e->producer ? "sent" : "received", e->step, e->bytes,
-                   e->step_bytes, e->mode, e->alg ? e->alg : "",
-                   (e->t_start - e->t_wait) / 1e6, (e->t_end - e->t_start) / 1e6,
-                   e->t_done > 0 ? (e->t_done - e->t_end) / 1e6 : 0.0, e->queue,
-                   e->dropped);
+  int n =
+      snprintf(buf, sizeof buf,
+               "{\"ts\":%.1f,\"comp\":\"%s\",\"rank\":%d,\"link\":\"%s\","
+               "\"ev\":\"%s\",\"step\":%ld,\"bytes\":%zu,\"step_bytes\":%zu,"
+               "\"mode\":\"%s\",\"alg\":\"%s\",\"wait_s\":%.6f,"
+               "\"transfer_s\":%.6f,\"compute_s\":%.6f,\"queue\":%d,"
+               "\"dropped\":%ld}",
+               e->t_wait, comp_name(ctx), rank_of(ctx), e->link, e->producer ? "sent" : "received",
+               e->step, e->bytes, e->step_bytes, e->mode, e->alg ? e->alg : "",
+               (e->t_start - e->t_wait) / 1e6, (e->t_end - e->t_start) / 1e6,
+               e->t_done > 0 ? (e->t_done - e->t_end) / 1e6 : 0.0, e->queue, e->dropped);
   if (n > 0) cpli_trace_line(t, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
@@ -90,21 +89,20 @@ static void progress(cpl_context *ctx, const cpli_event *e) {
     return;
   }
   char more[48] = "";
-  if (s->prog[slot].quiet)
-    snprintf(more, sizeof more, " (+%ld steps)", s->prog[slot].quiet);
+  if (s->prog[slot].quiet) snprintf(more, sizeof more, " (+%ld steps)", s->prog[slot].quiet);
   s->prog[slot].last = now;
   s->prog[slot].quiet = 0;
   char b1[32], b2[32];
   if (e->producer)
     printf("[%s] %s: step %ld sent, %s (%s%s%s), wait %.1f ms, transfer "
-           "%.1f ms, queue %d, dropped %ld%s\n", comp_name(ctx), e->link, e->step,
-           human(e->step_bytes, b1), e->mode, e->alg ? " " : "", e->alg ? e->alg : "",
-           (e->t_start - e->t_wait) / 1e3, (e->t_end - e->t_start) / 1e3,
+           "%.1f ms, queue %d, dropped %ld%s\n",
+           comp_name(ctx), e->link, e->step, human(e->step_bytes, b1), e->mode, e->alg ? " " : "",
+           e->alg ? e->alg : "", (e->t_start - e->t_wait) / 1e3, (e->t_end - e->t_start) / 1e3,
            e->queue, e->dropped, more);
   else
     printf("[%s] %s: step %ld received, %s of %s (%s), wait %.1f ms, "
-           "transfer %.1f ms%s\n", comp_name(ctx), e->link, e->step,
-           human(e->bytes, b1), human(e->step_bytes, b2), e->mode,
+           "transfer %.1f ms%s\n",
+           comp_name(ctx), e->link, e->step, human(e->bytes, b1), human(e->step_bytes, b2), e->mode,
            (e->t_start - e->t_wait) / 1e3, (e->t_end - e->t_start) / 1e3, more);
   fflush(stdout);
 }
@@ -121,13 +119,15 @@ void cpli_report_drop(cpl_context *ctx, const char *link, long step, int queue) 
   char buf[512];
   double now = cpli_trace_now_us();
   int n = cpli_trace_chrome(s->trace)
-              ? snprintf(buf, sizeof buf, "{\"name\":\"drop step %ld\",\"ph\":\"i\","
+              ? snprintf(buf, sizeof buf,
+                         "{\"name\":\"drop step %ld\",\"ph\":\"i\","
                          "\"s\":\"t\",\"ts\":%.1f,\"pid\":%d,\"tid\":%d,\"args\":"
-                         "{\"link\":\"%s\",\"queue\":%d}},", step, now, ctx->comp,
-                         rank_of(ctx), link, queue)
-              : snprintf(buf, sizeof buf, "{\"ts\":%.1f,\"comp\":\"%s\",\"rank\":%d,"
+                         "{\"link\":\"%s\",\"queue\":%d}},",
+                         step, now, ctx->comp, rank_of(ctx), link, queue)
+              : snprintf(buf, sizeof buf,
+                         "{\"ts\":%.1f,\"comp\":\"%s\",\"rank\":%d,"
                          "\"link\":\"%s\",\"ev\":\"dropped\",\"step\":%ld,"
-                         "\"queue\":%d}", now, comp_name(ctx), rank_of(ctx), link,
-                         step, queue);
+                         "\"queue\":%d}",
+                         now, comp_name(ctx), rank_of(ctx), link, step, queue);
   if (n > 0) cpli_trace_line(s->trace, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }

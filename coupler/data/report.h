@@ -15,17 +15,17 @@
 /* One step of one link as one rank saw it. Times are wall-clock
  * microseconds (cpli_trace_now_us); unused ones are 0. */
 typedef struct cpli_event {
-  const char *link;    /* label "a.out->b.in"                          */
-  int producer;        /* 1: sent, 0: received                         */
+  const char *link; /* label "a.out->b.in"                          */
+  int producer;     /* 1: sent, 0: received                         */
   long step;
-  size_t bytes;        /* this rank's bytes                            */
-  size_t step_bytes;   /* the step's global bytes                      */
-  const char *mode;    /* "allgather" or "select"                      */
-  const char *alg;     /* the inter-group algorithm of the allgather   */
+  size_t bytes;                  /* this rank's bytes                            */
+  size_t step_bytes;             /* the step's global bytes                      */
+  const char *mode;              /* "allgather" or "select"                      */
+  const char *alg;               /* the inter-group algorithm of the allgather   */
   double t_wait, t_start, t_end; /* waiting (credit / data) from t_wait */
-  double t_done;       /* consumer: end_step (compute from t_end)      */
-  int queue;           /* producer: steps still queued on the link     */
-  long dropped;        /* producer: dropped so far on the link         */
+  double t_done;                 /* consumer: end_step (compute from t_end)      */
+  int queue;                     /* producer: steps still queued on the link     */
+  long dropped;                  /* producer: dropped so far on the link         */
 } cpli_event;
 
 /* Is anything listening (trace open or progress on)? */

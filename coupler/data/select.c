@@ -37,9 +37,8 @@ int cpli_boxes_add(cpli_boxes *b, const hsize_t *start, const hsize_t *count) {
   return 0;
 }
 
-int cpli_box_intersect(int rank, const hsize_t *s1, const hsize_t *c1,
-                       const hsize_t *s2, const hsize_t *c2, hsize_t *s,
-                       hsize_t *c) {
+int cpli_box_intersect(int rank, const hsize_t *s1, const hsize_t *c1, const hsize_t *s2,
+                       const hsize_t *c2, hsize_t *s, hsize_t *c) {
   for (int d = 0; d < rank; d++) {
     hsize_t a = s1[d] > s2[d] ? s1[d] : s2[d];
     hsize_t e1 = s1[d] + c1[d], e2 = s2[d] + c2[d];
@@ -54,8 +53,8 @@ int cpli_box_intersect(int rank, const hsize_t *s1, const hsize_t *c1,
 /* Peel the parts of b outside p off one dimension at a time: below and
  * above p in dim 0 (full extent in the others), then the same in dim 1 of
  * what is left, ... What remains at the end is b inside p. */
-int cpli_box_subtract(int rank, const hsize_t *bs, const hsize_t *bc,
-                      const hsize_t *ps, const hsize_t *pc, cpli_boxes *out) {
+int cpli_box_subtract(int rank, const hsize_t *bs, const hsize_t *bc, const hsize_t *ps,
+                      const hsize_t *pc, cpli_boxes *out) {
   hsize_t is[MAXR], ic[MAXR];
   if (!cpli_box_intersect(rank, bs, bc, ps, pc, is, ic))
     return cpli_boxes_add(out, bs, bc) < 0 ? -1 : 1;
@@ -83,8 +82,7 @@ int cpli_box_subtract(int rank, const hsize_t *bs, const hsize_t *bc,
   return added;
 }
 
-void cpl_rows_part(hsize_t n, int part, int nparts, hsize_t *start,
-                   hsize_t *count) {
+void cpl_rows_part(hsize_t n, int part, int nparts, hsize_t *start, hsize_t *count) {
   /* The first n % nparts parts get one extra row; no n * part overflow. */
   const hsize_t q = n / (hsize_t)nparts, r = n % (hsize_t)nparts;
   const hsize_t k = (hsize_t)part;
@@ -145,24 +143,22 @@ static int add_disjoint(cpli_boxes *pieces, const hsize_t *s, const hsize_t *c) 
     cpli_boxes_reset(&next, r);
     for (int f = 0; rc == 0 && f < frag.n; f++)
       if (cpli_box_subtract(r, frag.start + (size_t)f * r, frag.count + (size_t)f * r,
-                            pieces->start + (size_t)p * r,
-                            pieces->count + (size_t)p * r, &next) < 0)
+                            pieces->start + (size_t)p * r, pieces->count + (size_t)p * r,
+                            &next) < 0)
         rc = -1;
     cpli_boxes t = frag;
     frag = next;
     next = t;
   }
   for (int f = 0; rc == 0 && f < frag.n; f++)
-    if (cpli_boxes_add(pieces, frag.start + (size_t)f * r,
-                       frag.count + (size_t)f * r) < 0)
-      rc = -1;
+    if (cpli_boxes_add(pieces, frag.start + (size_t)f * r, frag.count + (size_t)f * r) < 0) rc = -1;
   cpli_boxes_free(&frag);
   cpli_boxes_free(&next);
   return rc;
 }
 
-int cpli_sel_set_boxes(cpli_sel *s, const char *dataset, int ndims,
-                       int nboxes, const hsize_t *start, const hsize_t *count) {
+int cpli_sel_set_boxes(cpli_sel *s, const char *dataset, int ndims, int nboxes,
+                       const hsize_t *start, const hsize_t *count) {
   if (ndims < 1 || ndims > MAXR)
     return cpli_fail(CPL_ERR_ARG, "ndims %d is not in 1..%d", ndims, MAXR);
   if (nboxes < 0 || (nboxes > 0 && (!start || !count)))
@@ -172,8 +168,10 @@ int cpli_sel_set_boxes(cpli_sel *s, const char *dataset, int ndims,
     for (int d = 0; d < ndims; d++) {
       size_t i = (size_t)b * (size_t)ndims + (size_t)d;
       if (count[i] > (hsize_t)-1 - start[i])
-        return cpli_fail(CPL_ERR_ARG, "box %d: start + count overflows in "
-                         "dimension %d", b, d);
+        return cpli_fail(CPL_ERR_ARG,
+                         "box %d: start + count overflows in "
+                         "dimension %d",
+                         b, d);
     }
   cpli_boxes pieces = {.rank = ndims};
   int rc = 0;
@@ -185,8 +183,10 @@ int cpli_sel_set_boxes(cpli_sel *s, const char *dataset, int ndims,
     rc = add_disjoint(&pieces, bs, bc);
     if (rc == 0 && pieces.n > CPLI_SEL_MAX_PIECES) {
       cpli_boxes_free(&pieces);
-      return cpli_fail(CPL_ERR_ARG, "%d boxes overlap into more than %d "
-                       "disjoint pieces", nboxes, CPLI_SEL_MAX_PIECES);
+      return cpli_fail(CPL_ERR_ARG,
+                       "%d boxes overlap into more than %d "
+                       "disjoint pieces",
+                       nboxes, CPLI_SEL_MAX_PIECES);
     }
   }
   cpli_sel_item *it = rc == 0 ? item_for(s, dataset) : NULL;
@@ -202,8 +202,10 @@ int cpli_sel_set_boxes(cpli_sel *s, const char *dataset, int ndims,
 
 int cpli_sel_set_rows(cpli_sel *s, const char *dataset, int part, int nparts) {
   if (nparts < 1 || part < 0 || part >= nparts)
-    return cpli_fail(CPL_ERR_ARG, "part %d of %d parts: need 0 <= part < "
-                     "nparts", part, nparts);
+    return cpli_fail(CPL_ERR_ARG,
+                     "part %d of %d parts: need 0 <= part < "
+                     "nparts",
+                     part, nparts);
   cpli_sel_item *it = item_for(s, dataset);
   if (!it) return cpli_fail(CPL_ERR_NOMEM, "out of memory");
   it->kind = CPLI_SEL_ROWS;
@@ -232,8 +234,8 @@ int cpli_sel_copy(const cpli_sel *src, cpli_sel *dst) {
   return CPL_OK;
 }
 
-int cpli_sel_pieces(const cpli_sel *s, const char *name, int rank,
-                    const hsize_t *dims, cpli_boxes *out) {
+int cpli_sel_pieces(const cpli_sel *s, const char *name, int rank, const hsize_t *dims,
+                    cpli_boxes *out) {
   cpli_boxes_reset(out, rank);
   hsize_t zero[MAXR] = {0}, cs[MAXR], cc[MAXR];
   for (int d = 0; d < rank; d++)
@@ -303,8 +305,8 @@ void cpli_sel_decode(cpli_rbuf *r, cpli_sel *out) {
       continue;
     }
     uint32_t rank = cpli_r_u32(r), nb = cpli_r_u32(r);
-    if (kind != CPLI_SEL_BOXES || rank < 1 || rank > MAXR ||
-        nb > CPLI_SEL_MAX_PIECES || (size_t)nb * rank * 16 > r->len - r->pos) {
+    if (kind != CPLI_SEL_BOXES || rank < 1 || rank > MAXR || nb > CPLI_SEL_MAX_PIECES ||
+        (size_t)nb * rank * 16 > r->len - r->pos) {
       r->bad = 1;
       break;
     }

@@ -35,28 +35,27 @@ void cpli_boxes_reset(cpli_boxes *b, int rank);
 int cpli_boxes_add(cpli_boxes *b, const hsize_t *start, const hsize_t *count);
 
 /* The intersection of two boxes into (s, c); 1 if it is not empty. */
-int cpli_box_intersect(int rank, const hsize_t *s1, const hsize_t *c1,
-                       const hsize_t *s2, const hsize_t *c2, hsize_t *s,
-                       hsize_t *c);
+int cpli_box_intersect(int rank, const hsize_t *s1, const hsize_t *c1, const hsize_t *s2,
+                       const hsize_t *c2, hsize_t *s, hsize_t *c);
 
 /* Box (bs, bc) minus box (ps, pc) as at most 2 x rank disjoint boxes,
  * appended to out. Returns the number appended, -1 out of memory. */
-int cpli_box_subtract(int rank, const hsize_t *bs, const hsize_t *bc,
-                      const hsize_t *ps, const hsize_t *pc, cpli_boxes *out);
+int cpli_box_subtract(int rank, const hsize_t *bs, const hsize_t *bc, const hsize_t *ps,
+                      const hsize_t *pc, cpli_boxes *out);
 
 /* Row shares: cpl_rows_part (coupler.h). */
 
 enum { CPLI_SEL_BOXES = 1, CPLI_SEL_ROWS = 2 };
 
 typedef struct cpli_sel_item {
-  char *dataset;    /* NULL: the default                              */
+  char *dataset; /* NULL: the default                              */
   int kind;
   cpli_boxes boxes; /* BOXES: disjoint, in declaration order          */
   int part, nparts; /* ROWS                                           */
 } cpli_sel_item;
 
 typedef struct cpli_sel {
-  int active;       /* 0: every dataset whole                         */
+  int active; /* 0: every dataset whole                         */
   int n, cap;
   cpli_sel_item *v;
 } cpli_sel;
@@ -68,15 +67,15 @@ int cpli_sel_copy(const cpli_sel *src, cpli_sel *dst);
 
 /* Set (replace) the item of `dataset` (NULL: the default). Boxes: nboxes x
  * ndims starts and counts; returns a cpl_status with the message set. */
-int cpli_sel_set_boxes(cpli_sel *s, const char *dataset, int ndims,
-                       int nboxes, const hsize_t *start, const hsize_t *count);
+int cpli_sel_set_boxes(cpli_sel *s, const char *dataset, int ndims, int nboxes,
+                       const hsize_t *start, const hsize_t *count);
 int cpli_sel_set_rows(cpli_sel *s, const char *dataset, int part, int nparts);
 
 /* The disjoint, clipped, non-empty pieces of dataset (name, rank, dims) the
  * selection reads, into out (reset first): the whole array when inactive;
  * nothing when no item applies. -1 when out of memory. */
-int cpli_sel_pieces(const cpli_sel *s, const char *name, int rank,
-                    const hsize_t *dims, cpli_boxes *out);
+int cpli_sel_pieces(const cpli_sel *s, const char *name, int rank, const hsize_t *dims,
+                    cpli_boxes *out);
 
 void cpli_sel_encode(const cpli_sel *s, cpli_wbuf *w);
 /* Decode one selection; a malformed one sets r->bad. */

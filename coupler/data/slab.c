@@ -22,15 +22,14 @@ int cpli_box_volume(int rank, const hsize_t *count, uint64_t *out) {
   return 0;
 }
 
-int cpli_box_inside(int rank, const hsize_t *dims, const hsize_t *start,
-                    const hsize_t *count) {
+int cpli_box_inside(int rank, const hsize_t *dims, const hsize_t *start, const hsize_t *count) {
   for (int d = 0; d < rank; d++)
     if (start[d] > dims[d] || count[d] > dims[d] - start[d]) return 0;
   return 1;
 }
 
-int cpli_box_overlap(int rank, const hsize_t *s1, const hsize_t *c1,
-                     const hsize_t *s2, const hsize_t *c2) {
+int cpli_box_overlap(int rank, const hsize_t *s1, const hsize_t *c1, const hsize_t *s2,
+                     const hsize_t *c2) {
   for (int d = 0; d < rank; d++) {
     if (c1[d] == 0 || c2[d] == 0) return 0;
     if (s1[d] + c1[d] <= s2[d] || s2[d] + c2[d] <= s1[d]) return 0;
@@ -38,9 +37,8 @@ int cpli_box_overlap(int rank, const hsize_t *s1, const hsize_t *c1,
   return 1;
 }
 
-void cpli_slab_copy(int rank, size_t esize, const hsize_t *bstart,
-                    const hsize_t *bcount, const void *src,
-                    const hsize_t *sstart, const hsize_t *scount, void *dst) {
+void cpli_slab_copy(int rank, size_t esize, const hsize_t *bstart, const hsize_t *bcount,
+                    const void *src, const hsize_t *sstart, const hsize_t *scount, void *dst) {
   if (rank < 1 || rank > H5S_MAX_RANK) return;
   hsize_t lo[H5S_MAX_RANK] = {0}, n[H5S_MAX_RANK] = {0}, idx[H5S_MAX_RANK];
   size_t bstride[H5S_MAX_RANK], sstride[H5S_MAX_RANK];
@@ -88,14 +86,13 @@ void cpli_slab_copy(int rank, size_t esize, const hsize_t *bstart,
   }
 }
 
-const char *cpli_box_str(int rank, const hsize_t *start, const hsize_t *count,
-                         char *buf, size_t n) {
+const char *cpli_box_str(int rank, const hsize_t *start, const hsize_t *count, char *buf,
+                         size_t n) {
   size_t o = 0;
   o += (size_t)snprintf(buf, n, "[");
   for (int d = 0; d < rank && o < n; d++)
     o += (size_t)snprintf(buf + o, n - o, "%s%llu:%llu", d ? ", " : "",
-                          (unsigned long long)start[d],
-                          (unsigned long long)(start[d] + count[d]));
+                          (unsigned long long)start[d], (unsigned long long)(start[d] + count[d]));
   if (o < n) snprintf(buf + o, n - o, "]");
   return buf;
 }
@@ -103,8 +100,7 @@ const char *cpli_box_str(int rank, const hsize_t *start, const hsize_t *count,
 const char *cpli_dims_str(int rank, const hsize_t *dims, char *buf, size_t n) {
   size_t o = (size_t)snprintf(buf, n, "[");
   for (int d = 0; d < rank && o < n; d++)
-    o += (size_t)snprintf(buf + o, n - o, "%s%llu", d ? ", " : "",
-                          (unsigned long long)dims[d]);
+    o += (size_t)snprintf(buf + o, n - o, "%s%llu", d ? ", " : "", (unsigned long long)dims[d]);
   if (o < n) snprintf(buf + o, n - o, "]");
   return buf;
 }
@@ -170,13 +166,15 @@ static int find_uncovered(int rank, const hsize_t *dims, int nb, const hsize_t *
 
 /* The gap message: counts, an element in no block, every rank's block. */
 static void gap_message(int rank, const hsize_t *dims, int nb, const hsize_t *starts,
-                        const hsize_t *counts, uint64_t covered, uint64_t total,
-                        char *msg, size_t msglen) {
+                        const hsize_t *counts, uint64_t covered, uint64_t total, char *msg,
+                        size_t msglen) {
   char b1[160], b2[160];
   hsize_t pt[CPL_MAX_RANK];
-  size_t o = (size_t)snprintf(msg, msglen, "the blocks cover %llu of the %llu elements "
-                              "of the global array %s (a gap)", (unsigned long long)covered,
-                              (unsigned long long)total, cpli_dims_str(rank, dims, b2, sizeof b2));
+  size_t o = (size_t)snprintf(msg, msglen,
+                              "the blocks cover %llu of the %llu elements "
+                              "of the global array %s (a gap)",
+                              (unsigned long long)covered, (unsigned long long)total,
+                              cpli_dims_str(rank, dims, b2, sizeof b2));
   if (o < msglen && find_uncovered(rank, dims, nb, starts, counts, pt)) {
     o += (size_t)snprintf(msg + o, msglen - o, ": element %s is in no block",
                           cpli_dims_str(rank, pt, b1, sizeof b1));
@@ -194,9 +192,8 @@ static void gap_message(int rank, const hsize_t *dims, int nb, const hsize_t *st
   }
 }
 
-int cpli_tiling_check(int rank, const hsize_t *dims, int nb,
-                      const hsize_t *starts, const hsize_t *counts, char *msg,
-                      size_t msglen) {
+int cpli_tiling_check(int rank, const hsize_t *dims, int nb, const hsize_t *starts,
+                      const hsize_t *counts, char *msg, size_t msglen) {
   char b1[160], b2[160];
   uint64_t total, covered = 0;
   if (cpli_box_volume(rank, dims, &total) != 0) {
@@ -213,8 +210,10 @@ int cpli_tiling_check(int rank, const hsize_t *dims, int nb,
     const hsize_t *s = starts + (size_t)b * rank, *c = counts + (size_t)b * rank;
     uint64_t v = 0;
     if (!cpli_box_inside(rank, dims, s, c)) {
-      snprintf(msg, msglen, "the block of rank %d, %s, lies outside the "
-               "global array %s", b, cpli_box_str(rank, s, c, b1, sizeof b1),
+      snprintf(msg, msglen,
+               "the block of rank %d, %s, lies outside the "
+               "global array %s",
+               b, cpli_box_str(rank, s, c, b1, sizeof b1),
                cpli_dims_str(rank, dims, b2, sizeof b2));
       free(order);
       return 0;
@@ -237,8 +236,10 @@ int cpli_tiling_check(int rank, const hsize_t *dims, int nb,
         int lo = a < b ? a : b, hi = a < b ? b : a;
         const hsize_t *sl = lo == a ? sa : sb, *cl = lo == a ? ca : cb;
         const hsize_t *sh = lo == a ? sb : sa, *ch = lo == a ? cb : ca;
-        snprintf(msg, msglen, "the blocks of rank %d, %s, and rank %d, %s, "
-                 "overlap", lo, cpli_box_str(rank, sl, cl, b1, sizeof b1), hi,
+        snprintf(msg, msglen,
+                 "the blocks of rank %d, %s, and rank %d, %s, "
+                 "overlap",
+                 lo, cpli_box_str(rank, sl, cl, b1, sizeof b1), hi,
                  cpli_box_str(rank, sh, ch, b2, sizeof b2));
         free(order);
         return 0;

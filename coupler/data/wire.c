@@ -38,9 +38,7 @@ void cpli_w_str(cpli_wbuf *w, const char *s) {
   cpli_w_bytes(w, s, n + 1);
 }
 
-cpli_rbuf cpli_r_init(const void *p, size_t len) {
-  return (cpli_rbuf){.p = p, .len = len};
-}
+cpli_rbuf cpli_r_init(const void *p, size_t len) { return (cpli_rbuf){.p = p, .len = len}; }
 
 const void *cpli_r_bytes(cpli_rbuf *r, size_t n) {
   if (r->bad || n > r->len - r->pos) {

@@ -73,16 +73,14 @@ static int cpli_mpi_class_of(int cpl_rc) {
 
 /* Raise an MPI error code on comm; the handler decides abort or return. */
 static int cpli_mpi_raise(MPI_Comm comm, int code, const char *fn, const char *why) {
-  if (cpli_mpi_env_on("CPL_MPI_VERBOSE"))
-    fprintf(stderr, "coupler_mpi: %s: %s\n", fn, why);
+  if (cpli_mpi_env_on("CPL_MPI_VERBOSE")) fprintf(stderr, "coupler_mpi: %s: %s\n", fn, why);
   MPI_Comm_call_errhandler(comm, code);
   return code;
 }
 
 static int cpli_mpi_engine_error(MPI_Comm comm, int cpl_rc, const char *fn) {
   /* Always printed: the MPI code alone cannot say where it failed. */
-  fprintf(stderr, "coupler_mpi: %s failed: %s: %s\n", fn, cpl_strerror(cpl_rc),
-          cpl_last_error());
+  fprintf(stderr, "coupler_mpi: %s failed: %s: %s\n", fn, cpl_strerror(cpl_rc), cpl_last_error());
   MPI_Comm_call_errhandler(comm, cpli_mpi_class_of(cpl_rc));
   return cpli_mpi_class_of(cpl_rc);
 }
@@ -109,8 +107,8 @@ static int cpli_mpi_order_delete(MPI_Comm comm, int keyval, void *attr, void *ex
 static int cpli_mpi_first(MPI_Comm comm, const char *fn, int *first) {
   int rc;
   if (cpli_mpi_order_key == MPI_KEYVAL_INVALID) {
-    rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, cpli_mpi_order_delete,
-                                &cpli_mpi_order_key, NULL);
+    rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, cpli_mpi_order_delete, &cpli_mpi_order_key,
+                                NULL);
     if (rc != MPI_SUCCESS) return cpli_mpi_check(rc, "MPI_Comm_create_keyval", "order cache");
   }
   void *attr;
@@ -232,8 +230,8 @@ static int cpli_mpi_inter(const cpli_mpi_call *c) {
   if (rc != CPL_OK) return cpli_mpi_engine_error(c->comm, rc, c->fn);
 
   if (cpli_mpi_env_on("CPL_MPI_VERBOSE"))
-    fprintf(stderr, "coupler_mpi: %s inter %d|%d send:%s recv:%s (rank %d)\n", c->fn, lsize,
-            rsize, do_out ? cpl_inter_algorithm_name(out_alg) : "skip",
+    fprintf(stderr, "coupler_mpi: %s inter %d|%d send:%s recv:%s (rank %d)\n", c->fn, lsize, rsize,
+            do_out ? cpl_inter_algorithm_name(out_alg) : "skip",
             do_in ? cpl_inter_algorithm_name(in_alg) : "skip", lrank);
 
   cpl_coll_options opt;
@@ -246,15 +244,14 @@ static int cpli_mpi_inter(const cpli_mpi_call *c) {
       opt.inter = out_alg;
       rc = regular ? cpl_inter_allgather(c->sendbuf, c->sendcount, c->sendtype, NULL, 0,
                                          MPI_DATATYPE_NULL, CPL_SENDER, c->comm, &opt)
-                   : cpl_inter_allgatherv(c->sendbuf, c->sendcount, c->sendtype, NULL, NULL,
-                                          NULL, MPI_DATATYPE_NULL, CPL_SENDER, c->comm, &opt);
+                   : cpl_inter_allgatherv(c->sendbuf, c->sendcount, c->sendtype, NULL, NULL, NULL,
+                                          MPI_DATATYPE_NULL, CPL_SENDER, c->comm, &opt);
     } else if (!sending && do_in) {
       opt.inter = in_alg;
       rc = regular ? cpl_inter_allgather(NULL, 0, MPI_DATATYPE_NULL, c->recvbuf, c->recvcount,
                                          c->recvtype, CPL_RECEIVER, c->comm, &opt)
-                   : cpl_inter_allgatherv(NULL, 0, MPI_DATATYPE_NULL, c->recvbuf,
-                                          c->recvcounts, c->displs, c->recvtype, CPL_RECEIVER,
-                                          c->comm, &opt);
+                   : cpl_inter_allgatherv(NULL, 0, MPI_DATATYPE_NULL, c->recvbuf, c->recvcounts,
+                                          c->displs, c->recvtype, CPL_RECEIVER, c->comm, &opt);
     }
   }
   if (rc != CPL_OK) return cpli_mpi_engine_error(c->comm, rc, c->fn);
@@ -265,8 +262,8 @@ static int cpli_mpi_inter(const cpli_mpi_call *c) {
 
 /* The engine's algorithm for this intra call, or CPL_INTRA_NATIVE for
  * "straight to PMPI". counts are in elements of recvtype. */
-static int cpli_mpi_intra_choice(int p, const int *counts, int regular_count,
-                                 MPI_Datatype recvtype, cpl_intra_algorithm *out) {
+static int cpli_mpi_intra_choice(int p, const int *counts, int regular_count, MPI_Datatype recvtype,
+                                 cpl_intra_algorithm *out) {
   *out = CPL_INTRA_NATIVE;
   if (p <= 1 || recvtype == MPI_DATATYPE_NULL) return CPL_OK;
   int sz = 0;
@@ -315,8 +312,8 @@ static int cpli_mpi_intra(const cpli_mpi_call *c) {
     fprintf(stderr, "coupler_mpi: %s intra %d %s (rank %d)\n", c->fn, p,
             a == CPL_INTRA_NATIVE ? "pmpi" : cpl_intra_algorithm_name(a), r);
   if (a == CPL_INTRA_NATIVE)
-    return regular ? PMPI_Allgather(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
-                                    c->recvcount, c->recvtype, c->comm)
+    return regular ? PMPI_Allgather(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf, c->recvcount,
+                                    c->recvtype, c->comm)
                    : PMPI_Allgatherv(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
                                      c->recvcounts, c->displs, c->recvtype, c->comm);
   cpl_coll_options opt;
@@ -363,24 +360,23 @@ static int cpli_mpi_dispatch(const cpli_mpi_call *c) {
     inter = -1;
   if (inter == 1) return cpli_mpi_engine_run(cpli_mpi_inter, c);
   if (inter == 0) return cpli_mpi_engine_run(cpli_mpi_intra, c);
-  return c->v
-             ? PMPI_Allgatherv(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf, c->recvcounts,
-                               c->displs, c->recvtype, c->comm)
-             : PMPI_Allgather(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf, c->recvcount,
-                              c->recvtype, c->comm);
+  return c->v ? PMPI_Allgatherv(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf, c->recvcounts,
+                                c->displs, c->recvtype, c->comm)
+              : PMPI_Allgather(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf, c->recvcount,
+                               c->recvtype, c->comm);
 }
 
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  const cpli_mpi_call c = {"MPI_Allgather", 0, sendbuf, sendcount, sendtype, recvbuf,
-                           recvcount, NULL, NULL, recvtype, comm};
+  const cpli_mpi_call c = {"MPI_Allgather", 0,    sendbuf, sendcount, sendtype, recvbuf,
+                           recvcount,       NULL, NULL,    recvtype,  comm};
   return cpli_mpi_dispatch(&c);
 }
 
 int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                    const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                    MPI_Comm comm) {
-  const cpli_mpi_call c = {"MPI_Allgatherv", 1, sendbuf, sendcount, sendtype, recvbuf, 0,
-                           recvcounts, displs, recvtype, comm};
+  const cpli_mpi_call c = {"MPI_Allgatherv", 1,      sendbuf,  sendcount, sendtype, recvbuf, 0,
+                           recvcounts,       displs, recvtype, comm};
   return cpli_mpi_dispatch(&c);
 }

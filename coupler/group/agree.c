@@ -20,9 +20,8 @@ void cpli_rec_unpack(const uint32_t w[CPLI_REC_WORDS], cpli_rank_rec *r) {
 }
 
 /* Append "a, b, c" of up to `max` ranks matching pred, then "... (N)". */
-static void rank_list(char *buf, size_t size, int nranks,
-                      const cpli_rank_rec *recs, int (*pred)(const cpli_rank_rec *, const void *),
-                      const void *arg) {
+static void rank_list(char *buf, size_t size, int nranks, const cpli_rank_rec *recs,
+                      int (*pred)(const cpli_rank_rec *, const void *), const void *arg) {
   size_t o = 0;
   int shown = 0, total = 0;
   buf[0] = '\0';
@@ -34,8 +33,7 @@ static void rank_list(char *buf, size_t size, int nranks,
       shown++;
     }
   }
-  if (total > shown && o < size)
-    snprintf(buf + o, size - o, " and %d more", total - shown);
+  if (total > shown && o < size) snprintf(buf + o, size - o, " and %d more", total - shown);
 }
 
 static int failed(const cpli_rank_rec *r, const void *a) {
@@ -45,12 +43,9 @@ static int failed(const cpli_rank_rec *r, const void *a) {
 static int hash_differs(const cpli_rank_rec *r, const void *a) {
   return r->hash != *(const uint64_t *)a;
 }
-static int comp_is(const cpli_rank_rec *r, const void *a) {
-  return r->comp == *(const int *)a;
-}
+static int comp_is(const cpli_rank_rec *r, const void *a) { return r->comp == *(const int *)a; }
 
-int cpli_group_agree(const cpli_workflow *wf, int nranks,
-                     const cpli_rank_rec *recs, int myrank,
+int cpli_group_agree(const cpli_workflow *wf, int nranks, const cpli_rank_rec *recs, int myrank,
                      const char *myname) {
   char list[256];
   /* 1. The workflow must load everywhere. Every rank returns the status
@@ -78,8 +73,8 @@ int cpli_group_agree(const cpli_workflow *wf, int nranks,
       rank_list(list, sizeof list, nranks, recs, hash_differs, &h0);
       return cpli_fail(CPL_ERR_MISMATCH,
                        "cpl_init: ranks read different workflow files: "
-                       "rank(s) %s differ from rank 0 (%s)", list,
-                       wf->path);
+                       "rank(s) %s differ from rank 0 (%s)",
+                       list, wf->path);
     }
   }
   /* 3. Every rank names a component of the workflow. */
@@ -91,19 +86,19 @@ int cpli_group_agree(const cpli_workflow *wf, int nranks,
     size_t o = 0;
     names[0] = '\0';
     for (int c = 0; c < wf->ncomps && o < sizeof names; c++)
-      o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", c ? ", " : "",
-                            wf->comps[c].name);
+      o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", c ? ", " : "", wf->comps[c].name);
     if (which == CPLI_COMP_NONE)
       return cpli_fail(CPL_ERR_MISMATCH,
                        "cpl_init: rank(s) %s have no component name (pass "
                        "one to cpl_init or set CPL_COMPONENT; components of "
-                       "%s: %s)", list, wf->path, names);
+                       "%s: %s)",
+                       list, wf->path, names);
     int mine = recs[myrank].comp == which && myname;
     return cpli_fail(CPL_ERR_MISMATCH,
                      "cpl_init: rank(s) %s name a component that is not in "
                      "%s%s%s%s (components: %s)",
-                     list, wf->path, mine ? " (this rank: \"" : "",
-                     mine ? myname : "", mine ? "\")" : "", names);
+                     list, wf->path, mine ? " (this rank: \"" : "", mine ? myname : "",
+                     mine ? "\")" : "", names);
   }
   /* 4. Job size and ranks per component. Counted together so the message
    * tells which component is short or over. */
@@ -120,9 +115,9 @@ int cpli_group_agree(const cpli_workflow *wf, int nranks,
       if (count[c] == k->nprocs) continue;
       o += (size_t)snprintf(per + o, sizeof per - o,
                             "%scomponent \"%s\" has %d but nprocs is %d "
-                            "(%s:%d:%d)", o ? "; " : "", k->name, count[c],
-                            k->nprocs, wf->path, k->nprocs_pos.line,
-                            k->nprocs_pos.col);
+                            "(%s:%d:%d)",
+                            o ? "; " : "", k->name, count[c], k->nprocs, wf->path,
+                            k->nprocs_pos.line, k->nprocs_pos.col);
     }
     free(count);
     if (nranks != wf->total_procs)
@@ -132,14 +127,15 @@ int cpli_group_agree(const cpli_workflow *wf, int nranks,
                        nranks, wf->name, wf->total_procs, per);
     return cpli_fail(CPL_ERR_MISMATCH,
                      "cpl_init: the job's processes do not match the "
-                     "components of workflow \"%s\": %s", wf->name, per);
+                     "components of workflow \"%s\": %s",
+                     wf->name, per);
   }
   free(count);
   return CPL_OK;
 }
 
-void cpli_group_leaders(const cpli_workflow *wf, int nranks,
-                        const cpli_rank_rec *recs, int *leaders) {
+void cpli_group_leaders(const cpli_workflow *wf, int nranks, const cpli_rank_rec *recs,
+                        int *leaders) {
   for (int c = 0; c < wf->ncomps; c++) leaders[c] = -1;
   for (int r = 0; r < nranks; r++) {
     int c = recs[r].comp;

@@ -16,9 +16,9 @@
 
 /* What each rank contributes; sent as CPLI_REC_WORDS uint32 words. */
 typedef struct cpli_rank_rec {
-  int status;     /* CPL_OK if the workflow loaded on that rank         */
-  int comp;       /* component index or CPLI_COMP_*                     */
-  uint64_t hash;  /* hash of the file bytes (0 if it did not load)      */
+  int status;    /* CPL_OK if the workflow loaded on that rank         */
+  int comp;      /* component index or CPLI_COMP_*                     */
+  uint64_t hash; /* hash of the file bytes (0 if it did not load)      */
 } cpli_rank_rec;
 
 #define CPLI_REC_WORDS 4
@@ -33,12 +33,11 @@ void cpli_rec_unpack(const uint32_t w[CPLI_REC_WORDS], cpli_rank_rec *r);
  * through cpli_fail (so cpl_last_error() shows it). A rank whose own load
  * failed keeps its own message.
  */
-int cpli_group_agree(const cpli_workflow *wf, int nranks,
-                     const cpli_rank_rec *recs, int myrank,
+int cpli_group_agree(const cpli_workflow *wf, int nranks, const cpli_rank_rec *recs, int myrank,
                      const char *myname);
 
 /* Lowest rank of each component (leaders[ncomps]); requires agreement. */
-void cpli_group_leaders(const cpli_workflow *wf, int nranks,
-                        const cpli_rank_rec *recs, int *leaders);
+void cpli_group_leaders(const cpli_workflow *wf, int nranks, const cpli_rank_rec *recs,
+                        int *leaders);
 
 #endif

@@ -9,12 +9,12 @@
 
 /* One link as this component sees it. */
 typedef struct cpli_end {
-  int link;                  /* global link index                        */
+  int link; /* global link index                        */
   cpl_role role;
   int port, peer_comp, peer_port;
-  MPI_Comm intercomm;        /* the link; data move on it (engine dup)   */
-  MPI_Comm ctl;              /* private dup: the data layer's control    */
-                             /* channel between the two group roots      */
+  MPI_Comm intercomm; /* the link; data move on it (engine dup)   */
+  MPI_Comm ctl;       /* private dup: the data layer's control    */
+                      /* channel between the two group roots      */
   int remote_size;
 } cpli_end;
 

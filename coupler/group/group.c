@@ -17,9 +17,9 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/launch.h"
 #include "core/trace.h"
 #include "core/wait.h"
-#include "core/launch.h"
 #include "group/agree.h"
 #include "group/context.h"
 #include "workflow/model.h"
@@ -40,7 +40,8 @@ static int wait_deadline(MPI_Request *req, double timeout, const char *what) {
       return cpli_fail(CPL_ERR_TIMEOUT,
                        "cpl_init: %s did not complete within %g s: some "
                        "process of the job did not call cpl_init (set "
-                       "CPL_INIT_TIMEOUT to wait longer)", what, timeout);
+                       "CPL_INIT_TIMEOUT to wait longer)",
+                       what, timeout);
   }
 }
 
@@ -53,7 +54,8 @@ static int init_timeout(double *out) {
   if (*end || !(v > 0) || v > 1e6)
     return cpli_fail(CPL_ERR_ENV,
                      "CPL_INIT_TIMEOUT must be a number of seconds in "
-                     "(0, 1e6], got \"%s\"", s);
+                     "(0, 1e6], got \"%s\"",
+                     s);
   *out = v;
   return CPL_OK;
 }
@@ -72,8 +74,7 @@ static int load_local(const char *path, cpli_workflow **wf) {
     size_t o = 0;
     msg[0] = '\0';
     for (int i = 0; i < cpl_diag_count(d) && o < sizeof msg; i++)
-      o += (size_t)snprintf(msg + o, sizeof msg - o, "%s%s", i ? "\n" : "",
-                            cpl_diag_message(d, i));
+      o += (size_t)snprintf(msg + o, sizeof msg - o, "%s%s", i ? "\n" : "", cpl_diag_message(d, i));
     cpli_fail(rc, "%s", msg);
   }
   cpl_diag_destroy(d);
@@ -83,8 +84,7 @@ static int load_local(const char *path, cpli_workflow **wf) {
 void cpli_context_free(cpl_context *ctx) {
   if (!ctx) return;
   for (int i = 0; i < ctx->nends; i++) {
-    if (ctx->ends[i].intercomm != MPI_COMM_NULL)
-      MPI_Comm_free(&ctx->ends[i].intercomm);
+    if (ctx->ends[i].intercomm != MPI_COMM_NULL) MPI_Comm_free(&ctx->ends[i].intercomm);
     if (ctx->ends[i].ctl != MPI_COMM_NULL) MPI_Comm_free(&ctx->ends[i].ctl);
   }
   free(ctx->ends);
@@ -97,11 +97,9 @@ void cpli_context_free(cpl_context *ctx) {
 /* Split into components and build the intercommunicators, in global link
  * order with one tag per link: every pair of components walks its common
  * links in the same order, so the blocking creates cannot deadlock. */
-static int build_groups(cpl_context *ctx, int nranks,
-                        const cpli_rank_rec *recs, int myrank) {
+static int build_groups(cpl_context *ctx, int nranks, const cpli_rank_rec *recs, int myrank) {
   const cpli_workflow *wf = ctx->wf;
-  CPLI_TRY(cpli_mpi_check(MPI_Comm_split(ctx->world, ctx->comp, myrank,
-                                         &ctx->comm),
+  CPLI_TRY(cpli_mpi_check(MPI_Comm_split(ctx->world, ctx->comp, myrank, &ctx->comm),
                           "MPI_Comm_split", "cpl_init"));
   MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
   char cname[MPI_MAX_OBJECT_NAME];
@@ -127,17 +125,15 @@ static int build_groups(cpl_context *ctx, int nranks,
     e->peer_comp = sender ? l->to_comp : l->from_comp;
     e->peer_port = sender ? l->to_port : l->from_port;
     e->intercomm = MPI_COMM_NULL;
-    rc = cpli_mpi_check(MPI_Intercomm_create(ctx->comm, 0, ctx->world,
-                                             leaders[e->peer_comp],
-                                             CPLI_LINK_TAG_BASE + k,
-                                             &e->intercomm),
+    rc = cpli_mpi_check(MPI_Intercomm_create(ctx->comm, 0, ctx->world, leaders[e->peer_comp],
+                                             CPLI_LINK_TAG_BASE + k, &e->intercomm),
                         "MPI_Intercomm_create", "cpl_init: link %s", l->label);
     if (rc != CPL_OK) break;
     ctx->nends++;
     MPI_Comm_set_errhandler(e->intercomm, MPI_ERRORS_RETURN);
     e->ctl = MPI_COMM_NULL;
-    rc = cpli_mpi_check(MPI_Comm_dup(e->intercomm, &e->ctl), "MPI_Comm_dup",
-                        "cpl_init: link %s", l->label);
+    rc = cpli_mpi_check(MPI_Comm_dup(e->intercomm, &e->ctl), "MPI_Comm_dup", "cpl_init: link %s",
+                        l->label);
     if (rc != CPL_OK) break;
     MPI_Comm_set_errhandler(e->ctl, MPI_ERRORS_RETURN);
     snprintf(cname, sizeof cname, "cpl:%s", l->label);
@@ -148,20 +144,17 @@ static int build_groups(cpl_context *ctx, int nranks,
   return rc;
 }
 
-int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
-             cpl_context **out) {
+int cpl_init(MPI_Comm world, const char *workflow_path, const char *component, cpl_context **out) {
   cpli_launch_init(); /* cpl-exec: this process reached cpl_init */
   if (!out) return cpli_fail(CPL_ERR_ARG, "cpl_init: out is NULL");
   *out = NULL;
   int inited = 0;
   MPI_Initialized(&inited);
   if (!inited) return cpli_fail(CPL_ERR_STATE, "cpl_init: call MPI_Init first");
-  if (world == MPI_COMM_NULL)
-    return cpli_fail(CPL_ERR_COMM, "cpl_init: world is MPI_COMM_NULL");
+  if (world == MPI_COMM_NULL) return cpli_fail(CPL_ERR_COMM, "cpl_init: world is MPI_COMM_NULL");
   int inter = 0;
   MPI_Comm_test_inter(world, &inter);
-  if (inter)
-    return cpli_fail(CPL_ERR_COMM, "cpl_init: world is an intercommunicator");
+  if (inter) return cpli_fail(CPL_ERR_COMM, "cpl_init: world is an intercommunicator");
 
   cpl_context *ctx = calloc(1, sizeof *ctx);
   if (!ctx) return cpli_fail(CPL_ERR_NOMEM, "cpl_init: out of memory");
@@ -182,8 +175,7 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
   snprintf(local_msg, sizeof local_msg, "%s", cpl_last_error());
 
   MPI_Request req;
-  int rc = cpli_mpi_check(MPI_Comm_idup(world, &ctx->world, &req),
-                          "MPI_Comm_idup", "cpl_init");
+  int rc = cpli_mpi_check(MPI_Comm_idup(world, &ctx->world, &req), "MPI_Comm_idup", "cpl_init");
   if (rc == CPL_OK) rc = wait_deadline(&req, timeout, "MPI_Comm_idup");
   if (rc != CPL_OK) {
     /* An unfinished communicator cannot be freed: leave it (the job is
@@ -200,8 +192,7 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
   /* Nobody writes the trace before the agreement below completes. */
   if (myrank == 0 && local == CPL_OK) cpli_trace_reset(cpli_trace_spec(ctx->wf->trace));
 
-  cpli_rank_rec mine = {.status = local, .comp = ctx->comp,
-                        .hash = ctx->wf ? ctx->wf->hash : 0};
+  cpli_rank_rec mine = {.status = local, .comp = ctx->comp, .hash = ctx->wf ? ctx->wf->hash : 0};
   uint32_t w[CPLI_REC_WORDS];
   cpli_rec_pack(&mine, w);
   uint32_t *all = malloc((size_t)nranks * CPLI_REC_WORDS * sizeof *all);
@@ -213,9 +204,8 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
     cpli_context_free(ctx);
     return cpli_fail(CPL_ERR_NOMEM, "cpl_init: out of memory");
   }
-  rc = cpli_mpi_check(MPI_Iallgather(w, CPLI_REC_WORDS, MPI_UINT32_T, all,
-                                     CPLI_REC_WORDS, MPI_UINT32_T, ctx->world,
-                                     &req),
+  rc = cpli_mpi_check(MPI_Iallgather(w, CPLI_REC_WORDS, MPI_UINT32_T, all, CPLI_REC_WORDS,
+                                     MPI_UINT32_T, ctx->world, &req),
                       "MPI_Iallgather", "cpl_init");
   if (rc == CPL_OK) {
     rc = wait_deadline(&req, timeout, "the agreement allgather");
@@ -227,8 +217,7 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
     }
   }
   if (rc == CPL_OK) {
-    for (int r = 0; r < nranks; r++)
-      cpli_rec_unpack(all + (size_t)r * CPLI_REC_WORDS, &recs[r]);
+    for (int r = 0; r < nranks; r++) cpli_rec_unpack(all + (size_t)r * CPLI_REC_WORDS, &recs[r]);
     if (local != CPL_OK) cpli_fail(local, "%s", local_msg);
     rc = cpli_group_agree(ctx->wf, nranks, recs, myrank, name);
   }
@@ -245,12 +234,9 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
 
 /* ------------------------------------------------------------ accessors */
 
-const cpl_workflow *cpl_context_workflow(const cpl_context *ctx) {
-  return ctx ? ctx->wf : NULL;
-}
+const cpl_workflow *cpl_context_workflow(const cpl_context *ctx) { return ctx ? ctx->wf : NULL; }
 
-int cpl_context_component(const cpl_context *ctx, int *index,
-                          const char **name) {
+int cpl_context_component(const cpl_context *ctx, int *index, const char **name) {
   if (!ctx) return cpli_fail(CPL_ERR_ARG, "cpl_context_component: ctx is NULL");
   if (index) *index = ctx->comp;
   if (name) *name = ctx->wf->comps[ctx->comp].name;
@@ -258,21 +244,18 @@ int cpl_context_component(const cpl_context *ctx, int *index,
 }
 
 int cpl_component_comm(const cpl_context *ctx, MPI_Comm *out) {
-  if (!ctx || !out)
-    return cpli_fail(CPL_ERR_ARG, "cpl_component_comm: NULL argument");
+  if (!ctx || !out) return cpli_fail(CPL_ERR_ARG, "cpl_component_comm: NULL argument");
   *out = ctx->comm;
   return CPL_OK;
 }
 
 int cpl_context_link_count(const cpl_context *ctx, int *count) {
-  if (!ctx || !count)
-    return cpli_fail(CPL_ERR_ARG, "cpl_context_link_count: NULL argument");
+  if (!ctx || !count) return cpli_fail(CPL_ERR_ARG, "cpl_context_link_count: NULL argument");
   *count = ctx->nends;
   return CPL_OK;
 }
 
-static void fill_end(const cpl_context *ctx, const cpli_end *e,
-                     cpl_link_end *out) {
+static void fill_end(const cpl_context *ctx, const cpli_end *e, cpl_link_end *out) {
   const cpli_workflow *wf = ctx->wf;
   const cpli_component *peer = &wf->comps[e->peer_comp];
   *out = (cpl_link_end){
@@ -294,8 +277,7 @@ int cpl_context_link(const cpl_context *ctx, int i, cpl_link_end *out) {
 }
 
 /* Does peer ("comp" or "comp.port") match this end? */
-static int peer_matches(const cpl_context *ctx, const cpli_end *e,
-                        const char *peer) {
+static int peer_matches(const cpl_context *ctx, const cpli_end *e, const char *peer) {
   if (!peer) return 1;
   const cpli_component *pc = &ctx->wf->comps[e->peer_comp];
   size_t n = strlen(pc->name);
@@ -304,15 +286,15 @@ static int peer_matches(const cpl_context *ctx, const cpli_end *e,
   return peer[n] == '.' && strcmp(peer + n + 1, pc->ports[e->peer_port].name) == 0;
 }
 
-int cpl_port_link(const cpl_context *ctx, const char *port, const char *peer,
-                  cpl_link_end *out) {
-  if (!ctx || !port || !out)
-    return cpli_fail(CPL_ERR_ARG, "cpl_port_link: NULL argument");
+int cpl_port_link(const cpl_context *ctx, const char *port, const char *peer, cpl_link_end *out) {
+  if (!ctx || !port || !out) return cpli_fail(CPL_ERR_ARG, "cpl_port_link: NULL argument");
   const cpli_component *me = &ctx->wf->comps[ctx->comp];
   int p = cpli_wf_port_index(me, port);
   if (p < 0)
-    return cpli_fail(CPL_ERR_ARG, "cpl_port_link: component \"%s\" has no "
-                     "port \"%s\"", me->name, port);
+    return cpli_fail(CPL_ERR_ARG,
+                     "cpl_port_link: component \"%s\" has no "
+                     "port \"%s\"",
+                     me->name, port);
   const cpli_end *found = NULL;
   int nfound = 0;
   char labels[512] = "";
@@ -323,16 +305,17 @@ int cpl_port_link(const cpl_context *ctx, const char *port, const char *peer,
     if (!found) found = e;
     nfound++;
     if (o < sizeof labels)
-      o += (size_t)snprintf(labels + o, sizeof labels - o, "%s%s",
-                            nfound > 1 ? ", " : "",
+      o += (size_t)snprintf(labels + o, sizeof labels - o, "%s%s", nfound > 1 ? ", " : "",
                             ctx->wf->links[e->link].label);
   }
   if (nfound == 0)
-    return cpli_fail(CPL_ERR_ARG, "cpl_port_link: port %s.%s has no link%s%s",
-                     me->name, port, peer ? " to " : "", peer ? peer : "");
+    return cpli_fail(CPL_ERR_ARG, "cpl_port_link: port %s.%s has no link%s%s", me->name, port,
+                     peer ? " to " : "", peer ? peer : "");
   if (nfound > 1)
-    return cpli_fail(CPL_ERR_ARG, "cpl_port_link: port %s.%s has %d links "
-                     "(%s): name the peer", me->name, port, nfound, labels);
+    return cpli_fail(CPL_ERR_ARG,
+                     "cpl_port_link: port %s.%s has %d links "
+                     "(%s): name the peer",
+                     me->name, port, nfound, labels);
   fill_end(ctx, found, out);
   return CPL_OK;
 }

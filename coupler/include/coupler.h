@@ -77,11 +77,11 @@ typedef enum cpl_inter_algorithm {
 
 /* Intra-group algorithms (allgather inside one group). */
 typedef enum cpl_intra_algorithm {
-  CPL_INTRA_AUTO = 0,    /* chosen by the alpha-beta cost model            */
-  CPL_INTRA_CIRCULANT,   /* Traff's circulant-graph schedules             */
-  CPL_INTRA_BRUCK,       /* Bruck et al. concatenation                    */
-  CPL_INTRA_RING,        /* p-1 steps around a ring                       */
-  CPL_INTRA_NATIVE,      /* MPI_Allgather(v) of the MPI library           */
+  CPL_INTRA_AUTO = 0,  /* chosen by the alpha-beta cost model            */
+  CPL_INTRA_CIRCULANT, /* Traff's circulant-graph schedules             */
+  CPL_INTRA_BRUCK,     /* Bruck et al. concatenation                    */
+  CPL_INTRA_RING,      /* p-1 steps around a ring                       */
+  CPL_INTRA_NATIVE,    /* MPI_Allgather(v) of the MPI library           */
   CPL_INTRA_COUNT
 } cpl_intra_algorithm;
 
@@ -97,10 +97,10 @@ CPL_API int cpl_intra_algorithm_parse(const char *name, cpl_intra_algorithm *out
 typedef struct cpl_coll_options {
   cpl_inter_algorithm inter;
   cpl_intra_algorithm intra;
-  double timeout;     /* seconds any single wait may take; 0: CPL_TIMEOUT
-                         from the environment, else 60; < 0: no limit    */
-  const char *label;  /* names the link in error messages; may be NULL    */
-  long step;          /* step number for error messages; -1 if none       */
+  double timeout;    /* seconds any single wait may take; 0: CPL_TIMEOUT
+                        from the environment, else 60; < 0: no limit    */
+  const char *label; /* names the link in error messages; may be NULL    */
+  long step;         /* step number for error messages; -1 if none       */
 } cpl_coll_options;
 
 CPL_API void cpl_coll_options_init(cpl_coll_options *opt);
@@ -116,46 +116,41 @@ typedef enum cpl_role { CPL_RECEIVER = 0, CPL_SENDER = 1 } cpl_role;
  * remote (sending) rank (send arguments are ignored). Both groups must pass
  * opposite roles. Collective over the intercommunicator.
  */
-CPL_API int cpl_inter_allgatherv(const void *sendbuf, int sendcount,
-                         MPI_Datatype sendtype, void *recvbuf,
-                         const int recvcounts[], const int displs[],
-                         MPI_Datatype recvtype, cpl_role role,
-                         MPI_Comm intercomm, const cpl_coll_options *opt);
+CPL_API int cpl_inter_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                 void *recvbuf, const int recvcounts[], const int displs[],
+                                 MPI_Datatype recvtype, cpl_role role, MPI_Comm intercomm,
+                                 const cpl_coll_options *opt);
 
-CPL_API int cpl_inter_allgather(const void *sendbuf, int sendcount,
-                        MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                        MPI_Datatype recvtype, cpl_role role,
-                        MPI_Comm intercomm, const cpl_coll_options *opt);
+CPL_API int cpl_inter_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                void *recvbuf, int recvcount, MPI_Datatype recvtype, cpl_role role,
+                                MPI_Comm intercomm, const cpl_coll_options *opt);
 
 /* Intra-group allgather(v) with MPI semantics (MPI_IN_PLACE allowed). */
-CPL_API int cpl_intra_allgatherv(const void *sendbuf, int sendcount,
-                         MPI_Datatype sendtype, void *recvbuf,
-                         const int recvcounts[], const int displs[],
-                         MPI_Datatype recvtype, MPI_Comm comm,
-                         const cpl_coll_options *opt);
+CPL_API int cpl_intra_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                 void *recvbuf, const int recvcounts[], const int displs[],
+                                 MPI_Datatype recvtype, MPI_Comm comm, const cpl_coll_options *opt);
 
-CPL_API int cpl_intra_allgather(const void *sendbuf, int sendcount,
-                        MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                        MPI_Datatype recvtype, MPI_Comm comm,
-                        const cpl_coll_options *opt);
+CPL_API int cpl_intra_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                                const cpl_coll_options *opt);
 
 /* Round-optimal n-block broadcast (Traff), MPI_Bcast semantics. */
-CPL_API int cpl_intra_bcast(void *buf, int count, MPI_Datatype type, int root,
-                    MPI_Comm comm, const cpl_coll_options *opt);
+CPL_API int cpl_intra_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
+                            const cpl_coll_options *opt);
 
 /* The algorithm `auto` (or the environment) picks for this call shape:
  * p senders, q receivers, `bytes` the total bytes every receiver gets. */
-CPL_API int cpl_inter_select(int p, int q, size_t bytes,
-                     const cpl_coll_options *opt, cpl_inter_algorithm *out);
-CPL_API int cpl_intra_select(int p, size_t bytes, int regular,
-                     const cpl_coll_options *opt, cpl_intra_algorithm *out);
+CPL_API int cpl_inter_select(int p, int q, size_t bytes, const cpl_coll_options *opt,
+                             cpl_inter_algorithm *out);
+CPL_API int cpl_intra_select(int p, size_t bytes, int regular, const cpl_coll_options *opt,
+                             cpl_intra_algorithm *out);
 
 /* Predicted time in seconds of an algorithm under the alpha-beta model
  * (alpha = latency s, beta = s/byte), `bytes` total per receiver. */
-CPL_API double cpl_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes,
-                      double alpha, double beta);
-CPL_API double cpl_intra_cost(cpl_intra_algorithm a, int p, size_t bytes,
-                      double alpha, double beta);
+CPL_API double cpl_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes, double alpha,
+                              double beta);
+CPL_API double cpl_intra_cost(cpl_intra_algorithm a, int p, size_t bytes, double alpha,
+                              double beta);
 
 /* =============================================================== workflow
  * Workflow descriptions (YAML, parsed and validated without MPI) and the
@@ -207,8 +202,8 @@ typedef enum cpl_flow_policy {
 CPL_API int cpl_workflow_load(const char *path, cpl_diag *diag, cpl_workflow **out);
 
 /* Same from memory; `name` stands for the file name in messages. */
-CPL_API int cpl_workflow_load_buffer(const char *data, size_t len, const char *name,
-                             cpl_diag *diag, cpl_workflow **out);
+CPL_API int cpl_workflow_load_buffer(const char *data, size_t len, const char *name, cpl_diag *diag,
+                                     cpl_workflow **out);
 
 CPL_API void cpl_workflow_destroy(cpl_workflow *wf);
 
@@ -232,8 +227,7 @@ typedef struct cpl_component_info {
   int line;                /* where it is declared in the file        */
 } cpl_component_info;
 
-CPL_API int cpl_workflow_component(const cpl_workflow *wf, int index,
-                           cpl_component_info *out);
+CPL_API int cpl_workflow_component(const cpl_workflow *wf, int index, cpl_component_info *out);
 
 typedef struct cpl_link_info {
   const char *from_component, *from_port; /* producer side (output port) */
@@ -266,27 +260,26 @@ typedef struct cpl_context cpl_context;
  * creating communicators. Ranks of a component need not be contiguous.
  */
 CPL_API int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
-             cpl_context **out);
+                     cpl_context **out);
 
 /* Free every communicator and the context. Collective over the job. */
 CPL_API int cpl_finalize(cpl_context *ctx);
 
 CPL_API const cpl_workflow *cpl_context_workflow(const cpl_context *ctx);
 /* This process's component index and name. */
-CPL_API int cpl_context_component(const cpl_context *ctx, int *index,
-                          const char **name);
+CPL_API int cpl_context_component(const cpl_context *ctx, int *index, const char **name);
 /* The component's communicator: use it instead of MPI_COMM_WORLD. Owned by
  * the context (freed by cpl_finalize). */
 CPL_API int cpl_component_comm(const cpl_context *ctx, MPI_Comm *out);
 
 /* One link as seen from this component. */
 typedef struct cpl_link_end {
-  int link;                 /* global link index (cpl_workflow_link)    */
-  cpl_role role;            /* CPL_SENDER on the producer side          */
-  const char *port;         /* local port                               */
+  int link;         /* global link index (cpl_workflow_link)    */
+  cpl_role role;    /* CPL_SENDER on the producer side          */
+  const char *port; /* local port                               */
   const char *peer_component, *peer_port;
-  MPI_Comm intercomm;       /* owned by the context                     */
-  int remote_size;          /* ranks of the peer component              */
+  MPI_Comm intercomm; /* owned by the context                     */
+  int remote_size;    /* ranks of the peer component              */
 } cpl_link_end;
 
 /* Links this component takes part in, in global link order. */
@@ -297,8 +290,7 @@ CPL_API int cpl_context_link(const cpl_context *ctx, int i, cpl_link_end *out);
  * picks one when the port has several links (fan-out, fan-in); NULL
  * is fine when there is only one. */
 CPL_API int cpl_port_link(const cpl_context *ctx, const char *port, const char *peer,
-                  cpl_link_end *out);
-
+                          cpl_link_end *out);
 
 /* ================================================================== data
  * Datasets and steps over links. A producer component publishes steps on
@@ -351,14 +343,14 @@ CPL_API int cpl_output_begin_step(cpl_output *out, long step);
  * and unchanged until cpl_output_end_step returns.
  */
 CPL_API int cpl_output_put(cpl_output *out, const char *name, hid_t type, int rank,
-                   const hsize_t dims[], const hsize_t start[],
-                   const hsize_t count[], const void *data);
+                           const hsize_t dims[], const hsize_t start[], const hsize_t count[],
+                           const void *data);
 
 /* A small attribute (n elements of `type`, at most 64 KiB) of the step
  * (dataset NULL) or of a dataset put in this step. Attributes of rank 0
  * travel; other ranks may set them too, they are not sent. */
-CPL_API int cpl_output_attr(cpl_output *out, const char *dataset, const char *name,
-                    hid_t type, size_t n, const void *value);
+CPL_API int cpl_output_attr(cpl_output *out, const char *dataset, const char *name, hid_t type,
+                            size_t n, const void *value);
 
 /* Finish the step and hand it to every link (see policies above). */
 CPL_API int cpl_output_end_step(cpl_output *out);
@@ -368,15 +360,15 @@ CPL_API int cpl_output_end_step(cpl_output *out);
 CPL_API int cpl_output_close(cpl_output *out);
 
 typedef struct cpl_output_stats {
-  long steps;         /* steps ended on the port                          */
-  long delivered;     /* steps the consumer received                      */
-  long dropped;       /* policy latest: stale steps dropped               */
-  long skipped;       /* policy every:N: steps not offered                */
-  long undelivered;   /* not taken: the consumer closed its input early,  */
-                      /* or the port failed                               */
-  int queue_max;      /* most steps held at once                          */
-  size_t bytes_max;   /* most bytes held in step copies at once           */
-  double wait_s;      /* time end_step/close waited for the consumer      */
+  long steps;       /* steps ended on the port                          */
+  long delivered;   /* steps the consumer received                      */
+  long dropped;     /* policy latest: stale steps dropped               */
+  long skipped;     /* policy every:N: steps not offered                */
+  long undelivered; /* not taken: the consumer closed its input early,  */
+                    /* or the port failed                               */
+  int queue_max;    /* most steps held at once                          */
+  size_t bytes_max; /* most bytes held in step copies at once           */
+  double wait_s;    /* time end_step/close waited for the consumer      */
 } cpl_output_stats;
 
 /* Links of the port (fan-out), and each one's counters; link -1 sums them
@@ -384,13 +376,11 @@ typedef struct cpl_output_stats {
 CPL_API int cpl_output_link_count(const cpl_output *out, int *n);
 /* Link i of the port (0 <= i < count), as cpl_context_link reports it. */
 CPL_API int cpl_output_link(const cpl_output *out, int i, cpl_link_end *le);
-CPL_API int cpl_output_stats_get(const cpl_output *out, int link,
-                         cpl_output_stats *st);
+CPL_API int cpl_output_stats_get(const cpl_output *out, int link, cpl_output_stats *st);
 
 /* Open input port `port`; `peer` ("component" or "component.port") picks
  * the link when several end at the port (fan-in), else NULL. */
-CPL_API int cpl_input_open(cpl_context *ctx, const char *port, const char *peer,
-                   cpl_input **out);
+CPL_API int cpl_input_open(cpl_context *ctx, const char *port, const char *peer, cpl_input **out);
 
 /* Wait for the next step (up to the link timeout). Returns CPL_OK with its
  * number in *step (may be NULL), CPL_END_OF_STREAM after the producer's
@@ -406,25 +396,24 @@ CPL_API int cpl_input_try_step(cpl_input *in, double seconds, long *step);
 
 typedef struct cpl_dataset_info {
   const char *name;
-  hid_t type;                  /* the producer's type; owned by the input, */
-                               /* valid until cpl_input_end_step           */
+  hid_t type; /* the producer's type; owned by the input, */
+              /* valid until cpl_input_end_step           */
   int rank;
   hsize_t dims[CPL_MAX_RANK];
-  size_t bytes;                /* size of the global array, stored type    */
+  size_t bytes; /* size of the global array, stored type    */
   int nattrs;
 } cpl_dataset_info;
 
 /* Datasets of the current step, by index (0..count-1) or by name. */
 CPL_API int cpl_input_dataset_count(const cpl_input *in, int *n);
 CPL_API int cpl_input_dataset(const cpl_input *in, int i, cpl_dataset_info *info);
-CPL_API int cpl_input_inquire(const cpl_input *in, const char *name,
-                      cpl_dataset_info *info);
+CPL_API int cpl_input_inquire(const cpl_input *in, const char *name, cpl_dataset_info *info);
 
 /* Copy the hyperslab start[]/count[] (NULL, NULL: the whole array) of a
  * dataset into buf, row-major, converted to memtype (H5T_NATIVE_DOUBLE,
  * ...; CPL_ERR_TYPE if HDF5 cannot convert the stored type to it). */
-CPL_API int cpl_input_get(cpl_input *in, const char *name, hid_t memtype,
-                  const hsize_t start[], const hsize_t count[], void *buf);
+CPL_API int cpl_input_get(cpl_input *in, const char *name, hid_t memtype, const hsize_t start[],
+                          const hsize_t count[], void *buf);
 
 typedef struct cpl_attr_info {
   const char *name;
@@ -434,15 +423,14 @@ typedef struct cpl_attr_info {
 
 /* Attributes of the step (dataset NULL) or of a dataset. */
 CPL_API int cpl_input_attr_count(const cpl_input *in, const char *dataset, int *n);
-CPL_API int cpl_input_attr(const cpl_input *in, const char *dataset, int i,
-                   cpl_attr_info *info);
+CPL_API int cpl_input_attr(const cpl_input *in, const char *dataset, int i, cpl_attr_info *info);
 /* Attribute `name` of the step (dataset NULL) or of a dataset. */
-CPL_API int cpl_input_attr_inquire(const cpl_input *in, const char *dataset,
-                           const char *name, cpl_attr_info *info);
+CPL_API int cpl_input_attr_inquire(const cpl_input *in, const char *dataset, const char *name,
+                                   cpl_attr_info *info);
 /* Read attribute `name` converted to memtype into buf, which has room for
  * n elements (CPL_ERR_ARG if the attribute has more). */
-CPL_API int cpl_input_attr_get(const cpl_input *in, const char *dataset,
-                       const char *name, hid_t memtype, size_t n, void *buf);
+CPL_API int cpl_input_attr_get(const cpl_input *in, const char *dataset, const char *name,
+                               hid_t memtype, size_t n, void *buf);
 
 CPL_API int cpl_input_end_step(cpl_input *in);
 
@@ -477,31 +465,29 @@ CPL_API int cpl_input_begin_step_at(cpl_input *in, long want, long *step);
  * travel once) and may reach past the array (they are clipped to it);
  * nboxes 0 means this rank reads nothing of it. Replaces an earlier
  * selection of the same dataset (or of the default). */
-CPL_API int cpl_input_select(cpl_input *in, const char *dataset, int ndims,
-                     int nboxes, const hsize_t start[], const hsize_t count[]);
+CPL_API int cpl_input_select(cpl_input *in, const char *dataset, int ndims, int nboxes,
+                             const hsize_t start[], const hsize_t count[]);
 
 /* Read only part `part` of `nparts` of dimension 0 (rows split as evenly as
  * possible, part 0 first; other dimensions whole), resolved at every step
  * from the dataset's dims. dataset NULL: every dataset without a selection
  * of its own, whatever its rank. */
-CPL_API int cpl_input_select_rows(cpl_input *in, const char *dataset, int part,
-                          int nparts);
+CPL_API int cpl_input_select_rows(cpl_input *in, const char *dataset, int part, int nparts);
 
 /* The rows [*start, *start + *count) of n that part `part` of `nparts`
  * reads under cpl_input_select_rows: contiguous, balanced (counts differ
  * by at most one, the first parts take the extra rows), parts in order. */
-CPL_API void cpl_rows_part(hsize_t n, int part, int nparts, hsize_t *start,
-                   hsize_t *count);
+CPL_API void cpl_rows_part(hsize_t n, int part, int nparts, hsize_t *start, hsize_t *count);
 
 /* Forget this rank's selections: whole datasets again from the next step. */
 CPL_API int cpl_input_select_clear(cpl_input *in);
 
 typedef struct cpl_input_stats {
-  long steps;          /* steps taken                                    */
-  long selective;      /* of them, moved by redistribution               */
-  size_t bytes;        /* bytes this rank received, all steps            */
-  size_t bytes_held;   /* bytes of step data this rank holds now         */
-  size_t bytes_max;    /* most bytes of step data held at once           */
+  long steps;        /* steps taken                                    */
+  long selective;    /* of them, moved by redistribution               */
+  size_t bytes;      /* bytes this rank received, all steps            */
+  size_t bytes_held; /* bytes of step data this rank holds now         */
+  size_t bytes_max;  /* most bytes of step data held at once           */
 } cpl_input_stats;
 
 CPL_API int cpl_input_stats_get(const cpl_input *in, cpl_input_stats *st);

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coupler.h"
 #include "core/error.h"
+#include "coupler.h"
 
 #define BIT(v) ((uint64_t)1 << (v))
 
@@ -36,8 +36,7 @@ static void prefix_counts(const cpli_circ *c, long long L, int *cnt) {
 }
 
 int cpli_circ_init(cpli_circ *c, int p) {
-  if (!c || p < 1)
-    return cpli_fail(CPL_ERR_ARG, "circulant schedule: need p >= 1, got %d", p);
+  if (!c || p < 1) return cpli_fail(CPL_ERR_ARG, "circulant schedule: need p >= 1, got %d", p);
   c->p = p;
   int q = 0;
   while (q < CPLI_CIRC_QMAX && (1LL << q) < p) q++;
@@ -106,8 +105,7 @@ static uint64_t lin_blocks(const cpli_circ *c, long long a, long long b) {
 /* Split a cyclic range into at most two linear ones. */
 typedef uint64_t (*lin_fn)(const void *ctx, long long a, long long b);
 
-static uint64_t cyclic_blocks(int p, lin_fn f, const void *ctx, long long a,
-                              long long b) {
+static uint64_t cyclic_blocks(int p, lin_fn f, const void *ctx, long long a, long long b) {
   long long len = b - a + 1;
   if (len <= 0) return 0;
   if (len >= p) return f(ctx, 0, p - 1);
@@ -159,12 +157,13 @@ static int recv_core(const oracle *o, int r, int k, int *recv) {
       /* New blocks of the from-rank r - skips[i]: first those from ranks
        * r - skips[i+1] + 1 .. r - skips[i] (r gets the rest next round),
        * else those it can have got in rounds before i (Lemma 1). */
-      uint64_t U = cyclic_blocks(p, o->lin, o->ctx,
-                                 (long long)r - c->skips[i + 1] + 1,
-                                 (long long)r - c->skips[i]) & ~B;
+      uint64_t U = cyclic_blocks(p, o->lin, o->ctx, (long long)r - c->skips[i + 1] + 1,
+                                 (long long)r - c->skips[i]) &
+                   ~B;
       if (!U)
         U = cyclic_blocks(p, o->lin, o->ctx, (long long)r - c->ssum[i],
-                          (long long)r - c->skips[i + 1]) & ~B;
+                          (long long)r - c->skips[i + 1]) &
+            ~B;
       U &= BIT(q) - 1; /* the root (block q) is never a previous-phase block */
       if (!U) return -1;
       b = top_bit(U);
@@ -188,8 +187,7 @@ int cpli_circ_sendsched(const cpli_circ *c, int r, int *send) {
   oracle o = {c, lin_direct, c, NULL};
   int tmp[CPLI_CIRC_QMAX];
   for (int i = 0; i < c->q; i++) {
-    if (recv_core(&o, (int)(((long long)r + c->skips[i]) % c->p), i + 1, tmp))
-      return -1;
+    if (recv_core(&o, (int)(((long long)r + c->skips[i]) % c->p), i + 1, tmp)) return -1;
     send[i] = tmp[i];
   }
   return 0;
@@ -234,8 +232,7 @@ int cpli_circ_full_init(cpli_circ_full *f, int p) {
   if (!f->base || !f->recv || !f->send || !tab) {
     free(tab);
     cpli_circ_full_free(f);
-    return cpli_fail(CPL_ERR_NOMEM,
-                     "circulant full schedule: out of memory for p = %d", p);
+    return cpli_fail(CPL_ERR_NOMEM, "circulant full schedule: out of memory for p = %d", p);
   }
   /* Baseblocks in one linear pass: rank r in homerange k (r > skips[k])
    * repeats rank r - skips[k]. */
@@ -257,14 +254,14 @@ int cpli_circ_full_init(cpli_circ_full *f, int p) {
       cpli_circ_full_free(f);
       return cpli_fail(CPL_ERR_INTERNAL,
                        "circulant schedule for p = %d: no new block for rank %d "
-                       "(a bug in Coupler's schedule construction)", p, r);
+                       "(a bug in Coupler's schedule construction)",
+                       p, r);
     }
   }
   free(tab);
   for (int r = 0; r < p; r++)
     for (int k = 0; k < q; k++)
-      f->send[(size_t)r * q + k] =
-          f->recv[(size_t)(((long long)r + f->c.skips[k]) % p) * q + k];
+      f->send[(size_t)r * q + k] = f->recv[(size_t)(((long long)r + f->c.skips[k]) % p) * q + k];
   return CPL_OK;
 }
 
@@ -280,16 +277,15 @@ static int bad(char *why, size_t whylen, const char *fmt, ...) {
   return CPL_ERR_INTERNAL;
 }
 
-static int check_structure(const cpli_circ *c, const int *base,
-                           const int *recv, char *why, size_t whylen) {
+static int check_structure(const cpli_circ *c, const int *base, const int *recv, char *why,
+                           size_t whylen) {
   const int p = c->p, q = c->q;
   if (base[0] != q)
     return bad(why, whylen, "p=%d: root baseblock %d, expected q=%d", p, base[0], q);
   for (int r = 0; r < p; r++) {
     const int *row = recv + (size_t)r * q;
     if (r > 0 && (base[r] < 0 || base[r] >= q))
-      return bad(why, whylen, "p=%d: rank %d baseblock %d outside 0..%d", p, r,
-                 base[r], q - 1);
+      return bad(why, whylen, "p=%d: rank %d baseblock %d outside 0..%d", p, r, base[r], q - 1);
     uint64_t seen = 0;
     int own = 0;
     for (int k = 0; k < q; k++) {
@@ -299,28 +295,28 @@ static int check_structure(const cpli_circ *c, const int *base,
         if (e != base[r])
           return bad(why, whylen,
                      "p=%d: rank %d round %d (its homerange) receives %d, not "
-                     "its baseblock %d", p, r, k, e, base[r]);
+                     "its baseblock %d",
+                     p, r, k, e, base[r]);
         own++;
         continue;
       }
       if (e < -q || e > -1)
         return bad(why, whylen,
                    "p=%d: rank %d round %d receives %d, expected a "
-                   "previous-phase block in %d..-1", p, r, k, e, -q);
+                   "previous-phase block in %d..-1",
+                   p, r, k, e, -q);
       if (seen & BIT(e + q))
-        return bad(why, whylen, "p=%d: rank %d receives block %d twice in a phase",
-                   p, r, e);
+        return bad(why, whylen, "p=%d: rank %d receives block %d twice in a phase", p, r, e);
       seen |= BIT(e + q);
     }
     if (r > 0 && own != 1)
-      return bad(why, whylen, "p=%d: rank %d receives its baseblock %d times",
-                 p, r, own);
+      return bad(why, whylen, "p=%d: rank %d receives its baseblock %d times", p, r, own);
   }
   return 0;
 }
 
-int cpli_circ_verify(const cpli_circ *c, const int *base, const int *recv,
-                     const int *send, long long n, char *why, size_t whylen) {
+int cpli_circ_verify(const cpli_circ *c, const int *base, const int *recv, const int *send,
+                     long long n, char *why, size_t whylen) {
   if (why && whylen) why[0] = '\0';
   if (!c || !base || (c->q > 0 && (!recv || !send)) || n < 1) {
     if (why && whylen) snprintf(why, whylen, "bad arguments (n=%lld)", n);
@@ -335,8 +331,8 @@ int cpli_circ_verify(const cpli_circ *c, const int *base, const int *recv,
       if (send[(size_t)r * q + k] != recv[(size_t)t * q + k])
         return bad(why, whylen,
                    "p=%d: edge %d->%d round %d: sender sends %d, receiver "
-                   "expects %d", p, r, t, k, send[(size_t)r * q + k],
-                   recv[(size_t)t * q + k]);
+                   "expects %d",
+                   p, r, t, k, send[(size_t)r * q + k], recv[(size_t)t * q + k]);
     }
   if (p == 1) return 0; /* the root holds everything, zero rounds */
 
@@ -360,25 +356,31 @@ int cpli_circ_verify(const cpli_circ *c, const int *base, const int *recv,
       const long long br = cpli_circ_block(q, recv[(size_t)r * q + k], v, x, n);
       const long long bs = cpli_circ_block(q, send[(size_t)f * q + k], v, x, n);
       if (br != bs)
-        rc = bad(why, whylen, "p=%d n=%lld round %lld: %d sends block %lld, %d "
-                 "expects %lld", p, n, v - x, f, bs, r, br);
-      else if (br < 0)
-        continue;
+        rc = bad(why, whylen,
+                 "p=%d n=%lld round %lld: %d sends block %lld, %d "
+                 "expects %lld",
+                 p, n, v - x, f, bs, r, br);
+      else if (br < 0) continue;
       else if (got[(size_t)f * n + br] >= v)
-        rc = bad(why, whylen, "p=%d n=%lld round %lld: %d sends block %lld to %d "
-                 "before holding it", p, n, v - x, f, br, r);
+        rc = bad(why, whylen,
+                 "p=%d n=%lld round %lld: %d sends block %lld to %d "
+                 "before holding it",
+                 p, n, v - x, f, br, r);
       else if (got[(size_t)r * n + br] != NEVER)
-        rc = bad(why, whylen, "p=%d n=%lld round %lld: %d receives block %lld "
-                 "again (from %d)", p, n, v - x, r, br, f);
-      else
-        got[(size_t)r * n + br] = v;
+        rc = bad(why, whylen,
+                 "p=%d n=%lld round %lld: %d receives block %lld "
+                 "again (from %d)",
+                 p, n, v - x, r, br, f);
+      else got[(size_t)r * n + br] = v;
     }
   }
   for (int r = 1; r < p && !rc; r++)
     for (long long b = 0; b < n; b++)
       if (got[(size_t)r * n + b] == NEVER) {
-        rc = bad(why, whylen, "p=%d n=%lld: rank %d lacks block %lld after %lld "
-                 "rounds", p, n, r, b, n + q - 1);
+        rc = bad(why, whylen,
+                 "p=%d n=%lld: rank %d lacks block %lld after %lld "
+                 "rounds",
+                 p, n, r, b, n + q - 1);
         break;
       }
   free(got);

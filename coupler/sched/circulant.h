@@ -39,8 +39,8 @@
 /* Per-p constants; O(q^2) space, no per-rank arrays. */
 typedef struct cpli_circ {
   int p, q;
-  int skips[CPLI_CIRC_QMAX + 1];       /* skips[0..q], skips[q] = p         */
-  long long ssum[CPLI_CIRC_QMAX + 1];  /* ssum[i] = skips[0] + .. + skips[i] */
+  int skips[CPLI_CIRC_QMAX + 1];      /* skips[0..q], skips[q] = p         */
+  long long ssum[CPLI_CIRC_QMAX + 1]; /* ssum[i] = skips[0] + .. + skips[i] */
   /* full[k][v]: how often baseblock v occurs in ranks 1..skips[k]-1. */
   int full[CPLI_CIRC_QMAX + 1][CPLI_CIRC_QMAX];
 } cpli_circ;
@@ -94,8 +94,7 @@ static inline int cpli_circ_offset(int q, long long n) {
 
 /* Block moved in virtual round v for schedule entry e (see above):
  * -1 if nothing moves, else a block in 0..n-1. */
-static inline long long cpli_circ_block(int q, int e, long long v, int x,
-                                        long long n) {
+static inline long long cpli_circ_block(int q, int e, long long v, int x, long long n) {
   long long b = (long long)e + (long long)q * (v / q) - x;
   if (b < 0) return -1;
   return b > n - 1 ? n - 1 : b;
@@ -118,7 +117,7 @@ static inline long long cpli_circ_block(int q, int e, long long v, int x,
  * Returns 0 if valid, CPL_ERR_INTERNAL with the first fault in `why`
  * otherwise (CPL_ERR_ARG / CPL_ERR_NOMEM for bad calls). Does not touch
  * the thread's last-error message. */
-int cpli_circ_verify(const cpli_circ *c, const int *base, const int *recv,
-                     const int *send, long long n, char *why, size_t whylen);
+int cpli_circ_verify(const cpli_circ *c, const int *base, const int *recv, const int *send,
+                     long long n, char *why, size_t whylen);
 
 #endif

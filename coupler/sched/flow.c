@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coupler.h"
 #include "core/error.h"
+#include "coupler.h"
 
 static int fault(char *why, size_t n, const char *fmt, ...) {
   if (why && n) {
@@ -35,7 +35,6 @@ void cpli_flow_free(cpli_flow *f) {
   cpli_flow_init(f);
 }
 
-
 /* Grow *p (element size es, capacity *cap) to hold at least need. */
 static int grow(void **p, size_t *cap, size_t need, size_t es) {
   if (need <= *cap) return 0;
@@ -49,7 +48,6 @@ static int grow(void **p, size_t *cap, size_t need, size_t es) {
 }
 
 static int nomem(void) { return cpli_fail(CPL_ERR_NOMEM, "dataflow plan: out of memory"); }
-
 
 int cpli_flow_have(cpli_flow *f, int buf, size_t off, size_t len) {
   if (len == 0) return CPL_OK;
@@ -90,8 +88,8 @@ static int add_piece(cpli_flow *f, size_t off, size_t len) {
   return CPL_OK;
 }
 
-int cpli_flow_stream(cpli_flow *f, int send, int peer, int buf, int n,
-                     const size_t *off, const size_t *len, size_t chunk) {
+int cpli_flow_stream(cpli_flow *f, int send, int peer, int buf, int n, const size_t *off,
+                     const size_t *len, size_t chunk) {
   if (n < 0 || (!send && buf != 0) || buf < 0 || buf > 1)
     return cpli_fail(CPL_ERR_ARG, "dataflow plan: bad stream (n %d, buffer %d, %s)", n, buf,
                      send ? "send" : "receive");
@@ -103,8 +101,8 @@ int cpli_flow_stream(cpli_flow *f, int send, int peer, int buf, int n,
   const size_t lo = (L - 1) / CPLI_FLOW_MAX_MSG + 1;
   if (m < lo) m = lo;
   const size_t bq = L / m, brem = L % m;
-  int s = 0;      /* current segment */
-  size_t so = 0;  /* bytes of segment s already used */
+  int s = 0;     /* current segment */
+  size_t so = 0; /* bytes of segment s already used */
   for (size_t i = 0; i < m; i++) {
     size_t want = bq + (i < brem ? 1 : 0);
     size_t cm = f->cm;
@@ -186,8 +184,8 @@ int cpli_flow_resolve(cpli_flow *f, char *why, size_t whylen) {
   qsort(rs, nr, sizeof *rs, cmp_span);
   for (size_t i = 1; i < nr; i++)
     if (rs[i - 1].off + rs[i - 1].len > rs[i].off) {
-      rc = fault(why, whylen, "receives %zu and %zu both write byte %zu", rs[i - 1].msg,
-                 rs[i].msg, rs[i].off);
+      rc = fault(why, whylen, "receives %zu and %zu both write byte %zu", rs[i - 1].msg, rs[i].msg,
+                 rs[i].off);
       goto out;
     }
   nh[0] = nh[1] = 0;
@@ -297,8 +295,8 @@ int cpli_flow_alg7(cpli_flow *f, const cpli_circ *c, int r, const int *rank_of,
   return rc;
 }
 
-int cpli_flow_bcast(cpli_flow *f, const cpli_circ *c, int rel, const int *rank_of,
-                    int root_buf, size_t off, size_t bytes, long long n) {
+int cpli_flow_bcast(cpli_flow *f, const cpli_circ *c, int rel, const int *rank_of, int root_buf,
+                    size_t off, size_t bytes, long long n) {
   const int p = c->p, q = c->q;
   if (p <= 1 || bytes == 0) return CPL_OK;
   if (rel < 0 || rel >= p) return cpli_fail(CPL_ERR_ARG, "broadcast plan: member %d of %d", rel, p);
@@ -354,13 +352,13 @@ int cpli_flow_chain(cpli_flow *f, int n, int t, const int *rank_of, int root_buf
   if (t < 0 || t >= n) return cpli_fail(CPL_ERR_ARG, "chain plan: member %d of %d", t, n);
   if (t > 0) CPLI_TRY(cpli_flow_stream(f, 0, map(rank_of, t - 1), 0, 1, &off, &bytes, chunk));
   if (t < n - 1)
-    CPLI_TRY(cpli_flow_stream(f, 1, map(rank_of, t + 1), t == 0 ? root_buf : 0, 1, &off, &bytes,
-                              chunk));
+    CPLI_TRY(
+        cpli_flow_stream(f, 1, map(rank_of, t + 1), t == 0 ? root_buf : 0, 1, &off, &bytes, chunk));
   return CPL_OK;
 }
 
-int cpli_flow_fc(cpli_flow *f, int p, int q, int me, const size_t *counts,
-                 const size_t *displs, size_t own_bytes, const cpli_fc_opts *o) {
+int cpli_flow_fc(cpli_flow *f, int p, int q, int me, const size_t *counts, const size_t *displs,
+                 size_t own_bytes, const cpli_fc_opts *o) {
   const size_t chunk = o->chunk;
   if (p < 1 || q < 1 || me < 0 || me >= p + q)
     return cpli_fail(CPL_ERR_ARG, "fc plan: rank %d of %d senders + %d receivers", me, p, q);
@@ -457,7 +455,8 @@ int cpli_flow_simulate(int nranks, cpli_flow *const *plans, unsigned char *const
       rc = fault(why, whylen, "rank %d: plan not resolved", r);
       goto out;
     }
-    size_t *cnt_s = calloc((size_t)nranks, sizeof *cnt_s), *cnt_r = calloc((size_t)nranks, sizeof *cnt_r);
+    size_t *cnt_s = calloc((size_t)nranks, sizeof *cnt_s),
+           *cnt_r = calloc((size_t)nranks, sizeof *cnt_r);
     recvs[r] = malloc(sizeof(key) * (f->nm ? f->nm : 1));
     done[r] = calloc(f->nm ? f->nm : 1, 1);
     sord[r] = malloc(sizeof(size_t) * (f->nm ? f->nm : 1));
@@ -505,8 +504,10 @@ int cpli_flow_simulate(int nranks, cpli_flow *const *plans, unsigned char *const
         }
         const cpli_fmsg *t = &plans[y]->m[hit->msg];
         if (t->bytes != m->bytes) {
-          rc = fault(why, whylen, "send %zu of rank %d carries %zu bytes, receive %zu of rank %d "
-                     "expects %zu", i, r, m->bytes, hit->msg, y, t->bytes);
+          rc = fault(why, whylen,
+                     "send %zu of rank %d carries %zu bytes, receive %zu of rank %d "
+                     "expects %zu",
+                     i, r, m->bytes, hit->msg, y, t->bytes);
           goto out;
         }
         if (m->bytes > tmpcap) {

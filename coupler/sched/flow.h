@@ -37,10 +37,10 @@
 #define CPLI_FLOW_MAX_MSG ((size_t)0x7fffffff)
 
 typedef struct cpli_fmsg {
-  int send;     /* 1: send, 0: receive                                  */
-  int peer;     /* rank in the communicator the plan runs on            */
-  int buf;      /* 0: the blocks buffer; 1: a read-only own buffer      */
-  int np;       /* pieces off[p0 .. p0 + np), len[...]                  */
+  int send; /* 1: send, 0: receive                                  */
+  int peer; /* rank in the communicator the plan runs on            */
+  int buf;  /* 0: the blocks buffer; 1: a read-only own buffer      */
+  int np;   /* pieces off[p0 .. p0 + np), len[...]                  */
   size_t p0;
   size_t bytes; /* total                                                */
   size_t d0;    /* sends, after resolve: receives waited for,          */
@@ -73,8 +73,8 @@ int cpli_flow_have(cpli_flow *f, int buf, size_t off, size_t len);
  * of the string (chunk 0: no cutting; never a message over
  * CPLI_FLOW_MAX_MSG; nothing at all if L == 0). Receives go to buffer 0.
  * Returns CPL_OK, CPL_ERR_NOMEM or CPL_ERR_ARG. */
-int cpli_flow_stream(cpli_flow *f, int send, int peer, int buf, int n,
-                     const size_t *off, const size_t *len, size_t chunk);
+int cpli_flow_stream(cpli_flow *f, int send, int peer, int buf, int n, const size_t *off,
+                     const size_t *len, size_t chunk);
 
 /* Dependencies: every byte a send reads must be valid from the start or be
  * written by a receive, and the send waits for each such receive.
@@ -97,8 +97,8 @@ int cpli_flow_alg7(cpli_flow *f, const cpli_circ *c, int r, const int *rank_of,
  * reads buffer `root_buf` at offset `off`, the others receive into buffer
  * 0 at `off`. Blocks: the first bytes % n are one byte longer. n is
  * clamped to 1..bytes and so that blocks fit one message. */
-int cpli_flow_bcast(cpli_flow *f, const cpli_circ *c, int rel, const int *rank_of,
-                    int root_buf, size_t off, size_t bytes, long long n);
+int cpli_flow_bcast(cpli_flow *f, const cpli_circ *c, int rel, const int *rank_of, int root_buf,
+                    size_t off, size_t bytes, long long n);
 
 /* Pipelined ring allgather over n members: member r sends blocks r, r-1,
  * .., r-n+2 to r+1 and receives blocks r-1, .., r-n+1 from r-1 (mod n),
@@ -115,10 +115,10 @@ int cpli_flow_chain(cpli_flow *f, int n, int t, const int *rank_of, int root_buf
 
 /* How cpli_flow_fc runs its phases. */
 typedef struct cpli_fc_opts {
-  size_t chunk;       /* stream cut (0: none)                                 */
-  int ring;           /* intra-group phase: 1 pipelined ring, 0 Alg. 7         */
-  int chain;          /* p < q broadcasts: 1 pipelined chain, 0 Alg. 6         */
-  long long nblocks;  /* Alg. 6 broadcasts: blocks                             */
+  size_t chunk;      /* stream cut (0: none)                                 */
+  int ring;          /* intra-group phase: 1 pipelined ring, 0 Alg. 7         */
+  int chain;         /* p < q broadcasts: 1 pipelined chain, 0 Alg. 6         */
+  long long nblocks; /* Alg. 6 broadcasts: blocks                             */
 } cpli_fc_opts;
 
 /* Kang et al.'s fully connected inter-group allgather as one plan, on the
@@ -136,8 +136,8 @@ typedef struct cpli_fc_opts {
  * Receivers, and for p > q the extra senders (which relay), give all p
  * block sizes and offsets of buffer 0 in counts/displs; the extra senders'
  * own block must be in place there. Pure senders may pass NULL. */
-int cpli_flow_fc(cpli_flow *f, int p, int q, int me, const size_t *counts,
-                 const size_t *displs, size_t own_bytes, const cpli_fc_opts *o);
+int cpli_flow_fc(cpli_flow *f, int p, int q, int me, const size_t *counts, const size_t *displs,
+                 size_t own_bytes, const cpli_fc_opts *o);
 
 /* Replay the plans of nranks ranks (plans[r], buffers buf0[r], buf1[r]) on
  * an instant network: every rank posts its receives, issues sends in plan

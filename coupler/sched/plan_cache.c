@@ -61,8 +61,7 @@ const cpli_flow *cpli_plan_cache_find(cpli_plan_cache *c, const cpli_plan_key *k
   return NULL;
 }
 
-const cpli_flow *cpli_plan_cache_put(cpli_plan_cache *c, const cpli_plan_key *k,
-                                     cpli_flow *f) {
+const cpli_flow *cpli_plan_cache_put(cpli_plan_cache *c, const cpli_plan_key *k, cpli_flow *f) {
   if (!c || k->len == 0) return f;
   unsigned char *key = malloc(k->len);
   if (!key) return f;

@@ -55,7 +55,6 @@ const cpli_flow *cpli_plan_cache_find(cpli_plan_cache *c, const cpli_plan_key *k
  * and return the stored plan; *f is left empty. Without a cache (c NULL)
  * or memory for the key, returns f itself, which the caller still owns
  * and frees. */
-const cpli_flow *cpli_plan_cache_put(cpli_plan_cache *c, const cpli_plan_key *k,
-                                     cpli_flow *f);
+const cpli_flow *cpli_plan_cache_put(cpli_plan_cache *c, const cpli_plan_key *k, cpli_flow *f);
 
 #endif

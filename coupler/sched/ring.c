@@ -82,8 +82,7 @@ static void kang_ge(int p, int q, tlist *L) {
     const int s = i;
     for (int j = H; j < p; j++) emit(L, s, j + i, j + i + 1, j);
     for (int j = 0; j < H; j++) emit(L, s, mod(j - i, N), mod(j - i - 1, N), j);
-    for (int j = 0; j < i; j++)
-      emit(L, s, H - i + 2 * j, H - i + 2 * j + 1, H - i + j);
+    for (int j = 0; j < i; j++) emit(L, s, H - i + 2 * j, H - i + 2 * j + 1, H - i + j);
   }
   for (int i = 0; i < p - H; i++) {
     const int s = H + i;
@@ -95,10 +94,8 @@ static void kang_ge(int p, int q, tlist *L) {
     const int s = p + i;
     for (int j = H; j < p; j++)
       if (p + j + i + 1 < N) emit(L, s, p + j + i, p + j + i + 1, j);
-    for (int j = 1; j <= i; j++)
-      emit(L, s, p + H - i + 2 * j - 1, p + H - i + 2 * j - 2, j - 1);
-    for (int j = 0; j < H; j++)
-      emit(L, s, p - H + i + 2 * j, p - H + i + 2 * j + 1, j);
+    for (int j = 1; j <= i; j++) emit(L, s, p + H - i + 2 * j - 1, p + H - i + 2 * j - 2, j - 1);
+    for (int j = 0; j < H; j++) emit(L, s, p - H + i + 2 * j, p - H + i + 2 * j + 1, j);
   }
 }
 
@@ -113,20 +110,16 @@ static void kang_lt(int p, int q, tlist *L) {
     const int s = i;
     for (int j = h; j < p; j++) emit(L, s, j + i, j + i + 1, j);
     for (int j = 0; j < h; j++) emit(L, s, mod(j - i, N), mod(j - i - 1, N), j);
-    for (int j = 0; j < i; j++)
-      emit(L, s, h - i + 2 * j, h - i + 2 * j + 1, h - i + j);
-    for (int j = h; j < h + i; j++)
-      emit(L, s, 2 * j - i - h + 1, 2 * j - i - h, j);
+    for (int j = 0; j < i; j++) emit(L, s, h - i + 2 * j, h - i + 2 * j + 1, h - i + j);
+    for (int j = h; j < h + i; j++) emit(L, s, 2 * j - i - h + 1, 2 * j - i - h, j);
   }
   for (int i = 0; i < H; i++) {
     const int s = h + i, c = (i + 1) / 2; /* ceil(i/2) */
     for (int j = h; j < p; j++) emit(L, s, h + j + i, h + j + i + 1, j);
     if (i < H - h)
-      for (int j = 0; j < h; j++)
-        emit(L, s, h + q - i + j, h + q - i + j - 1, j);
+      for (int j = 0; j < h; j++) emit(L, s, h + q - i + j, h + q - i + j - 1, j);
     for (int j = 0; j < h; j++) emit(L, s, 2 * j + i, 2 * j + i + 1, j);
-    for (int j = h + c; j < p; j++)
-      emit(L, s, 2 * j - i - p + 1, 2 * j - i - p, j);
+    for (int j = h + c; j < p; j++) emit(L, s, 2 * j - i - p + 1, 2 * j - i - p, j);
     for (int j = h; j < h + c && j <= p - 1; j++)
       if (2 * j - i + q > 3 * h + i)
         emit(L, s, mod(2 * j - i + q + 1, N), mod(2 * j - i + q, N), j);
@@ -135,8 +128,7 @@ static void kang_lt(int p, int q, tlist *L) {
     const int s = h + H + i;
     for (int j = h; j < p; j++)
       if (j + i + 1 < h + H) emit(L, s, h + H + j + i, h + H + j + i + 1, j);
-    for (int j = 1; j <= i; j++)
-      emit(L, s, H + p - i + 2 * j - 1, H + p - i + 2 * j - 2, j - 1);
+    for (int j = 1; j <= i; j++) emit(L, s, H + p - i + 2 * j - 1, H + p - i + 2 * j - 2, j - 1);
     for (int j = 0; j < h; j++) emit(L, s, H + i + 2 * j, H + i + 2 * j + 1, j);
   }
 }
@@ -188,10 +180,8 @@ static int prune_redundant(int p, int q, cpli_schedule *s) {
 
 static int even_schedule(int p, int q, cpli_schedule *out) {
   tlist L = {0};
-  if (p >= q)
-    kang_ge(p, q, &L);
-  else
-    kang_lt(p, q, &L);
+  if (p >= q) kang_ge(p, q, &L);
+  else kang_lt(p, q, &L);
   int rc = finish(&L, p + q, out);
   if (rc == CPL_OK) rc = prune_redundant(p, q, out);
   if (rc != CPL_OK) cpli_schedule_free(out);
@@ -240,8 +230,7 @@ static int cmp_hop(const void *a, const void *b) {
  * virtual process relayed becomes a direct hop between the real processes
  * on either side of it (adjacent once it is gone), keyed by the step of the
  * relay's forward. Hops back to where the message came from are dropped. */
-static int contract(int p, int q, int ds, int dr, const cpli_schedule *E,
-                    hlist *out) {
+static int contract(int p, int q, int ds, int dr, const cpli_schedule *E, hlist *out) {
   const int pe = p + (p & 1), qe = q + (q & 1), Ne = pe + qe;
   int dum[2] = {-1, -1}, nd = 0;
   if (p & 1) dum[nd++] = ds;
@@ -253,8 +242,7 @@ static int contract(int p, int q, int ds, int dr, const cpli_schedule *E,
     free(origin);
     return CPL_ERR_NOMEM;
   }
-  for (int v = 0, r = 0; v < Ne; v++)
-    vmap[v] = (v == dum[0] || v == dum[1]) ? -1 : r++;
+  for (int v = 0, r = 0; v < Ne; v++) vmap[v] = (v == dum[0] || v == dum[1]) ? -1 : r++;
   for (int k = 0; k < 2 * pe; k++) origin[k] = -1;
   /* message of virtual sender v is the real message vmap[v] (-1: dummy) */
   for (size_t k = 0; k < E->n; k++) {
@@ -294,8 +282,7 @@ static int slots_grow(slots *S, int need) {
   while (cap < need) cap *= 2;
   unsigned char *b = realloc(S->busy, (size_t)cap * (size_t)S->n);
   if (!b) return -1;
-  memset(b + (size_t)S->nsteps_cap * S->n, 0,
-         (size_t)(cap - S->nsteps_cap) * (size_t)S->n);
+  memset(b + (size_t)S->nsteps_cap * S->n, 0, (size_t)(cap - S->nsteps_cap) * (size_t)S->n);
   S->busy = b;
   S->nsteps_cap = cap;
   return 0;
@@ -315,12 +302,11 @@ static int list_schedule(int p, int q, hlist *H, int *held, slots *S) {
     if (t == INT_MAX)
       return cpli_fail(CPL_ERR_INTERNAL,
                        "ring schedule p=%d q=%d: rank %d relays m%d it never "
-                       "gets", p, q, h.from, h.msg);
+                       "gets",
+                       p, q, h.from, h.msg);
     for (t = t + 1;; t++) {
       if (slots_grow(S, t + 1)) return CPL_ERR_NOMEM;
-      if (!(S->busy[(size_t)t * N + h.from] & 1) &&
-          !(S->busy[(size_t)t * N + h.to] & 2))
-        break;
+      if (!(S->busy[(size_t)t * N + h.from] & 1) && !(S->busy[(size_t)t * N + h.to] & 2)) break;
     }
     S->busy[(size_t)t * N + h.from] |= 1;
     S->busy[(size_t)t * N + h.to] |= 2;
@@ -340,25 +326,23 @@ static int check_sizes(int p, int q, cpli_schedule *out) {
   if (!out) return cpli_fail(CPL_ERR_ARG, "ring schedule: NULL output");
   *out = (cpli_schedule){0, 0, 0, NULL};
   if (p < 1 || q < 1)
-    return cpli_fail(CPL_ERR_ARG,
-                     "ring schedule: need p, q >= 1 (p=%d, q=%d)", p, q);
-  if (p > (1 << 20) || q > (1 << 20) ||
-      ((size_t)p + 1) * ((size_t)p + q + 2) > CPLI_RING_MAX_CELLS)
+    return cpli_fail(CPL_ERR_ARG, "ring schedule: need p, q >= 1 (p=%d, q=%d)", p, q);
+  if (p > (1 << 20) || q > (1 << 20) || ((size_t)p + 1) * ((size_t)p + q + 2) > CPLI_RING_MAX_CELLS)
     return cpli_fail(CPL_ERR_UNSUPPORTED,
                      "ring schedule: p=%d, q=%d is too large for an explicit "
-                     "schedule (p(p+q) above 2^27)", p, q);
+                     "schedule (p(p+q) above 2^27)",
+                     p, q);
   return CPL_OK;
 }
 
-int cpli_ring_schedule_dummy(int p, int q, int ds, int dr,
-                             cpli_schedule *out) {
+int cpli_ring_schedule_dummy(int p, int q, int ds, int dr, cpli_schedule *out) {
   CPLI_TRY(check_sizes(p, q, out));
   const int pe = p + (p & 1), qe = q + (q & 1);
-  if (((p & 1) && (ds < 0 || ds >= pe)) ||
-      ((q & 1) && (dr < pe || dr >= pe + qe)))
+  if (((p & 1) && (ds < 0 || ds >= pe)) || ((q & 1) && (dr < pe || dr >= pe + qe)))
     return cpli_fail(CPL_ERR_ARG,
                      "ring schedule: bad virtual ranks ds=%d dr=%d for p=%d "
-                     "q=%d", ds, dr, p, q);
+                     "q=%d",
+                     ds, dr, p, q);
   cpli_schedule E;
   int rc = even_schedule(pe, qe, &E);
   if (rc != CPL_OK) return rc;
@@ -371,22 +355,18 @@ int cpli_ring_schedule_dummy(int p, int q, int ds, int dr,
   if (rc == CPL_OK) rc = list_schedule(p, q, &H, held, &S);
   free(held);
   free(S.busy);
-  if (rc == CPL_ERR_NOMEM)
-    rc = cpli_fail(CPL_ERR_NOMEM, "ring schedule: out of memory");
+  if (rc == CPL_ERR_NOMEM) rc = cpli_fail(CPL_ERR_NOMEM, "ring schedule: out of memory");
   if (rc != CPL_OK) {
     free(H.h);
     return rc;
   }
   tlist L = {0};
-  for (size_t k = 0; k < H.n; k++)
-    emit(&L, H.h[k].key, H.h[k].from, H.h[k].to, H.h[k].msg);
+  for (size_t k = 0; k < H.n; k++) emit(&L, H.h[k].key, H.h[k].from, H.h[k].to, H.h[k].msg);
   free(H.h);
   return finish(&L, p + q, out);
 }
 
-int cpli_ring_steps_even(int p, int q) {
-  return p + (p & 1) + (q + (q & 1)) / 2;
-}
+int cpli_ring_steps_even(int p, int q) { return p + (p & 1) + (q + (q & 1)) / 2; }
 
 int cpli_ring_steps_lower(int p, int q) { return p + (q + 1) / 2 - 1; }
 

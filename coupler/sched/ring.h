@@ -39,7 +39,6 @@ int cpli_ring_steps_lower(int p, int q);
  * sender at virtual rank ds (0 <= ds <= p, used only if p is odd) and the
  * virtual receiver at virtual rank dr (p' <= dr < p' + q', used only if q
  * is odd), where p', q' are p, q rounded up to even. */
-int cpli_ring_schedule_dummy(int p, int q, int ds, int dr,
-                             cpli_schedule *out);
+int cpli_ring_schedule_dummy(int p, int q, int ds, int dr, cpli_schedule *out);
 
 #endif

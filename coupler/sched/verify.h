@@ -14,10 +14,10 @@
 /* What the simulator saw besides validity. Redundant receipts (a process
  * receives a message it already holds) waste a step slot but are legal. */
 typedef struct cpli_ring_stats {
-  int nsteps;        /* steps of the schedule                        */
-  size_t transfers;  /* transfers replayed                           */
-  size_t redundant;  /* receipts of a message already held           */
-  int max_sends;     /* most transfers in one step (ring parallelism) */
+  int nsteps;       /* steps of the schedule                        */
+  size_t transfers; /* transfers replayed                           */
+  size_t redundant; /* receipts of a message already held           */
+  int max_sends;    /* most transfers in one step (ring parallelism) */
 } cpli_ring_stats;
 
 /* Verify schedule `s` for p senders (ranks 0..p-1, sender i holds message i)
@@ -32,12 +32,11 @@ typedef struct cpli_ring_stats {
  * invalid schedule, CPL_ERR_ARG / CPL_ERR_NOMEM for bad calls) and writes the
  * first fault found, naming step, ranks and message, into why (if non-NULL).
  * The verifier does not touch the thread's last-error message. */
-int cpli_ring_verify(int p, int q, const cpli_schedule *s, char *why,
-                     size_t whylen);
+int cpli_ring_verify(int p, int q, const cpli_schedule *s, char *why, size_t whylen);
 
 /* As cpli_ring_verify; also fills *stats (if non-NULL), even on failure as
  * far as the replay got. */
-int cpli_ring_verify_stats(int p, int q, const cpli_schedule *s,
-                           cpli_ring_stats *stats, char *why, size_t whylen);
+int cpli_ring_verify_stats(int p, int q, const cpli_schedule *s, cpli_ring_stats *stats, char *why,
+                           size_t whylen);
 
 #endif

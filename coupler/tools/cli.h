@@ -19,8 +19,7 @@
 
 /* -h/--help or -V/--version among argv[1..] (up to a "--"): print, return
  * 0 (the exit status); otherwise -1. */
-static inline int cpli_cli_info(const char *name, int argc, char **argv,
-                                void (*usage)(FILE *)) {
+static inline int cpli_cli_info(const char *name, int argc, char **argv, void (*usage)(FILE *)) {
   for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       usage(stdout);
@@ -35,8 +34,8 @@ static inline int cpli_cli_info(const char *name, int argc, char **argv,
 }
 
 /* "NAME: <message>" and the usage on stderr; returns the exit status 2. */
-static inline int cpli_cli_usage_error(const char *name, void (*usage)(FILE *),
-                                       const char *fmt, ...) {
+static inline int cpli_cli_usage_error(const char *name, void (*usage)(FILE *), const char *fmt,
+                                       ...) {
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "%s: ", name);

@@ -30,8 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coupler.h"
 #include "core/wait.h"
+#include "coupler.h"
 #include "tools/cli.h"
 
 #define MAXV 16
@@ -87,36 +87,35 @@ static int variant(const char *name, char *alg, size_t n, int apply) {
 }
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: mpiexec -n N cpl-bench --inter LIST | --intra LIST [options]\n"
-          "Time Coupler's collective algorithms side by side: per shape and size a\n"
-          "table row per variant (median and min over --reps interleaved runs, the\n"
-          "slowest rank's time, in ms; ratio = baseline median / variant median).\n"
-          "  --inter LIST     inter-group algorithms: fc,ring,root,native,ring-intra,mpi\n"
-          "                   (ring-intra: ring allgather over all p+q ranks, the\n"
-          "                   baseline of the Kang ring comparison; mpi: MPICH's\n"
-          "                   blocking MPI_Allgather, native: MPI_Iallgatherv)\n"
-          "  --intra LIST     intra-group algorithms: circulant,bruck,ring,native,mpi\n"
-          "                   (NAME@step: lockstep execution, NAME@cSIZE: dataflow\n"
-          "                   streams cut at SIZE bytes, NAME@iALG: fc's intra-group\n"
-          "                   phases with ALG, NAME@ring|alg7, NAME@chain|tree: fc's\n"
-          "                   dataflow phases; e.g. fc@step, fc@alg7@c64K, circulant@c1M)\n"
-          "  --shape P:Q,...  inter shapes (default: N/2:N-N/2)\n"
-          "  --procs P,...    intra group sizes (default: N)\n"
-          "  --sizes LIST     bytes per process: 32K,1M or a range 32K..4M (x2 steps)\n"
-          "                   (default 32K..4M)\n"
-          "  --reps N         measured runs per variant (default 10)\n"
-          "  --warmup N       untimed runs per variant (default 2)\n"
-          "  --baseline ALG   variant the ratios refer to (default: the last one)\n"
-          "  --rate MBPS      link rate in MB/s (1e6 B/s): print the bound p*k/B\n"
-          "  --csv FILE       also write every point as CSV\n"
-          "  --no-verify      skip data verification\n"
-          "  --quiet          no progress lines\n"
-          "  -h, --help       show this help\n"
-          "  -V, --version    show the version\n"
-          "Exit status: 0 done (every run verified); 2 usage error (also a shape\n"
-          "that needs more ranks than the job has); a failed or wrong run aborts\n"
-          "the job with a message (mpiexec exits non-zero).\n");
+  fprintf(f, "usage: mpiexec -n N cpl-bench --inter LIST | --intra LIST [options]\n"
+             "Time Coupler's collective algorithms side by side: per shape and size a\n"
+             "table row per variant (median and min over --reps interleaved runs, the\n"
+             "slowest rank's time, in ms; ratio = baseline median / variant median).\n"
+             "  --inter LIST     inter-group algorithms: fc,ring,root,native,ring-intra,mpi\n"
+             "                   (ring-intra: ring allgather over all p+q ranks, the\n"
+             "                   baseline of the Kang ring comparison; mpi: MPICH's\n"
+             "                   blocking MPI_Allgather, native: MPI_Iallgatherv)\n"
+             "  --intra LIST     intra-group algorithms: circulant,bruck,ring,native,mpi\n"
+             "                   (NAME@step: lockstep execution, NAME@cSIZE: dataflow\n"
+             "                   streams cut at SIZE bytes, NAME@iALG: fc's intra-group\n"
+             "                   phases with ALG, NAME@ring|alg7, NAME@chain|tree: fc's\n"
+             "                   dataflow phases; e.g. fc@step, fc@alg7@c64K, circulant@c1M)\n"
+             "  --shape P:Q,...  inter shapes (default: N/2:N-N/2)\n"
+             "  --procs P,...    intra group sizes (default: N)\n"
+             "  --sizes LIST     bytes per process: 32K,1M or a range 32K..4M (x2 steps)\n"
+             "                   (default 32K..4M)\n"
+             "  --reps N         measured runs per variant (default 10)\n"
+             "  --warmup N       untimed runs per variant (default 2)\n"
+             "  --baseline ALG   variant the ratios refer to (default: the last one)\n"
+             "  --rate MBPS      link rate in MB/s (1e6 B/s): print the bound p*k/B\n"
+             "  --csv FILE       also write every point as CSV\n"
+             "  --no-verify      skip data verification\n"
+             "  --quiet          no progress lines\n"
+             "  -h, --help       show this help\n"
+             "  -V, --version    show the version\n"
+             "Exit status: 0 done (every run verified); 2 usage error (also a shape\n"
+             "that needs more ranks than the job has); a failed or wrong run aborts\n"
+             "the job with a message (mpiexec exits non-zero).\n");
 }
 
 static long parse_size(const char *s) {
@@ -124,9 +123,21 @@ static long parse_size(const char *s) {
   double v = strtod(s, &end);
   if (end == s || v < 0) return -1;
   switch (*end) {
-  case 'k': case 'K': v *= 1024; end++; break;
-  case 'm': case 'M': v *= 1024 * 1024; end++; break;
-  case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
+  case 'k':
+  case 'K':
+    v *= 1024;
+    end++;
+    break;
+  case 'm':
+  case 'M':
+    v *= 1024 * 1024;
+    end++;
+    break;
+  case 'g':
+  case 'G':
+    v *= 1024.0 * 1024 * 1024;
+    end++;
+    break;
   }
   if (*end == 'B' || *end == 'b') end++;
   return *end ? -1 : (long)v;
@@ -184,9 +195,9 @@ typedef struct bench {
 } bench;
 
 /* One timed run of variant v; returns seconds (max over `all`) or < 0. */
-static double run_inter(const bench *b, int v, int sender, MPI_Comm inter, MPI_Comm all,
-                        int p, int lrank, long k, unsigned char *sbuf, unsigned char *rbuf,
-                        int *counts, int *displs, int run) {
+static double run_inter(const bench *b, int v, int sender, MPI_Comm inter, MPI_Comm all, int p,
+                        int lrank, long k, unsigned char *sbuf, unsigned char *rbuf, int *counts,
+                        int *displs, int run) {
   const char *name = b->names[v];
   char alg[32];
   if (variant(name, alg, sizeof alg, 1)) return -1;
@@ -205,15 +216,18 @@ static double run_inter(const bench *b, int v, int sender, MPI_Comm inter, MPI_C
     MPI_Comm_size(all, &n);
     MPI_Comm_rank(all, &r);
     opt.intra = CPL_INTRA_RING;
-    for (int i = 0; i < n; i++) counts[p + i] = i < p ? (int)k : 0, displs[p + i] = i < p ? (int)(i * k) : 0;
+    for (int i = 0; i < n; i++)
+      counts[p + i] = i < p ? (int)k : 0, displs[p + i] = i < p ? (int)(i * k) : 0;
     if (sender) memcpy(rbuf + (size_t)r * k, sbuf, (size_t)k);
-    rc = cpl_intra_allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, rbuf, counts + p, displs + p, MPI_BYTE, all,
-                              &opt);
+    rc = cpl_intra_allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, rbuf, counts + p, displs + p, MPI_BYTE,
+                              all, &opt);
   } else if (mpi) {
     /* MPICH's own blocking MPI_Allgather on the intercommunicator; the
      * receivers' group contributes zero bytes */
     rc = MPI_Allgather(sbuf, sender ? (int)k : 0, MPI_BYTE, rbuf, sender ? 0 : (int)k, MPI_BYTE,
-                       inter) == MPI_SUCCESS ? CPL_OK : CPL_ERR_MPI;
+                       inter) == MPI_SUCCESS
+             ? CPL_OK
+             : CPL_ERR_MPI;
   } else {
     rc = cpl_inter_allgatherv(sbuf, sender ? (int)k : 0, MPI_BYTE, rbuf, counts, displs, MPI_BYTE,
                               sender ? CPL_SENDER : CPL_RECEIVER, inter, &opt);
@@ -248,7 +262,9 @@ static double run_intra(const bench *b, int v, MPI_Comm comm, int n, int r, long
   MPI_Barrier(comm);
   double t0 = MPI_Wtime();
   int rc = mpi ? (MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rbuf, (int)k, MPI_BYTE, comm) ==
-                          MPI_SUCCESS ? CPL_OK : CPL_ERR_MPI)
+                          MPI_SUCCESS
+                      ? CPL_OK
+                      : CPL_ERR_MPI)
                : cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_BYTE, rbuf, (int)k, MPI_BYTE, comm, &opt);
   double t = MPI_Wtime() - t0, tmax;
   restore_env();
@@ -292,8 +308,7 @@ static const char *human(long bytes, char *buf) {
 
 /* Time all variants at one size on one shape; rank `leader` prints. */
 static void point(const bench *b, const char *shape, int p, int q, long k, int leader,
-                  double (*run)(const bench *, int, int, void *), void *ctx, int index,
-                  int total) {
+                  double (*run)(const bench *, int, int, void *), void *ctx, int index, int total) {
   double t[MAXV][256];
   const int reps = b->reps > 256 ? 256 : b->reps;
   for (int v = 0; v < b->nv; v++)
@@ -379,8 +394,8 @@ int main(int argc, char **argv) {
   int bad = 0;
   for (int i = 1; i < argc && !bad; i++) {
     const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-    static const char *const valued[] = {"--inter", "--intra", "--shape", "--procs", "--sizes",
-                                         "--reps", "--warmup", "--baseline", "--rate", "--csv"};
+    static const char *const valued[] = {"--inter", "--intra",  "--shape",    "--procs", "--sizes",
+                                         "--reps",  "--warmup", "--baseline", "--rate",  "--csv"};
     int takes = 1, known = 0;
     for (size_t j = 0; j < sizeof valued / sizeof *valued; j++) known |= !strcmp(a, valued[j]);
     if (!strcmp(a, "--no-verify")) b.verify = 0, takes = 0;
@@ -398,9 +413,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--rate")) bad = (b.rate = atof(val) * 1e6) <= 0;
     else if (!strcmp(a, "--csv")) csvpath = val;
     if (bad && wrank == 0)
-      fprintf(stderr, bad == 3   ? "cpl-bench: unknown option %s\n"
-                      : bad == 2 ? "cpl-bench: option %s needs a value\n"
-                                 : "cpl-bench: bad value for %s: %s\n", a, val);
+      fprintf(stderr,
+              bad == 3   ? "cpl-bench: unknown option %s\n"
+              : bad == 2 ? "cpl-bench: option %s needs a value\n"
+                         : "cpl-bench: bad value for %s: %s\n",
+              a, val);
     i += takes;
   }
   if (!bad && b.nv == 0) b.inter_mode = 1, b.nv = split_list("fc,root,native", b.names, MAXV);
@@ -408,17 +425,19 @@ int main(int argc, char **argv) {
     cpl_inter_algorithm ia;
     cpl_intra_algorithm xa;
     char alg[32];
-    const int ok = variant(b.names[v], alg, sizeof alg, 0) == 0 &&
-                   (!strcmp(alg, "mpi") ||
-                    (b.inter_mode ? !strcmp(alg, "ring-intra") ||
-                                        cpl_inter_algorithm_parse(alg, &ia) == CPL_OK
-                                  : cpl_intra_algorithm_parse(alg, &xa) == CPL_OK));
+    const int ok =
+        variant(b.names[v], alg, sizeof alg, 0) == 0 &&
+        (!strcmp(alg, "mpi") ||
+         (b.inter_mode ? !strcmp(alg, "ring-intra") || cpl_inter_algorithm_parse(alg, &ia) == CPL_OK
+                       : cpl_intra_algorithm_parse(alg, &xa) == CPL_OK));
     if (!ok) bad = 1, wrank == 0 && fprintf(stderr, "cpl-bench: %s\n", cpl_last_error());
     if (baseline && !strcmp(baseline, b.names[v])) b.baseline = v;
   }
   if (!bad && baseline && b.baseline < 0)
-    bad = 1, wrank == 0 && fprintf(stderr, "cpl-bench: baseline %s is not among the variants\n", baseline);
-  if (b.inter_mode && nshapes == 0) snprintf(shapes[nshapes++], 32, "%d:%d", wsize / 2, wsize - wsize / 2);
+    bad = 1,
+    wrank == 0 && fprintf(stderr, "cpl-bench: baseline %s is not among the variants\n", baseline);
+  if (b.inter_mode && nshapes == 0)
+    snprintf(shapes[nshapes++], 32, "%d:%d", wsize / 2, wsize - wsize / 2);
   if (!b.inter_mode && nprocs == 0) snprintf(procs[nprocs++], 32, "%d", wsize);
   /* Every shape must fit the job: refused here, before any table line. */
   for (int si = 0; si < (b.inter_mode ? nshapes : nprocs) && !bad; si++) {
@@ -428,9 +447,10 @@ int main(int argc, char **argv) {
       bad = 1;
       if (wrank == 0)
         fprintf(stderr, "cpl-bench: %s %s does not fit this job of %d rank%s (%s)\n",
-                b.inter_mode ? "shape" : "group size", b.inter_mode ? shapes[si] : procs[si],
-                wsize, wsize == 1 ? "" : "s",
-                b.inter_mode ? "P:Q with P, Q >= 1 and P + Q ranks at most" : "1 to the job's ranks");
+                b.inter_mode ? "shape" : "group size", b.inter_mode ? shapes[si] : procs[si], wsize,
+                wsize == 1 ? "" : "s",
+                b.inter_mode ? "P:Q with P, Q >= 1 and P + Q ranks at most"
+                             : "1 to the job's ranks");
     }
   }
   if (bad) {
@@ -442,7 +462,9 @@ int main(int argc, char **argv) {
   if (wrank == 0 && csvpath) {
     b.csv = fopen(csvpath, "w");
     if (!b.csv) fprintf(stderr, "cpl-bench: cannot write %s\n", csvpath);
-    else fprintf(b.csv, "shape,p,q,kind,algorithm,bytes,median_s,min_s,ratio_to_baseline,bound_s,runs\n");
+    else
+      fprintf(b.csv,
+              "shape,p,q,kind,algorithm,bytes,median_s,min_s,ratio_to_baseline,bound_s,runs\n");
   }
   const int npoints = (b.inter_mode ? nshapes : nprocs) * b.nsizes;
   if (wrank == 0) {
@@ -493,7 +515,8 @@ int main(int argc, char **argv) {
         MPI_Comm_rank(all, &r);
         for (int s = 0; s < b.nsizes; s++) {
           intra_ctx x = {all, p, r, b.sizes[s], rbuf};
-          point(&b, shape, p, 0, b.sizes[s], r == 0, intra_thunk, &x, si * b.nsizes + s + 1, npoints);
+          point(&b, shape, p, 0, b.sizes[s], r == 0, intra_thunk, &x, si * b.nsizes + s + 1,
+                npoints);
         }
       }
       free(rbuf);

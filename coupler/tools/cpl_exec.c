@@ -40,8 +40,7 @@ static void forward(int sig) {
   if (child > 0) kill(child, sig);
 }
 
-static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT,
-                                SIGUSR1, SIGUSR2, SIGCONT};
+static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT};
 
 /* Die by sig, so hydra reports (and acts on) a failed process. */
 static void die_by(int sig) {
@@ -98,21 +97,19 @@ int main(int argc, char **argv) {
   const char *rank = env_or("PMI_RANK", "?");
   int ready[2], failed[2];
   if (pipe2(ready, O_CLOEXEC) != 0 || pipe2(failed, O_CLOEXEC) != 0) {
-    fprintf(stderr, "cpl-run: component \"%s\", rank %s: pipe: %s\n", comp,
-            rank, strerror(errno));
+    fprintf(stderr, "cpl-run: component \"%s\", rank %s: pipe: %s\n", comp, rank, strerror(errno));
     die_by(SIGTERM);
   }
   pid_t parent = getpid();
   child = fork();
   if (child < 0) {
-    fprintf(stderr, "cpl-run: component \"%s\", rank %s: fork: %s\n", comp,
-            rank, strerror(errno));
+    fprintf(stderr, "cpl-run: component \"%s\", rank %s: fork: %s\n", comp, rank, strerror(errno));
     die_by(SIGTERM);
   }
   if (child == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127); /* cpl-exec died already */
-    int fd = dup(ready[1]); /* without O_CLOEXEC: the program inherits it */
+    int fd = dup(ready[1]);              /* without O_CLOEXEC: the program inherits it */
     char num[16];
     snprintf(num, sizeof num, "%d", fd);
     if (fd < 0 || setenv("CPL_READY_FD", num, 1) != 0) _exit(127);
@@ -133,9 +130,10 @@ int main(int argc, char **argv) {
   do got = read(failed[0], &exec_errno, sizeof exec_errno);
   while (got < 0 && errno == EINTR);
   if (got == (ssize_t)sizeof exec_errno) {
-    fprintf(stderr, "cpl-run: component \"%s\", rank %s: cannot execute "
-            "%s: %s; stopping the job\n", comp, rank, argv[1],
-            strerror(exec_errno));
+    fprintf(stderr,
+            "cpl-run: component \"%s\", rank %s: cannot execute "
+            "%s: %s; stopping the job\n",
+            comp, rank, argv[1], strerror(exec_errno));
     waitpid(child, NULL, 0);
     die_by(SIGTERM);
   }
@@ -147,45 +145,48 @@ int main(int argc, char **argv) {
     pid_t w = waitpid(child, &status, WNOHANG);
     if (w == child) break;
     if (w < 0 && errno != EINTR) {
-      fprintf(stderr, "cpl-run: component \"%s\", rank %s: waitpid: %s\n",
-              comp, rank, strerror(errno));
+      fprintf(stderr, "cpl-run: component \"%s\", rank %s: waitpid: %s\n", comp, rank,
+              strerror(errno));
       die_by(SIGTERM);
     }
     struct pollfd pf = {.fd = open_fd ? ready[0] : -1, .events = POLLIN};
     int n = poll(&pf, 1, 100);
-    if (n > 0 && (pf.revents & (POLLIN | POLLHUP)) && !listen_to(ready[0], &s))
-      open_fd = 0;
+    if (n > 0 && (pf.revents & (POLLIN | POLLHUP)) && !listen_to(ready[0], &s)) open_fd = 0;
   }
   fcntl(ready[0], F_SETFL, O_NONBLOCK);
-  while (open_fd && listen_to(ready[0], &s) > 0) {}
+  while (open_fd && listen_to(ready[0], &s) > 0) {
+  }
   char where[260] = "";
-  if (s.progress[0])
-    snprintf(where, sizeof where, " after %s", s.progress);
+  if (s.progress[0]) snprintf(where, sizeof where, " after %s", s.progress);
   if (!s.init) {
     if (WIFSIGNALED(status))
-      fprintf(stderr, "cpl-run: component \"%s\", rank %s (%s, pid %d) was "
+      fprintf(stderr,
+              "cpl-run: component \"%s\", rank %s (%s, pid %d) was "
               "killed by signal %d (%s) before it called cpl_init; "
-              "stopping the job\n", comp, rank, argv[1], (int)child,
-              WTERMSIG(status), strsignal(WTERMSIG(status)));
+              "stopping the job\n",
+              comp, rank, argv[1], (int)child, WTERMSIG(status), strsignal(WTERMSIG(status)));
     else
-      fprintf(stderr, "cpl-run: component \"%s\", rank %s (%s, pid %d) "
+      fprintf(stderr,
+              "cpl-run: component \"%s\", rank %s (%s, pid %d) "
               "exited with status %d without calling cpl_init (every "
-              "process of a workflow must); stopping the job\n", comp,
-              rank, argv[1], (int)child, WEXITSTATUS(status));
+              "process of a workflow must); stopping the job\n",
+              comp, rank, argv[1], (int)child, WEXITSTATUS(status));
     die_by(SIGTERM);
   }
   if (WIFSIGNALED(status)) {
-    fprintf(stderr, "cpl-run: component \"%s\", rank %s (pid %d) was killed "
-            "by signal %d (%s)%s%s; stopping the job\n", comp, rank,
-            (int)child, WTERMSIG(status), strsignal(WTERMSIG(status)), where,
+    fprintf(stderr,
+            "cpl-run: component \"%s\", rank %s (pid %d) was killed "
+            "by signal %d (%s)%s%s; stopping the job\n",
+            comp, rank, (int)child, WTERMSIG(status), strsignal(WTERMSIG(status)), where,
             s.finalize ? ", in cpl_finalize" : "");
     die_by(WTERMSIG(status));
   }
   if (!s.finalize) {
-    fprintf(stderr, "cpl-run: component \"%s\", rank %s (pid %d) exited "
+    fprintf(stderr,
+            "cpl-run: component \"%s\", rank %s (pid %d) exited "
             "with status %d without calling cpl_finalize%s; stopping the "
-            "job (its peers would wait for it)\n", comp, rank, (int)child,
-            WEXITSTATUS(status), where);
+            "job (its peers would wait for it)\n",
+            comp, rank, (int)child, WEXITSTATUS(status), where);
     die_by(SIGTERM);
   }
   return WEXITSTATUS(status);

@@ -28,10 +28,10 @@
 #include <string.h>
 
 #include "coll/select.h"
-#include "tools/cli.h"
 #include "sched/circulant.h"
 #include "sched/ring.h"
 #include "sched/verify.h"
+#include "tools/cli.h"
 
 static void usage(FILE *f) {
   fprintf(f, "usage: cpl-model [--alpha SECONDS] [--beta SECONDS_PER_BYTE | --rate MBPS]\n"
@@ -89,17 +89,26 @@ int main(int argc, char **argv) {
   if (info >= 0) return info;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--check")) { check = 1; continue; }
-    static const char *const valued[] = {"--alpha", "--beta", "--rate", "--size",
-                                         "--max", "--shapes", "--csv"};
+    if (!strcmp(a, "--check")) {
+      check = 1;
+      continue;
+    }
+    static const char *const valued[] = {"--alpha", "--beta",   "--rate", "--size",
+                                         "--max",   "--shapes", "--csv"};
     int known = 0;
     for (size_t j = 0; j < sizeof valued / sizeof *valued; j++) known |= !strcmp(a, valued[j]);
     if (!known) return cpli_cli_usage_error("cpl-model", usage, "unknown option %s", a);
     if (!v) return cpli_cli_usage_error("cpl-model", usage, "option %s needs a value", a);
     i++;
     double x = 0;
-    if (!strcmp(a, "--shapes")) { shapes = v; continue; }
-    if (!strcmp(a, "--csv")) { csvpath = v; continue; }
+    if (!strcmp(a, "--shapes")) {
+      shapes = v;
+      continue;
+    }
+    if (!strcmp(a, "--csv")) {
+      csvpath = v;
+      continue;
+    }
     int ok = number(v, &x) && x > 0;
     if (!strcmp(a, "--alpha")) alpha = x;
     else if (!strcmp(a, "--beta")) beta = x;

@@ -99,17 +99,21 @@ int main(int argc, char **argv) {
     } else if (!file) {
       file = a;
     } else {
-      return cpli_cli_usage_error("cpl-run", usage, "one workflow file only, "
-                                  "%s is a second (launcher arguments go after --)", a);
+      return cpli_cli_usage_error("cpl-run", usage,
+                                  "one workflow file only, "
+                                  "%s is a second (launcher arguments go after --)",
+                                  a);
     }
   }
   if (!file) return cpli_cli_usage_error("cpl-run", usage, "no workflow file given");
   int kind = cpli_launcher_parse(launcher);
   if (kind < 0) {
-    fprintf(stderr, "cpl-run: unknown launcher \"%s\" (from %s; one of: "
-                    "mpiexec, srun)\n", launcher,
-            getenv("CPL_LAUNCHER") && launcher == getenv("CPL_LAUNCHER")
-                ? "CPL_LAUNCHER" : "--launcher");
+    fprintf(stderr,
+            "cpl-run: unknown launcher \"%s\" (from %s; one of: "
+            "mpiexec, srun)\n",
+            launcher,
+            getenv("CPL_LAUNCHER") && launcher == getenv("CPL_LAUNCHER") ? "CPL_LAUNCHER"
+                                                                         : "--launcher");
     return 2;
   }
 
@@ -117,11 +121,9 @@ int main(int argc, char **argv) {
   if (cpl_diag_create(&d) != CPL_OK) return 2;
   cpl_workflow *wf = NULL;
   if (cpl_workflow_load(file, d, &wf) != CPL_OK) {
-    for (int i = 0; i < cpl_diag_count(d); i++)
-      fprintf(stderr, "%s\n", cpl_diag_message(d, i));
+    for (int i = 0; i < cpl_diag_count(d); i++) fprintf(stderr, "%s\n", cpl_diag_message(d, i));
     if (cpl_diag_count(d) == 0) fprintf(stderr, "%s\n", cpl_last_error());
-    fprintf(stderr, "cpl-run: %s is not a valid workflow; nothing started\n",
-            file);
+    fprintf(stderr, "cpl-run: %s is not a valid workflow; nothing started\n", file);
     cpl_diag_destroy(d);
     return 1;
   }
@@ -140,14 +142,17 @@ int main(int argc, char **argv) {
   const char *srun = getenv("CPL_SRUN");
   const char *tmp = getenv("TMPDIR");
   char files_dir[PATH_MAX];
-  snprintf(files_dir, sizeof files_dir, "%s/cpl-run-%ld",
-           tmp && *tmp ? tmp : "/tmp", (long)getuid());
-  cpli_launch_opts lo = {
-      .launcher = (cpli_launcher)kind,
-      .program = kind == CPLI_LAUNCHER_SRUN ? (srun && *srun ? srun : "srun")
-                                            : mpiexec,
-      .hostfile = hostfile, .extra = extra, .nextra = nextra,
-      .workflow = abspath, .wfdir = wfdir, .files_dir = files_dir};
+  snprintf(files_dir, sizeof files_dir, "%s/cpl-run-%ld", tmp && *tmp ? tmp : "/tmp",
+           (long)getuid());
+  cpli_launch_opts lo = {.launcher = (cpli_launcher)kind,
+                         .program =
+                             kind == CPLI_LAUNCHER_SRUN ? (srun && *srun ? srun : "srun") : mpiexec,
+                         .hostfile = hostfile,
+                         .extra = extra,
+                         .nextra = nextra,
+                         .workflow = abspath,
+                         .wfdir = wfdir,
+                         .files_dir = files_dir};
   cpli_launch l;
   char err[1024];
   if (cpli_launch_build(wf, &lo, &l, err, sizeof err) != 0) {
@@ -161,8 +166,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < cpl_diag_count(d); i++)
     fprintf(stderr, "%s%s\n", dry ? "warning: " : "", cpl_diag_message(d, i));
   if (cpl_diag_count(d) && !dry) {
-    fprintf(stderr, "cpl-run: %s: a program cannot be run; nothing started\n",
-            file);
+    fprintf(stderr, "cpl-run: %s: a program cannot be run; nothing started\n", file);
     cpl_diag_destroy(d);
     cpli_launch_free(&l);
     cpl_workflow_destroy(wf);
@@ -172,8 +176,8 @@ int main(int argc, char **argv) {
   char exec_exe[PATH_MAX + 32];
   cpli_launch_exec_tool(exec_exe, sizeof exec_exe);
   if (!dry && access(exec_exe, X_OK) != 0) {
-    fprintf(stderr, "cpl-run: %s: %s (install Coupler's tools together)\n",
-            exec_exe, strerror(errno));
+    fprintf(stderr, "cpl-run: %s: %s (install Coupler's tools together)\n", exec_exe,
+            strerror(errno));
     cpli_launch_free(&l);
     cpl_workflow_destroy(wf);
     return 127;

@@ -8,31 +8,30 @@
 #include <string.h>
 
 #include "coupler.h"
-#include "tools/cli.h"
 #include "sched/circulant.h"
 #include "sched/ring.h"
 #include "sched/verify.h"
+#include "tools/cli.h"
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: cpl-sched ring P Q [--check] [--no-header]\n"
-          "       cpl-sched circulant P [--check] [--no-header]\n"
-          "Print the schedules Coupler runs (no MPI is started).\n"
-          "  ring P Q       Kang et al.'s ring inter-group allgather, P senders to\n"
-          "                 Q receivers: a header line \"step from to message\", then\n"
-          "                 one line per transfer (steps from 0; senders 0..P-1,\n"
-          "                 receivers P..P+Q-1; message = the sender whose block it is)\n"
-          "  circulant P    Traff's circulant allgather on P ranks: a line \"skips\"\n"
-          "                 and the skips s0..sq, a header line \"rank side blocks\",\n"
-          "                 then per rank r \"r recv b0 ...\" and \"r send b0 ...\"\n"
-          "                 (block numbers as in Traff's Table 1)\n"
-          "  --check        also verify the schedule: verdict on stderr, exit 1 if\n"
-          "                 it is invalid\n"
-          "  --no-header    data lines only (no header line, no \"skips\" label)\n"
-          "  -h, --help     show this help\n"
-          "  -V, --version  show the version\n"
-          "P and Q: 1 to 1000000. Exit status: 0 done (and valid), 1 invalid or\n"
-          "failed, 2 usage error.\n");
+  fprintf(f, "usage: cpl-sched ring P Q [--check] [--no-header]\n"
+             "       cpl-sched circulant P [--check] [--no-header]\n"
+             "Print the schedules Coupler runs (no MPI is started).\n"
+             "  ring P Q       Kang et al.'s ring inter-group allgather, P senders to\n"
+             "                 Q receivers: a header line \"step from to message\", then\n"
+             "                 one line per transfer (steps from 0; senders 0..P-1,\n"
+             "                 receivers P..P+Q-1; message = the sender whose block it is)\n"
+             "  circulant P    Traff's circulant allgather on P ranks: a line \"skips\"\n"
+             "                 and the skips s0..sq, a header line \"rank side blocks\",\n"
+             "                 then per rank r \"r recv b0 ...\" and \"r send b0 ...\"\n"
+             "                 (block numbers as in Traff's Table 1)\n"
+             "  --check        also verify the schedule: verdict on stderr, exit 1 if\n"
+             "                 it is invalid\n"
+             "  --no-header    data lines only (no header line, no \"skips\" label)\n"
+             "  -h, --help     show this help\n"
+             "  -V, --version  show the version\n"
+             "P and Q: 1 to 1000000. Exit status: 0 done (and valid), 1 invalid or\n"
+             "failed, 2 usage error.\n");
 }
 
 static int positive(const char *s, int *out) {
@@ -100,24 +99,30 @@ int main(int argc, char **argv) {
     const char *a = argv[i];
     if (!strcmp(a, "--check")) check = 1;
     else if (!strcmp(a, "--no-header")) header = 0;
-    else if (a[0] == '-' && a[1]) return cpli_cli_usage_error("cpl-sched", usage, "unknown option %s", a);
+    else if (a[0] == '-' && a[1])
+      return cpli_cli_usage_error("cpl-sched", usage, "unknown option %s", a);
     else if (n < 3) args[n++] = a;
     else return cpli_cli_usage_error("cpl-sched", usage, "unexpected argument %s", a);
   }
   int p, q;
-  if (n == 0) return cpli_cli_usage_error("cpl-sched", usage, "no schedule given (ring or circulant)");
+  if (n == 0)
+    return cpli_cli_usage_error("cpl-sched", usage, "no schedule given (ring or circulant)");
   if (!strcmp(args[0], "ring")) {
     if (n != 3) return cpli_cli_usage_error("cpl-sched", usage, "ring takes P and Q");
     if (!positive(args[1], &p) || !positive(args[2], &q))
-      return cpli_cli_usage_error("cpl-sched", usage, "ring %s %s: P and Q must be integers "
-                                  "from 1 to 1000000", args[1], args[2]);
+      return cpli_cli_usage_error("cpl-sched", usage,
+                                  "ring %s %s: P and Q must be integers "
+                                  "from 1 to 1000000",
+                                  args[1], args[2]);
     return ring(p, q, check, header);
   }
   if (!strcmp(args[0], "circulant")) {
     if (n != 2) return cpli_cli_usage_error("cpl-sched", usage, "circulant takes P");
     if (!positive(args[1], &p))
-      return cpli_cli_usage_error("cpl-sched", usage, "circulant %s: P must be an integer "
-                                  "from 1 to 1000000", args[1]);
+      return cpli_cli_usage_error("cpl-sched", usage,
+                                  "circulant %s: P must be an integer "
+                                  "from 1 to 1000000",
+                                  args[1]);
     return circulant(p, check, header);
   }
   return cpli_cli_usage_error("cpl-sched", usage, "unknown schedule %s (ring or circulant)",

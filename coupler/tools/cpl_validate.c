@@ -13,14 +13,13 @@
 #include "workflow/model.h"
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: cpl-validate [--quiet] FILE...\n"
-          "Check Coupler workflow files without starting MPI.\n"
-          "  -q, --quiet    print errors only, no summary\n"
-          "  -h, --help     show this help\n"
-          "  -V, --version  show the version\n"
-          "  --             end of options (files after it may start with -)\n"
-          "Exit status: 0 valid, 1 invalid, 2 usage error.\n");
+  fprintf(f, "usage: cpl-validate [--quiet] FILE...\n"
+             "Check Coupler workflow files without starting MPI.\n"
+             "  -q, --quiet    print errors only, no summary\n"
+             "  -h, --help     show this help\n"
+             "  -V, --version  show the version\n"
+             "  --             end of options (files after it may start with -)\n"
+             "Exit status: 0 valid, 1 invalid, 2 usage error.\n");
 }
 
 static void print_link(const cpli_workflow *wf, const cpli_link *l) {
@@ -39,23 +38,20 @@ static void print_link(const cpli_workflow *wf, const cpli_link *l) {
     if (cpl_inter_select(fc->nprocs, tc->nprocs, bytes, NULL, &a) == CPL_OK)
       snprintf(inter, sizeof inter, "auto -> %s (%s %zu bytes per step)",
                cpl_inter_algorithm_name(a), known ? "for" : "if", bytes);
-    else
-      snprintf(inter, sizeof inter, "auto (chosen per step)");
+    else snprintf(inter, sizeof inter, "auto (chosen per step)");
   }
   char policy[32];
-  if (l->policy == CPL_POLICY_EVERY)
-    snprintf(policy, sizeof policy, "every:%d", l->every);
-  else
-    snprintf(policy, sizeof policy, "%s", cpli_policy_name(l->policy));
+  if (l->policy == CPL_POLICY_EVERY) snprintf(policy, sizeof policy, "every:%d", l->every);
+  else snprintf(policy, sizeof policy, "%s", cpli_policy_name(l->policy));
   printf("  link %-24s %d -> %d ranks, inter %s, intra %s, policy %s, "
          "depth %d, timeout %gs\n",
-         l->label, fc->nprocs, tc->nprocs, inter, cpl_intra_algorithm_name(l->intra),
-         policy, l->depth, l->timeout);
+         l->label, fc->nprocs, tc->nprocs, inter, cpl_intra_algorithm_name(l->intra), policy,
+         l->depth, l->timeout);
 }
 
 static void summary(const cpli_workflow *wf) {
-  printf("%s: workflow \"%s\" is valid: %d components, %d ranks, %d links\n",
-         wf->path, wf->name, wf->ncomps, wf->total_procs, wf->nlinks);
+  printf("%s: workflow \"%s\" is valid: %d components, %d ranks, %d links\n", wf->path, wf->name,
+         wf->ncomps, wf->total_procs, wf->nlinks);
   for (int i = 0; i < wf->ncomps; i++) {
     const cpli_component *c = &wf->comps[i];
     printf("  component %-16s %6d ranks  ", c->name, c->nprocs);
@@ -66,12 +62,11 @@ static void summary(const cpli_workflow *wf) {
         printf(plain ? "%s%s" : "%s'%s'", k ? " " : "", c->argv[k]);
       }
     } else {
-      printf("built-in %s%s%s", cpli_kind_name(c->kind),
-             c->file ? " " : "", c->file ? c->file : "");
+      printf("built-in %s%s%s", cpli_kind_name(c->kind), c->file ? " " : "",
+             c->file ? c->file : "");
       if (c->kind == CPL_KIND_STAGE)
-        printf(", keep %d, when_full %s%s%s", c->keep,
-               cpli_when_full_name(c->when_full), c->drain ? ", drain " : "",
-               c->drain ? c->drain : "");
+        printf(", keep %d, when_full %s%s%s", c->keep, cpli_when_full_name(c->when_full),
+               c->drain ? ", drain " : "", c->drain ? c->drain : "");
     }
     printf("\n");
   }
@@ -136,8 +131,7 @@ int main(int argc, char **argv) {
       for (int k = 0; k < n; k++) fprintf(stderr, "%s\n", cpl_diag_message(d, k));
       if (n == 0) fprintf(stderr, "%s\n", cpl_last_error());
       if (total > n) fprintf(stderr, "%s: %d more errors not shown\n", a, total - n);
-      fprintf(stderr, "%s: %d error%s\n", a, total ? total : 1,
-              total == 1 ? "" : "s");
+      fprintf(stderr, "%s: %d error%s\n", a, total ? total : 1, total == 1 ? "" : "s");
     }
     cpl_workflow_destroy(wf);
     cpl_diag_destroy(d);

@@ -33,8 +33,7 @@
 #define COMPONENT_EXE "cpl-component"
 #define EXEC_EXE "cpl-exec"
 
-static const char *const launcher_names[CPLI_LAUNCHER_COUNT] = {"mpiexec",
-                                                                "srun"};
+static const char *const launcher_names[CPLI_LAUNCHER_COUNT] = {"mpiexec", "srun"};
 
 int cpli_launcher_parse(const char *name) {
   for (int i = 0; i < CPLI_LAUNCHER_COUNT; i++)
@@ -89,8 +88,7 @@ static void put(text *t, const char *fmt, ...) {
   for (;;) {
     va_list ap;
     va_start(ap, fmt);
-    int k = vsnprintf(t->s ? t->s + t->n : NULL, t->s ? t->cap - t->n : 0,
-                      fmt, ap);
+    int k = vsnprintf(t->s ? t->s + t->n : NULL, t->s ? t->cap - t->n : 0, fmt, ap);
     va_end(ap);
     if (k < 0) oom();
     if (t->s && t->n + (size_t)k < t->cap) {
@@ -153,9 +151,8 @@ void cpli_launch_exec_tool(char *out, size_t size) { tool_exe(EXEC_EXE, out, siz
  * forever): built-ins run cpl-component (it reads its settings from the
  * workflow file); a relative program path with "/" is relative to the
  * workflow file's directory. */
-static char **component_words(const cpli_component *k, const char *wfdir,
-                              const char *comp_exe, const char *exec_exe,
-                              int *nwords) {
+static char **component_words(const cpli_component *k, const char *wfdir, const char *comp_exe,
+                              const char *exec_exe, int *nwords) {
   int n = 1 + (k->kind == CPL_KIND_COMMAND ? k->argc : 1);
   char **w = calloc((size_t)n + 1, sizeof *w);
   if (!w) oom();
@@ -216,8 +213,7 @@ static void pool_free(pool *p) {
 }
 
 /* A hydra hostfile: "host[:N]" per line, # comments, blank lines. */
-static int pool_from_hostfile(pool *p, const char *path, char *err,
-                              size_t esize) {
+static int pool_from_hostfile(pool *p, const char *path, char *err, size_t esize) {
   FILE *f = fopen(path, "r");
   if (!f) {
     fail(err, esize, "cannot read hostfile %s: %s", path, strerror(errno));
@@ -239,8 +235,7 @@ static int pool_from_hostfile(pool *p, const char *path, char *err,
       char *end;
       long v = strtol(colon + 1, &end, 10);
       if (end == colon + 1 || (*end && *end != ':') || v < 1 || v > 1 << 20) {
-        fail(err, esize, "%s:%d: expected host or host:N (N >= 1)", path,
-             lineno);
+        fail(err, esize, "%s:%d: expected host or host:N (N >= 1)", path, lineno);
         fclose(f);
         return -1;
       }
@@ -261,9 +256,10 @@ static int pool_from_hostfile(pool *p, const char *path, char *err,
 static int pool_from_slurm(pool *p, char *err, size_t esize) {
   const char *list = getenv("SLURM_JOB_NODELIST");
   if (!list || !*list) {
-    fail(err, esize, "no hosts to place on: give --hostfile, run inside a "
-                     "Slurm allocation (salloc, sbatch), or name the hosts "
-                     "of every component");
+    fail(err, esize,
+         "no hosts to place on: give --hostfile, run inside a "
+         "Slurm allocation (salloc, sbatch), or name the hosts "
+         "of every component");
     return -1;
   }
   if (strchr(list, '\'')) {
@@ -279,8 +275,7 @@ static int pool_from_slurm(pool *p, char *err, size_t esize) {
     if (*line) pool_add(p, line, 1);
   }
   if (!f || pclose(f) != 0 || p->n == 0) {
-    fail(err, esize, "cannot expand SLURM_JOB_NODELIST=%s with scontrol",
-         list);
+    fail(err, esize, "cannot expand SLURM_JOB_NODELIST=%s with scontrol", list);
     return -1;
   }
   p->from = "the Slurm allocation";
@@ -290,8 +285,7 @@ static int pool_from_slurm(pool *p, char *err, size_t esize) {
 static int placed(const cpli_component *c) { return c->nhosts || c->ppn; }
 
 /* Hosts of every rank, or NULL when no component asks for placement. */
-static char **place(const cpli_workflow *wf, const cpli_launch_opts *o,
-                    char *err, size_t esize) {
+static char **place(const cpli_workflow *wf, const cpli_launch_opts *o, char *err, size_t esize) {
   int any = 0, need_pool = 0;
   for (int c = 0; c < wf->ncomps; c++) {
     any |= placed(&wf->comps[c]);
@@ -322,16 +316,14 @@ static char **place(const cpli_workflow *wf, const cpli_launch_opts *o,
     if (!placed(c)) { /* as hydra fills a hostfile: slots, in order */
       for (int i = 0; i < c->nprocs;) {
         int h = cursor % p.n, take = p.slots[h];
-        for (; take > 0 && i < c->nprocs; take--, i++)
-          rank_host[r++] = xstrdup(p.host[h]);
+        for (; take > 0 && i < c->nprocs; take--, i++) rank_host[r++] = xstrdup(p.host[h]);
         cursor++;
       }
       continue;
     }
     int nh = c->nhosts ? c->nhosts : (c->nprocs + c->ppn - 1) / c->ppn;
     if (!c->hosts && nh > p.n) {
-      fail(err, esize, "component %s needs %d hosts but %s has %d", c->name,
-           nh, p.from, p.n);
+      fail(err, esize, "component %s needs %d hosts but %s has %d", c->name, nh, p.from, p.n);
       pool_free(&p);
       for (int i = 0; i < r; i++) free(rank_host[i]);
       free(rank_host);
@@ -341,8 +333,7 @@ static char **place(const cpli_workflow *wf, const cpli_launch_opts *o,
      * differ by at most one, no host empty). */
     for (int i = 0; i < c->nprocs; i++) {
       int h = c->ppn ? i / c->ppn : (int)((long long)i * nh / c->nprocs);
-      rank_host[r++] = xstrdup(c->hosts ? c->hosts[h]
-                                        : p.host[(cursor + h) % p.n]);
+      rank_host[r++] = xstrdup(c->hosts ? c->hosts[h] : p.host[(cursor + h) % p.n]);
     }
     if (!c->hosts) cursor += nh;
   }
@@ -354,21 +345,17 @@ static char **place(const cpli_workflow *wf, const cpli_launch_opts *o,
 
 /* A generated file; with in_argv, the next word of the command will be its
  * path (named once the contents are complete, see name_files). */
-static void add_file(cpli_launch *l, char *contents, const char *what,
-                     int in_argv) {
-  l->files[l->nfiles++] =
-      (cpli_launch_file){NULL, contents, what, in_argv ? l->argc : -1};
+static void add_file(cpli_launch *l, char *contents, const char *what, int in_argv) {
+  l->files[l->nfiles++] = (cpli_launch_file){NULL, contents, what, in_argv ? l->argc : -1};
   if (in_argv) add(l, "");
 }
 
-static void build_mpiexec(const cpli_workflow *wf, const cpli_launch_opts *o,
-                          const char *comp_exe, const char *exec_exe,
-                          cpli_launch *l) {
+static void build_mpiexec(const cpli_workflow *wf, const cpli_launch_opts *o, const char *comp_exe,
+                          const char *exec_exe, cpli_launch *l) {
   add(l, o->program);
   if (l->rank_host) {
     text t = {0};
-    put(&t, "# hydra hostfile written by cpl-run for %s: rank order\n",
-        wf->name);
+    put(&t, "# hydra hostfile written by cpl-run for %s: rank order\n", wf->name);
     for (int r = 0; r < l->nranks;) {
       int k = r;
       while (k < l->nranks && !strcmp(l->rank_host[k], l->rank_host[r])) k++;
@@ -414,12 +401,12 @@ static void build_mpiexec(const cpli_workflow *wf, const cpli_launch_opts *o,
 /* srun's multi-prog parser splits at blanks, honours '...' (nothing inside
  * is special, %t included) and substitutes %t/%o outside quotes; it has
  * no escape for a quote inside quotes. */
-static int put_srun_word(text *t, const char *w, const char *comp, char *err,
-                         size_t esize) {
+static int put_srun_word(text *t, const char *w, const char *comp, char *err, size_t esize) {
   if (strpbrk(w, "'\n\r")) {
-    fail(err, esize, "component %s: the word \"%s\" holds a single quote or "
-                     "a line break, which srun's --multi-prog file cannot "
-                     "carry; use --launcher mpiexec or change the word",
+    fail(err, esize,
+         "component %s: the word \"%s\" holds a single quote or "
+         "a line break, which srun's --multi-prog file cannot "
+         "carry; use --launcher mpiexec or change the word",
          comp, w);
     return -1;
   }
@@ -427,19 +414,17 @@ static int put_srun_word(text *t, const char *w, const char *comp, char *err,
   return 0;
 }
 
-static int build_srun(const cpli_workflow *wf, const cpli_launch_opts *o,
-                      const char *comp_exe, const char *exec_exe,
-                      cpli_launch *l, char *err,
-                      size_t esize) {
+static int build_srun(const cpli_workflow *wf, const cpli_launch_opts *o, const char *comp_exe,
+                      const char *exec_exe, cpli_launch *l, char *err, size_t esize) {
   if (o->hostfile && !l->rank_host) {
-    fail(err, esize, "--hostfile is for placement under srun (hosts:, ppn:); "
-                     "no component asks for any: leave it out, or give srun "
-                     "its nodes after -- (e.g. -- --nodelist=a,b)");
+    fail(err, esize,
+         "--hostfile is for placement under srun (hosts:, ppn:); "
+         "no component asks for any: leave it out, or give srun "
+         "its nodes after -- (e.g. -- --nodelist=a,b)");
     return -1;
   }
   text t = {0};
-  put(&t, "# srun --multi-prog configuration written by cpl-run for %s\n",
-      wf->name);
+  put(&t, "# srun --multi-prog configuration written by cpl-run for %s\n", wf->name);
   int r = 0, rc = 0;
   for (int c = 0; c < wf->ncomps && !rc; c++) {
     const cpli_component *k = &wf->comps[c];
@@ -450,8 +435,7 @@ static int build_srun(const cpli_workflow *wf, const cpli_launch_opts *o,
       put(&t, " -C");
       rc |= put_srun_word(&t, k->workdir, k->name, err, esize);
     }
-    const char *vars[2][2] = {{"CPL_COMPONENT", k->name},
-                              {"CPL_WORKFLOW", o->workflow}};
+    const char *vars[2][2] = {{"CPL_COMPONENT", k->name}, {"CPL_WORKFLOW", o->workflow}};
     for (int e = 0; e < 2 + k->nenv && !rc; e++) {
       const char *name = e < 2 ? vars[e][0] : k->env[e - 2].name;
       const char *value = e < 2 ? vars[e][1] : k->env[e - 2].value;
@@ -466,14 +450,14 @@ static int build_srun(const cpli_workflow *wf, const cpli_launch_opts *o,
     char **w = component_words(k, o->wfdir, comp_exe, exec_exe, &nw);
     /* env takes any word with "=" before the program as a variable. */
     if (!rc && strchr(w[1], '=')) {
-      fail(err, esize, "component %s: the program %s has \"=\" in its "
-                       "path, which env (in the multi-prog line) would take "
-                       "for a variable; use --launcher mpiexec or rename it",
+      fail(err, esize,
+           "component %s: the program %s has \"=\" in its "
+           "path, which env (in the multi-prog line) would take "
+           "for a variable; use --launcher mpiexec or rename it",
            k->name, w[1]);
       rc = -1;
     }
-    for (int a = 0; a < nw && !rc; a++)
-      rc |= put_srun_word(&t, w[a], k->name, err, esize);
+    for (int a = 0; a < nw && !rc; a++) rc |= put_srun_word(&t, w[a], k->name, err, esize);
     free_words(w, nw);
     put(&t, "\n");
   }
@@ -487,8 +471,7 @@ static int build_srun(const cpli_workflow *wf, const cpli_launch_opts *o,
    * wires up through Slurm's pmi2 plugin; with --mpi=none every rank is a
    * singleton. --mpi=... after -- replaces it. */
   int has_mpi = 0;
-  for (int i = 0; i < o->nextra; i++)
-    has_mpi |= !strncmp(o->extra[i], "--mpi", 5);
+  for (int i = 0; i < o->nextra; i++) has_mpi |= !strncmp(o->extra[i], "--mpi", 5);
   if (!has_mpi) add(l, "--mpi=pmi2");
   char num[32];
   snprintf(num, sizeof num, "%d", wf->total_procs);
@@ -517,8 +500,7 @@ static void name_files(cpli_launch *l, const char *dir) {
     size_t n = strlen(dir) + 64;
     f->path = malloc(n);
     if (!f->path) oom();
-    snprintf(f->path, n, "%s/%s-%016llx.conf", dir, kind,
-             (unsigned long long)h);
+    snprintf(f->path, n, "%s/%s-%016llx.conf", dir, kind, (unsigned long long)h);
     if (f->arg >= 0) {
       free(l->argv[f->arg]);
       l->argv[f->arg] = xstrdup(f->path);
@@ -530,13 +512,11 @@ static void name_files(cpli_launch *l, const char *dir) {
 /* With placement (or --hostfile for hydra) cpl-run decides where ranks
  * go; a launcher option after -- that does too would conflict (hydra
  * refuses a second host list) or silently undo it (srun). */
-static int placement_conflict(const cpli_launch_opts *o, int placing,
-                              char *err, size_t esize) {
-  static const char *const hydra[] = {"-f", "-hostfile", "-machinefile",
-                                      "-hosts", "-host", "-ppn", NULL};
-  static const char *const srun[] = {"-w", "--nodelist", "-m",
-                                     "--distribution", "--ntasks-per-node",
-                                     "-F", "--nodefile", NULL};
+static int placement_conflict(const cpli_launch_opts *o, int placing, char *err, size_t esize) {
+  static const char *const hydra[] = {"-f",   "-hostfile", "-machinefile", "-hosts", "-host",
+                                      "-ppn", NULL};
+  static const char *const srun[] = {
+      "-w", "--nodelist", "-m", "--distribution", "--ntasks-per-node", "-F", "--nodefile", NULL};
   int hydra_hosts = o->launcher == CPLI_LAUNCHER_MPIEXEC && o->hostfile;
   if (!placing && !hydra_hosts) return 0;
   const char *const *opts = o->launcher == CPLI_LAUNCHER_SRUN ? srun : hydra;
@@ -544,12 +524,11 @@ static int placement_conflict(const cpli_launch_opts *o, int placing,
     for (int k = 0; opts[k]; k++) {
       size_t n = strlen(opts[k]);
       if (strncmp(o->extra[i], opts[k], n) == 0 &&
-          (o->extra[i][n] == '\0' || (o->extra[i][1] == '-' &&
-                                      o->extra[i][n] == '='))) {
-        fail(err, esize, "%s after -- would place ranks too; %s decides "
-                         "where they run: leave it out",
-             o->extra[i], placing ? "the workflow's hosts:/ppn:"
-                                  : "--hostfile");
+          (o->extra[i][n] == '\0' || (o->extra[i][1] == '-' && o->extra[i][n] == '='))) {
+        fail(err, esize,
+             "%s after -- would place ranks too; %s decides "
+             "where they run: leave it out",
+             o->extra[i], placing ? "the workflow's hosts:/ppn:" : "--hostfile");
         return -1;
       }
     }
@@ -557,8 +536,8 @@ static int placement_conflict(const cpli_launch_opts *o, int placing,
   return 0;
 }
 
-int cpli_launch_build(const cpli_workflow *wf, const cpli_launch_opts *o,
-                      cpli_launch *out, char *err, size_t errsize) {
+int cpli_launch_build(const cpli_workflow *wf, const cpli_launch_opts *o, cpli_launch *out,
+                      char *err, size_t errsize) {
   *out = (cpli_launch){0};
   char comp_exe[PATH_MAX + 32], exec_exe[PATH_MAX + 32];
   tool_exe(COMPONENT_EXE, comp_exe, sizeof comp_exe);
@@ -597,18 +576,18 @@ int cpli_launch_write_files(const cpli_launch *l, char *err, size_t esize) {
       fail(err, esize, "cannot create %s: %s", dir, strerror(errno));
       return -1;
     }
-    if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
-        (st.st_mode & 022)) {
-      fail(err, esize, "%s is not a directory of this user that only it can "
-                       "write; remove it or set TMPDIR", dir);
+    if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 022)) {
+      fail(err, esize,
+           "%s is not a directory of this user that only it can "
+           "write; remove it or set TMPDIR",
+           dir);
       return -1;
     }
     char tmp[PATH_MAX + 32];
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", f->path, (long)getpid());
     FILE *fp = fopen(tmp, "w");
     size_t n = strlen(f->text);
-    if (!fp || fwrite(f->text, 1, n, fp) != n || fclose(fp) != 0 ||
-        rename(tmp, f->path) != 0) {
+    if (!fp || fwrite(f->text, 1, n, fp) != n || fclose(fp) != 0 || rename(tmp, f->path) != 0) {
       fail(err, esize, "cannot write %s: %s", f->path, strerror(errno));
       unlink(tmp);
       return -1;
@@ -629,8 +608,7 @@ static void put_hosts(text *t, char **rank_host, int r0, int n) {
   }
 }
 
-void cpli_launch_print(const cpli_launch *l, const cpli_workflow *wf,
-                       FILE *f) {
+void cpli_launch_print(const cpli_launch *l, const cpli_workflow *wf, FILE *f) {
   text t = {0};
   if (l->env_name) {
     put(&t, "%s=", l->env_name);
@@ -643,8 +621,7 @@ void cpli_launch_print(const cpli_launch *l, const cpli_workflow *wf,
   }
   put(&t, "\n");
   for (int i = 0; i < l->nfiles; i++)
-    put(&t, "--- %s %s\n%s", l->files[i].what, l->files[i].path,
-        l->files[i].text);
+    put(&t, "--- %s %s\n%s", l->files[i].what, l->files[i].path, l->files[i].text);
   if (l->nfiles) put(&t, "---\n");
   put(&t, "%-16s %-13s %s\n", "component", "ranks", "hosts");
   int r = 0;
@@ -671,13 +648,10 @@ void cpli_launch_print(const cpli_launch *l, const cpli_workflow *wf,
     cpl_inter_algorithm a = k->inter;
     if (k->inter != CPL_INTER_AUTO)
       put(&t, "%s (set in the file)", cpl_inter_algorithm_name(k->inter));
-    else if (bytes == 0)
-      put(&t, "auto (sizes not declared)");
-    else if (cpl_inter_select(fc->nprocs, tc->nprocs, bytes, NULL, &a) ==
-             CPL_OK)
+    else if (bytes == 0) put(&t, "auto (sizes not declared)");
+    else if (cpl_inter_select(fc->nprocs, tc->nprocs, bytes, NULL, &a) == CPL_OK)
       put(&t, "auto -> %s for %zu bytes per step", cpl_inter_algorithm_name(a), bytes);
-    else
-      put(&t, "auto (model: %s)", cpl_last_error());
+    else put(&t, "auto (model: %s)", cpl_last_error());
     put(&t, "\n");
   }
   fputs(t.s, f);

@@ -24,9 +24,9 @@ const char *cpli_launcher_name(cpli_launcher l);
 
 typedef struct cpli_launch_opts {
   cpli_launcher launcher;
-  const char *program;   /* mpiexec or srun to run                     */
-  const char *hostfile;  /* --hostfile: hosts the job may use; NULL    */
-  char **extra;          /* arguments after --, for the launcher       */
+  const char *program;  /* mpiexec or srun to run                     */
+  const char *hostfile; /* --hostfile: hosts the job may use; NULL    */
+  char **extra;         /* arguments after --, for the launcher       */
   int nextra;
   const char *workflow;  /* absolute path of the workflow file         */
   const char *wfdir;     /* its directory (relative program paths)     */
@@ -34,26 +34,26 @@ typedef struct cpli_launch_opts {
 } cpli_launch_opts;
 
 typedef struct cpli_launch_file {
-  char *path, *text;     /* written by cpli_launch_write_files         */
-  const char *what;      /* "hostfile", "multi-prog configuration"      */
-  int arg;               /* index of the word of argv naming it; -1    */
+  char *path, *text; /* written by cpli_launch_write_files         */
+  const char *what;  /* "hostfile", "multi-prog configuration"      */
+  int arg;           /* index of the word of argv naming it; -1    */
 } cpli_launch_file;
 
 typedef struct cpli_launch {
-  char **argv;           /* the command, NULL-terminated               */
+  char **argv; /* the command, NULL-terminated               */
   int argc, cap;
   char *env_name, *env_value; /* one variable set for the launcher (srun
                                  placement: SLURM_HOSTFILE); NULL if none */
   cpli_launch_file files[2];
   int nfiles;
-  char **rank_host;      /* host of each rank, NULL: no placement       */
+  char **rank_host; /* host of each rank, NULL: no placement       */
   int nranks;
 } cpli_launch;
 
 /* Build the command. On failure returns -1 with the reason in err (what
  * to change: a hostfile, an allocation, a key), nothing allocated. */
-int cpli_launch_build(const cpli_workflow *wf, const cpli_launch_opts *o,
-                      cpli_launch *out, char *err, size_t errsize);
+int cpli_launch_build(const cpli_workflow *wf, const cpli_launch_opts *o, cpli_launch *out,
+                      char *err, size_t errsize);
 
 /* Write the generated files into files_dir (created 0700; refused unless
  * this user owns it and no one else may write there), atomically. Each
@@ -63,8 +63,7 @@ int cpli_launch_write_files(const cpli_launch *l, char *err, size_t errsize);
 /* --dry-run: the command (shell-quoted), each file with its contents, and
  * the table: component, ranks, hosts, and each link's inter-group
  * algorithm for the sizes declared on its ports. */
-void cpli_launch_print(const cpli_launch *l, const cpli_workflow *wf,
-                       FILE *f);
+void cpli_launch_print(const cpli_launch *l, const cpli_workflow *wf, FILE *f);
 
 /* Replace the process with the command; returns only on failure (errno). */
 void cpli_launch_exec(const cpli_launch *l);

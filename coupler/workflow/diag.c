@@ -29,25 +29,21 @@ void cpl_diag_destroy(cpl_diag *d) {
 
 int cpl_diag_count(const cpl_diag *d) { return d ? d->n : 0; }
 
-int cpl_diag_total(const cpl_diag *d) {
-  return d ? d->n + d->dropped + d->oom : 0;
-}
+int cpl_diag_total(const cpl_diag *d) { return d ? d->n + d->dropped + d->oom : 0; }
 
 const char *cpl_diag_message(const cpl_diag *d, int i) {
   if (!d || i < 0 || i >= d->n) return "";
   return d->v[i].text;
 }
 
-void cpli_diag_add(cpl_diag *d, const char *file, int line, int col,
-                   const char *fmt, ...) {
+void cpli_diag_add(cpl_diag *d, const char *file, int line, int col, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   cpli_diag_vadd(d, file, line, col, fmt, ap);
   va_end(ap);
 }
 
-void cpli_diag_vadd(cpl_diag *d, const char *file, int line, int col,
-                    const char *fmt, va_list ap) {
+void cpli_diag_vadd(cpl_diag *d, const char *file, int line, int col, const char *fmt, va_list ap) {
   if (!d) return;
   if (d->n >= CPLI_DIAG_MAX) {
     d->dropped++;
@@ -66,10 +62,8 @@ void cpli_diag_vadd(cpl_diag *d, const char *file, int line, int col,
   char msg[1024];
   vsnprintf(msg, sizeof msg, fmt, ap);
   char head[512];
-  if (line > 0)
-    snprintf(head, sizeof head, "%s:%d:%d: ", file, line, col);
-  else
-    snprintf(head, sizeof head, "%s: ", file);
+  if (line > 0) snprintf(head, sizeof head, "%s:%d:%d: ", file, line, col);
+  else snprintf(head, sizeof head, "%s: ", file);
   size_t n = strlen(head) + strlen(msg) + 1;
   char *text = malloc(n);
   if (!text) {
@@ -86,8 +80,8 @@ void cpli_diag_sort(cpl_diag *d) {
   for (int i = 1; i < d->n; i++) {
     cpli_diag_entry e = d->v[i];
     int j = i;
-    while (j > 0 && (d->v[j - 1].line > e.line ||
-                     (d->v[j - 1].line == e.line && d->v[j - 1].col > e.col))) {
+    while (j > 0 &&
+           (d->v[j - 1].line > e.line || (d->v[j - 1].line == e.line && d->v[j - 1].col > e.col))) {
       d->v[j] = d->v[j - 1];
       j--;
     }

@@ -26,18 +26,17 @@ struct cpl_diag {
 };
 
 /* Record one error at file:line:col. */
-void cpli_diag_add(cpl_diag *d, const char *file, int line, int col,
-                   const char *fmt, ...) CPLI_PRINTF(5, 6);
+void cpli_diag_add(cpl_diag *d, const char *file, int line, int col, const char *fmt, ...)
+    CPLI_PRINTF(5, 6);
 
 #include <stdarg.h>
-void cpli_diag_vadd(cpl_diag *d, const char *file, int line, int col,
-                    const char *fmt, va_list ap) CPLI_PRINTF(5, 0);
+void cpli_diag_vadd(cpl_diag *d, const char *file, int line, int col, const char *fmt, va_list ap)
+    CPLI_PRINTF(5, 0);
 
 /* Sort by position (stable) so the output reads top to bottom. */
 void cpli_diag_sort(cpl_diag *d);
 
 /* Empty the list (keeps the allocation). */
 void cpli_diag_reset(cpl_diag *d);
-
 
 #endif

@@ -24,10 +24,12 @@ int cpli_wf_port_index(const cpli_component *c, const char *name) {
 }
 
 static size_t dtype_size(const char *t) {
-  static const struct { const char *name; size_t size; } tab[] = {
-      {"int8", 1},    {"int16", 2},   {"int32", 4},   {"int64", 8},
-      {"uint8", 1},   {"uint16", 2},  {"uint32", 4},  {"uint64", 8},
-      {"float32", 4}, {"float64", 8}, {"char", 1},    {"byte", 1}};
+  static const struct {
+    const char *name;
+    size_t size;
+  } tab[] = {{"int8", 1},    {"int16", 2},   {"int32", 4},  {"int64", 8},
+             {"uint8", 1},   {"uint16", 2},  {"uint32", 4}, {"uint64", 8},
+             {"float32", 4}, {"float64", 8}, {"char", 1},   {"byte", 1}};
   for (size_t i = 0; i < sizeof tab / sizeof *tab; i++)
     if (strcmp(t, tab[i].name) == 0) return tab[i].size;
   return 0;
@@ -91,14 +93,12 @@ void cpl_workflow_destroy(cpl_workflow *wf) { cpli_wf_free(wf); }
 /* Sets cpl_last_error() to the first message and the count. */
 static int summarize(int status, cpl_diag *d, const char *name) {
   int total = cpl_diag_total(d);
-  if (total == 0)
-    return cpli_fail(status, "%s: %s", name, cpl_strerror(status));
-  return cpli_fail(status, "%s%s", cpl_diag_message(d, 0),
-                   total > 1 ? " (and more errors)" : "");
+  if (total == 0) return cpli_fail(status, "%s: %s", name, cpl_strerror(status));
+  return cpli_fail(status, "%s%s", cpl_diag_message(d, 0), total > 1 ? " (and more errors)" : "");
 }
 
-int cpl_workflow_load_buffer(const char *data, size_t len, const char *name,
-                             cpl_diag *diag, cpl_workflow **out) {
+int cpl_workflow_load_buffer(const char *data, size_t len, const char *name, cpl_diag *diag,
+                             cpl_workflow **out) {
   if (!out) return cpli_fail(CPL_ERR_ARG, "cpl_workflow_load_buffer: out is NULL");
   *out = NULL;
   if (!data && len) return cpli_fail(CPL_ERR_ARG, "cpl_workflow_load_buffer: data is NULL");
@@ -171,21 +171,11 @@ int cpl_workflow_load(const char *path, cpl_diag *diag, cpl_workflow **out) {
 
 /* ------------------------------------------------------------ accessors */
 
-const char *cpl_workflow_name(const cpl_workflow *wf) {
-  return wf ? wf->name : NULL;
-}
-const char *cpl_workflow_path(const cpl_workflow *wf) {
-  return wf ? wf->path : NULL;
-}
-int cpl_workflow_component_count(const cpl_workflow *wf) {
-  return wf ? wf->ncomps : 0;
-}
-int cpl_workflow_link_count(const cpl_workflow *wf) {
-  return wf ? wf->nlinks : 0;
-}
-int cpl_workflow_total_procs(const cpl_workflow *wf) {
-  return wf ? wf->total_procs : 0;
-}
+const char *cpl_workflow_name(const cpl_workflow *wf) { return wf ? wf->name : NULL; }
+const char *cpl_workflow_path(const cpl_workflow *wf) { return wf ? wf->path : NULL; }
+int cpl_workflow_component_count(const cpl_workflow *wf) { return wf ? wf->ncomps : 0; }
+int cpl_workflow_link_count(const cpl_workflow *wf) { return wf ? wf->nlinks : 0; }
+int cpl_workflow_total_procs(const cpl_workflow *wf) { return wf ? wf->total_procs : 0; }
 
 int cpl_workflow_component_index(const cpl_workflow *wf, const char *name) {
   if (!wf || !name) return -1;
@@ -194,11 +184,9 @@ int cpl_workflow_component_index(const cpl_workflow *wf, const char *name) {
   return -1;
 }
 
-int cpl_workflow_component(const cpl_workflow *wf, int index,
-                           cpl_component_info *out) {
+int cpl_workflow_component(const cpl_workflow *wf, int index, cpl_component_info *out) {
   if (!wf || !out || index < 0 || index >= wf->ncomps)
-    return cpli_fail(CPL_ERR_ARG, "cpl_workflow_component: no component %d",
-                     index);
+    return cpli_fail(CPL_ERR_ARG, "cpl_workflow_component: no component %d", index);
   const cpli_component *c = &wf->comps[index];
   *out = (cpl_component_info){
       .name = c->name,

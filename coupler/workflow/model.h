@@ -10,23 +10,22 @@
 #include <stdint.h>
 
 #include "coupler.h"
-#include "coupler.h"
 
 /* Bounds the validator enforces (documented in README.md). */
-#define CPLI_WF_MAX_NAME 64           /* characters in a name              */
+#define CPLI_WF_MAX_NAME 64 /* characters in a name              */
 #define CPLI_WF_MAX_COMPONENTS 1024
 #define CPLI_WF_MAX_LINKS 4096
-#define CPLI_WF_MAX_PORTS 256         /* per component                    */
-#define CPLI_WF_MAX_DATASETS 1024     /* per port                          */
-#define CPLI_WF_MAX_NPROCS (1 << 20)  /* per component                    */
-#define CPLI_WF_MAX_TOTAL (1 << 24)   /* whole job                         */
-#define CPLI_WF_MAX_DEPTH 1024        /* link queue depth                  */
-#define CPLI_WF_MAX_EVERY 1000000     /* N of every:N                      */
-#define CPLI_WF_MAX_TIMEOUT 604800.0  /* one week, in seconds              */
-#define CPLI_WF_MAX_DIMS 32           /* dataset rank                      */
-#define CPLI_WF_MAX_ARGS 4096         /* command words                     */
-#define CPLI_WF_MAX_KEEP 1024         /* steps a stage keeps               */
-#define CPLI_WF_MAX_HOSTNAME 253      /* characters in a host name         */
+#define CPLI_WF_MAX_PORTS 256        /* per component                    */
+#define CPLI_WF_MAX_DATASETS 1024    /* per port                          */
+#define CPLI_WF_MAX_NPROCS (1 << 20) /* per component                    */
+#define CPLI_WF_MAX_TOTAL (1 << 24)  /* whole job                         */
+#define CPLI_WF_MAX_DEPTH 1024       /* link queue depth                  */
+#define CPLI_WF_MAX_EVERY 1000000    /* N of every:N                      */
+#define CPLI_WF_MAX_TIMEOUT 604800.0 /* one week, in seconds              */
+#define CPLI_WF_MAX_DIMS 32          /* dataset rank                      */
+#define CPLI_WF_MAX_ARGS 4096        /* command words                     */
+#define CPLI_WF_MAX_KEEP 1024        /* steps a stage keeps               */
+#define CPLI_WF_MAX_HOSTNAME 253     /* characters in a host name         */
 #define CPLI_WF_DEFAULT_DEPTH 2
 #define CPLI_WF_DEFAULT_KEEP 2
 #define CPLI_WF_DEFAULT_TIMEOUT 60.0
@@ -37,15 +36,15 @@ typedef struct cpli_pos {
 
 typedef struct cpli_dataset {
   char *name;
-  char *type;        /* "float64", ...; NULL when not declared      */
-  int ndims;         /* -1 when not declared                        */
-  long long *dims;   /* ndims extents                               */
+  char *type;      /* "float64", ...; NULL when not declared      */
+  int ndims;       /* -1 when not declared                        */
+  long long *dims; /* ndims extents                               */
   cpli_pos pos;
 } cpli_dataset;
 
 typedef struct cpli_port {
   char *name;
-  int output;        /* 1: outputs (producer side), 0: inputs      */
+  int output; /* 1: outputs (producer side), 0: inputs      */
   cpli_dataset *datasets;
   int ndatasets;
   cpli_pos pos;
@@ -67,22 +66,22 @@ typedef struct cpli_component {
   char *name;
   int nprocs;
   cpl_component_kind kind;
-  char **argv;       /* argc words then NULL (CPL_KIND_COMMAND)     */
+  char **argv; /* argc words then NULL (CPL_KIND_COMMAND)     */
   int argc;
-  char *file;        /* sink/source HDF5 file; NULL otherwise        */
-  char *workdir;     /* NULL: the launcher's working directory      */
-  int keep;          /* stage: steps kept (CPLI_WF_DEFAULT_KEEP)     */
+  char *file;               /* sink/source HDF5 file; NULL otherwise        */
+  char *workdir;            /* NULL: the launcher's working directory      */
+  int keep;                 /* stage: steps kept (CPLI_WF_DEFAULT_KEEP)     */
   cpli_when_full when_full; /* stage: what a full store does         */
-  char *drain;       /* stage: HDF5 file of every step; NULL: none   */
+  char *drain;              /* stage: HDF5 file of every step; NULL: none   */
   cpli_envvar *env;
   int nenv;
-  cpli_port *ports;  /* outputs and inputs, in file order            */
+  cpli_port *ports; /* outputs and inputs, in file order            */
   int nports;
   /* Placement (YAML hosts:, ppn:), turned into the launcher's syntax by
    * cpl-run (tools/launch.c). */
-  char **hosts;      /* host names of hosts: [..]; NULL for a count   */
-  int nhosts;        /* names in hosts, or N of hosts: N; 0: not set  */
-  int ppn;           /* processes per node; 0: not set               */
+  char **hosts; /* host names of hosts: [..]; NULL for a count   */
+  int nhosts;   /* names in hosts, or N of hosts: N; 0: not set  */
+  int ppn;      /* processes per node; 0: not set               */
   cpli_pos pos, nprocs_pos, command_pos;
 } cpli_component;
 
@@ -100,32 +99,32 @@ typedef struct cpli_link {
   cpl_inter_algorithm inter;
   cpl_intra_algorithm intra;
   cpl_flow_policy policy;
-  int every;                /* N of every:N, 1 otherwise             */
+  int every; /* N of every:N, 1 otherwise             */
   int depth;
   double timeout;
-  cpli_delivery delivery;   /* how a step reaches the consumer ranks */
-  char *label;              /* "sim.out->ana.in", for messages       */
+  cpli_delivery delivery; /* how a step reaches the consumer ranks */
+  char *label;            /* "sim.out->ana.in", for messages       */
   cpli_pos pos;
 } cpli_link;
 
 struct cpl_workflow {
-  char *path;               /* as given, for messages                */
+  char *path; /* as given, for messages                */
   char *name;
-  char *trace;              /* `trace:` spec (core/trace.h); NULL: none */
+  char *trace; /* `trace:` spec (core/trace.h); NULL: none */
   cpli_component *comps;
   int ncomps;
-  cpli_link *links;         /* in file order = global link order     */
+  cpli_link *links; /* in file order = global link order     */
   int nlinks;
   int total_procs;
-  uint64_t hash;            /* FNV-1a of the file bytes              */
+  uint64_t hash; /* FNV-1a of the file bytes              */
 };
 typedef struct cpl_workflow cpli_workflow;
 
 /* Build the model from a parsed tree (schema.c). Errors go to d; returns
  * CPL_OK or CPL_ERR_CONFIG (partial model freed) or CPL_ERR_NOMEM. */
 struct cpli_ynode;
-int cpli_wf_from_tree(const struct cpli_ynode *root, const char *file,
-                      cpl_diag *d, cpli_workflow **out);
+int cpli_wf_from_tree(const struct cpli_ynode *root, const char *file, cpl_diag *d,
+                      cpli_workflow **out);
 
 /* Cross-checks on a complete model: names, references, totals (check.c). */
 void cpli_wf_check(cpli_workflow *wf, const char *file, cpl_diag *d);
@@ -135,13 +134,11 @@ void cpli_wf_check(cpli_workflow *wf, const char *file, cpl_diag *d);
  * directory, absolute), a bare name is looked up in PATH (the component's
  * env PATH if it sets one). Writes the path to out and returns 0, or
  * returns an errno value (ENOENT, EACCES, ...) and writes what was tried. */
-int cpli_wf_program(const cpli_component *c, const char *wfdir, char *out,
-                    size_t size);
+int cpli_wf_program(const cpli_component *c, const char *wfdir, char *out, size_t size);
 
 /* Check that every command component's program exists and is executable
  * (programs.c); errors at the command's line:col. */
-void cpli_wf_check_programs(const cpli_workflow *wf, const char *wfdir,
-                            cpl_diag *d);
+void cpli_wf_check_programs(const cpli_workflow *wf, const char *wfdir, cpl_diag *d);
 
 /* Free a model (complete or partial). */
 void cpli_wf_free(cpli_workflow *wf);
@@ -156,9 +153,18 @@ const char *cpli_when_full_name(cpli_when_full w);
  * schema checks names against it, the data layer maps each to its HDF5
  * native type (data/desc.c), cpl-validate sizes steps with it. */
 typedef enum cpli_dtype {
-  CPLI_DT_INT8, CPLI_DT_INT16, CPLI_DT_INT32, CPLI_DT_INT64,
-  CPLI_DT_UINT8, CPLI_DT_UINT16, CPLI_DT_UINT32, CPLI_DT_UINT64,
-  CPLI_DT_FLOAT32, CPLI_DT_FLOAT64, CPLI_DT_CHAR, CPLI_DT_BYTE,
+  CPLI_DT_INT8,
+  CPLI_DT_INT16,
+  CPLI_DT_INT32,
+  CPLI_DT_INT64,
+  CPLI_DT_UINT8,
+  CPLI_DT_UINT16,
+  CPLI_DT_UINT32,
+  CPLI_DT_UINT64,
+  CPLI_DT_FLOAT32,
+  CPLI_DT_FLOAT64,
+  CPLI_DT_CHAR,
+  CPLI_DT_BYTE,
   CPLI_DT_COUNT
 } cpli_dtype;
 extern const char *const cpli_dtype_names[CPLI_DT_COUNT];

@@ -29,16 +29,15 @@ static const char *env_path(const cpli_component *c) {
   return p ? p : "/usr/bin:/bin"; /* execvp's default */
 }
 
-int cpli_wf_program(const cpli_component *c, const char *wfdir, char *out,
-                    size_t size) {
+int cpli_wf_program(const cpli_component *c, const char *wfdir, char *out, size_t size) {
   const char *prog = c->argv[0];
   if (strchr(prog, '/')) {
     if (prog[0] == '/') {
       snprintf(out, size, "%s", prog);
     } else {
       while (prog[0] == '.' && prog[1] == '/') prog += 2;
-      snprintf(out, size, "%s%s%s", wfdir,
-               wfdir[0] && wfdir[strlen(wfdir) - 1] == '/' ? "" : "/", prog);
+      snprintf(out, size, "%s%s%s", wfdir, wfdir[0] && wfdir[strlen(wfdir) - 1] == '/' ? "" : "/",
+               prog);
     }
     return executable(out);
   }
@@ -65,8 +64,7 @@ int cpli_wf_program(const cpli_component *c, const char *wfdir, char *out,
   return why;
 }
 
-void cpli_wf_check_programs(const cpli_workflow *wf, const char *wfdir,
-                            cpl_diag *d) {
+void cpli_wf_check_programs(const cpli_workflow *wf, const char *wfdir, cpl_diag *d) {
   for (int i = 0; i < wf->ncomps; i++) {
     const cpli_component *c = &wf->comps[i];
     if (c->kind != CPL_KIND_COMMAND || c->argc < 1) continue;
@@ -76,14 +74,11 @@ void cpli_wf_check_programs(const cpli_workflow *wf, const char *wfdir,
     const char *prog = c->argv[0];
     if (!strchr(prog, '/'))
       cpli_diag_add(d, wf->path, c->command_pos.line, c->command_pos.col,
-                    "component \"%s\": program \"%s\" %s in PATH (%s)",
-                    c->name, prog,
-                    rc == EACCES ? "is not executable" : "is not found",
-                    env_path(c));
+                    "component \"%s\": program \"%s\" %s in PATH (%s)", c->name, prog,
+                    rc == EACCES ? "is not executable" : "is not found", env_path(c));
     else
       cpli_diag_add(d, wf->path, c->command_pos.line, c->command_pos.col,
-                    "component \"%s\": program %s: %s%s", c->name, path,
-                    strerror(rc),
+                    "component \"%s\": program %s: %s%s", c->name, path, strerror(rc),
                     prog[0] == '/' ? ""
                                    : " (relative paths are taken from the "
                                      "workflow file's directory)");

@@ -22,8 +22,7 @@ typedef struct S {
   cpli_workflow *wf;
 } S;
 
-static void err(S *s, const cpli_ynode *n, const char *fmt, ...)
-    CPLI_PRINTF(3, 4);
+static void err(S *s, const cpli_ynode *n, const char *fmt, ...) CPLI_PRINTF(3, 4);
 static void err(S *s, const cpli_ynode *n, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -48,9 +47,7 @@ static void *xcalloc(S *s, size_t n, size_t size) {
   return p;
 }
 
-static cpli_pos pos_of(const cpli_ynode *n) {
-  return (cpli_pos){n->line, n->col};
-}
+static cpli_pos pos_of(const cpli_ynode *n) { return (cpli_pos){n->line, n->col}; }
 
 /* How a node looks, for "got ..." in messages: quoted scalars verbatim
  * (truncated, non-printables escaped), containers by kind. */
@@ -66,12 +63,9 @@ static const char *describe(const cpli_ynode *n, char *buf, size_t size) {
       o += (size_t)snprintf(buf + o, size - o, "...");
       break;
     }
-    if (c == '"' || c == '\\')
-      o += (size_t)snprintf(buf + o, size - o, "\\%c", c);
-    else if (c < 0x20 || c == 0x7f)
-      o += (size_t)snprintf(buf + o, size - o, "\\x%02x", c);
-    else
-      buf[o++] = (char)c;
+    if (c == '"' || c == '\\') o += (size_t)snprintf(buf + o, size - o, "\\%c", c);
+    else if (c < 0x20 || c == 0x7f) o += (size_t)snprintf(buf + o, size - o, "\\x%02x", c);
+    else buf[o++] = (char)c;
   }
   snprintf(buf + o, size - o, "\"");
   return buf;
@@ -108,8 +102,7 @@ int cpli_edit_distance(const char *a, const char *b, int cap) {
 }
 
 /* The closest candidate to word if it is close enough to be a typo. */
-static const char *closest(const char *word, const char *const *cands,
-                           int ncands) {
+static const char *closest(const char *word, const char *const *cands, int ncands) {
   const char *best = NULL;
   int bestd = 3;
   int cap = strlen(word) <= 4 ? 1 : 2;
@@ -131,37 +124,34 @@ static void join(const char *const *v, int n, char *buf, size_t size) {
 }
 
 /* Report keys of map that are not in known; suggest the closest. */
-static void check_keys(S *s, const cpli_ynode *map, const char *where,
-                       const char *const *known, int nknown) {
+static void check_keys(S *s, const cpli_ynode *map, const char *where, const char *const *known,
+                       int nknown) {
   for (size_t i = 0; i < cpli_ymap_size(map); i++) {
     const cpli_ynode *k = cpli_ymap_key(map, i);
     if (k->bad) continue;
     int found = 0;
-    for (int j = 0; j < nknown && !found; j++)
-      found = strcmp(k->str, known[j]) == 0;
+    for (int j = 0; j < nknown && !found; j++) found = strcmp(k->str, known[j]) == 0;
     if (found) continue;
     char descbuf[128];
     const char *sug = closest(k->str, known, nknown);
     if (sug) {
-      err(s, k, "unknown key %s in %s (did you mean \"%s\"?)", DESC(k), where,
-          sug);
+      err(s, k, "unknown key %s in %s (did you mean \"%s\"?)", DESC(k), where, sug);
     } else {
       char list[512];
       join(known, nknown, list, sizeof list);
-      err(s, k, "unknown key %s in %s (known keys: %s)", DESC(k), where,
-          list);
+      err(s, k, "unknown key %s in %s (known keys: %s)", DESC(k), where, list);
     }
   }
 }
 
-static int want_kind(S *s, const cpli_ynode *n, cpli_ykind kind,
-                     const char *what) {
+static int want_kind(S *s, const cpli_ynode *n, cpli_ykind kind, const char *what) {
   if (n->bad) return 0;
   if (n->kind == kind) return 1;
   char descbuf[128];
   err(s, n, "%s must be %s, got %s", what,
-      kind == CPLI_Y_MAP ? "a mapping" : kind == CPLI_Y_SEQ ? "a list"
-                                                            : "a scalar",
+      kind == CPLI_Y_MAP   ? "a mapping"
+      : kind == CPLI_Y_SEQ ? "a list"
+                           : "a scalar",
       DESC(n));
   return 0;
 }
@@ -185,9 +175,7 @@ static const char *want_string(S *s, const cpli_ynode *n, const char *what) {
   return n->str;
 }
 
-static int valid_name_char(char c) {
-  return isalnum((unsigned char)c) || c == '_' || c == '-';
-}
+static int valid_name_char(char c) { return isalnum((unsigned char)c) || c == '_' || c == '-'; }
 
 /* Component, port and dataset names: they appear in "component.port"
  * references, environment values and file names, so keep them simple. */
@@ -201,9 +189,7 @@ static const char *want_name(S *s, const cpli_ynode *n, const char *what) {
   }
   for (const char *p = str; *p; p++) {
     if (!valid_name_char(*p)) {
-      err(s, n,
-          "%s %s may only contain letters, digits, \"_\" and \"-\"", what,
-          DESC(n));
+      err(s, n, "%s %s may only contain letters, digits, \"_\" and \"-\"", what, DESC(n));
       return NULL;
     }
   }
@@ -213,9 +199,8 @@ static const char *want_name(S *s, const cpli_ynode *n, const char *what) {
 /* Integer in [lo, hi]. `kind` phrases the expectation ("a positive
  * integer"). Only plain decimal scalars count: "4" quoted is a string,
  * 1e3 and 0x10 are not integers here. */
-static int want_int(S *s, const cpli_ynode *n, const char *what,
-                    const char *kind, long long lo, long long hi,
-                    long long *out) {
+static int want_int(S *s, const cpli_ynode *n, const char *what, const char *kind, long long lo,
+                    long long hi, long long *out) {
   if (n->bad) return 0;
   char descbuf[128];
   if (n->kind != CPLI_Y_SCALAR || cpli_y_is_null(n)) {
@@ -223,15 +208,13 @@ static int want_int(S *s, const cpli_ynode *n, const char *what,
     return 0;
   }
   if (n->quoted) {
-    err(s, n, "%s must be %s, got the string %s (remove the quotes)", what,
-        kind, DESC(n));
+    err(s, n, "%s must be %s, got the string %s (remove the quotes)", what, kind, DESC(n));
     return 0;
   }
   const char *p = n->str;
   int neg = 0;
   if (*p == '+' || *p == '-') neg = *p++ == '-';
-  if (!*p || strspn(p, "0123456789") != strlen(p) ||
-      strlen(n->str) != n->len) {
+  if (!*p || strspn(p, "0123456789") != strlen(p) || strlen(n->str) != n->len) {
     err(s, n, "%s must be %s, got %s", what, kind, DESC(n));
     return 0;
   }
@@ -257,12 +240,10 @@ static int want_int(S *s, const cpli_ynode *n, const char *what,
 }
 
 /* A finite number in (0, hi]: seconds. */
-static int want_seconds(S *s, const cpli_ynode *n, const char *what, double hi,
-                        double *out) {
+static int want_seconds(S *s, const cpli_ynode *n, const char *what, double hi, double *out) {
   if (n->bad) return 0;
   char descbuf[128];
-  if (n->kind != CPLI_Y_SCALAR || n->quoted || cpli_y_is_null(n) ||
-      strlen(n->str) != n->len) {
+  if (n->kind != CPLI_Y_SCALAR || n->quoted || cpli_y_is_null(n) || strlen(n->str) != n->len) {
     err(s, n, "%s must be a number of seconds, got %s", what, DESC(n));
     return 0;
   }
@@ -280,8 +261,7 @@ static int want_seconds(S *s, const cpli_ynode *n, const char *what, double hi,
     return 0;
   }
   if (errno == ERANGE || !isfinite(v) || v <= 0 || v > hi) {
-    err(s, n, "%s must be more than 0 and at most %g seconds, got %s", what,
-        hi, n->str);
+    err(s, n, "%s must be more than 0 and at most %g seconds, got %s", what, hi, n->str);
     return 0;
   }
   *out = v;
@@ -289,8 +269,8 @@ static int want_seconds(S *s, const cpli_ynode *n, const char *what, double hi,
 }
 
 /* Pick a value from a table of names; suggest on a typo. */
-static int want_enum(S *s, const cpli_ynode *n, const char *what,
-                     const char *const *names, int count, int *out) {
+static int want_enum(S *s, const cpli_ynode *n, const char *what, const char *const *names,
+                     int count, int *out) {
   const char *str = want_string(s, n, what);
   if (!str) return 0;
   for (int i = 0; i < count; i++) {
@@ -302,39 +282,34 @@ static int want_enum(S *s, const cpli_ynode *n, const char *what,
   char descbuf[128], list[256];
   join(names, count, list, sizeof list);
   const char *sug = closest(str, names, count);
-  if (sug)
-    err(s, n, "unknown %s %s (did you mean \"%s\"? one of: %s)", what,
-        DESC(n), sug, list);
-  else
-    err(s, n, "unknown %s %s (one of: %s)", what, DESC(n), list);
+  if (sug) err(s, n, "unknown %s %s (did you mean \"%s\"? one of: %s)", what, DESC(n), sug, list);
+  else err(s, n, "unknown %s %s (one of: %s)", what, DESC(n), list);
   return 0;
 }
 
 /* ------------------------------------------------------------ names */
 
-static const char *const kind_names[CPL_KIND_COUNT] = {
-    [CPL_KIND_COMMAND] = "command", [CPL_KIND_SINK] = "sink",
-    [CPL_KIND_SOURCE] = "source", [CPL_KIND_STAGE] = "stage"};
+static const char *const kind_names[CPL_KIND_COUNT] = {[CPL_KIND_COMMAND] = "command",
+                                                       [CPL_KIND_SINK] = "sink",
+                                                       [CPL_KIND_SOURCE] = "source",
+                                                       [CPL_KIND_STAGE] = "stage"};
 static const char *const policy_names[CPL_POLICY_COUNT] = {
-    [CPL_POLICY_ALL] = "all", [CPL_POLICY_LATEST] = "latest",
-    [CPL_POLICY_EVERY] = "every:N"};
-static const char *const delivery_names[CPLI_DELIVERY_COUNT] = {
-    [CPLI_DELIVERY_AUTO] = "auto", [CPLI_DELIVERY_ALLGATHER] = "allgather",
-    [CPLI_DELIVERY_SELECT] = "select"};
+    [CPL_POLICY_ALL] = "all", [CPL_POLICY_LATEST] = "latest", [CPL_POLICY_EVERY] = "every:N"};
+static const char *const delivery_names[CPLI_DELIVERY_COUNT] = {[CPLI_DELIVERY_AUTO] = "auto",
+                                                                [CPLI_DELIVERY_ALLGATHER] =
+                                                                    "allgather",
+                                                                [CPLI_DELIVERY_SELECT] = "select"};
 static const char *const when_full_names[CPLI_FULL_COUNT] = {
     [CPLI_FULL_BLOCK] = "block", [CPLI_FULL_EVICT] = "evict"};
 const char *const cpli_dtype_names[CPLI_DT_COUNT] = {
-    [CPLI_DT_INT8] = "int8",       [CPLI_DT_INT16] = "int16",
-    [CPLI_DT_INT32] = "int32",     [CPLI_DT_INT64] = "int64",
-    [CPLI_DT_UINT8] = "uint8",     [CPLI_DT_UINT16] = "uint16",
-    [CPLI_DT_UINT32] = "uint32",   [CPLI_DT_UINT64] = "uint64",
-    [CPLI_DT_FLOAT32] = "float32", [CPLI_DT_FLOAT64] = "float64",
-    [CPLI_DT_CHAR] = "char",       [CPLI_DT_BYTE] = "byte"};
+    [CPLI_DT_INT8] = "int8",       [CPLI_DT_INT16] = "int16",   [CPLI_DT_INT32] = "int32",
+    [CPLI_DT_INT64] = "int64",     [CPLI_DT_UINT8] = "uint8",   [CPLI_DT_UINT16] = "uint16",
+    [CPLI_DT_UINT32] = "uint32",   [CPLI_DT_UINT64] = "uint64", [CPLI_DT_FLOAT32] = "float32",
+    [CPLI_DT_FLOAT64] = "float64", [CPLI_DT_CHAR] = "char",     [CPLI_DT_BYTE] = "byte"};
 static const size_t dtype_sizes[CPLI_DT_COUNT] = {
-    [CPLI_DT_INT8] = 1,    [CPLI_DT_INT16] = 2,   [CPLI_DT_INT32] = 4,
-    [CPLI_DT_INT64] = 8,   [CPLI_DT_UINT8] = 1,   [CPLI_DT_UINT16] = 2,
-    [CPLI_DT_UINT32] = 4,  [CPLI_DT_UINT64] = 8,  [CPLI_DT_FLOAT32] = 4,
-    [CPLI_DT_FLOAT64] = 8, [CPLI_DT_CHAR] = 1,    [CPLI_DT_BYTE] = 1};
+    [CPLI_DT_INT8] = 1,    [CPLI_DT_INT16] = 2,   [CPLI_DT_INT32] = 4,  [CPLI_DT_INT64] = 8,
+    [CPLI_DT_UINT8] = 1,   [CPLI_DT_UINT16] = 2,  [CPLI_DT_UINT32] = 4, [CPLI_DT_UINT64] = 8,
+    [CPLI_DT_FLOAT32] = 4, [CPLI_DT_FLOAT64] = 8, [CPLI_DT_CHAR] = 1,   [CPLI_DT_BYTE] = 1};
 
 int cpli_dtype_find(const char *name) {
   for (int i = 0; name && i < CPLI_DT_COUNT; i++)
@@ -442,11 +417,10 @@ static void parse_command(S *s, const cpli_ynode *n, cpli_component *c) {
   for (size_t i = 0; i < n->n; i++) {
     const cpli_ynode *w = n->items[i];
     if (w->bad) continue;
-    if (w->kind != CPLI_Y_SCALAR || (i == 0 && w->len == 0) ||
-        strlen(w->str) != w->len) {
+    if (w->kind != CPLI_Y_SCALAR || (i == 0 && w->len == 0) || strlen(w->str) != w->len) {
       char descbuf[128];
-      err(s, w, "command words must be strings%s, got %s",
-          i == 0 ? " (the first non-empty)" : "", DESC(w));
+      err(s, w, "command words must be strings%s, got %s", i == 0 ? " (the first non-empty)" : "",
+          DESC(w));
       continue;
     }
     c->argv[c->argc++] = xstrdup(s, w->str);
@@ -464,23 +438,21 @@ static void parse_env(S *s, const cpli_ynode *n, cpli_component *c) {
     if (k->bad || v->bad) continue;
     char descbuf[128];
     const char *name = k->str;
-    int ok = name[0] && !isdigit((unsigned char)name[0]) &&
-             strlen(name) == k->len;
-    for (const char *p = name; ok && *p; p++)
-      ok = isalnum((unsigned char)*p) || *p == '_';
+    int ok = name[0] && !isdigit((unsigned char)name[0]) && strlen(name) == k->len;
+    for (const char *p = name; ok && *p; p++) ok = isalnum((unsigned char)*p) || *p == '_';
     if (!ok) {
-      err(s, k, "environment variable name %s must be letters, digits and "
-                "\"_\", not starting with a digit", DESC(k));
+      err(s, k,
+          "environment variable name %s must be letters, digits and "
+          "\"_\", not starting with a digit",
+          DESC(k));
       continue;
     }
-    if (strcmp(name, "CPL_COMPONENT") == 0 ||
-        strcmp(name, "CPL_WORKFLOW") == 0) {
+    if (strcmp(name, "CPL_COMPONENT") == 0 || strcmp(name, "CPL_WORKFLOW") == 0) {
       err(s, k, "environment variable %s is set by Coupler itself", name);
       continue;
     }
     if (v->kind != CPLI_Y_SCALAR || strlen(v->str) != v->len) {
-      err(s, v, "value of environment variable %s must be a scalar, got %s",
-          name, DESC(v));
+      err(s, v, "value of environment variable %s must be a scalar, got %s", name, DESC(v));
       continue;
     }
     cpli_envvar *e = &c->env[c->nenv++];
@@ -495,8 +467,7 @@ static void parse_env(S *s, const cpli_ynode *n, cpli_component *c) {
 static void parse_dims(S *s, const cpli_ynode *n, cpli_dataset *ds) {
   if (!want_kind(s, n, CPLI_Y_SEQ, "dims")) return;
   if (n->n == 0 || n->n > CPLI_WF_MAX_DIMS) {
-    err(s, n, "dims must have 1 to %d entries, got %zu", CPLI_WF_MAX_DIMS,
-        n->n);
+    err(s, n, "dims must have 1 to %d entries, got %zu", CPLI_WF_MAX_DIMS, n->n);
     return;
   }
   ds->dims = xcalloc(s, n->n, sizeof *ds->dims);
@@ -504,11 +475,9 @@ static void parse_dims(S *s, const cpli_ynode *n, cpli_dataset *ds) {
   int ok = 1;
   for (size_t i = 0; i < n->n; i++) {
     long long v;
-    if (want_int(s, n->items[i], "each entry of dims", "a positive integer",
-                 1, 1LL << 50, &v))
+    if (want_int(s, n->items[i], "each entry of dims", "a positive integer", 1, 1LL << 50, &v))
       ds->dims[i] = v;
-    else
-      ok = 0;
+    else ok = 0;
   }
   if (ok) ds->ndims = (int)n->n;
 }
@@ -560,12 +529,10 @@ static void parse_port(S *s, const cpli_ynode *n, int output, cpli_port *p) {
   }
   p->datasets = xcalloc(s, v->n, sizeof *p->datasets);
   if (!p->datasets) return;
-  for (size_t i = 0; i < v->n; i++)
-    parse_dataset(s, v->items[i], &p->datasets[p->ndatasets++]);
+  for (size_t i = 0; i < v->n; i++) parse_dataset(s, v->items[i], &p->datasets[p->ndatasets++]);
 }
 
-static void parse_ports(S *s, const cpli_ynode *n, int output,
-                        cpli_component *c) {
+static void parse_ports(S *s, const cpli_ynode *n, int output, cpli_component *c) {
   const char *what = output ? "outputs" : "inputs";
   if (!want_kind(s, n, CPLI_Y_SEQ, what)) return;
   if (c->nports + n->n > CPLI_WF_MAX_PORTS) {
@@ -593,12 +560,12 @@ static const char *want_host(S *s, const cpli_ynode *n) {
   if (!str) return NULL;
   char descbuf[128];
   int ok = str[0] != '-' && n->len <= CPLI_WF_MAX_HOSTNAME;
-  for (const char *p = str; ok && *p; p++)
-    ok = valid_name_char(*p) || *p == '.';
+  for (const char *p = str; ok && *p; p++) ok = valid_name_char(*p) || *p == '.';
   if (!ok) {
-    err(s, n, "host name %s must be 1 to %d letters, digits, \"-\", \"_\" "
-              "or \".\", not starting with \"-\"", DESC(n),
-        CPLI_WF_MAX_HOSTNAME);
+    err(s, n,
+        "host name %s must be 1 to %d letters, digits, \"-\", \"_\" "
+        "or \".\", not starting with \"-\"",
+        DESC(n), CPLI_WF_MAX_HOSTNAME);
     return NULL;
   }
   return str;
@@ -615,8 +582,10 @@ static void parse_placement(S *s, const cpli_ynode *n, cpli_component *c) {
     if (h->n == 0) {
       err(s, h, "hosts must name at least one host");
     } else if (h->n > (size_t)c->nprocs) {
-      err(s, h, "hosts lists %zu hosts for %d process%s: a host would get "
-                "none", h->n, c->nprocs, c->nprocs == 1 ? "" : "es");
+      err(s, h,
+          "hosts lists %zu hosts for %d process%s: a host would get "
+          "none",
+          h->n, c->nprocs, c->nprocs == 1 ? "" : "es");
     } else if ((c->hosts = xcalloc(s, h->n, sizeof *c->hosts))) {
       hosts_ok = 1;
       for (size_t i = 0; i < h->n; i++) {
@@ -628,8 +597,10 @@ static void parse_placement(S *s, const cpli_ynode *n, cpli_component *c) {
         for (size_t j = 0; j < i; j++) {
           if (!h->items[j]->bad && h->items[j]->kind == CPLI_Y_SCALAR &&
               strcmp(h->items[j]->str, name) == 0) {
-            err(s, h->items[i], "duplicate host \"%s\" in hosts (first at "
-                "%d:%d)", name, h->items[j]->line, h->items[j]->col);
+            err(s, h->items[i],
+                "duplicate host \"%s\" in hosts (first at "
+                "%d:%d)",
+                name, h->items[j]->line, h->items[j]->col);
             hosts_ok = 0;
             break;
           }
@@ -637,32 +608,35 @@ static void parse_placement(S *s, const cpli_ynode *n, cpli_component *c) {
         c->hosts[c->nhosts++] = xstrdup(s, name);
       }
     }
-  } else if (h && !h->bad && h->kind == CPLI_Y_SCALAR && !cpli_y_is_null(h) &&
-             !h->quoted && strspn(h->str, "+-0123456789") == h->len) {
-    if (want_int(s, h, "hosts", "a list of host names or a positive count",
-                 1, c->nprocs, &v)) {
+  } else if (h && !h->bad && h->kind == CPLI_Y_SCALAR && !cpli_y_is_null(h) && !h->quoted &&
+             strspn(h->str, "+-0123456789") == h->len) {
+    if (want_int(s, h, "hosts", "a list of host names or a positive count", 1, c->nprocs, &v)) {
       c->nhosts = (int)v;
       hosts_ok = 1;
     }
   } else if (h && !h->bad) {
     char descbuf[128];
-    err(s, h, "hosts must be a list of host names or a count of hosts, "
-              "got %s", DESC(h));
+    err(s, h,
+        "hosts must be a list of host names or a count of hosts, "
+        "got %s",
+        DESC(h));
   }
-  if (p && want_int(s, p, "ppn", "a positive integer", 1, CPLI_WF_MAX_NPROCS,
-                    &v)) {
+  if (p && want_int(s, p, "ppn", "a positive integer", 1, CPLI_WF_MAX_NPROCS, &v)) {
     c->ppn = (int)v;
     ppn_ok = 1;
   }
   if (!hosts_ok || !ppn_ok) return;
   long long slots = (long long)c->nhosts * c->ppn;
   if (slots < c->nprocs)
-    err(s, p, "hosts and ppn hold %lld processes (%d hosts x %d per node), "
-              "nprocs is %d", slots, c->nhosts, c->ppn, c->nprocs);
+    err(s, p,
+        "hosts and ppn hold %lld processes (%d hosts x %d per node), "
+        "nprocs is %d",
+        slots, c->nhosts, c->ppn, c->nprocs);
   else if (slots - c->ppn >= c->nprocs)
-    err(s, p, "hosts and ppn leave a host without processes: %d processes "
-              "at %d per node need %d host%s, hosts gives %d", c->nprocs,
-        c->ppn, (c->nprocs + c->ppn - 1) / c->ppn,
+    err(s, p,
+        "hosts and ppn leave a host without processes: %d processes "
+        "at %d per node need %d host%s, hosts gives %d",
+        c->nprocs, c->ppn, (c->nprocs + c->ppn - 1) / c->ppn,
         (c->nprocs + c->ppn - 1) / c->ppn == 1 ? "" : "s", c->nhosts);
 }
 
@@ -675,30 +649,25 @@ static void parse_stage_keys(S *s, const cpli_ynode *n, cpli_component *c) {
   if (c->kind != CPL_KIND_STAGE) {
     for (int i = 0; i < 3; i++)
       if ((v = cpli_ymap_get(n, keys[i])))
-        err(s, v, "%s is only for kind stage (this component is %s)",
-            keys[i], c->kind == CPL_KIND_COMMAND ? "a command"
-                                                 : kind_names[c->kind]);
+        err(s, v, "%s is only for kind stage (this component is %s)", keys[i],
+            c->kind == CPL_KIND_COMMAND ? "a command" : kind_names[c->kind]);
     return;
   }
   long long keep;
   int e;
   if ((v = cpli_ymap_get(n, "keep")) &&
-      want_int(s, v, "keep", "a positive integer (steps kept)", 1,
-               CPLI_WF_MAX_KEEP, &keep))
+      want_int(s, v, "keep", "a positive integer (steps kept)", 1, CPLI_WF_MAX_KEEP, &keep))
     c->keep = (int)keep;
   if ((v = cpli_ymap_get(n, "when_full")) &&
       want_enum(s, v, "when_full", when_full_names, CPLI_FULL_COUNT, &e))
     c->when_full = (cpli_when_full)e;
-  if ((v = cpli_ymap_get(n, "drain")) && want_string(s, v, "drain"))
-    c->drain = xstrdup(s, v->str);
+  if ((v = cpli_ymap_get(n, "drain")) && want_string(s, v, "drain")) c->drain = xstrdup(s, v->str);
 }
 
 static void parse_component(S *s, const cpli_ynode *n, cpli_component *c) {
-  static const char *const known[] = {"name",    "nprocs",  "command",
-                                      "kind",    "file",    "env",
-                                      "workdir", "outputs", "inputs",
-                                      "keep",    "when_full", "drain",
-                                      "hosts",   "ppn"};
+  static const char *const known[] = {"name",      "nprocs",  "command", "kind",   "file",
+                                      "env",       "workdir", "outputs", "inputs", "keep",
+                                      "when_full", "drain",   "hosts",   "ppn"};
   c->pos = pos_of(n);
   c->nprocs = 1;
   c->nprocs_pos = c->pos;
@@ -713,24 +682,23 @@ static void parse_component(S *s, const cpli_ynode *n, cpli_component *c) {
   long long np;
   if ((v = cpli_ymap_get(n, "nprocs"))) {
     c->nprocs_pos = pos_of(v);
-    if (want_int(s, v, "nprocs", "a positive integer", 1, CPLI_WF_MAX_NPROCS,
-                 &np))
+    if (want_int(s, v, "nprocs", "a positive integer", 1, CPLI_WF_MAX_NPROCS, &np))
       c->nprocs = (int)np;
   }
 
   const cpli_ynode *cmd = cpli_ymap_get(n, "command");
   const cpli_ynode *kind = cpli_ymap_get(n, "kind");
   int k = CPL_KIND_COMMAND;
-  if (kind && !want_enum(s, kind, "component kind", kind_names + 1,
-                         CPL_KIND_COUNT - 1, &k))
+  if (kind && !want_enum(s, kind, "component kind", kind_names + 1, CPL_KIND_COUNT - 1, &k))
     return; /* the other keys depend on the kind: no follow-on errors */
   if (kind) k += 1;
   c->kind = (cpl_component_kind)k;
-  if (cmd && kind)
-    err(s, kind, "a component has either command or kind, not both");
+  if (cmd && kind) err(s, kind, "a component has either command or kind, not both");
   else if (!cmd && !kind)
-    err(s, n, "component %s needs a command (or a built-in kind: sink, "
-              "source, stage)", c->name ? c->name : "");
+    err(s, n,
+        "component %s needs a command (or a built-in kind: sink, "
+        "source, stage)",
+        c->name ? c->name : "");
   else if (cmd) {
     c->command_pos = pos_of(cmd);
     parse_command(s, cmd, c);
@@ -738,13 +706,11 @@ static void parse_component(S *s, const cpli_ynode *n, cpli_component *c) {
 
   const cpli_ynode *file = cpli_ymap_get(n, "file");
   int wants_file = c->kind == CPL_KIND_SINK || c->kind == CPL_KIND_SOURCE;
-  if (file && !wants_file)
-    err(s, file, "file is only for kinds sink and source");
-  else if (file && want_string(s, file, "file"))
-    c->file = xstrdup(s, file->str);
+  if (file && !wants_file) err(s, file, "file is only for kinds sink and source");
+  else if (file && want_string(s, file, "file")) c->file = xstrdup(s, file->str);
   else if (!file && wants_file && kind)
-    err(s, kind, "a %s component needs a file (the HDF5 file it %s)",
-        kind_names[c->kind], c->kind == CPL_KIND_SINK ? "writes" : "reads");
+    err(s, kind, "a %s component needs a file (the HDF5 file it %s)", kind_names[c->kind],
+        c->kind == CPL_KIND_SINK ? "writes" : "reads");
 
   parse_stage_keys(s, n, c);
 
@@ -757,24 +723,20 @@ static void parse_component(S *s, const cpli_ynode *n, cpli_component *c) {
   const cpli_ynode *ins = cpli_ymap_get(n, "inputs");
   if (outs) parse_ports(s, outs, 1, c);
   if (ins) parse_ports(s, ins, 0, c);
-  if (c->kind == CPL_KIND_SINK && outs)
-    err(s, outs, "a sink component has no outputs");
-  if (c->kind == CPL_KIND_SOURCE && ins)
-    err(s, ins, "a source component has no inputs");
+  if (c->kind == CPL_KIND_SINK && outs) err(s, outs, "a sink component has no outputs");
+  if (c->kind == CPL_KIND_SOURCE && ins) err(s, ins, "a source component has no inputs");
 }
 
 /* ----------------------------------------------------------- links */
 
 /* Resolve "component.port" against the parsed components. */
-static int resolve_end(S *s, const cpli_ynode *n, const char *what,
-                       int *comp, int *port) {
+static int resolve_end(S *s, const cpli_ynode *n, const char *what, int *comp, int *port) {
   const char *str = want_string(s, n, what);
   if (!str) return 0;
   char descbuf[128];
   const char *dot = strchr(str, '.');
   int clean = 1; /* only name characters around the one dot */
-  for (const char *p = str; *p && clean; p++)
-    clean = p == dot || valid_name_char(*p);
+  for (const char *p = str; *p && clean; p++) clean = p == dot || valid_name_char(*p);
   if (!dot || dot == str || !dot[1] || strchr(dot + 1, '.') || !clean) {
     err(s, n, "%s must be \"component.port\", got %s", what, DESC(n));
     return 0;
@@ -794,11 +756,8 @@ static int resolve_end(S *s, const cpli_ynode *n, const char *what,
     for (int i = 0; i < wf->ncomps && nn < 64; i++)
       if (wf->comps[i].name) names[nn++] = wf->comps[i].name;
     const char *sug = closest(cname, names, nn);
-    if (sug)
-      err(s, n, "%s: unknown component \"%s\" (did you mean \"%s\"?)", what,
-          cname, sug);
-    else
-      err(s, n, "%s: unknown component \"%s\"", what, cname);
+    if (sug) err(s, n, "%s: unknown component \"%s\" (did you mean \"%s\"?)", what, cname, sug);
+    else err(s, n, "%s: unknown component \"%s\"", what, cname);
     return 0;
   }
   const cpli_component *c = &wf->comps[*comp];
@@ -812,11 +771,13 @@ static int resolve_end(S *s, const cpli_ynode *n, const char *what,
     join(names, nn, list, sizeof list);
     const char *sug = closest(pname, names, nn);
     if (sug)
-      err(s, n, "%s: component \"%s\" has no port \"%s\" (did you mean "
-                "\"%s\"?)", what, cname, pname, sug);
+      err(s, n,
+          "%s: component \"%s\" has no port \"%s\" (did you mean "
+          "\"%s\"?)",
+          what, cname, pname, sug);
     else
-      err(s, n, "%s: component \"%s\" has no port \"%s\" (its ports: %s)",
-          what, cname, pname, nn ? list : "none declared");
+      err(s, n, "%s: component \"%s\" has no port \"%s\" (its ports: %s)", what, cname, pname,
+          nn ? list : "none declared");
     return 0;
   }
   return 1;
@@ -841,8 +802,7 @@ static int parse_policy(S *s, const cpli_ynode *n, cpli_link *l) {
     int ok = *p && strspn(p, "0123456789") == strlen(p) && strlen(p) <= 9;
     if (ok) v = atoll(p);
     if (!ok || v < 1 || v > CPLI_WF_MAX_EVERY) {
-      err(s, n, "policy every:N needs N between 1 and %d, got %s",
-          CPLI_WF_MAX_EVERY, DESC(n));
+      err(s, n, "policy every:N needs N between 1 and %d, got %s", CPLI_WF_MAX_EVERY, DESC(n));
       return 0;
     }
     l->policy = CPL_POLICY_EVERY;
@@ -851,9 +811,8 @@ static int parse_policy(S *s, const cpli_ynode *n, cpli_link *l) {
   }
   static const char *const pol[] = {"all", "latest", "every:N"};
   const char *sug = closest(str, pol, 3);
-  err(s, n, "unknown policy %s (%s%s%sone of: all, latest, every:N)",
-      DESC(n), sug ? "did you mean \"" : "", sug ? sug : "",
-      sug ? "\"? " : "");
+  err(s, n, "unknown policy %s (%s%s%sone of: all, latest, every:N)", DESC(n),
+      sug ? "did you mean \"" : "", sug ? sug : "", sug ? "\"? " : "");
   return 0;
 }
 
@@ -900,8 +859,7 @@ static void parse_link(S *s, const cpli_ynode *n, cpli_link *l) {
       want_int(s, v, "depth", "a positive integer", 1, CPLI_WF_MAX_DEPTH, &d))
     l->depth = (int)d;
   double t;
-  if ((v = cpli_ymap_get(n, "timeout")) &&
-      want_seconds(s, v, "timeout", CPLI_WF_MAX_TIMEOUT, &t))
+  if ((v = cpli_ymap_get(n, "timeout")) && want_seconds(s, v, "timeout", CPLI_WF_MAX_TIMEOUT, &t))
     l->timeout = t;
 }
 
@@ -923,10 +881,8 @@ static char *stem(S *s, const char *path) {
   return r;
 }
 
-int cpli_wf_from_tree(const cpli_ynode *root, const char *file, cpl_diag *d,
-                      cpli_workflow **out) {
-  static const char *const known[] = {"version", "name", "components",
-                                      "links", "trace"};
+int cpli_wf_from_tree(const cpli_ynode *root, const char *file, cpl_diag *d, cpli_workflow **out) {
+  static const char *const known[] = {"version", "name", "components", "links", "trace"};
   S s = {.file = file, .d = d};
   *out = NULL;
   int before = cpl_diag_total(d);
@@ -948,8 +904,7 @@ int cpli_wf_from_tree(const cpli_ynode *root, const char *file, cpl_diag *d,
 
   const cpli_ynode *v;
   long long ver;
-  if ((v = cpli_ymap_get(root, "version")))
-    want_int(&s, v, "version", "1", 1, 1, &ver);
+  if ((v = cpli_ymap_get(root, "version"))) want_int(&s, v, "version", "1", 1, 1, &ver);
   if ((v = cpli_ymap_get(root, "trace"))) {
     const char *t = want_string(&s, v, "trace");
     if (t && !*t) err(&s, v, "trace: needs a file name (FILE or chrome:FILE)");
@@ -965,8 +920,7 @@ int cpli_wf_from_tree(const cpli_ynode *root, const char *file, cpl_diag *d,
   if (!comps) {
     err(&s, root, "workflow needs components: a list of components");
   } else if (want_kind(&s, comps, CPLI_Y_SEQ, "components")) {
-    if (comps->n == 0)
-      err(&s, comps, "components must list at least one component");
+    if (comps->n == 0) err(&s, comps, "components must list at least one component");
     else if (comps->n > CPLI_WF_MAX_COMPONENTS)
       err(&s, comps, "at most %d components", CPLI_WF_MAX_COMPONENTS);
     else if ((wf->comps = xcalloc(&s, comps->n, sizeof *wf->comps))) {
@@ -977,11 +931,9 @@ int cpli_wf_from_tree(const cpli_ynode *root, const char *file, cpl_diag *d,
 
   if ((v = cpli_ymap_get(root, "links")) && !cpli_y_is_null(v) &&
       want_kind(&s, v, CPLI_Y_SEQ, "links")) {
-    if (v->n > CPLI_WF_MAX_LINKS)
-      err(&s, v, "at most %d links", CPLI_WF_MAX_LINKS);
+    if (v->n > CPLI_WF_MAX_LINKS) err(&s, v, "at most %d links", CPLI_WF_MAX_LINKS);
     else if ((wf->links = xcalloc(&s, v->n, sizeof *wf->links))) {
-      for (size_t i = 0; i < v->n; i++)
-        parse_link(&s, v->items[i], &wf->links[wf->nlinks++]);
+      for (size_t i = 0; i < v->n; i++) parse_link(&s, v->items[i], &wf->links[wf->nlinks++]);
     }
   }
 

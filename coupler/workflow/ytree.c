@@ -12,7 +12,7 @@ typedef struct builder {
   int depth;
   long nodes;
   int docs;
-  int fatal; /* status that stops the parse */
+  int fatal;            /* status that stops the parse */
   int anchors, aliases; /* reported once each: an alias bomb is one error */
 } builder;
 
@@ -58,17 +58,15 @@ const cpli_ynode *cpli_ymap_get(const cpli_ynode *m, const char *key) {
   if (!m || m->kind != CPLI_Y_MAP) return NULL;
   for (size_t i = 0; i < cpli_ymap_size(m); i++) {
     const cpli_ynode *k = cpli_ymap_key(m, i);
-    if (k->kind == CPLI_Y_SCALAR && strcmp(k->str, key) == 0)
-      return cpli_ymap_val(m, i);
+    if (k->kind == CPLI_Y_SCALAR && strcmp(k->str, key) == 0) return cpli_ymap_val(m, i);
   }
   return NULL;
 }
 
 int cpli_y_is_null(const cpli_ynode *n) {
   return n && n->kind == CPLI_Y_SCALAR && !n->quoted && !n->bad &&
-         (n->len == 0 || strcmp(n->str, "~") == 0 ||
-          strcmp(n->str, "null") == 0 || strcmp(n->str, "Null") == 0 ||
-          strcmp(n->str, "NULL") == 0);
+         (n->len == 0 || strcmp(n->str, "~") == 0 || strcmp(n->str, "null") == 0 ||
+          strcmp(n->str, "Null") == 0 || strcmp(n->str, "NULL") == 0);
 }
 
 /* Attach a finished or just-opened node to the open container (or make it
@@ -81,8 +79,7 @@ static void attach(builder *b, cpli_ynode *n) {
   cpli_ynode *top = b->stack[b->depth - 1];
   int is_key = top->kind == CPLI_Y_MAP && top->n % 2 == 0;
   if (is_key && n->kind != CPLI_Y_SCALAR) {
-    cpli_diag_add(b->d, b->file, n->line, n->col,
-                  "mapping keys must be plain strings, got a %s",
+    cpli_diag_add(b->d, b->file, n->line, n->col, "mapping keys must be plain strings, got a %s",
                   n->kind == CPLI_Y_MAP ? "mapping" : "list");
     b->fatal = CPL_ERR_PARSE;
   } else if (is_key && !n->bad) {
@@ -97,9 +94,8 @@ static void attach(builder *b, cpli_ynode *n) {
           shown[j] = c >= 0x20 && c != 0x7f && c != '"' ? (char)c : '?';
         }
         shown[j] = '\0';
-        cpli_diag_add(b->d, b->file, n->line, n->col,
-                      "duplicate key \"%s%s\" (first at %d:%d)", shown,
-                      j < n->len ? "..." : "", k->line, k->col);
+        cpli_diag_add(b->d, b->file, n->line, n->col, "duplicate key \"%s%s\" (first at %d:%d)",
+                      shown, j < n->len ? "..." : "", k->line, k->col);
         break;
       }
     }
@@ -110,20 +106,18 @@ static void attach(builder *b, cpli_ynode *n) {
   }
 }
 
-static void anchor_error(builder *b, const yaml_mark_t *m,
-                         const yaml_char_t *anchor) {
+static void anchor_error(builder *b, const yaml_mark_t *m, const yaml_char_t *anchor) {
   if (!anchor || b->anchors++) return;
   cpli_diag_add(b->d, b->file, (int)m->line + 1, (int)m->column + 1,
-                "anchors (&%.40s) are not supported: write the value out",
-                (const char *)anchor);
+                "anchors (&%.40s) are not supported: write the value out", (const char *)anchor);
 }
 
 /* Tags of the YAML core schema are all a workflow may carry; !!str makes
  * a scalar a string (so `nprocs: !!str 4` is refused like "4"). Any other
  * tag (!!python/object, !local, ...) would change what a value means to
  * another reader: refused. Returns 1 if the tag is fine. */
-static int tag_ok(builder *b, const yaml_mark_t *m, const yaml_char_t *tag,
-                  cpli_ykind kind, int *is_str) {
+static int tag_ok(builder *b, const yaml_mark_t *m, const yaml_char_t *tag, cpli_ykind kind,
+                  int *is_str) {
   static const char core[] = "tag:yaml.org,2002:";
   static const char *const scalars[] = {"str", "int", "float", "bool", "null"};
   if (!tag) return 1;
@@ -138,36 +132,40 @@ static int tag_ok(builder *b, const yaml_mark_t *m, const yaml_char_t *tag,
         if (is_str) *is_str = i == 0;
         return 1;
       }
-    want = kind == CPLI_Y_MAP ? "!!map" : kind == CPLI_Y_SEQ ? "!!seq"
-                                                          : "!!str, !!int, "
-                                                            "!!float, !!bool "
-                                                            "or !!null";
+    want = kind == CPLI_Y_MAP   ? "!!map"
+           : kind == CPLI_Y_SEQ ? "!!seq"
+                                : "!!str, !!int, "
+                                  "!!float, !!bool "
+                                  "or !!null";
     cpli_diag_add(b->d, b->file, (int)m->line + 1, (int)m->column + 1,
                   "YAML tag !!%.40s is not allowed here: a %s takes no tag "
-                  "or %s", name, kind == CPLI_Y_MAP ? "mapping"
-                  : kind == CPLI_Y_SEQ ? "list" : "scalar", want);
+                  "or %s",
+                  name,
+                  kind == CPLI_Y_MAP   ? "mapping"
+                  : kind == CPLI_Y_SEQ ? "list"
+                                       : "scalar",
+                  want);
   } else {
     cpli_diag_add(b->d, b->file, (int)m->line + 1, (int)m->column + 1,
                   "YAML tag %.60s is not supported: a workflow file uses "
-                  "only the core tags (!!str, !!int, ...)", t);
+                  "only the core tags (!!str, !!int, ...)",
+                  t);
   }
   return 0;
 }
 
 static void open_container(builder *b, cpli_ykind kind, const yaml_event_t *ev) {
   if (b->depth >= CPLI_Y_MAX_DEPTH) {
-    cpli_diag_add(b->d, b->file, (int)ev->start_mark.line + 1,
-                  (int)ev->start_mark.column + 1,
+    cpli_diag_add(b->d, b->file, (int)ev->start_mark.line + 1, (int)ev->start_mark.column + 1,
                   "nesting deeper than %d levels", CPLI_Y_MAX_DEPTH);
     b->fatal = CPL_ERR_PARSE;
     return;
   }
-  const yaml_char_t *anchor = kind == CPLI_Y_MAP
-                                  ? ev->data.mapping_start.anchor
-                                  : ev->data.sequence_start.anchor;
+  const yaml_char_t *anchor =
+      kind == CPLI_Y_MAP ? ev->data.mapping_start.anchor : ev->data.sequence_start.anchor;
   anchor_error(b, &ev->start_mark, anchor);
-  const yaml_char_t *tag = kind == CPLI_Y_MAP ? ev->data.mapping_start.tag
-                                              : ev->data.sequence_start.tag;
+  const yaml_char_t *tag =
+      kind == CPLI_Y_MAP ? ev->data.mapping_start.tag : ev->data.sequence_start.tag;
   int tag_bad = !tag_ok(b, &ev->start_mark, tag, kind, NULL);
   cpli_ynode *n = node_new(b, kind, ev->start_mark);
   if (!n) return;
@@ -202,8 +200,7 @@ static void scalar(builder *b, const yaml_event_t *ev) {
  * expands it nor reports it a second time. */
 static void alias(builder *b, const yaml_event_t *ev) {
   if (!b->aliases++) {
-    cpli_diag_add(b->d, b->file, (int)ev->start_mark.line + 1,
-                  (int)ev->start_mark.column + 1,
+    cpli_diag_add(b->d, b->file, (int)ev->start_mark.line + 1, (int)ev->start_mark.column + 1,
                   "aliases (*%.40s) are not supported: write the value out",
                   (const char *)ev->data.alias.anchor);
   }
@@ -220,8 +217,7 @@ static void alias(builder *b, const yaml_event_t *ev) {
 }
 
 /* line:col of a byte offset (columns count characters, as libyaml's do). */
-static void offset_pos(const char *buf, size_t len, size_t off, int *line,
-                       int *col) {
+static void offset_pos(const char *buf, size_t len, size_t off, int *line, int *col) {
   *line = *col = 1;
   for (size_t i = 0; i < off && i < len; i++) {
     unsigned char c = (unsigned char)buf[i];
@@ -234,8 +230,7 @@ static void offset_pos(const char *buf, size_t len, size_t off, int *line,
   }
 }
 
-static void syntax_error(builder *b, const yaml_parser_t *p, const char *buf,
-                         size_t len) {
+static void syntax_error(builder *b, const yaml_parser_t *p, const char *buf, size_t len) {
   if (p->error == YAML_MEMORY_ERROR) {
     b->fatal = CPL_ERR_NOMEM;
     return;
@@ -247,24 +242,21 @@ static void syntax_error(builder *b, const yaml_parser_t *p, const char *buf,
     /* Encoding errors carry a byte offset, not a mark: point at the byte. */
     offset_pos(buf, len, p->problem_offset, &line, &col);
     int v = p->problem_value;
-    cpli_diag_add(b->d, b->file, line, col, "%s (byte 0x%02x): a workflow "
+    cpli_diag_add(b->d, b->file, line, col,
+                  "%s (byte 0x%02x): a workflow "
                   "file must be UTF-8 text without control characters",
                   problem, v >= 0 && v < 256 ? v : 0);
   } else if (p->context)
-    cpli_diag_add(b->d, b->file, line, col,
-                  "YAML syntax error: %s (%s at %d:%d)", problem, p->context,
-                  (int)p->context_mark.line + 1,
-                  (int)p->context_mark.column + 1);
-  else
-    cpli_diag_add(b->d, b->file, line, col, "YAML syntax error: %s", problem);
+    cpli_diag_add(b->d, b->file, line, col, "YAML syntax error: %s (%s at %d:%d)", problem,
+                  p->context, (int)p->context_mark.line + 1, (int)p->context_mark.column + 1);
+  else cpli_diag_add(b->d, b->file, line, col, "YAML syntax error: %s", problem);
   b->fatal = CPL_ERR_PARSE;
 }
 
 /* Checks libyaml would report less clearly, or not at all. */
 static int precheck(const char *buf, size_t len, builder *b) {
   if (len > CPLI_Y_MAX_BYTES) {
-    cpli_diag_add(b->d, b->file, 0, 0,
-                  "file is %zu bytes; a workflow file may have at most %d",
+    cpli_diag_add(b->d, b->file, 0, 0, "file is %zu bytes; a workflow file may have at most %d",
                   len, CPLI_Y_MAX_BYTES);
     return CPL_ERR_PARSE;
   }
@@ -279,15 +271,14 @@ static int precheck(const char *buf, size_t len, builder *b) {
         col++;
       }
     }
-    cpli_diag_add(b->d, b->file, line, col,
-                  "NUL byte in file: a workflow file must be text");
+    cpli_diag_add(b->d, b->file, line, col, "NUL byte in file: a workflow file must be text");
     return CPL_ERR_PARSE;
   }
   return CPL_OK;
 }
 
-int cpli_ytree_parse(const char *buf, size_t len, const char *file,
-                     cpl_diag *d, cpli_ynode **root) {
+int cpli_ytree_parse(const char *buf, size_t len, const char *file, cpl_diag *d,
+                     cpli_ynode **root) {
   builder b = {.file = file, .d = d};
   *root = NULL;
   int rc = precheck(buf, len, &b);
@@ -306,8 +297,7 @@ int cpli_ytree_parse(const char *buf, size_t len, const char *file,
     switch (ev.type) {
     case YAML_DOCUMENT_START_EVENT:
       if (++b.docs > 1) {
-        cpli_diag_add(d, file, (int)ev.start_mark.line + 1,
-                      (int)ev.start_mark.column + 1,
+        cpli_diag_add(d, file, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
                       "a second YAML document: a workflow file holds one");
         b.fatal = CPL_ERR_PARSE;
       }

@@ -19,12 +19,12 @@ typedef enum cpli_ykind { CPLI_Y_SCALAR, CPLI_Y_SEQ, CPLI_Y_MAP } cpli_ykind;
 
 typedef struct cpli_ynode {
   cpli_ykind kind;
-  int line, col;  /* 1-based start of the node             */
-  int bad;        /* an alias or a refused tag: already reported */
+  int line, col; /* 1-based start of the node             */
+  int bad;       /* an alias or a refused tag: already reported */
   /* scalar */
-  char *str;      /* NUL-terminated copy                   */
-  size_t len;     /* may differ from strlen: "\0" escapes  */
-  int quoted;     /* any quoting or block style            */
+  char *str;  /* NUL-terminated copy                   */
+  size_t len; /* may differ from strlen: "\0" escapes  */
+  int quoted; /* any quoting or block style            */
   /* sequence: items[i]; mapping: items[2i] key, items[2i+1] value */
   struct cpli_ynode **items;
   size_t n, cap;
@@ -33,8 +33,7 @@ typedef struct cpli_ynode {
 /* Parse buf into *root (NULL on failure). Errors go to d prefixed with
  * file. Returns CPL_OK, CPL_ERR_PARSE or CPL_ERR_NOMEM. Duplicate keys and
  * anchors are reported but do not stop the parse (*root is still built). */
-int cpli_ytree_parse(const char *buf, size_t len, const char *file,
-                     cpl_diag *d, cpli_ynode **root);
+int cpli_ytree_parse(const char *buf, size_t len, const char *file, cpl_diag *d, cpli_ynode **root);
 
 void cpli_ytree_free(cpli_ynode *n);
 

@@ -43,8 +43,7 @@ static MPI_Comm comm = MPI_COMM_NULL;
 /* Loud failure: what failed and Coupler's message, then abort the job. */
 static void check(int rc, const char *what) {
   if (rc == CPL_OK) return;
-  fprintf(stderr, "gray-scott-analysis: %s: %s: %s\n", what, cpl_strerror(rc),
-          cpl_last_error());
+  fprintf(stderr, "gray-scott-analysis: %s: %s: %s\n", what, cpl_strerror(rc), cpl_last_error());
   MPI_Abort(comm != MPI_COMM_NULL ? comm : MPI_COMM_WORLD, 1);
 }
 #define CHECK(call) check((call), #call)
@@ -60,25 +59,27 @@ static void die(const char *fmt, ...) {
 }
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: gray-scott-analysis [--out DIR] [--image-every M]\n"
-          "         [--image-size PX] [--threshold X] [--dataset NAME] [--port NAME]\n"
-          "         [--select all|rows]\n"
-          "Per-step statistics of DATASET (default V) from input port NAME\n"
-          "(default fields) to DIR/stats.csv (default DIR: out); a PNG picture\n"
-          "DIR/V_<step>.png every M steps (default 4, 0: only the last) and of\n"
-          "the last step (M -1: no pictures), at least PX pixels wide (default\n"
-          "512). X: the threshold of the 'frac_above' column (default 0.25).\n"
-          "--select rows: each rank receives only its rows of DATASET\n"
-          "(selective delivery); --select all: every dataset whole on every\n"
-          "rank (the default). Either prints each rank's bytes and peak RSS.\n");
+  fprintf(f, "usage: gray-scott-analysis [--out DIR] [--image-every M]\n"
+             "         [--image-size PX] [--threshold X] [--dataset NAME] [--port NAME]\n"
+             "         [--select all|rows]\n"
+             "Per-step statistics of DATASET (default V) from input port NAME\n"
+             "(default fields) to DIR/stats.csv (default DIR: out); a PNG picture\n"
+             "DIR/V_<step>.png every M steps (default 4, 0: only the last) and of\n"
+             "the last step (M -1: no pictures), at least PX pixels wide (default\n"
+             "512). X: the threshold of the 'frac_above' column (default 0.25).\n"
+             "--select rows: each rank receives only its rows of DATASET\n"
+             "(selective delivery); --select all: every dataset whole on every\n"
+             "rank (the default). Either prints each rank's bytes and peak RSS.\n");
 }
 
 /* Parsed after cpl_init so that a bad option aborts the whole job. */
-static int parse(int argc, char **argv, options *o, char *err,
-                 size_t errsize) {
-  *o = (options){.out = "out", .dataset = "V", .port = "fields",
-                 .image_every = 4, .image_size = 512, .threshold = 0.25};
+static int parse(int argc, char **argv, options *o, char *err, size_t errsize) {
+  *o = (options){.out = "out",
+                 .dataset = "V",
+                 .port = "fields",
+                 .image_every = 4,
+                 .image_size = 512,
+                 .threshold = 0.25};
   for (int i = 1; i < argc; i += 2) { /* every option takes a value */
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     char *end = NULL;
@@ -93,8 +94,7 @@ static int parse(int argc, char **argv, options *o, char *err,
       o->dataset = v;
     } else if (!strcmp(a, "--port")) {
       o->port = v;
-    } else if (!strcmp(a, "--select") &&
-               (!strcmp(v, "rows") || !strcmp(v, "all"))) {
+    } else if (!strcmp(a, "--select") && (!strcmp(v, "rows") || !strcmp(v, "all"))) {
       o->select_rows = !strcmp(v, "rows");
       o->report = 1;
     } else if (!strcmp(a, "--image-every") && isnum && x >= -1 && x <= 1e9) {
@@ -104,8 +104,7 @@ static int parse(int argc, char **argv, options *o, char *err,
     } else if (!strcmp(a, "--threshold") && isnum) {
       o->threshold = x;
     } else {
-      snprintf(err, errsize, "bad option or value: %s %s (--help lists them)",
-               a, v);
+      snprintf(err, errsize, "bad option or value: %s %s (--help lists them)", a, v);
       return -1;
     }
   }
@@ -128,16 +127,13 @@ static void my_rows(int ny, int rank, int size, int *r0, int *nr) {
 #define BLOCK_ROWS 32
 
 /* Rows [row, row + n) of the dataset as float32 into buf. */
-static void get_rows(cpl_input *in, const char *dataset, int row, int n,
-                     int nx, float *buf) {
+static void get_rows(cpl_input *in, const char *dataset, int row, int n, int nx, float *buf) {
   hsize_t start[2] = {(hsize_t)row, 0}, count[2] = {(hsize_t)n, (hsize_t)nx};
-  if (n > 0)
-    CHECK(cpl_input_get(in, dataset, H5T_NATIVE_FLOAT, start, count, buf));
+  if (n > 0) CHECK(cpl_input_get(in, dataset, H5T_NATIVE_FLOAT, start, count, buf));
 }
 
 /* Partial sums over v[0..n): {min, -max} and {sum, count above}. */
-static void accumulate(const float *v, long n, double threshold, double mm[2],
-                       double sums[2]) {
+static void accumulate(const float *v, long n, double threshold, double mm[2], double sums[2]) {
   for (long i = 0; i < n; i++) {
     double x = v[i];
     if (x < mm[0]) mm[0] = x;
@@ -157,8 +153,8 @@ static void squares(const float *v, long n, double mean, double *sq) {
  * `slab`, the rows are read into it (kept for a picture); without, block
  * by block into `block` (twice: the variance goes around the global mean,
  * so there is no cancellation). */
-static stats step_stats(cpl_input *in, const options *o, int r0, int nr,
-                        int nx, long total, float *slab, float *block) {
+static stats step_stats(cpl_input *in, const options *o, int r0, int nr, int nx, long total,
+                        float *slab, float *block) {
   double mm[2] = {INFINITY, INFINITY}, sums[2] = {0, 0}, sq = 0;
   for (int b = 0; b < nr; b += BLOCK_ROWS) {
     int n = nr - b < BLOCK_ROWS ? nr - b : BLOCK_ROWS;
@@ -184,14 +180,13 @@ static stats step_stats(cpl_input *in, const options *o, int r0, int nr,
 }
 
 /* Read step attribute `name`: one element of memtype. */
-static void step_scalar(const cpl_input *in, const char *name, hid_t memtype,
-                        void *value) {
+static void step_scalar(const cpl_input *in, const char *name, hid_t memtype, void *value) {
   CHECK(cpl_input_attr_get(in, NULL, name, memtype, 1, value));
 }
 
 /* --select rows: rank 0 collects the rows of every rank into `whole`. */
-static void gather_rows(const float *slab, int nr, int nx, int ny,
-                        float *whole, int rank, int size) {
+static void gather_rows(const float *slab, int nr, int nx, int ny, float *whole, int rank,
+                        int size) {
   int *counts = NULL, *displs = NULL;
   if (rank == 0) {
     counts = malloc((size_t)size * sizeof *counts);
@@ -204,15 +199,14 @@ static void gather_rows(const float *slab, int nr, int nx, int ny,
       displs[r] = r0 * nx;
     }
   }
-  MPI_Gatherv(slab, nr * nx, MPI_FLOAT, whole, counts, displs, MPI_FLOAT, 0,
-              comm);
+  MPI_Gatherv(slab, nr * nx, MPI_FLOAT, whole, counts, displs, MPI_FLOAT, 0, comm);
   free(counts);
   free(displs);
 }
 
 /* What this rank received and held, and its peak RSS (one line each). */
-static void report_memory(const cpl_input *in, const options *o, int rank,
-                          int nr, int ny, int nx, double seconds) {
+static void report_memory(const cpl_input *in, const options *o, int rank, int nr, int ny, int nx,
+                          double seconds) {
   cpl_input_stats st;
   struct rusage ru;
   CHECK(cpl_input_stats_get(in, &st));
@@ -220,10 +214,9 @@ static void report_memory(const cpl_input *in, const options *o, int rank,
   const double mib = 1024.0 * 1024.0;
   printf("analysis rank %d: rows %d of %d (%s), %ld steps (%ld selective): "
          "received %.2f MiB, held at most %.2f MiB, its rows %.2f MiB per "
-         "step (float64), peak RSS %.1f MiB, %.3f s per step\n", rank, nr,
-         ny, o->select_rows ? "selected" : "whole arrays", st.steps,
-         st.selective, st.bytes / mib, st.bytes_max / mib,
-         (double)nr * nx * 8 / mib, ru.ru_maxrss / 1024.0,
+         "step (float64), peak RSS %.1f MiB, %.3f s per step\n",
+         rank, nr, ny, o->select_rows ? "selected" : "whole arrays", st.steps, st.selective,
+         st.bytes / mib, st.bytes_max / mib, (double)nr * nx * 8 / mib, ru.ru_maxrss / 1024.0,
          st.steps ? seconds / (double)st.steps : 0.0);
 }
 
@@ -241,8 +234,8 @@ static int make_dirs(const char *path) {
 }
 
 /* Rank 0: the picture of the whole field of one step. */
-static void write_image(const options *o, long step, const float *f, int ny,
-                        int nx, double lo, double hi) {
+static void write_image(const options *o, long step, const float *f, int ny, int nx, double lo,
+                        double hi) {
   char path[4096], err[4200];
   snprintf(path, sizeof path, "%s/%s_%04ld.png", o->out, o->dataset, step);
   int scale = image_scale(ny, nx, o->image_size);
@@ -305,12 +298,9 @@ int main(int argc, char **argv) {
       nx = (int)info.dims[1];
       my_rows(ny, rank, size, &r0, &nr);
       block = malloc(((size_t)BLOCK_ROWS * nx + 1) * sizeof(float));
-      if (pictures && o.select_rows)
-        slab = malloc(((size_t)nr * nx + 1) * sizeof(float));
-      if (pictures && rank == 0)
-        whole = malloc((size_t)ny * nx * sizeof(float));
-      if (!block || (pictures && ((o.select_rows && !slab) ||
-                                  (rank == 0 && !whole))))
+      if (pictures && o.select_rows) slab = malloc(((size_t)nr * nx + 1) * sizeof(float));
+      if (pictures && rank == 0) whole = malloc((size_t)ny * nx * sizeof(float));
+      if (!block || (pictures && ((o.select_rows && !slab) || (rank == 0 && !whole))))
         die("out of memory");
     } else if (info.dims[0] != (hsize_t)ny || info.dims[1] != (hsize_t)nx) {
       die("dataset %s changed its dims", o.dataset);
@@ -327,16 +317,16 @@ int main(int argc, char **argv) {
       long long iteration = -1;
       step_scalar(in, "t", H5T_NATIVE_DOUBLE, &t);
       step_scalar(in, "iteration", H5T_NATIVE_LLONG, &iteration);
-      fprintf(csv, "%ld,%lld,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n", step,
-              iteration, t, s.min, s.max, s.mean, s.std, s.frac_above);
+      fprintf(csv, "%ld,%lld,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n", step, iteration, t, s.min,
+              s.max, s.mean, s.std, s.frac_above);
       fflush(csv); /* readable while the run goes on */
       /* The whole field, for a picture now or at the end. */
       if (pictures && !o.select_rows)
         CHECK(cpl_input_get(in, o.dataset, H5T_NATIVE_FLOAT, NULL, NULL, whole));
       if (image) write_image(&o, step, whole, ny, nx, s.min, s.max);
       printf("analysis: step %3ld  t %7.0f  %s min %.3f max %.3f mean %.4f "
-             "std %.4f  %4.1f%% > %g%s\n", step, t, o.dataset, s.min, s.max,
-             s.mean, s.std, 100 * s.frac_above, o.threshold,
+             "std %.4f  %4.1f%% > %g%s\n",
+             step, t, o.dataset, s.min, s.max, s.mean, s.std, 100 * s.frac_above, o.threshold,
              image ? "  (picture)" : "");
       fflush(stdout);
     }
@@ -356,7 +346,8 @@ int main(int argc, char **argv) {
       write_image(&o, last, whole, ny, nx, s.min, s.max);
     if (fclose(csv) != 0) die("cannot write %s", csvpath);
     printf("analysis: end of stream after step %ld; statistics in %s, "
-           "pictures %s/%s_*.png\n", last, csvpath, o.out, o.dataset);
+           "pictures %s/%s_*.png\n",
+           last, csvpath, o.out, o.dataset);
   }
   free(slab);
   free(whole);

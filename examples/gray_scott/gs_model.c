@@ -24,8 +24,8 @@ static double noise(uint64_t seed, int s, int y, int x) {
   return (double)(h >> 11) * 0x1.0p-53 - 0.5;
 }
 
-void gs_init(const gs_params *p, int ny, int nx, int y0, int x0, int bny,
-             int bnx, double *u, double *v) {
+void gs_init(const gs_params *p, int ny, int nx, int y0, int x0, int bny, int bnx, double *u,
+             double *v) {
   int side = (ny < nx ? ny : nx) / 8;
   if (side < 4) side = 4;
   int cy = ny / 2 - side / 2, cx = nx / 2 - side / 2;
@@ -42,8 +42,8 @@ void gs_init(const gs_params *p, int ny, int nx, int y0, int x0, int bny,
   }
 }
 
-void gs_step(const gs_params *p, int bny, int bnx, const double *u,
-             const double *v, double *un, double *vn) {
+void gs_step(const gs_params *p, int bny, int bnx, const double *u, const double *v, double *un,
+             double *vn) {
   const double F = p->F, fk = p->F + p->k, Du = p->Du, Dv = p->Dv, dt = p->dt;
   const long w = bnx + 2;
   for (int i = 1; i <= bny; i++) {

@@ -14,10 +14,10 @@
 #include <stdint.h>
 
 typedef struct gs_params {
-  double F, k;     /* feed and kill rates                       */
-  double Du, Dv;   /* diffusion coefficients                    */
-  double dt;       /* time step                                 */
-  uint64_t seed;   /* noise seed                                */
+  double F, k;   /* feed and kill rates                       */
+  double Du, Dv; /* diffusion coefficients                    */
+  double dt;     /* time step                                 */
+  uint64_t seed; /* noise seed                                */
 } gs_params;
 
 /* Defaults: Du 0.16, Dv 0.08, dt 1 and the well-known "mitosis" setting
@@ -26,21 +26,19 @@ void gs_params_default(gs_params *p);
 
 /* Index of cell (i, j) of a block of bnx interior columns stored with one
  * halo cell on every side: row-major (bny + 2) x (bnx + 2). */
-static inline long gs_at(int bnx, int i, int j) {
-  return (long)i * (bnx + 2) + j;
-}
+static inline long gs_at(int bnx, int i, int j) { return (long)i * (bnx + 2) + j; }
 
 /* Fill the interior of a block: rows y0..y0+bny-1, columns x0..x0+bnx-1 of
  * the global ny x nx grid. u = 1, v = 0, except a square in the centre
  * (u = 0.5, v = 0.25); plus small noise everywhere. The noise depends on
  * the global cell only, so any decomposition starts from the same state. */
-void gs_init(const gs_params *p, int ny, int nx, int y0, int x0, int bny,
-             int bnx, double *u, double *v);
+void gs_init(const gs_params *p, int ny, int nx, int y0, int x0, int bny, int bnx, double *u,
+             double *v);
 
 /* One Euler step of the interior of a block whose halos are filled:
  * (u, v) -> (un, vn). The halos of un and vn are not touched. */
-void gs_step(const gs_params *p, int bny, int bnx, const double *u,
-             const double *v, double *un, double *vn);
+void gs_step(const gs_params *p, int bny, int bnx, const double *u, const double *v, double *un,
+             double *vn);
 
 /* Periodic halos of a block that is the whole grid (serial runs). */
 void gs_fill_periodic(int ny, int nx, double *f);

@@ -9,9 +9,8 @@
  * (close to matplotlib's viridis); colours in between are interpolated
  * linearly, which is smooth enough at this spacing. */
 static const unsigned char ctrl[][3] = {
-    {68, 1, 84},   {72, 40, 120},  {62, 74, 137},  {49, 104, 142},
-    {38, 130, 142}, {31, 158, 137}, {53, 183, 121}, {110, 206, 88},
-    {181, 222, 43}, {253, 231, 37}};
+    {68, 1, 84},    {72, 40, 120},  {62, 74, 137},  {49, 104, 142}, {38, 130, 142},
+    {31, 158, 137}, {53, 183, 121}, {110, 206, 88}, {181, 222, 43}, {253, 231, 37}};
 enum { NCTRL = sizeof ctrl / sizeof ctrl[0] };
 
 static void colour(double s, unsigned char rgb[3]) {
@@ -31,9 +30,8 @@ int image_scale(int ny, int nx, int min_px) {
   return (min_px + longer - 1) / longer;
 }
 
-int image_write_png(const char *path, const float *f, int ny, int nx,
-                    double lo, double hi, int scale, char *err,
-                    int errsize) {
+int image_write_png(const char *path, const float *f, int ny, int nx, double lo, double hi,
+                    int scale, char *err, int errsize) {
   int w = nx * scale, h = ny * scale;
   unsigned char *rgb = malloc((size_t)w * h * 3);
   if (!rgb) {

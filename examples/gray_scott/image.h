@@ -9,8 +9,7 @@ int image_scale(int ny, int nx, int min_px);
 /* Write field f (ny x nx, row-major, row 0 at the top) to a PNG file,
  * colours scaled from lo (dark blue) to hi (yellow), each cell drawn as a
  * scale x scale square. Returns 0, or -1 with a message in err. */
-int image_write_png(const char *path, const float *f, int ny, int nx,
-                    double lo, double hi, int scale, char *err,
-                    int errsize);
+int image_write_png(const char *path, const float *f, int ny, int nx, double lo, double hi,
+                    int scale, char *err, int errsize);
 
 #endif

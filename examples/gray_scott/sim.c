@@ -30,27 +30,24 @@ static MPI_Comm comm = MPI_COMM_NULL; /* where MPI_Abort goes */
  * (the other components would otherwise wait for their timeouts). */
 static void check(int rc, const char *what) {
   if (rc == CPL_OK) return;
-  fprintf(stderr, "gray-scott-sim: %s: %s: %s\n", what, cpl_strerror(rc),
-          cpl_last_error());
+  fprintf(stderr, "gray-scott-sim: %s: %s: %s\n", what, cpl_strerror(rc), cpl_last_error());
   MPI_Abort(comm != MPI_COMM_NULL ? comm : MPI_COMM_WORLD, 1);
 }
 #define CHECK(call) check((call), #call)
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: gray-scott-sim [--size N | --nx N --ny N] [--iterations N]\n"
-          "                      [--every K] [--F f] [--k k] [--Du d] [--Dv d]\n"
-          "                      [--dt t] [--seed s] [--port NAME]\n"
-          "Publishes U and V (float64, [ny, nx]) every K iterations on port\n"
-          "NAME (default fields). Defaults: 256 x 256, 20000 iterations, K 1000,\n"
-          "F 0.0367, k 0.0649, Du 0.16, Dv 0.08, dt 1, seed 42.\n");
+  fprintf(f, "usage: gray-scott-sim [--size N | --nx N --ny N] [--iterations N]\n"
+             "                      [--every K] [--F f] [--k k] [--Du d] [--Dv d]\n"
+             "                      [--dt t] [--seed s] [--port NAME]\n"
+             "Publishes U and V (float64, [ny, nx]) every K iterations on port\n"
+             "NAME (default fields). Defaults: 256 x 256, 20000 iterations, K 1000,\n"
+             "F 0.0367, k 0.0649, Du 0.16, Dv 0.08, dt 1, seed 42.\n");
 }
 
 /* Options are parsed after cpl_init, so that a bad one can abort the whole
  * job (the other components would otherwise wait in cpl_init). On error a
  * message goes to err and parse returns -1. */
-static int parse(int argc, char **argv, options *o, char *err,
-                 size_t errsize) {
+static int parse(int argc, char **argv, options *o, char *err, size_t errsize) {
   gs_params_default(&o->p);
   o->port = "fields";
   double size = 0, nx = 256, ny = 256, iterations = 20000, every = 1000;
@@ -59,13 +56,12 @@ static int parse(int argc, char **argv, options *o, char *err,
     const char *name;
     double lo, hi, *dst;
     int integer;
-  } spec[] = {
-      {"--size", 1, 65536, &size, 1},       {"--nx", 1, 65536, &nx, 1},
-      {"--ny", 1, 65536, &ny, 1},           {"--iterations", 0, 1e9, &iterations, 1},
-      {"--every", 1, 1e9, &every, 1},       {"--F", 0, 1, &o->p.F, 0},
-      {"--k", 0, 1, &o->p.k, 0},            {"--Du", 0, 1, &o->p.Du, 0},
-      {"--Dv", 0, 1, &o->p.Dv, 0},          {"--dt", 1e-6, 10, &o->p.dt, 0},
-      {"--seed", 0, 0x1p53, &seed, 1}};
+  } spec[] = {{"--size", 1, 65536, &size, 1}, {"--nx", 1, 65536, &nx, 1},
+              {"--ny", 1, 65536, &ny, 1},     {"--iterations", 0, 1e9, &iterations, 1},
+              {"--every", 1, 1e9, &every, 1}, {"--F", 0, 1, &o->p.F, 0},
+              {"--k", 0, 1, &o->p.k, 0},      {"--Du", 0, 1, &o->p.Du, 0},
+              {"--Dv", 0, 1, &o->p.Dv, 0},    {"--dt", 1e-6, 10, &o->p.dt, 0},
+              {"--seed", 0, 0x1p53, &seed, 1}};
   const int nspec = (int)(sizeof spec / sizeof spec[0]);
   for (int i = 1; i < argc; i += 2) { /* every option takes a value */
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -84,8 +80,8 @@ static int parse(int argc, char **argv, options *o, char *err,
     if (!v || !*v || *end || !(x >= spec[k].lo && x <= spec[k].hi) ||
         (spec[k].integer && x != floor(x))) {
       snprintf(err, errsize, "%s needs %s in [%g, %g], got %s", a,
-               spec[k].integer ? "an integer" : "a number", spec[k].lo,
-               spec[k].hi, v ? v : "nothing");
+               spec[k].integer ? "an integer" : "a number", spec[k].lo, spec[k].hi,
+               v ? v : "nothing");
       return -1;
     }
     *spec[k].dst = x;
@@ -99,8 +95,7 @@ static int parse(int argc, char **argv, options *o, char *err,
   /* Explicit Euler blows up past this; say so instead of publishing NaNs. */
   double dmax = o->p.Du > o->p.Dv ? o->p.Du : o->p.Dv;
   if (4 * o->p.dt * dmax > 1) {
-    snprintf(err, errsize, "unstable: 4 dt max(Du, Dv) = %g > 1",
-             4 * o->p.dt * dmax);
+    snprintf(err, errsize, "unstable: 4 dt max(Du, Dv) = %g > 1", 4 * o->p.dt * dmax);
     return -1;
   }
   return 0;
@@ -116,10 +111,10 @@ static void split(int n, int p, int r, int *start, int *len) {
 typedef struct block {
   MPI_Comm cart;
   int dims[2], coords[2];
-  int y0, x0, bny, bnx;      /* interior: rows y0.., columns x0..      */
-  long cells;                /* (bny + 2) * (bnx + 2), one field      */
+  int y0, x0, bny, bnx; /* interior: rows y0.., columns x0..      */
+  long cells;           /* (bny + 2) * (bnx + 2), one field      */
   int north, south, west, east;
-  MPI_Datatype row, col;     /* one row / column of U and V together  */
+  MPI_Datatype row, col; /* one row / column of U and V together  */
 } block;
 
 static void block_create(MPI_Comm parent, const options *o, block *b) {
@@ -127,7 +122,7 @@ static void block_create(MPI_Comm parent, const options *o, block *b) {
   MPI_Comm_size(parent, &size);
   b->dims[0] = b->dims[1] = 0;
   MPI_Dims_create(size, 2, b->dims); /* dims[0] >= dims[1] */
-  if (o->nx > o->ny) { /* more ranks along the longer side */
+  if (o->nx > o->ny) {               /* more ranks along the longer side */
     int t = b->dims[0];
     b->dims[0] = b->dims[1];
     b->dims[1] = t;
@@ -137,8 +132,10 @@ static void block_create(MPI_Comm parent, const options *o, block *b) {
   /* Every rank needs a cell in each direction to pass halos on. */
   if (b->dims[0] > o->ny || b->dims[1] > o->nx) {
     if (rank == 0)
-      fprintf(stderr, "gray-scott-sim: a %d x %d grid is too small for %d x "
-              "%d ranks\n", o->ny, o->nx, b->dims[0], b->dims[1]);
+      fprintf(stderr,
+              "gray-scott-sim: a %d x %d grid is too small for %d x "
+              "%d ranks\n",
+              o->ny, o->nx, b->dims[0], b->dims[1]);
     MPI_Abort(parent, 2);
   }
   MPI_Cart_create(parent, 2, b->dims, periods, 0, &b->cart);
@@ -172,30 +169,25 @@ static void block_free(block *b) {
  * The 5-point stencil needs no corners. */
 static void halo_exchange(const block *b, double *f) {
   const int nx = b->bnx, ny = b->bny;
-  MPI_Sendrecv(f + gs_at(nx, ny, 1), 1, b->row, b->south, 0,
-               f + gs_at(nx, 0, 1), 1, b->row, b->north, 0, b->cart,
-               MPI_STATUS_IGNORE);
-  MPI_Sendrecv(f + gs_at(nx, 1, 1), 1, b->row, b->north, 1,
-               f + gs_at(nx, ny + 1, 1), 1, b->row, b->south, 1, b->cart,
-               MPI_STATUS_IGNORE);
-  MPI_Sendrecv(f + gs_at(nx, 1, nx), 1, b->col, b->east, 2,
-               f + gs_at(nx, 1, 0), 1, b->col, b->west, 2, b->cart,
-               MPI_STATUS_IGNORE);
-  MPI_Sendrecv(f + gs_at(nx, 1, 1), 1, b->col, b->west, 3,
-               f + gs_at(nx, 1, nx + 1), 1, b->col, b->east, 3, b->cart,
-               MPI_STATUS_IGNORE);
+  MPI_Sendrecv(f + gs_at(nx, ny, 1), 1, b->row, b->south, 0, f + gs_at(nx, 0, 1), 1, b->row,
+               b->north, 0, b->cart, MPI_STATUS_IGNORE);
+  MPI_Sendrecv(f + gs_at(nx, 1, 1), 1, b->row, b->north, 1, f + gs_at(nx, ny + 1, 1), 1, b->row,
+               b->south, 1, b->cart, MPI_STATUS_IGNORE);
+  MPI_Sendrecv(f + gs_at(nx, 1, nx), 1, b->col, b->east, 2, f + gs_at(nx, 1, 0), 1, b->col, b->west,
+               2, b->cart, MPI_STATUS_IGNORE);
+  MPI_Sendrecv(f + gs_at(nx, 1, 1), 1, b->col, b->west, 3, f + gs_at(nx, 1, nx + 1), 1, b->col,
+               b->east, 3, b->cart, MPI_STATUS_IGNORE);
 }
 
 /* Copy the interior of a halo'd field into a contiguous bny x bnx block,
  * the layout cpl_output_put wants. */
 static void interior(const block *b, const double *f, double *out) {
   for (int i = 0; i < b->bny; i++)
-    memcpy(out + (size_t)i * b->bnx, f + gs_at(b->bnx, i + 1, 1),
-           (size_t)b->bnx * sizeof(double));
+    memcpy(out + (size_t)i * b->bnx, f + gs_at(b->bnx, i + 1, 1), (size_t)b->bnx * sizeof(double));
 }
 
-static void publish(cpl_output *out, const options *o, const block *b,
-                    const double *f, double *sendu, double *sendv, int it) {
+static void publish(cpl_output *out, const options *o, const block *b, const double *f,
+                    double *sendu, double *sendv, int it) {
   const hsize_t dims[2] = {(hsize_t)o->ny, (hsize_t)o->nx};
   const hsize_t start[2] = {(hsize_t)b->y0, (hsize_t)b->x0};
   const hsize_t count[2] = {(hsize_t)b->bny, (hsize_t)b->bnx};
@@ -257,8 +249,8 @@ int main(int argc, char **argv) {
   CHECK(cpl_output_open(ctx, o.port, &out));
   if (rank == 0)
     printf("sim: %d x %d grid on %d x %d ranks, %d iterations, a step every "
-           "%d (F %g, k %g, Du %g, Dv %g)\n", o.ny, o.nx, b.dims[0], b.dims[1],
-           o.iterations, o.every, o.p.F, o.p.k, o.p.Du, o.p.Dv);
+           "%d (F %g, k %g, Du %g, Dv %g)\n",
+           o.ny, o.nx, b.dims[0], b.dims[1], o.iterations, o.every, o.p.F, o.p.k, o.p.Du, o.p.Dv);
 
   double t0 = MPI_Wtime();
   for (int it = 1; it <= o.iterations; it++) {
@@ -275,7 +267,8 @@ int main(int argc, char **argv) {
   CHECK(cpl_output_close(out)); /* end of stream for every consumer */
   if (rank == 0)
     printf("sim: done in %.1f s, %ld steps published, %.1f s of it waiting "
-           "for consumers\n", MPI_Wtime() - t0, st.steps, st.wait_s);
+           "for consumers\n",
+           MPI_Wtime() - t0, st.steps, st.wait_s);
 
   free(cur);
   free(nxt);

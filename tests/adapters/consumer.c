@@ -50,8 +50,7 @@ static void fail(const char *fmt, ...) {
 
 static void check(int rc, const char *what) {
   if (rc == CPL_OK) return;
-  fprintf(stderr, "consumer rank %d: step %ld: %s: %s\n", g_rank, g_step,
-          what, cpl_last_error());
+  fprintf(stderr, "consumer rank %d: step %ld: %s: %s\n", g_rank, g_step, what, cpl_last_error());
   nanosleep(&(struct timespec){0, 300000000L}, NULL);
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
@@ -79,8 +78,7 @@ static void check_attr(cpl_input *in, const char *ds, const td_attr *want) {
   unsigned char got[64] = {0};
   check(cpl_input_attr_get(in, ds, want->name, want->type, want->n, got), want->name);
   size_t bytes = H5Tget_size(want->type) * want->n;
-  if (memcmp(got, want->buf, bytes))
-    fail("attribute %s differs (%zu bytes)", want->name, bytes);
+  if (memcmp(got, want->buf, bytes)) fail("attribute %s differs (%zu bytes)", want->name, bytes);
 }
 
 /* --select-rows: this rank's part of dim 0 (as the data layer splits). */
@@ -94,18 +92,18 @@ static void rows_part(hsize_t n, hsize_t *start, hsize_t *count) {
   *count = q + (k < r ? 1 : 0);
 }
 
-static void check_dataset(cpl_input *in, const td_dataset *d, long content,
-                          int seed) {
+static void check_dataset(cpl_input *in, const td_dataset *d, long content, int seed) {
   cpl_dataset_info info;
   check(cpl_input_inquire(in, d->name, &info), d->name);
   hid_t t = td_type(d->kind);
   if (info.rank != d->rank) fail("%s: rank %d, want %d", d->name, info.rank, d->rank);
   for (int k = 0; k < d->rank; k++)
     if (info.dims[k] != d->dims[k])
-      fail("%s: dim %d is %llu, want %llu", d->name, k,
-           (unsigned long long)info.dims[k], (unsigned long long)d->dims[k]);
+      fail("%s: dim %d is %llu, want %llu", d->name, k, (unsigned long long)info.dims[k],
+           (unsigned long long)d->dims[k]);
   if (H5Tequal(info.type, t) <= 0) fail("%s: not the producer's type", d->name);
-  if (info.nattrs != TD_NDATTRS) fail("%s: %d attributes, want %d", d->name, info.nattrs, TD_NDATTRS);
+  if (info.nattrs != TD_NDATTRS)
+    fail("%s: %d attributes, want %d", d->name, info.nattrs, TD_NDATTRS);
   hsize_t n = 1, start[3] = {0, 0, 0}, count[3];
   memcpy(count, d->dims, sizeof count);
   if (g_select) rows_part(d->dims[0], &start[0], &count[0]);
@@ -116,8 +114,8 @@ static void check_dataset(cpl_input *in, const td_dataset *d, long content,
   td_fill(d, start, count, content, seed, want);
   for (hsize_t e = 0; e < n; e++)
     if (!same(d->kind, got + e * es, want + e * es))
-      fail("%s: element %llu of %llu differs", d->name,
-           (unsigned long long)e, (unsigned long long)n);
+      fail("%s: element %llu of %llu differs", d->name, (unsigned long long)e,
+           (unsigned long long)n);
   free(got);
   free(want);
   H5Tclose(t);
@@ -156,8 +154,7 @@ static void sleep_ms(int ms) {
 }
 
 /* --requests: one item after the other (see the top of the file). */
-static int run_requests(cpl_input *in, const td_stream *st, char *items,
-                        int crank) {
+static int run_requests(cpl_input *in, const td_stream *st, char *items, int crank) {
   int got = 0;
   for (char *it = strtok(items, ","); it; it = strtok(NULL, ",")) {
     long want = CPL_STEP_NEXT, expect = -1, step = -1;
@@ -180,8 +177,9 @@ static int run_requests(cpl_input *in, const td_stream *st, char *items,
       int rc = cpl_input_begin_step_at(in, want, &step);
       if (missing || end) {
         int ok = missing ? rc == CPL_ERR_NOT_FOUND : rc == CPL_END_OF_STREAM;
-        if (!ok) fail("request %s: got %s (step %ld), want %s", it,
-                      cpl_strerror(rc), step, missing ? "not found" : "end of stream");
+        if (!ok)
+          fail("request %s: got %s (step %ld), want %s", it, cpl_strerror(rc), step,
+               missing ? "not found" : "end of stream");
         if (missing && crank == 0) printf("consumer: refused: %s\n", cpl_last_error());
         break;
       }
@@ -216,7 +214,7 @@ int main(int argc, char **argv) {
   }
   if (argc < 3 || td_parse_stream(argv[2], &st)) {
     fprintf(stderr, "usage: consumer PORT SEED,NSTEPS,FIRST,STRIDE [--flat] [--delay-ms N]\n"
-            "       [--start-delay-ms N] [--select-rows] [--lossy] [--requests ITEMS]\n");
+                    "       [--start-delay-ms N] [--select-rows] [--lossy] [--requests ITEMS]\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   cpl_context *ctx;
@@ -277,14 +275,15 @@ int main(int argc, char **argv) {
     cpl_input_stats ss;
     check(cpl_input_stats_get(in, &ss), "stats");
     printf("consumer rank %d: %ld steps, received %zu bytes, held at most %zu "
-           "(its rows: %zu per step)\n", crank, ss.steps, ss.bytes, ss.bytes_max, g_share);
+           "(its rows: %zu per step)\n",
+           crank, ss.steps, ss.bytes, ss.bytes_max, g_share);
     if (ss.bytes_max > g_share)
       fail("held %zu bytes of step data at once, its rows are %zu", ss.bytes_max, g_share);
   }
   check(cpl_input_close(in), "cpl_input_close");
   if (crank == 0)
-    printf("consumer: verified %d steps%s after %.2f s\n", got,
-           lossy ? " (lossy)" : "", MPI_Wtime() - t0);
+    printf("consumer: verified %d steps%s after %.2f s\n", got, lossy ? " (lossy)" : "",
+           MPI_Wtime() - t0);
   check(cpl_finalize(ctx), "cpl_finalize");
   MPI_Finalize();
   return 0;

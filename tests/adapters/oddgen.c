@@ -36,25 +36,22 @@ static void note(hid_t obj, const char *text, int vlen) {
   H5Tclose(t);
 }
 
-static void dataset(hid_t g, const char *name, hid_t ftype, int rank,
-                    hsize_t n, const int32_t *v) {
+static void dataset(hid_t g, const char *name, hid_t ftype, int rank, hsize_t n, const int32_t *v) {
   hid_t sp = rank ? H5Screate_simple(1, &n, NULL) : H5Screate(H5S_SCALAR);
   hid_t d = H5Dcreate2(g, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-  if (d < 0 || H5Dwrite(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0)
-    die(name);
+  if (d < 0 || H5Dwrite(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0) die(name);
   H5Dclose(d);
   H5Sclose(sp);
 }
 
-static void step(hid_t parent, const char *gname, long num, int in,
-                 int step_attr) {
+static void step(hid_t parent, const char *gname, long num, int in, int step_attr) {
   hid_t g = H5Gcreate2(parent, gname, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   if (g < 0) die(gname);
   if (step_attr) { /* int32 in the input; the sink writes int64 */
     int64_t v = num;
     hid_t sp = H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate2(g, "step", in ? H5T_STD_I32LE : H5T_STD_I64LE, sp,
-                         H5P_DEFAULT, H5P_DEFAULT);
+    hid_t a =
+        H5Acreate2(g, "step", in ? H5T_STD_I32LE : H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
     if (a < 0 || H5Awrite(a, H5T_NATIVE_INT64, &v) < 0) die("step");
     H5Aclose(a);
     H5Sclose(sp);

@@ -56,13 +56,12 @@ int main(int argc, char **argv) {
       bufs[k] = malloc(n * td_size(d->kind) + 1);
       td_fill(d, start, count, step, st.seed, bufs[k]);
       hid_t t = td_type(d->kind);
-      check(cpl_output_put(out, d->name, t, d->rank, d->dims, start, count,
-                           bufs[k]), d->name, rank);
+      check(cpl_output_put(out, d->name, t, d->rank, d->dims, start, count, bufs[k]), d->name,
+            rank);
       for (int a = 0; a < TD_NDATTRS; a++) {
         td_attr at;
         td_dataset_attr(d, a, step, st.seed, &at);
-        check(cpl_output_attr(out, d->name, at.name, at.type, at.n, at.buf),
-              at.name, rank);
+        check(cpl_output_attr(out, d->name, at.name, at.type, at.n, at.buf), at.name, rank);
         H5Tclose(at.type);
       }
       H5Tclose(t);
@@ -70,8 +69,7 @@ int main(int argc, char **argv) {
     for (int a = 0; a < TD_NSATTRS; a++) {
       td_attr at;
       td_step_attr(a, step, st.seed, &at);
-      check(cpl_output_attr(out, NULL, at.name, at.type, at.n, at.buf),
-            at.name, rank);
+      check(cpl_output_attr(out, NULL, at.name, at.type, at.n, at.buf), at.name, rank);
       H5Tclose(at.type);
     }
     check(cpl_output_end_step(out), "end_step", rank);
@@ -85,8 +83,7 @@ int main(int argc, char **argv) {
   check(cpl_output_close(out), "cpl_output_close", rank);
   /* When the producer is free again: with a stage in between, long before
    * a slow consumer is done. */
-  if (rank == 0)
-    printf("producer: %d steps delivered after %.2f s\n", st.nsteps, MPI_Wtime() - t0);
+  if (rank == 0) printf("producer: %d steps delivered after %.2f s\n", st.nsteps, MPI_Wtime() - t0);
   check(cpl_finalize(ctx), "cpl_finalize", rank);
   MPI_Finalize();
   return 0;

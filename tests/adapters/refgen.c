@@ -38,8 +38,7 @@ static void step_content(hid_t g, long step, int seed) {
     td_fill(d, zero, d->dims, step, seed, buf);
     hid_t t = td_type(d->kind), sp = H5Screate_simple(d->rank, d->dims, NULL);
     hid_t ds = H5Dcreate2(g, d->name, t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (ds < 0 || (n && H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0))
-      die(d->name);
+    if (ds < 0 || (n && H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)) die(d->name);
     for (int a = 0; a < TD_NDATTRS; a++) {
       td_attr at;
       td_dataset_attr(d, a, step, seed, &at);

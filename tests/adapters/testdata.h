@@ -31,9 +31,8 @@ typedef struct td_dataset {
 
 /* c3 has 2 rows: with 3 sink or stage ranks one rank owns none. */
 static const td_dataset td_datasets[] = {
-    {"a1", TD_I32, 1, {23}, 0},       {"b2", TD_F64, 2, {7, 5}, 1},
-    {"c3", TD_U16, 3, {2, 3, 4}, 2},  {"e0", TD_F32, 1, {0}, 0},
-    {"e2", TD_F64, 2, {3, 0}, 0},     {"p1", TD_PAIR, 1, {6}, 0},
+    {"a1", TD_I32, 1, {23}, 0}, {"b2", TD_F64, 2, {7, 5}, 1}, {"c3", TD_U16, 3, {2, 3, 4}, 2},
+    {"e0", TD_F32, 1, {0}, 0},  {"e2", TD_F64, 2, {3, 0}, 0}, {"p1", TD_PAIR, 1, {6}, 0},
 };
 #define TD_NDS ((int)(sizeof td_datasets / sizeof td_datasets[0]))
 
@@ -66,27 +65,48 @@ static inline size_t td_size(td_kind k) {
 }
 
 /* Store the value of element `g` (row-major global index) at `dst`. */
-static inline void td_value(const td_dataset *d, hsize_t g, long step,
-                            int seed, void *dst) {
+static inline void td_value(const td_dataset *d, hsize_t g, long step, int seed, void *dst) {
   const double x = (double)step * 1000.0 + (double)g + seed * 100000.0;
   switch (d->kind) {
-  case TD_I32: { int32_t v = (int32_t)x; memcpy(dst, &v, 4); break; }
-  case TD_F64: { double v = x + 0.25; memcpy(dst, &v, 8); break; }
-  case TD_U16: { uint16_t v = (uint16_t)((long)x % 65536); memcpy(dst, &v, 2); break; }
-  case TD_F32: { float v = (float)x; memcpy(dst, &v, 4); break; }
-  case TD_PAIR: { td_pair v = {(int32_t)g, x + 0.5}; memcpy(dst, &v, sizeof v); break; }
+  case TD_I32: {
+    int32_t v = (int32_t)x;
+    memcpy(dst, &v, 4);
+    break;
+  }
+  case TD_F64: {
+    double v = x + 0.25;
+    memcpy(dst, &v, 8);
+    break;
+  }
+  case TD_U16: {
+    uint16_t v = (uint16_t)((long)x % 65536);
+    memcpy(dst, &v, 2);
+    break;
+  }
+  case TD_F32: {
+    float v = (float)x;
+    memcpy(dst, &v, 4);
+    break;
+  }
+  case TD_PAIR: {
+    td_pair v = {(int32_t)g, x + 0.5};
+    memcpy(dst, &v, sizeof v);
+    break;
+  }
   }
 }
 
 /* Fill buf with the block start/count of dataset d (row-major). */
-static inline void td_fill(const td_dataset *d, const hsize_t start[],
-                           const hsize_t count[], long step, int seed,
-                           void *buf) {
+static inline void td_fill(const td_dataset *d, const hsize_t start[], const hsize_t count[],
+                           long step, int seed, void *buf) {
   hsize_t n = 1, idx[3] = {0, 0, 0};
   for (int k = 0; k < d->rank; k++) n *= count[k];
   for (hsize_t e = 0; e < n; e++) {
     hsize_t g = 0, r = e;
-    for (int k = d->rank - 1; k >= 0; k--) { idx[k] = r % count[k]; r /= count[k]; }
+    for (int k = d->rank - 1; k >= 0; k--) {
+      idx[k] = r % count[k];
+      r /= count[k];
+    }
     for (int k = 0; k < d->rank; k++) g = g * d->dims[k] + start[k] + idx[k];
     td_value(d, g, step, seed, (char *)buf + e * td_size(d->kind));
   }
@@ -111,8 +131,7 @@ static inline hid_t td_str(size_t len) {
   return t;
 }
 
-static inline void td_dataset_attr(const td_dataset *d, int i, long step,
-                                   int seed, td_attr *a) {
+static inline void td_dataset_attr(const td_dataset *d, int i, long step, int seed, td_attr *a) {
   memset(a, 0, sizeof *a);
   if (i == 0) { /* a fixed-length string */
     snprintf(a->name, sizeof a->name, "units");
@@ -158,8 +177,7 @@ static inline void td_step_attr(int i, long step, int seed, td_attr *a) {
 
 /* Rows [start, start+count) of n that rank r of p owns, weighted r+1: an
  * irregular split where low ranks may own nothing. */
-static inline void td_split(hsize_t n, int r, int p, hsize_t *start,
-                            hsize_t *count) {
+static inline void td_split(hsize_t n, int r, int p, hsize_t *start, hsize_t *count) {
   const hsize_t w = (hsize_t)p * (hsize_t)(p + 1) / 2;
   const hsize_t c0 = (hsize_t)r * (hsize_t)(r + 1) / 2;
   const hsize_t c1 = (hsize_t)(r + 1) * (hsize_t)(r + 2) / 2;
@@ -174,8 +192,8 @@ typedef struct td_stream {
 } td_stream;
 
 static inline int td_parse_stream(const char *s, td_stream *out) {
-  return sscanf(s, "%d,%d,%ld,%ld", &out->seed, &out->nsteps, &out->first,
-                &out->stride) == 4 ? 0 : -1;
+  return sscanf(s, "%d,%d,%ld,%ld", &out->seed, &out->nsteps, &out->first, &out->stride) == 4 ? 0
+                                                                                              : -1;
 }
 
 #endif

@@ -30,8 +30,12 @@ int main(int argc, char **argv) {
   cpli_data_state ds = {.trace = cpli_trace_open(argv[1])};
   if (!ds.trace) return 1;
   cpl_context ctx = {.wf = &wf, .comm = MPI_COMM_WORLD, .comp = 0, .data = &ds};
-  cpli_event e = {.link = "bench.out->sink.in", .producer = 1, .bytes = 1048576,
-                  .step_bytes = 2097152, .mode = "allgather", .alg = "fc"};
+  cpli_event e = {.link = "bench.out->sink.in",
+                  .producer = 1,
+                  .bytes = 1048576,
+                  .step_bytes = 2097152,
+                  .mode = "allgather",
+                  .alg = "fc"};
   double best = 1e30;
   for (int round = 0; round < 5; round++) {
     double t0 = MPI_Wtime();

@@ -21,26 +21,24 @@ static int wrank;
 static const char *comp_name = "?";
 static int failures;
 
-#define CHECK(cond, ...)                                                     \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      fprintf(stderr, "FAIL %s rank %d %s:%d: ", comp_name, wrank, __FILE__, \
-              __LINE__);                                                     \
-      fprintf(stderr, __VA_ARGS__);                                          \
-      fprintf(stderr, "\n");                                                 \
-      failures++;                                                            \
-    }                                                                        \
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "FAIL %s rank %d %s:%d: ", comp_name, wrank, __FILE__, __LINE__);            \
+      fprintf(stderr, __VA_ARGS__);                                                                \
+      fprintf(stderr, "\n");                                                                       \
+      failures++;                                                                                  \
+    }                                                                                              \
   } while (0)
 
-#define OK(call)                                                             \
-  do {                                                                       \
-    int rc_ = (call);                                                        \
-    if (rc_ != CPL_OK) {                                                     \
-      fprintf(stderr, "FAIL %s rank %d %s:%d: %s -> %s: %s\n", comp_name,    \
-              wrank, __FILE__, __LINE__, #call, cpl_strerror(rc_),           \
-              cpl_last_error());                                             \
-      MPI_Abort(MPI_COMM_WORLD, 3);                                          \
-    }                                                                        \
+#define OK(call)                                                                                   \
+  do {                                                                                             \
+    int rc_ = (call);                                                                              \
+    if (rc_ != CPL_OK) {                                                                           \
+      fprintf(stderr, "FAIL %s rank %d %s:%d: %s -> %s: %s\n", comp_name, wrank, __FILE__,         \
+              __LINE__, #call, cpl_strerror(rc_), cpl_last_error());                               \
+      MPI_Abort(MPI_COMM_WORLD, 3);                                                                \
+    }                                                                                              \
   } while (0)
 
 static void sleep_ms(int ms) {
@@ -55,8 +53,8 @@ static double val(long step, int id, unsigned long long idx) {
 
 /* Split n into `parts` irregular pieces (piece i weighs i+1); `skip` >= 0
  * names a part that gets nothing. */
-static void split(unsigned long long n, int parts, int i, int skip,
-                  hsize_t *start, hsize_t *count) {
+static void split(unsigned long long n, int parts, int i, int skip, hsize_t *start,
+                  hsize_t *count) {
   unsigned long long w = 0, before = 0, mine = 0;
   for (int k = 0; k < parts; k++) {
     unsigned long long wk = k == skip ? 0 : (unsigned long long)k + 1;
@@ -78,8 +76,7 @@ typedef struct dset {
 } dset;
 
 /* Fill this rank's block of d (start/count) with its values in type. */
-static void *fill(const dset *d, long step, const hsize_t *start,
-                  const hsize_t *count) {
+static void *fill(const dset *d, long step, const hsize_t *start, const hsize_t *count) {
   size_t n = 1;
   for (int k = 0; k < d->rank; k++) n *= count[k];
   size_t es = H5Tget_size(d->type);
@@ -98,8 +95,7 @@ static void *fill(const dset *d, long step, const hsize_t *start,
 }
 
 /* Blocks of rank r of p for dataset d at step. Step >= 3 changes them. */
-static void blocks(const dset *d, int r, int p, long step, hsize_t *start,
-                   hsize_t *count) {
+static void blocks(const dset *d, int r, int p, long step, hsize_t *start, hsize_t *count) {
   for (int k = 0; k < d->rank; k++) {
     start[k] = 0;
     count[k] = d->dims[k];
@@ -139,8 +135,8 @@ static int publish(cpl_output *out, long step, int r, int p) {
     hsize_t start[3], count[3];
     blocks(&dsets[i], r, p, step, start, count);
     bufs[i] = fill(&dsets[i], step, start, count);
-    OK(cpl_output_put(out, dsets[i].name, dsets[i].type, dsets[i].rank,
-                      dsets[i].dims, start, count, bufs[i]));
+    OK(cpl_output_put(out, dsets[i].name, dsets[i].type, dsets[i].rank, dsets[i].dims, start, count,
+                      bufs[i]));
   }
   double t = 0.5 * (double)step;
   OK(cpl_output_attr(out, NULL, "time", H5T_NATIVE_DOUBLE, 1, &t));
@@ -164,8 +160,7 @@ static void check_step(cpl_input *in, long step) {
     const dset *d = &dsets[i];
     cpl_dataset_info info;
     OK(cpl_input_inquire(in, d->name, &info));
-    CHECK(info.rank == d->rank && H5Tequal(info.type, d->type) > 0,
-          "%s: rank/type", d->name);
+    CHECK(info.rank == d->rank && H5Tequal(info.type, d->type) > 0, "%s: rank/type", d->name);
     size_t n = 1;
     for (int k = 0; k < d->rank; k++) {
       CHECK(info.dims[k] == d->dims[k], "%s dims", d->name);
@@ -196,12 +191,11 @@ static void check_step(cpl_input *in, long step) {
     for (size_t e = 0; e < m; e++) {
       unsigned long long g = 0;
       for (int k = 0; k < d->rank; k++) g = g * d->dims[k] + s[k] + idx[k];
-      double got = H5Tequal(d->type, H5T_NATIVE_DOUBLE) > 0 ? ((double *)sub)[e]
+      double got = H5Tequal(d->type, H5T_NATIVE_DOUBLE) > 0  ? ((double *)sub)[e]
                    : H5Tequal(d->type, H5T_NATIVE_INT32) > 0 ? ((int *)sub)[e]
-                   : ((unsigned short *)sub)[e];
+                                                             : ((unsigned short *)sub)[e];
       if (got != all[g]) {
-        CHECK(0, "step %ld %s sub-box element %zu = %g, want %g", step,
-              d->name, e, got, all[g]);
+        CHECK(0, "step %ld %s sub-box element %zu = %g, want %g", step, d->name, e, got, all[g]);
         break;
       }
       for (int k = d->rank - 1; k >= 0 && ++idx[k] == c[k]; k--) idx[k] = 0;
@@ -231,14 +225,14 @@ static void check_step(cpl_input *in, long step) {
   CHECK(!strcmp(ai.name, "units") && !strncmp(units, "kelvin", 6), "units");
   OK(cpl_input_attr_inquire(in, NULL, "time", &ai));
   CHECK(ai.n == 1 && H5Tequal(ai.type, H5T_NATIVE_DOUBLE) > 0, "time info");
-  CHECK(cpl_input_attr_get(in, NULL, "time", H5T_NATIVE_DOUBLE, 0, &t) ==
-        CPL_ERR_ARG && strstr(cpl_last_error(), "has 1 elements, the buffer "
-        "room for 0"), "attribute larger than the buffer: %s", cpl_last_error());
+  CHECK(cpl_input_attr_get(in, NULL, "time", H5T_NATIVE_DOUBLE, 0, &t) == CPL_ERR_ARG &&
+            strstr(cpl_last_error(), "has 1 elements, the buffer "
+                                     "room for 0"),
+        "attribute larger than the buffer: %s", cpl_last_error());
 }
 
 /* Consume until end of stream; returns the steps seen. */
-static int consume(cpl_input *in, long *seen, int max, int sleep_each,
-                   int check) {
+static int consume(cpl_input *in, long *seen, int max, int sleep_each, int check) {
   int n = 0;
   long step;
   int rc;
@@ -249,10 +243,8 @@ static int consume(cpl_input *in, long *seen, int max, int sleep_each,
     if (sleep_each) sleep_ms(sleep_each);
     OK(cpl_input_end_step(in));
   }
-  CHECK(rc == CPL_END_OF_STREAM, "begin_step: %s: %s", cpl_strerror(rc),
-        cpl_last_error());
-  CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM,
-        "end of stream is sticky");
+  CHECK(rc == CPL_END_OF_STREAM, "begin_step: %s: %s", cpl_strerror(rc), cpl_last_error());
+  CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "end of stream is sticky");
   return n;
 }
 
@@ -261,13 +253,11 @@ static void stats(cpl_output *out, int link, cpl_output_stats *st) {
   if (wrank == 0)
     printf("%s link %d: steps %ld delivered %ld dropped %ld skipped %ld "
            "undelivered %ld queue_max %d bytes_max %zu wait %.3f s\n",
-           comp_name, link, st->steps, st->delivered, st->dropped, st->skipped,
-           st->undelivered, st->queue_max, st->bytes_max, st->wait_s);
+           comp_name, link, st->steps, st->delivered, st->dropped, st->skipped, st->undelivered,
+           st->queue_max, st->bytes_max, st->wait_s);
 }
 
-static int has(const char *hay, const char *needle) {
-  return strstr(hay, needle) != NULL;
-}
+static int has(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
 
 /* ---------------------------------------------------------- scenarios */
 
@@ -277,8 +267,7 @@ static int has(const char *hay, const char *needle) {
 
 static void flow_publish(cpl_output *out, int r, int p, int sleep_each) {
   static double blk[FLOW_N];
-  hsize_t dims[1] = {(hsize_t)FLOW_N * p}, start[1] = {(hsize_t)FLOW_N * r},
-          count[1] = {FLOW_N};
+  hsize_t dims[1] = {(hsize_t)FLOW_N * p}, start[1] = {(hsize_t)FLOW_N * r}, count[1] = {FLOW_N};
   for (long s = 0; s < FLOW_STEPS; s++) {
     for (int i = 0; i < FLOW_N; i++) blk[i] = val(s, 9, start[0] + i);
     OK(cpl_output_begin_step(out, -1));
@@ -315,7 +304,6 @@ static int flow_consume(cpl_input *in, long *seen, int sleep_each) {
   return n;
 }
 
-
 /* ------------------------------------------------- selective delivery */
 
 /* What consumer rank r of q declares before step `step` (steps 0..5):
@@ -327,8 +315,8 @@ static int flow_consume(cpl_input *in, long *seen, int sleep_each) {
  *  4: rank 0 its rows of b2 only, the others whole (no selection). */
 typedef struct decl {
   int active;
-  int rows;                  /* the default: rows r of q                 */
-  int nb[4];                 /* boxes per dataset, -1: no item            */
+  int rows;  /* the default: rows r of q                 */
+  int nb[4]; /* boxes per dataset, -1: no item            */
   hsize_t s[4][2][3], c[4][2][3];
 } decl;
 
@@ -378,8 +366,7 @@ static decl declare(cpl_input *in, int r, int q, long step) {
 }
 
 /* The boxes decl gives dataset i (dims), clipped; returns how many. */
-static int decl_boxes(const decl *d, int i, int r, int q, hsize_t s[][3],
-                      hsize_t c[][3]) {
+static int decl_boxes(const decl *d, int i, int r, int q, hsize_t s[][3], hsize_t c[][3]) {
   const dset *ds = &dsets[i];
   if (!d->active) {
     for (int k = 0; k < ds->rank; k++) {
@@ -423,8 +410,8 @@ static double expect(const dset *ds, long step, unsigned long long g) {
 
 /* Every declared box holds the right values; what is outside is refused;
  * with delivery select, exactly the union of the boxes arrived. */
-static void check_selected(cpl_input *in, const decl *d, int r, int q, long step,
-                           int forced, size_t *bytes_before) {
+static void check_selected(cpl_input *in, const decl *d, int r, int q, long step, int forced,
+                           size_t *bytes_before) {
   int nd;
   OK(cpl_input_dataset_count(in, &nd));
   size_t want_bytes = 0;
@@ -446,8 +433,8 @@ static void check_selected(cpl_input *in, const decl *d, int r, int q, long step
         for (int k = 0; k < ds->rank; k++) g = g * ds->dims[k] + s[b][k] + idx[k];
         mark[g] = 1;
         if (v[e] != expect(ds, step, g)) {
-          CHECK(0, "step %ld %s box %d element %zu = %g, want %g", step,
-                ds->name, b, e, v[e], expect(ds, step, g));
+          CHECK(0, "step %ld %s box %d element %zu = %g, want %g", step, ds->name, b, e, v[e],
+                expect(ds, step, g));
           break;
         }
         for (int k = ds->rank - 1; k >= 0 && ++idx[k] == c[b][k]; k--) idx[k] = 0;
@@ -471,8 +458,8 @@ static void check_selected(cpl_input *in, const decl *d, int r, int q, long step
       double v;
       int rc = cpl_input_get(in, ds->name, H5T_NATIVE_DOUBLE, os, oc, &v);
       CHECK(rc == CPL_ERR_ARG && has(cpl_last_error(), "not inside the boxes this rank selected"),
-            "step %ld %s: get outside the selection: %s: %s", step, ds->name,
-            cpl_strerror(rc), cpl_last_error());
+            "step %ld %s: get outside the selection: %s: %s", step, ds->name, cpl_strerror(rc),
+            cpl_last_error());
     }
     free(mark);
   }
@@ -481,11 +468,10 @@ static void check_selected(cpl_input *in, const decl *d, int r, int q, long step
   size_t got = st.bytes - *bytes_before;
   *bytes_before = st.bytes;
   if (forced)
-    CHECK(got == want_bytes, "step %ld: received %zu bytes, selected %zu", step,
-          got, want_bytes);
+    CHECK(got == want_bytes, "step %ld: received %zu bytes, selected %zu", step, got, want_bytes);
   if (wrank >= 0 && step == 1)
-    printf("%s rank %d step %ld: received %zu bytes, selected %zu, held %zu\n",
-           comp_name, r, step, got, want_bytes, st.bytes_held);
+    printf("%s rank %d step %ld: received %zu bytes, selected %zu, held %zu\n", comp_name, r, step,
+           got, want_bytes, st.bytes_held);
 }
 
 int main(int argc, char **argv) {
@@ -575,8 +561,8 @@ int main(int argc, char **argv) {
       int depth = !strcmp(sc, "latest") ? 1 : 2;
       CHECK(st.steps == FLOW_STEPS, "steps");
       CHECK(st.queue_max <= depth, "queue_max %d > depth %d", st.queue_max, depth);
-      CHECK(st.bytes_max <= (size_t)depth * step_bytes, "bytes_max %zu > %d x %zu",
-            st.bytes_max, depth, step_bytes);
+      CHECK(st.bytes_max <= (size_t)depth * step_bytes, "bytes_max %zu > %d x %zu", st.bytes_max,
+            depth, step_bytes);
       OK(cpl_output_close(out));
       cpl_output_stats fin;
       (void)fin;
@@ -587,8 +573,7 @@ int main(int argc, char **argv) {
         CHECK(st.dropped > 0, "latest: some steps dropped");
         CHECK(st.wait_s == 0, "latest: the producer never waits");
       } else {
-        CHECK(st.skipped == FLOW_STEPS - (FLOW_STEPS + 2) / 3, "every:3 skipped %ld",
-              st.skipped);
+        CHECK(st.skipped == FLOW_STEPS - (FLOW_STEPS + 2) / 3, "every:3 skipped %ld", st.skipped);
       }
     } else {
       OK(cpl_input_open(ctx, "in", NULL, &in));
@@ -615,8 +600,10 @@ int main(int argc, char **argv) {
       cpl_output_stats st;
       stats(out, 0, &st);
       CHECK(st.delivered >= 3 && st.delivered <= 5, "delivered %ld", st.delivered);
-      CHECK(st.delivered + st.undelivered + 2 >= FLOW_STEPS, "every step "
-            "accounted for: %ld + %ld", st.delivered, st.undelivered);
+      CHECK(st.delivered + st.undelivered + 2 >= FLOW_STEPS,
+            "every step "
+            "accounted for: %ld + %ld",
+            st.delivered, st.undelivered);
       OK(cpl_output_close(out));
     } else {
       OK(cpl_input_open(ctx, "in", NULL, &in));
@@ -644,13 +631,14 @@ int main(int argc, char **argv) {
         const char *m = cpl_last_error();
         if (r == 0 && timeouts == 0) {
           CHECK(has(m, "link prod.out->cons.in") && has(m, "receiver 0") &&
-                has(m, "step after -1") && has(m, "within 1 s"), "message: %s", m);
+                    has(m, "step after -1") && has(m, "within 1 s"),
+                "message: %s", m);
           printf("consumer timed out as expected: %s\n", m);
         }
         timeouts++;
       }
-      CHECK(rc == CPL_OK && step == 0 && timeouts >= 1, "after %d timeouts: %s",
-            timeouts, cpl_strerror(rc));
+      CHECK(rc == CPL_OK && step == 0 && timeouts >= 1, "after %d timeouts: %s", timeouts,
+            cpl_strerror(rc));
       flow_check(in, step);
       OK(cpl_input_end_step(in));
       int n = flow_consume(in, seen, 0);
@@ -672,11 +660,13 @@ int main(int argc, char **argv) {
         rc = cpl_output_end_step(out);
       }
       const char *m = cpl_last_error();
-      CHECK(rc == CPL_ERR_TIMEOUT && s == 2, "expected a timeout at step 1, got "
-            "%s at step %ld", cpl_strerror(rc), s - 1);
+      CHECK(rc == CPL_ERR_TIMEOUT && s == 2,
+            "expected a timeout at step 1, got "
+            "%s at step %ld",
+            cpl_strerror(rc), s - 1);
       if (r == 0)
         CHECK(has(m, "link prod.out->cons.in, sender 0, step 0") &&
-              has(m, "took no step within 1 s") && has(m, "policy all, depth 1"),
+                  has(m, "took no step within 1 s") && has(m, "policy all, depth 1"),
               "message: %s", m);
       if (r == 0) printf("producer timed out as expected: %s\n", m);
       CHECK(cpl_output_end_step(out) == CPL_ERR_TIMEOUT, "the port stays failed");
@@ -687,8 +677,8 @@ int main(int argc, char **argv) {
       long step;
       int rc = cpl_input_begin_step(in, &step);
       const char *m = cpl_last_error();
-      CHECK(rc == CPL_ERR_TIMEOUT && has(m, "producer: link prod.out->cons.in"),
-            "consumer: %s: %s", cpl_strerror(rc), m);
+      CHECK(rc == CPL_ERR_TIMEOUT && has(m, "producer: link prod.out->cons.in"), "consumer: %s: %s",
+            cpl_strerror(rc), m);
       if (r == 0) printf("consumer got the producer's failure: %s\n", m);
       OK(cpl_input_close(in));
     }
@@ -714,10 +704,9 @@ int main(int argc, char **argv) {
             cpl_strerror(rc));
       if (!strcmp(sc, "overlap"))
         CHECK(has(m, "port prod.out, step 0: dataset \"x\"") &&
-              has(m, "rank 0, [0:6], and rank 1, [4:10], overlap"), "message: %s", m);
-      else
-        CHECK(has(m, "has dims [10] but port cons.in declares [12]"),
+                  has(m, "rank 0, [0:6], and rank 1, [4:10], overlap"),
               "message: %s", m);
+      else CHECK(has(m, "has dims [10] but port cons.in declares [12]"), "message: %s", m);
       if (r == 0) printf("producer: %s\n", m);
       OK(cpl_output_close(out));
     } else {
@@ -725,8 +714,8 @@ int main(int argc, char **argv) {
       long step;
       rc = cpl_input_begin_step(in, &step);
       const char *m = cpl_last_error();
-      CHECK(rc == CPL_ERR_SHAPE && has(m, "producer: port prod.out, step 0"),
-            "consumer: %s: %s", cpl_strerror(rc), m);
+      CHECK(rc == CPL_ERR_SHAPE && has(m, "producer: port prod.out, step 0"), "consumer: %s: %s",
+            cpl_strerror(rc), m);
       if (r == 0) printf("consumer: %s\n", m);
       CHECK(cpl_input_begin_step(in, &step) == CPL_ERR_SHAPE, "sticky");
       OK(cpl_input_close(in));
@@ -837,11 +826,11 @@ int main(int argc, char **argv) {
         flow_check(in, step);
         OK(cpl_input_end_step(in));
       }
-      CHECK(got[0] == 2 && got[1] == 3 && got[2] == 0 && got[3] == 4,
-            "served %ld %ld %ld %ld", got[0], got[1], got[2], got[3]);
+      CHECK(got[0] == 2 && got[1] == 3 && got[2] == 0 && got[3] == 4, "served %ld %ld %ld %ld",
+            got[0], got[1], got[2], got[3]);
       int rc = cpl_input_begin_step_at(in, 9, &step);
-      CHECK(rc == CPL_ERR_NOT_FOUND && has(cpl_last_error(), "keeping 0..4"),
-            "refused: %s", cpl_last_error());
+      CHECK(rc == CPL_ERR_NOT_FOUND && has(cpl_last_error(), "keeping 0..4"), "refused: %s",
+            cpl_last_error());
       CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "end of link");
       OK(cpl_input_close(in));
     }

@@ -110,8 +110,8 @@ static int counted(int before, const char *where) {
   return 1;
 }
 
-static int allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc,
-                     MPI_Datatype rt, MPI_Comm comm, const char *where) {
+static int allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
+                     MPI_Comm comm, const char *where) {
   int before = expect_interposed ? interposed_calls() : 0;
   int r = MPI_Allgather(sb, sc, st, rb, rc, rt, comm);
   counted(before, where);
@@ -130,7 +130,7 @@ static int allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const i
 
 typedef struct side {
   MPI_Comm inter;
-  int in_a;          /* 1 on group A, 0 on group B */
+  int in_a; /* 1 on group A, 0 on group B */
   int lsize, rsize, lrank;
   const char *shape; /* for messages */
 } side;
@@ -172,8 +172,7 @@ static int ref_packed(const side *s, const void *sb, int scount, MPI_Datatype st
   long long tot = 0;
   for (int i = 0; i < s->rsize; i++) rd[i] = (int)tot, tot += rb[i];
   char *rp = malloc((size_t)tot + 1);
-  if (err == MPI_SUCCESS)
-    err = PMPI_Allgatherv(pk, pos, MPI_BYTE, rp, rb, rd, MPI_BYTE, s->inter);
+  if (err == MPI_SUCCESS) err = PMPI_Allgatherv(pk, pos, MPI_BYTE, rp, rb, rd, MPI_BYTE, s->inter);
   for (int i = 0; i < s->rsize && err == MPI_SUCCESS; i++)
     if (rc[i] > 0) {
       int at = 0;
@@ -341,8 +340,12 @@ static void run_errors(const side *s) {
     int rc;
     switch (c) {
     case 0: rc = allgather(buf, -1, MPI_INT, rbuf, 1, MPI_INT, s->inter, cases[c].what); break;
-    case 1: rc = allgather(MPI_IN_PLACE, 1, MPI_INT, rbuf, 1, MPI_INT, s->inter, cases[c].what); break;
-    case 2: rc = allgatherv(buf, 1, MPI_INT, rbuf, cnt, dsp, MPI_INT, s->inter, cases[c].what); break;
+    case 1:
+      rc = allgather(MPI_IN_PLACE, 1, MPI_INT, rbuf, 1, MPI_INT, s->inter, cases[c].what);
+      break;
+    case 2:
+      rc = allgatherv(buf, 1, MPI_INT, rbuf, cnt, dsp, MPI_INT, s->inter, cases[c].what);
+      break;
     default: rc = allgather(buf, 1, MPI_DATATYPE_NULL, rbuf, 1, MPI_INT, s->inter, cases[c].what);
     }
     checks++;
@@ -498,8 +501,7 @@ static void run_verbose(const side *s) {
   checks++;
   if (!strstr(text, "coupler_mpi: MPI_Allgather inter"))
     fail("CPL_MPI_VERBOSE=1", "no \"coupler_mpi: MPI_Allgather inter\" line on stderr");
-  else if (wrank == 0)
-    printf("verbose: %s", text);
+  else if (wrank == 0) printf("verbose: %s", text);
 }
 
 /* ------------------------------------------------------------------ main */

@@ -68,8 +68,8 @@ static long long attr_ll(hid_t obj, const char *name) {
 
 /* Read 2-D dataset `name` of group g, converted to memtype; checks that it
  * is stored as float64 with dims ny x nx. */
-static int read2d(hid_t g, const char *step, const char *name, hid_t memtype,
-                  int ny, int nx, void *buf) {
+static int read2d(hid_t g, const char *step, const char *name, hid_t memtype, int ny, int nx,
+                  void *buf) {
   hid_t d = H5Dopen2(g, name, H5P_DEFAULT);
   if (d < 0) {
     fail("%s/%s: no such dataset", step, name);
@@ -78,8 +78,8 @@ static int read2d(hid_t g, const char *step, const char *name, hid_t memtype,
   hid_t space = H5Dget_space(d), type = H5Dget_type(d);
   hsize_t dims[2] = {0, 0};
   int ok = H5Sget_simple_extent_ndims(space) == 2 &&
-           H5Sget_simple_extent_dims(space, dims, NULL) == 2 &&
-           dims[0] == (hsize_t)ny && dims[1] == (hsize_t)nx;
+           H5Sget_simple_extent_dims(space, dims, NULL) == 2 && dims[0] == (hsize_t)ny &&
+           dims[1] == (hsize_t)nx;
   if (!ok) fail("%s/%s: dims are not [%d, %d]", step, name, ny, nx);
   if (H5Tget_class(type) != H5T_FLOAT || H5Tget_size(type) != 8) {
     fail("%s/%s: not stored as float64", step, name);
@@ -96,9 +96,8 @@ static int read2d(hid_t g, const char *step, const char *name, hid_t memtype,
 }
 
 /* Interior of a halo'd serial field against a dense ny x nx array. */
-static void compare_reference(const char *step, const char *name,
-                              const double *ref, const double *got, int ny,
-                              int nx) {
+static void compare_reference(const char *step, const char *name, const double *ref,
+                              const double *got, int ny, int nx) {
   long bad = 0;
   double maxdiff = 0;
   for (int i = 0; i < ny; i++)
@@ -108,8 +107,8 @@ static void compare_reference(const char *step, const char *name,
       if (d > maxdiff || isnan(d)) maxdiff = d;
     }
   if (bad)
-    fail("%s/%s: %ld cells differ from the serial reference (max |diff| %g)",
-         step, name, bad, maxdiff);
+    fail("%s/%s: %ld cells differ from the serial reference (max |diff| %g)", step, name, bad,
+         maxdiff);
 }
 
 typedef struct stats {
@@ -135,27 +134,25 @@ static stats compute_stats(const float *v, long n, double threshold) {
 }
 
 /* Relative agreement; the sums are reduced in another order. */
-static int close_to(double a, double b) {
-  return fabs(a - b) <= 1e-9 * fabs(b) + 1e-12;
-}
+static int close_to(double a, double b) { return fabs(a - b) <= 1e-9 * fabs(b) + 1e-12; }
 
 static void check_csv_line(const char *line, int step, const stats *want) {
   stats s;
-  if (sscanf(line, "%lld,%lld,%lf,%lf,%lf,%lf,%lf,%lf", &s.step, &s.iteration,
-             &s.t, &s.min, &s.max, &s.mean, &s.std, &s.frac) != 8) {
+  if (sscanf(line, "%lld,%lld,%lf,%lf,%lf,%lf,%lf,%lf", &s.step, &s.iteration, &s.t, &s.min, &s.max,
+             &s.mean, &s.std, &s.frac) != 8) {
     fail("stats.csv line of step %d is not 8 numbers: %s", step, line);
     return;
   }
   if (s.step != step || s.iteration != want->iteration || s.t != want->t)
     fail("stats.csv step %d: step/iteration/t are %lld/%lld/%g, the file has "
-         "%d/%lld/%g", step, s.step, s.iteration, s.t, step, want->iteration,
-         want->t);
-  if (s.min != want->min || s.max != want->max || !close_to(s.mean, want->mean)
-      || !close_to(s.std, want->std) || !close_to(s.frac, want->frac))
+         "%d/%lld/%g",
+         step, s.step, s.iteration, s.t, step, want->iteration, want->t);
+  if (s.min != want->min || s.max != want->max || !close_to(s.mean, want->mean) ||
+      !close_to(s.std, want->std) || !close_to(s.frac, want->frac))
     fail("stats.csv step %d: min %.17g max %.17g mean %.17g std %.17g frac "
          "%.17g, but V in the HDF5 file gives %.17g %.17g %.17g %.17g %.17g",
-         step, s.min, s.max, s.mean, s.std, s.frac, want->min, want->max,
-         want->mean, want->std, want->frac);
+         step, s.min, s.max, s.mean, s.std, s.frac, want->min, want->max, want->mean, want->std,
+         want->frac);
 }
 
 /* Decode a PNG to RGB; returns NULL (after fail) if it is not valid. */
@@ -189,8 +186,8 @@ static unsigned char *read_png(const char *path, int *w, int *h) {
 }
 
 /* The picture of step `step` must be the one image.c draws of v. */
-static void check_png(const char *dir, int step, const float *v, int ny,
-                      int nx, const stats *s, int image_size) {
+static void check_png(const char *dir, int step, const float *v, int ny, int nx, const stats *s,
+                      int image_size) {
   char path[4096], ref[4200], err[4400];
   snprintf(path, sizeof path, "%s/V_%04d.png", dir, step);
   snprintf(ref, sizeof ref, "%s/.reference.png", dir);
@@ -198,11 +195,8 @@ static void check_png(const char *dir, int step, const float *v, int ny,
   unsigned char *got = read_png(path, &w, &h);
   if (!got) return;
   if (w != nx * scale || h != ny * scale || (w < image_size && h < image_size))
-    fail("%s: %d x %d pixels, expected %d x %d", path, w, h, nx * scale,
-         ny * scale);
-  else if (image_write_png(ref, v, ny, nx, s->min, s->max, scale, err,
-                           sizeof err))
-    fail("%s", err);
+    fail("%s: %d x %d pixels, expected %d x %d", path, w, h, nx * scale, ny * scale);
+  else if (image_write_png(ref, v, ny, nx, s->min, s->max, scale, err, sizeof err)) fail("%s", err);
   else {
     unsigned char *want = read_png(ref, &rw, &rh);
     if (want && memcmp(got, want, (size_t)w * h * 3) != 0)
@@ -222,19 +216,15 @@ static void check_png_set(const char *dir, int steps, int every) {
   while ((e = readdir(d))) {
     int s;
     char tail[8];
-    if (sscanf(e->d_name, "V_%d.%7s", &s, tail) != 2 || strcmp(tail, "png"))
-      continue;
-    int want = s >= 0 && s < steps &&
-               ((every > 0 && s % every == 0) || s == steps - 1);
+    if (sscanf(e->d_name, "V_%d.%7s", &s, tail) != 2 || strcmp(tail, "png")) continue;
+    int want = s >= 0 && s < steps && ((every > 0 && s % every == 0) || s == steps - 1);
     if (!want) fail("%s/%s: not expected", dir, e->d_name);
     found++;
   }
   closedir(d);
   int expected = 0;
-  for (int s = 0; s < steps; s++)
-    expected += (every > 0 && s % every == 0) || s == steps - 1;
-  if (found != expected)
-    fail("%d pictures V_*.png, expected %d", found, expected);
+  for (int s = 0; s < steps; s++) expected += (every > 0 && s % every == 0) || s == steps - 1;
+  if (found != expected) fail("%d pictures V_*.png, expected %d", found, expected);
 }
 
 int main(int argc, char **argv) {
@@ -254,8 +244,8 @@ int main(int argc, char **argv) {
   if (file < 0) die("cannot open the HDF5 file");
   H5G_info_t gi;
   if (H5Gget_info(file, &gi) < 0 || gi.nlinks != (hsize_t)steps)
-    fail("%s: %llu objects in /, expected %d step groups", path,
-         (unsigned long long)gi.nlinks, steps);
+    fail("%s: %llu objects in /, expected %d step groups", path, (unsigned long long)gi.nlinks,
+         steps);
 
   snprintf(path, sizeof path, "%s/stats.csv", dir);
   FILE *csv = fopen(path, "r");
@@ -310,8 +300,12 @@ int main(int argc, char **argv) {
       gs_fill_periodic(ny, nx, u);
       gs_fill_periodic(ny, nx, v);
       gs_step(&p, ny, nx, u, v, un, vn);
-      double *tmp = u; u = un; un = tmp;
-      tmp = v; v = vn; vn = tmp;
+      double *tmp = u;
+      u = un;
+      un = tmp;
+      tmp = v;
+      v = vn;
+      vn = tmp;
     }
     if (read2d(g, name, "U", H5T_NATIVE_DOUBLE, ny, nx, hu) == 0)
       compare_reference(name, "U", u, hu, ny, nx);
@@ -323,10 +317,8 @@ int main(int argc, char **argv) {
       s.step = step;
       s.iteration = want.iteration;
       s.t = want.t;
-      if (!fgets(line, sizeof line, csv))
-        fail("stats.csv: no line for step %d", step);
-      else
-        check_csv_line(line, step, &s);
+      if (!fgets(line, sizeof line, csv)) fail("stats.csv: no line for step %d", step);
+      else check_csv_line(line, step, &s);
       if ((every > 0 && step % every == 0) || step == steps - 1)
         check_png(dir, step, vf, ny, nx, &s, image_size);
     }

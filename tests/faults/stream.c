@@ -55,8 +55,7 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "stall")) nanosleep(&(struct timespec){120, 0}, NULL);
     long step;
     int rc;
-    while ((rc = cpl_input_begin_step(in, &step)) == CPL_OK)
-      ok(cpl_input_end_step(in), "end_step");
+    while ((rc = cpl_input_begin_step(in, &step)) == CPL_OK) ok(cpl_input_end_step(in), "end_step");
     if (rc != CPL_END_OF_STREAM) ok(rc, "begin_step");
     ok(cpl_input_close(in), "close");
   }

@@ -44,8 +44,8 @@ static void report(int bad, const char *what) {
   }
 }
 
-static int run_allgatherv(MPI_Comm comm, const size_t *counts, int kind,
-                          int variant, long long n, const char *name) {
+static int run_allgatherv(MPI_Comm comm, const size_t *counts, int kind, int variant, long long n,
+                          const char *name) {
   size_t *displs = malloc(sizeof *displs * size);
   const size_t total = layout(counts, displs, kind);
   unsigned char *buf = malloc(total);
@@ -67,16 +67,15 @@ static int run_allgatherv(MPI_Comm comm, const size_t *counts, int kind,
     for (size_t i = 0; i < counts[j]; i++) want[displs[j] + i] = pat(j, i, salt);
   for (size_t i = 0; i < total && !bad; i++)
     if (buf[i] != want[i]) {
-      fprintf(stderr, "rank %d: %s: byte %zu is %d, expected %d\n", rank, name, i,
-              buf[i], want[i]);
+      fprintf(stderr, "rank %d: %s: byte %zu is %d, expected %d\n", rank, name, i, buf[i], want[i]);
       bad = 1;
     }
   free(want);
   free(buf);
   free(displs);
   char what[160];
-  snprintf(what, sizeof what, "allgatherv %s layout %d variant %d n %lld (p=%d)", name,
-           kind, variant, n, size);
+  snprintf(what, sizeof what, "allgatherv %s layout %d variant %d n %lld (p=%d)", name, kind,
+           variant, n, size);
   report(bad, what);
   return bad;
 }
@@ -86,15 +85,14 @@ static void test_allgatherv(MPI_Comm comm) {
   struct {
     const char *name;
     int kinds;
-  } shapes[] = {{"regular", 3}, {"irregular+zeros", 3}, {"all-zero", 1},
-                {"single-big", 2}, {"64KiB", 1}, {"one-byte-some", 3}};
+  } shapes[] = {{"regular", 3},    {"irregular+zeros", 3}, {"all-zero", 1},
+                {"single-big", 2}, {"64KiB", 1},           {"one-byte-some", 3}};
   const struct {
     int variant;
     long long n;
   } vs[] = {{CPLI_CIRC_AUTO, 0}, {CPLI_CIRC_ALG7, 0}, {CPLI_CIRC_ALG7_STEP, 0},
-            {CPLI_CIRC_RING, 0}, {CPLI_CIRC_ALG9, 1},
-            {CPLI_CIRC_ALG9, 2}, {CPLI_CIRC_ALG9, 3}, {CPLI_CIRC_ALG9, 7},
-            {CPLI_CIRC_ALG9, 40}};
+            {CPLI_CIRC_RING, 0}, {CPLI_CIRC_ALG9, 1}, {CPLI_CIRC_ALG9, 2},
+            {CPLI_CIRC_ALG9, 3}, {CPLI_CIRC_ALG9, 7}, {CPLI_CIRC_ALG9, 40}};
   for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
     for (int j = 0; j < size; j++) {
       switch (s) {
@@ -126,8 +124,7 @@ static void test_bcast(MPI_Comm comm) {
         const size_t m = sizes[s];
         /* all shapes from the first and last root, a sample from the others
          * (oversubscribed runs pay milliseconds per round) */
-        if (root != 0 && root != size - 1 && (s == 0 || s == 4 || b == 2 || b == 4))
-          continue;
+        if (root != 0 && root != size - 1 && (s == 0 || s == 4 || b == 2 || b == 4)) continue;
         if (m > 70000 && nbs[b] == 64 && size > 3) continue;
         const int salt = root + (int)b;
         for (size_t i = 0; i < m; i++) buf[i] = rank == root ? pat(root, i, salt) : 0xEE;
@@ -137,13 +134,13 @@ static void test_bcast(MPI_Comm comm) {
         if (bad) fprintf(stderr, "rank %d: bcast rc=%d %s\n", rank, rc, cpl_last_error());
         for (size_t i = 0; i < m && !bad; i++)
           if (buf[i] != pat(root, i, salt)) {
-            fprintf(stderr, "rank %d: bcast root %d m %zu n %d: byte %zu wrong\n", rank,
-                    root, m, nbs[b], i);
+            fprintf(stderr, "rank %d: bcast root %d m %zu n %d: byte %zu wrong\n", rank, root, m,
+                    nbs[b], i);
             bad = 1;
           }
         char what[128];
-        snprintf(what, sizeof what, "bcast root %d bytes %zu nblocks %d (p=%d)", root, m,
-                 nbs[b], size);
+        snprintf(what, sizeof what, "bcast root %d bytes %zu nblocks %d (p=%d)", root, m, nbs[b],
+                 size);
         report(bad, what);
       }
   /* bad arguments are refused, on every rank alike */
@@ -166,7 +163,8 @@ int main(int argc, char **argv) {
     long long n;
     int v = cpli_circulant_plan(size, (size_t)size << 20, 1 << 20, 5e-6, 1e-10, &n);
     printf("circulant mpi: p=%d: %d cases, %d failed (%.2f s); model for 1 MiB "
-           "blocks: Alg. %d n=%lld\n", size, cases, failed, MPI_Wtime() - t0, v, n);
+           "blocks: Alg. %d n=%lld\n",
+           size, cases, failed, MPI_Wtime() - t0, v, n);
   }
   MPI_Comm_free(&comm);
   MPI_Finalize();

@@ -41,10 +41,10 @@ int main(int argc, char **argv) {
 
   /* Local argument checks: fail before any communication. */
   if (role == CPL_SENDER) {
-    expect(cpl_inter_allgather(NULL, 4, MPI_INT, NULL, 0, MPI_INT, role, inter, NULL),
-           CPL_ERR_ARG, "sendbuf is NULL", "NULL send buffer, count 4");
-    expect(cpl_inter_allgather(buf, -1, MPI_INT, NULL, 0, MPI_INT, role, inter, NULL),
-           CPL_ERR_ARG, "negative", "negative sendcount");
+    expect(cpl_inter_allgather(NULL, 4, MPI_INT, NULL, 0, MPI_INT, role, inter, NULL), CPL_ERR_ARG,
+           "sendbuf is NULL", "NULL send buffer, count 4");
+    expect(cpl_inter_allgather(buf, -1, MPI_INT, NULL, 0, MPI_INT, role, inter, NULL), CPL_ERR_ARG,
+           "negative", "negative sendcount");
   } else {
     expect(cpl_inter_allgatherv(NULL, 0, MPI_INT, NULL, counts, displs, MPI_INT, role, inter, NULL),
            CPL_ERR_ARG, "recvbuf is NULL", "NULL receive buffer, count 4");

@@ -35,7 +35,7 @@ static const alg algs[] = {
 };
 
 enum pattern { P_ZERO, P_ONE, P_ODD, P_BIG, P_IRREG, P_STRIDED_RECV, P_STRIDED_SEND, P_COUNT };
-static const char *pattern_name[] = {"count 0", "count 1", "odd count", "64 KiB",
+static const char *pattern_name[] = {"count 0",   "count 1",      "odd count",   "64 KiB",
                                      "irregular", "strided recv", "strided send"};
 
 static int count_of(enum pattern pt, int sender) {
@@ -43,15 +43,15 @@ static int count_of(enum pattern pt, int sender) {
   case P_ZERO: return 0;
   case P_ONE: return 1;
   case P_ODD: return 37;
-  case P_BIG: return 16384; /* 64 KiB of int */
+  case P_BIG: return 16384;                       /* 64 KiB of int */
   case P_IRREG: return (sender * 7 + 3) % 5 * 13; /* includes zeros */
   default: return 11;
   }
 }
 
 /* One call: `sending` says which side this rank is on. */
-static void one_call(MPI_Comm inter, int sending, int p, int me, enum pattern pt, alg a,
-                     int call, const char *shape) {
+static void one_call(MPI_Comm inter, int sending, int p, int me, enum pattern pt, alg a, int call,
+                     const char *shape) {
   cpl_coll_options opt;
   cpl_coll_options_init(&opt);
   opt.inter = a.inter;
@@ -73,7 +73,8 @@ static void one_call(MPI_Comm inter, int sending, int p, int me, enum pattern pt
     for (int i = 0; i < span; i++) buf[i] = SENTINEL;
     for (int i = 0; i < n; i++) buf[pt == P_STRIDED_SEND ? i * stride : i] = value(me, i, call);
     if (pt == P_IRREG)
-      rc = cpl_inter_allgatherv(buf, n, MPI_INT, NULL, NULL, NULL, MPI_INT, CPL_SENDER, inter, &opt);
+      rc =
+          cpl_inter_allgatherv(buf, n, MPI_INT, NULL, NULL, NULL, MPI_INT, CPL_SENDER, inter, &opt);
     else
       rc = cpl_inter_allgather(buf, n, pt == P_STRIDED_SEND ? strided : MPI_INT, NULL, 0, MPI_INT,
                                CPL_SENDER, inter, &opt);
@@ -89,8 +90,8 @@ static void one_call(MPI_Comm inter, int sending, int p, int me, enum pattern pt
     int *buf = malloc(sizeof(int) * (size_t)(total * el + 1));
     for (int i = 0; i < total * el + 1; i++) buf[i] = SENTINEL;
     if (pt == P_IRREG)
-      rc = cpl_inter_allgatherv(NULL, 0, MPI_INT, buf, counts, displs, MPI_INT, CPL_RECEIVER,
-                                inter, &opt);
+      rc = cpl_inter_allgatherv(NULL, 0, MPI_INT, buf, counts, displs, MPI_INT, CPL_RECEIVER, inter,
+                                &opt);
     else if (pt == P_STRIDED_RECV || pt == P_STRIDED_SEND || pt == P_ZERO || pt == P_ONE ||
              pt == P_ODD || pt == P_BIG) {
       /* regular: contiguous blocks, no gaps */
@@ -98,8 +99,7 @@ static void one_call(MPI_Comm inter, int sending, int p, int me, enum pattern pt
       for (int i = 0; i < p; i++) displs[i] = i * c;
       rc = cpl_inter_allgather(NULL, 0, MPI_INT, buf, c, pt == P_STRIDED_RECV ? strided : MPI_INT,
                                CPL_RECEIVER, inter, &opt);
-    } else
-      rc = CPL_ERR_INTERNAL;
+    } else rc = CPL_ERR_INTERNAL;
     if (rc == CPL_OK) {
       int bad = 0;
       for (int s = 0; s < p && !bad; s++)

@@ -10,13 +10,13 @@
 
 static int failures;
 
-#define CHECK(cond, ...)                                                      \
-  do {                                                                        \
-    if (!(cond) && failures++ < 50) {                                         \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                    \
-      fprintf(stderr, __VA_ARGS__);                                           \
-      fputc('\n', stderr);                                                    \
-    }                                                                         \
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    if (!(cond) && failures++ < 50) {                                                              \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                         \
+      fprintf(stderr, __VA_ARGS__);                                                                \
+      fputc('\n', stderr);                                                                         \
+    }                                                                                              \
   } while (0)
 
 #endif

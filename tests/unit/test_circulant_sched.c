@@ -10,9 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "sched/circulant.h"
 #include "check.h"
-
+#include "sched/circulant.h"
 
 static double now(void) {
   struct timespec t;
@@ -24,8 +23,7 @@ static double now(void) {
 
 static const int T1_SKIPS[] = {1, 2, 3, 5, 10, 20};
 /* The paper prints the root's baseblock as 0; ours is q = 5 by convention. */
-static const int T1_BASE[20] = {0, 0, 1, 2, 0, 3, 0, 1, 2, 0,
-                                4, 0, 1, 2, 0, 3, 0, 1, 2, 0};
+static const int T1_BASE[20] = {0, 0, 1, 2, 0, 3, 0, 1, 2, 0, 4, 0, 1, 2, 0, 3, 0, 1, 2, 0};
 static const int T1_RECV[5][20] = {
     {-5, 0, -5, -4, -3, -5, -2, -5, -4, -3, -5, -1, -5, -4, -3, -5, -2, -5, -4, -3},
     {-3, -3, 1, -5, -4, -3, -3, -2, -5, -4, -3, -3, -1, -5, -4, -3, -3, -2, -5, -4},
@@ -44,8 +42,7 @@ static void test_table1(void) {
   CHECK(cpli_circ_full_init(&f, 20) == 0, "full schedule p=20");
   const cpli_circ *c = &f.c;
   CHECK(c->q == 5, "q=%d", c->q);
-  for (int k = 0; k <= 5; k++)
-    CHECK(c->skips[k] == T1_SKIPS[k], "skips[%d]=%d", k, c->skips[k]);
+  for (int k = 0; k <= 5; k++) CHECK(c->skips[k] == T1_SKIPS[k], "skips[%d]=%d", k, c->skips[k]);
   CHECK(cpli_circ_baseblock(c, 0) == 5 && f.base[0] == 5, "root baseblock");
   for (int r = 1; r < 20; r++) {
     CHECK(cpli_circ_baseblock(c, r) == T1_BASE[r], "baseblock(%d)", r);
@@ -114,11 +111,9 @@ static int cross_check(const cpli_circ_full *f, int r) {
   const int q = f->c.q;
   int rs[CPLI_CIRC_QMAX], ss[CPLI_CIRC_QMAX];
   if (cpli_circ_baseblock(&f->c, r) != f->base[r]) return 1;
-  if (cpli_circ_recvsched(&f->c, r, q, rs) || cpli_circ_sendsched(&f->c, r, ss))
-    return 1;
+  if (cpli_circ_recvsched(&f->c, r, q, rs) || cpli_circ_sendsched(&f->c, r, ss)) return 1;
   for (int k = 0; k < q; k++)
-    if (rs[k] != f->recv[(size_t)r * q + k] || ss[k] != f->send[(size_t)r * q + k])
-      return 1;
+    if (rs[k] != f->recv[(size_t)r * q + k] || ss[k] != f->send[(size_t)r * q + k]) return 1;
   return 0;
 }
 
@@ -162,8 +157,8 @@ static void test_all_p(int pmax) {
     failed += verify_p(p, ns, 5, p <= 256);
   }
   failures += failed;
-  printf("circulant: %d p verified, %d failed (n = 1, 2, q, q+1, 2q+3; %.1f s)\n",
-         pmax, failed, now() - t0);
+  printf("circulant: %d p verified, %d failed (n = 1, 2, q, q+1, 2q+3; %.1f s)\n", pmax, failed,
+         now() - t0);
 }
 
 static void test_large_p(void) {
@@ -177,8 +172,8 @@ static void test_large_p(void) {
     failed += verify_p(ps[i], ns, ps[i] > 20000 ? 1 : 3, 0);
   }
   failures += failed;
-  printf("circulant: large p spot checks (4093 .. 65537): %d failed (%.1f s)\n",
-         failed, now() - t0);
+  printf("circulant: large p spot checks (4093 .. 65537): %d failed (%.1f s)\n", failed,
+         now() - t0);
 }
 
 /* ----------------------------------------------------- negative tests */
@@ -194,8 +189,7 @@ static void reset(copy *m, const cpli_circ_full *f) {
   memcpy(m->send, f->send, sizeof(int) * p * q);
 }
 
-static void expect_reject(const cpli_circ_full *f, const copy *m, long long n,
-                          const char *what) {
+static void expect_reject(const cpli_circ_full *f, const copy *m, long long n, const char *what) {
   char why[256];
   int rc = cpli_circ_verify(&f->c, m->base, m->recv, m->send, n, why, sizeof why);
   CHECK(rc != 0, "verifier accepted a mutated schedule: %s", what);
@@ -292,7 +286,8 @@ static void timing(void) {
     }
     double tr = (now() - t0) / p;
     printf("circulant: p=%d q=%d full schedule %.3f ms, one rank's recv+send "
-           "%.1f us\n", p, c.q, 1e3 * tf, 1e6 * tr);
+           "%.1f us\n",
+           p, c.q, 1e3 * tf, 1e6 * tr);
   }
 }
 
@@ -301,8 +296,8 @@ int main(int argc, char **argv) {
   cpli_circ c;
   CHECK(cpli_circ_init(&c, 0) != 0, "p = 0 must be rejected");
   CHECK(cpli_circ_init(&c, 1) == 0 && c.q == 0 && c.skips[0] == 1, "p = 1");
-  CHECK(cpli_circ_init(&c, 2147483647) == 0 && c.q == 31 &&
-            c.skips[31] == 2147483647 && c.skips[0] == 1,
+  CHECK(cpli_circ_init(&c, 2147483647) == 0 && c.q == 31 && c.skips[31] == 2147483647 &&
+            c.skips[0] == 1,
         "p = INT_MAX");
   {
     int s[31];

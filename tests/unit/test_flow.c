@@ -15,12 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "coupler.h"
 #include "sched/flow.h"
-#include "check.h"
 
 static int cases;
-
 
 static unsigned char pat(int block, size_t i) { return (unsigned char)(block * 37 + i * 11 + 1); }
 
@@ -126,8 +125,8 @@ static void alg7_depth_case(int p) {
     }
     if (depth[k] > longest) longest = depth[k];
   }
-  CHECK(ok && longest == cpli_circ_alg7_depth(&c), "alg7 depth p=%d: plan %d, formula %d %s",
-        p, longest, cpli_circ_alg7_depth(&c), why);
+  CHECK(ok && longest == cpli_circ_alg7_depth(&c), "alg7 depth p=%d: plan %d, formula %d %s", p,
+        longest, cpli_circ_alg7_depth(&c), why);
   cases++;
   cpli_flow_free(&f);
   free(counts), free(displs);
@@ -234,8 +233,8 @@ static void fc_case(int p, int q, int ck, int lk, size_t chunk, long long nb, in
     }
     const size_t *cn = r >= p || extra ? counts : NULL;
     const size_t *dp = r >= p ? displs : extra ? packed : NULL;
-    ok = ok && cpli_flow_fc(&plans[r], p, q, r, cn, dp, counts[r < p ? r : 0] * (r < p), &o) ==
-                   CPL_OK &&
+    ok = ok &&
+         cpli_flow_fc(&plans[r], p, q, r, cn, dp, counts[r < p ? r : 0] * (r < p), &o) == CPL_OK &&
          cpli_flow_resolve(&plans[r], why, sizeof why) == CPL_OK;
     if (!ok && !why[0]) snprintf(why, sizeof why, "rank %d: %s", r, cpl_last_error());
   }
@@ -288,7 +287,8 @@ static void broken_plans(void) {
   cpli_flow_resolve(&a, why, sizeof why);
   cpli_flow_resolve(&b, why, sizeof why);
   CHECK(cpli_flow_simulate(2, pp, b0, b1, why, sizeof why) == CPL_ERR_INTERNAL &&
-            strstr(why, "expects"), "size mismatch accepted");
+            strstr(why, "expects"),
+        "size mismatch accepted");
   cpli_flow_free(&a);
   cpli_flow_free(&b);
   /* deadlock: each forwards what it has not received yet */
@@ -301,7 +301,8 @@ static void broken_plans(void) {
   cpli_flow_resolve(&a, why, sizeof why);
   cpli_flow_resolve(&b, why, sizeof why);
   CHECK(cpli_flow_simulate(2, pp, b0, b1, why, sizeof why) == CPL_ERR_INTERNAL &&
-            strstr(why, "stuck"), "deadlock not found");
+            strstr(why, "stuck"),
+        "deadlock not found");
   cpli_flow_free(&a);
   cpli_flow_free(&b);
   /* stream cuts: 10 bytes at chunk 4 -> 3 messages of 4, 3, 3 */
@@ -320,8 +321,7 @@ int main(void) {
   for (int p = 1; p <= 24; p++)
     for (int ck = 0; ck < COUNTS_KINDS; ck++)
       for (int lk = 0; lk < LAYOUT_KINDS; lk++)
-        for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++)
-          alg7_case(p, ck, lk, chunks[c]);
+        for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++) alg7_case(p, ck, lk, chunks[c]);
   for (int p = 25; p <= 70; p += 9) alg7_case(p, COUNTS_IRREGULAR, LAYOUT_GAPS, 5);
   for (int p = 1; p <= 1100; p++) alg7_depth_case(p);
   alg7_depth_case(4097);

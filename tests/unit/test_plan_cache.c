@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "check.h"
 #include "coupler.h"
 #include "sched/plan_cache.h"
-#include "check.h"
 
 /* A one-message plan whose size tags it. */
 static void plan(cpli_flow *f, size_t tag) {
@@ -38,11 +38,11 @@ int main(void) {
   cpli_plan_key k[6];
   const int n[6] = {3, 3, 3, 200, 200, 4}; /* 200 blocks: a heap key */
   key(&k[0], 7, n[0], 0);
-  key(&k[1], 1, n[1], 0);  /* other parameter   */
-  key(&k[2], 7, n[2], 1);  /* other displs      */
+  key(&k[1], 1, n[1], 0); /* other parameter   */
+  key(&k[2], 7, n[2], 1); /* other displs      */
   key(&k[3], 7, n[3], 0);
-  key(&k[4], 7, n[4], 5);  /* heap, differs late */
-  key(&k[5], 7, n[5], 0);  /* other length      */
+  key(&k[4], 7, n[4], 5); /* heap, differs late */
+  key(&k[5], 7, n[5], 0); /* other length      */
   for (int i = 0; i < 6; i++) CHECK(!cpli_plan_cache_find(&c, &k[i]), "empty cache hit %d", i);
 
   for (int i = 0; i < CPLI_PLAN_SLOTS; i++) {
@@ -64,7 +64,8 @@ int main(void) {
   cpli_plan_cache_put(&c, &k[4], &f);
   CHECK(!cpli_plan_cache_find(&c, &k[1]), "least recently used evicted");
   CHECK(tag_of(cpli_plan_cache_find(&c, &k[4])) == 50, "new plan found");
-  CHECK(tag_of(cpli_plan_cache_find(&c, &k[0])) == 1 && tag_of(cpli_plan_cache_find(&c, &k[3])) == 4,
+  CHECK(tag_of(cpli_plan_cache_find(&c, &k[0])) == 1 &&
+            tag_of(cpli_plan_cache_find(&c, &k[3])) == 4,
         "others kept");
 
   /* no cache: the caller keeps its plan */

@@ -12,11 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "coupler.h"
 #include "sched/ring.h"
 #include "sched/verify.h"
-#include "check.h"
-
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -52,14 +51,11 @@ static int ring_nb(int a, int b, int n) {
 }
 
 /* Expect the verifier to reject s with a reason containing `want`. */
-static void expect_bad(int p, int q, const cpli_schedule *s, const char *want,
-                       const char *what) {
+static void expect_bad(int p, int q, const cpli_schedule *s, const char *want, const char *what) {
   char why[256];
   int rc = cpli_ring_verify(p, q, s, why, sizeof why);
-  CHECK(rc != 0, "verifier accepted a schedule with %s (p=%d q=%d)", what, p,
-        q);
-  CHECK(rc == 0 || strstr(why, want), "%s: reason \"%s\" lacks \"%s\"", what,
-        why, want);
+  CHECK(rc != 0, "verifier accepted a schedule with %s (p=%d q=%d)", what, p, q);
+  CHECK(rc == 0 || strstr(why, want), "%s: reason \"%s\" lacks \"%s\"", what, why, want);
   if (rc != 0) printf("  caught %-28s: %s\n", what, why);
 }
 
@@ -106,8 +102,7 @@ static void exhaustive(void) {
       const int ref = cpli_ring_steps_even(p, q);
       if (even) {
         ok &= s.nsteps == p + q / 2 && ref == p + q / 2;
-        CHECK(s.nsteps == p + q / 2, "p=%d q=%d: %d steps, want %d", p, q,
-              s.nsteps, p + q / 2);
+        CHECK(s.nsteps == p + q / 2, "p=%d q=%d: %d steps, want %d", p, q, s.nsteps, p + q / 2);
       } else {
         ok &= s.nsteps <= cpli_ring_steps_bound(p, q) && s.nsteps <= ref;
         CHECK(s.nsteps <= cpli_ring_steps_bound(p, q) && s.nsteps <= ref,
@@ -121,21 +116,19 @@ static void exhaustive(void) {
       }
       ok &= s.nsteps >= cpli_ring_steps_lower(p, q);
       CHECK(s.nsteps >= cpli_ring_steps_lower(p, q),
-            "p=%d q=%d: %d steps beats the lower bound %d: model broken", p, q,
-            s.nsteps, cpli_ring_steps_lower(p, q));
+            "p=%d q=%d: %d steps beats the lower bound %d: model broken", p, q, s.nsteps,
+            cpli_ring_steps_lower(p, q));
       if (s.nsteps == cpli_ring_steps_lower(p, q)) at_lower++;
       int ex = s.nsteps - cpli_ring_steps_bound(p, q);
       if (ex > worst_lb) worst_lb = ex;
       /* The paper's Algorithm 3 sends some (stage 3, #1); we prune them. */
       ok &= st.redundant == 0;
-      CHECK(st.redundant == 0, "p=%d q=%d: %zu redundant receipts", p, q,
-            st.redundant);
+      CHECK(st.redundant == 0, "p=%d q=%d: %zu redundant receipts", p, q, st.redundant);
       redundant += st.redundant;
       transfers += st.transfers;
       /* Pure and deterministic: the same input gives the same schedule. */
       rc = cpli_ring_schedule(p, q, &s2);
-      int same = rc == CPL_OK && s2.n == s.n && s2.nsteps == s.nsteps &&
-                 s2.nprocs == s.nprocs &&
+      int same = rc == CPL_OK && s2.n == s.n && s2.nsteps == s.nsteps && s2.nprocs == s.nprocs &&
                  memcmp(s2.t, s.t, s.n * sizeof *s.t) == 0;
       ok &= same;
       CHECK(same, "p=%d q=%d: second run differs", p, q);
@@ -145,14 +138,12 @@ static void exhaustive(void) {
     }
   printf("ring: steps over p'+q'/2 (rounded-up sizes) for odd sizes: "
          "p odd/q even %+d..%+d, p even/q odd %+d..%+d, both odd %+d..%+d\n",
-         cls_best[0], cls_worst[0], cls_best[1], cls_worst[1], cls_best[2],
-         cls_worst[2]);
+         cls_best[0], cls_worst[0], cls_best[1], cls_worst[1], cls_best[2], cls_worst[2]);
   printf("ring: %d odd pairs, worst excess over p'+q'/2 = %+d, over "
          "p+ceil(q/2) = %+d; %d of %d pairs at the lower bound "
          "p+ceil(q/2)-1\n",
          odd_pairs, worst_odd, worst_lb, at_lower, pairs);
-  printf("ring: %zu transfers replayed, %zu redundant receipts\n", transfers,
-         redundant);
+  printf("ring: %zu transfers replayed, %zu redundant receipts\n", transfers, redundant);
   printf("ring: %d pairs verified, %d failed\n", pairs, bad);
   if (bad) failures++;
 }
@@ -160,9 +151,8 @@ static void exhaustive(void) {
 /* A few sizes far past the exhaustive range (coupler/sched/ERRATA.md:
  * the p < q fixes only show their need once q exceeds ~1.5p). */
 static void large(void) {
-  static const int pq[][2] = {{2, 300},  {40, 200}, {200, 40}, {300, 2},
-                              {61, 199}, {199, 61}, {127, 128}, {1, 257},
-                              {257, 1},  {100, 101}};
+  static const int pq[][2] = {{2, 300},  {40, 200},  {200, 40}, {300, 2}, {61, 199},
+                              {199, 61}, {127, 128}, {1, 257},  {257, 1}, {100, 101}};
   for (size_t k = 0; k < sizeof pq / sizeof pq[0]; k++) {
     int p = pq[k][0], q = pq[k][1];
     cpli_schedule s;
@@ -172,11 +162,10 @@ static void large(void) {
     if (rc != CPL_OK) continue;
     int v = cpli_ring_verify(p, q, &s, why, sizeof why);
     CHECK(v == 0, "p=%d q=%d: invalid: %s", p, q, why);
-    if (!(p & 1) && !(q & 1))
-      CHECK(s.nsteps == p + q / 2, "p=%d q=%d: %d steps", p, q, s.nsteps);
+    if (!(p & 1) && !(q & 1)) CHECK(s.nsteps == p + q / 2, "p=%d q=%d: %d steps", p, q, s.nsteps);
     else
-      CHECK(s.nsteps <= cpli_ring_steps_bound(p, q), "p=%d q=%d: %d steps > %d",
-            p, q, s.nsteps, cpli_ring_steps_bound(p, q));
+      CHECK(s.nsteps <= cpli_ring_steps_bound(p, q), "p=%d q=%d: %d steps > %d", p, q, s.nsteps,
+            cpli_ring_steps_bound(p, q));
     cpli_schedule_free(&s);
   }
 }
@@ -189,8 +178,8 @@ static void figures(void) {
   for (int k = 0; k < 3; k++) {
     cpli_schedule s;
     int rc = cpli_ring_schedule(fig[k][0], fig[k][1], &s);
-    CHECK(rc == CPL_OK && s.nsteps == fig[k][2], "p=%d q=%d: %d steps, want %d",
-          fig[k][0], fig[k][1], rc == CPL_OK ? s.nsteps : -1, fig[k][2]);
+    CHECK(rc == CPL_OK && s.nsteps == fig[k][2], "p=%d q=%d: %d steps, want %d", fig[k][0],
+          fig[k][1], rc == CPL_OK ? s.nsteps : -1, fig[k][2]);
     cpli_schedule_free(&s);
   }
   CHECK(cpli_ring_steps_even(4, 6) == 7 && cpli_ring_steps_even(6, 4) == 8 &&
@@ -220,9 +209,7 @@ static void arguments(void) {
   CHECK(cpli_ring_schedule(-1, 3, &s) == CPL_ERR_ARG, "p<0");
   CHECK(strlen(cpl_last_error()) > 0, "no error message for p<0");
   CHECK(cpli_ring_schedule(4, 4, NULL) == CPL_ERR_ARG, "NULL out");
-  CHECK(cpli_ring_schedule(100000, 100000, &s) == CPL_ERR_UNSUPPORTED &&
-            s.t == NULL,
-        "huge sizes");
+  CHECK(cpli_ring_schedule(100000, 100000, &s) == CPL_ERR_UNSUPPORTED && s.t == NULL, "huge sizes");
   CHECK(cpli_ring_verify(4, 4, NULL, NULL, 0) != 0, "verify NULL");
   CHECK(cpli_ring_verify(0, 4, NULL, NULL, 0) != 0, "verify p=0");
   cpli_schedule_free(NULL);
@@ -256,8 +243,7 @@ static void negatives_on(int p, int q) {
     int done = 0;
     for (size_t k = 0; k < s.n && !done; k++) {
       const cpli_transfer *t = &s.t[k];
-      int other = (t->to == (t->from + 1) % n) ? (t->from + n - 1) % n
-                                                : (t->from + 1) % n;
+      int other = (t->to == (t->from + 1) % n) ? (t->from + n - 1) % n : (t->from + 1) % n;
       if (other == t->to || receives_in(&s, other, t->step)) continue;
       c.t[c.n++] = (cpli_transfer){t->step, t->from, other, t->msg};
       done = 1;
@@ -272,8 +258,7 @@ static void negatives_on(int p, int q) {
     int done = 0;
     for (size_t k = 0; k < s.n && !done; k++) {
       const cpli_transfer *t = &s.t[k];
-      int other = (t->from == (t->to + 1) % n) ? (t->to + n - 1) % n
-                                                : (t->to + 1) % n;
+      int other = (t->from == (t->to + 1) % n) ? (t->to + n - 1) % n : (t->to + 1) % n;
       if (other == t->from) continue;
       int busy = 0, m = -1;
       for (size_t u = 0; u < s.n; u++)
@@ -309,16 +294,14 @@ static void negatives_on(int p, int q) {
       if (g < 0 || g + 1 != t->step) continue;
       int busy = 0;
       for (size_t u = 0; u < s.n; u++)
-        if (s.t[u].step == g && (s.t[u].from == t->from || s.t[u].to == t->to))
-          busy = 1;
+        if (s.t[u].step == g && (s.t[u].from == t->from || s.t[u].to == t->to)) busy = 1;
       if (busy) continue;
       t->step = g;
       done = 1;
     }
     CHECK(done, "no relay to move");
     normalise(&c);
-    expect_bad(p, q, &c, "only receives it in step",
-               "forward in step of receipt");
+    expect_bad(p, q, &c, "only receives it in step", "forward in step of receipt");
     free(c.t);
   }
   { /* a missing message at the end: drop a receipt nobody relays on */
@@ -372,9 +355,8 @@ static void negatives_on(int p, int q) {
     c.t[c.n++] = (cpli_transfer){c.nsteps, p - 1, p, p - 1};
     c.nsteps++;
     int v = cpli_ring_verify_stats(p, q, &c, &b, NULL, 0);
-    CHECK(v == 0 && b.redundant == a.redundant + 1,
-          "redundant receipt: rc=%d, count %zu -> %zu", v, a.redundant,
-          b.redundant);
+    CHECK(v == 0 && b.redundant == a.redundant + 1, "redundant receipt: rc=%d, count %zu -> %zu", v,
+          a.redundant, b.redundant);
     free(c.t);
   }
   cpli_schedule_free(&s);

@@ -47,8 +47,10 @@ static void test_subtract(void) {
     for (int t = 0; t < 3000; t++) {
       hsize_t bs[3], bc[3], ps[3], pc[3];
       for (int d = 0; d < rank; d++) {
-        bs[d] = rnd(G); bc[d] = 1 + rnd(G - (unsigned)bs[d]);
-        ps[d] = rnd(G); pc[d] = 1 + rnd(G - (unsigned)ps[d]);
+        bs[d] = rnd(G);
+        bc[d] = 1 + rnd(G - (unsigned)bs[d]);
+        ps[d] = rnd(G);
+        pc[d] = 1 + rnd(G - (unsigned)ps[d]);
       }
       cpli_boxes out = {.rank = rank};
       int n = cpli_box_subtract(rank, bs, bc, ps, pc, &out);
@@ -63,9 +65,11 @@ static void test_subtract(void) {
       for (int k = 0; k < out.n; k++)
         paint(rank, out.start + k * rank, out.count + k * rank, got, 1);
       for (size_t i = 0; i < cells; i++)
-        CHECK(got[i] == want[i], "subtract rank %d case %d cell %zu: %d != %d",
-              rank, t, i, got[i], want[i]);
-      free(want); free(got); free(p);
+        CHECK(got[i] == want[i], "subtract rank %d case %d cell %zu: %d != %d", rank, t, i, got[i],
+              want[i]);
+      free(want);
+      free(got);
+      free(p);
       cpli_boxes_free(&out);
     }
 }
@@ -99,8 +103,10 @@ static void test_disjoint(void) {
         paint(rank, pieces.start + k * rank, pieces.count + k * rank, got, 1);
       }
       for (size_t i = 0; i < cells; i++)
-        CHECK(got[i] == want[i], "pieces rank %d case %d cell %zu: covered %d "
-              "times, want %d", rank, t, i, got[i], want[i]);
+        CHECK(got[i] == want[i],
+              "pieces rank %d case %d cell %zu: covered %d "
+              "times, want %d",
+              rank, t, i, got[i], want[i]);
       /* The wire gives back the same selection, so the same pieces. */
       cpli_wbuf w = {0};
       cpli_sel_encode(&sel, &w);
@@ -110,9 +116,10 @@ static void test_disjoint(void) {
       CHECK(!r.bad && r.pos == w.len && back.active, "round trip");
       cpli_boxes p2 = {0};
       cpli_sel_pieces(&back, "a", rank, dims, &p2);
-      CHECK(p2.n == pieces.n && (p2.n == 0 ||
-            (!memcmp(p2.start, pieces.start, (size_t)p2.n * rank * sizeof(hsize_t)) &&
-             !memcmp(p2.count, pieces.count, (size_t)p2.n * rank * sizeof(hsize_t)))),
+      CHECK(p2.n == pieces.n &&
+                (p2.n == 0 ||
+                 (!memcmp(p2.start, pieces.start, (size_t)p2.n * rank * sizeof(hsize_t)) &&
+                  !memcmp(p2.count, pieces.count, (size_t)p2.n * rank * sizeof(hsize_t)))),
             "round trip pieces");
       /* Every truncation of the message is refused, never read past. */
       for (size_t cut = 0; cut < w.len; cut += 1 + w.len / 16) {
@@ -123,7 +130,9 @@ static void test_disjoint(void) {
       cpli_w_free(&w);
       cpli_sel_free(&back);
       cpli_boxes_free(&p2);
-      free(want); free(got); free(in);
+      free(want);
+      free(got);
+      free(in);
       cpli_boxes_free(&pieces);
       cpli_sel_free(&sel);
     }
@@ -137,8 +146,8 @@ static void test_rows_and_names(void) {
       for (int k = 0; k < parts; k++) {
         hsize_t s, c;
         cpl_rows_part(n, k, parts, &s, &c);
-        CHECK(s == next, "rows %llu/%d part %d starts at %llu", (unsigned long long)n,
-              parts, k, (unsigned long long)s);
+        CHECK(s == next, "rows %llu/%d part %d starts at %llu", (unsigned long long)n, parts, k,
+              (unsigned long long)s);
         CHECK(c == n / parts || c == n / parts + 1, "unbalanced");
         next = s + c;
       }
@@ -147,8 +156,9 @@ static void test_rows_and_names(void) {
   hsize_t d2[2] = {10, 4}, d3[3] = {5, 2, 2};
   cpli_sel sel = {0};
   cpli_boxes p = {0};
-  CHECK(cpli_sel_pieces(&sel, "x", 2, d2, &p) == 0 && p.n == 1 &&
-        p.count[0] == 10 && p.count[1] == 4, "inactive reads the whole array");
+  CHECK(cpli_sel_pieces(&sel, "x", 2, d2, &p) == 0 && p.n == 1 && p.count[0] == 10 &&
+            p.count[1] == 4,
+        "inactive reads the whole array");
   hsize_t s[2] = {2, 0}, c[2] = {3, 4};
   cpli_sel_set_boxes(&sel, "x", 2, 1, s, c);
   cpli_sel_pieces(&sel, "y", 2, d2, &p);

@@ -8,10 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "data/slab.h"
 #include "data/wire.h"
-#include "check.h"
-
 
 /* Every box (start, count) of dims, count possibly zero, in order. */
 typedef struct box {
@@ -47,8 +46,8 @@ static unsigned long long volume(int rank, const hsize_t *c) {
 }
 
 /* Global index of local element e of box b. */
-static unsigned long long global(int rank, const hsize_t *dims, const box *b,
-                                 unsigned long long e, hsize_t *coord) {
+static unsigned long long global(int rank, const hsize_t *dims, const box *b, unsigned long long e,
+                                 hsize_t *coord) {
   for (int d = rank - 1; d >= 0; d--) {
     coord[d] = b->s[d] + e % b->c[d];
     e /= b->c[d];
@@ -74,8 +73,7 @@ static void test_copy(int rank, const hsize_t *dims) {
     const box *b = &boxes[i];
     unsigned long long nbv = volume(rank, b->c);
     hsize_t co[3];
-    for (unsigned long long e = 0; e < nbv; e++)
-      src[e] = (int)global(rank, dims, b, e, co);
+    for (unsigned long long e = 0; e < nbv; e++) src[e] = (int)global(rank, dims, b, e, co);
     for (int j = 0; j < nb; j++) {
       const box *s = &boxes[j];
       unsigned long long nsv = volume(rank, s->c);
@@ -86,8 +84,10 @@ static void test_copy(int rank, const hsize_t *dims) {
         int want = (int)global(rank, dims, s, e, co);
         if (!inside(rank, b, co)) want = -1;
         if (dst[e] != want) {
-          CHECK(0, "rank %d: copy block %d into selection %d: element %llu "
-                 "is %d, want %d", rank, i, j, e, dst[e], want);
+          CHECK(0,
+                "rank %d: copy block %d into selection %d: element %llu "
+                "is %d, want %d",
+                rank, i, j, e, dst[e], want);
           break;
         }
       }
@@ -107,8 +107,7 @@ static int tiles(int rank, const hsize_t *dims, int n, const box *set) {
   for (int k = 0; k < n; k++) {
     unsigned long long v = volume(rank, set[k].c);
     hsize_t co[3];
-    for (unsigned long long e = 0; e < v; e++)
-      cover[global(rank, dims, &set[k], e, co)]++;
+    for (unsigned long long e = 0; e < v; e++) cover[global(rank, dims, &set[k], e, co)]++;
   }
   for (unsigned long long g = 0; g < tot; g++)
     if (cover[g] != 1) return 0;
@@ -133,8 +132,8 @@ static void test_tiling(int rank, const hsize_t *dims, int maxn) {
       char msg[300];
       int got = cpli_tiling_check(rank, dims, n, st, ct, msg, sizeof msg);
       int want = tiles(rank, dims, n, set);
-      CHECK(got == want, "rank %d, %d boxes: check says %d, reference %d (%s)",
-             rank, n, got, want, got ? "" : msg);
+      CHECK(got == want, "rank %d, %d boxes: check says %d, reference %d (%s)", rank, n, got, want,
+            got ? "" : msg);
       /* A gap names an element, and no box covers it. */
       const char *el = got ? NULL : strstr(msg, "(a gap)");
       if (el) {
@@ -153,8 +152,8 @@ static void test_tiling(int rank, const hsize_t *dims, int maxn) {
             in &= pt[d] >= set[k].s[d] && pt[d] < set[k].s[d] + set[k].c[d];
           covered |= in;
         }
-        CHECK(ok && !covered, "rank %d, %d boxes: gap message names no uncovered element: %s",
-              rank, n, msg);
+        CHECK(ok && !covered, "rank %d, %d boxes: gap message names no uncovered element: %s", rank,
+              n, msg);
       }
       sets++;
       tilings += want;
@@ -163,8 +162,7 @@ static void test_tiling(int rank, const hsize_t *dims, int maxn) {
       if (k < 0) break;
     }
   }
-  printf("tiling check, rank %d: %ld box sets, %ld tilings, verdicts agree\n",
-         rank, sets, tilings);
+  printf("tiling check, rank %d: %ld box sets, %ld tilings, verdicts agree\n", rank, sets, tilings);
 }
 
 static void test_messages(void) {
@@ -172,30 +170,30 @@ static void test_messages(void) {
   hsize_t st[4] = {0, 0, 1, 3}, ct[4] = {2, 6, 3, 3};
   char msg[300];
   CHECK(!cpli_tiling_check(2, dims, 2, st, ct, msg, sizeof msg) &&
-         strstr(msg, "rank 0, [0:2, 0:6], and rank 1, [1:4, 3:6], overlap"),
-         "overlap message: %s", msg);
+            strstr(msg, "rank 0, [0:2, 0:6], and rank 1, [1:4, 3:6], overlap"),
+        "overlap message: %s", msg);
   hsize_t st2[4] = {0, 0, 2, 0}, ct2[4] = {2, 6, 1, 6};
   CHECK(!cpli_tiling_check(2, dims, 2, st2, ct2, msg, sizeof msg) &&
-         strstr(msg, "cover 18 of the 24 elements of the global array [4, 6] (a gap): "
-                     "element [3, 0] is in no block; blocks: rank 0 [0:2, 0:6], "
-                     "rank 1 [2:3, 0:6]"),
-         "gap message: %s", msg);
+            strstr(msg, "cover 18 of the 24 elements of the global array [4, 6] (a gap): "
+                        "element [3, 0] is in no block; blocks: rank 0 [0:2, 0:6], "
+                        "rank 1 [2:3, 0:6]"),
+        "gap message: %s", msg);
   /* A hole inside: found among the block ends; an empty block says so. */
   hsize_t st4[8] = {0, 0, 0, 3, 2, 2, 0, 0}, ct4[8] = {4, 2, 2, 3, 2, 1, 0, 0};
   CHECK(!cpli_tiling_check(2, dims, 4, st4, ct4, msg, sizeof msg) &&
-         strstr(msg, "element [0, 2] is in no block; blocks: rank 0 [0:4, 0:2], "
-                     "rank 1 [0:2, 3:6], rank 2 [2:4, 2:3], rank 3 none"),
-         "gap message: %s", msg);
+            strstr(msg, "element [0, 2] is in no block; blocks: rank 0 [0:4, 0:2], "
+                        "rank 1 [0:2, 3:6], rank 2 [2:4, 2:3], rank 3 none"),
+        "gap message: %s", msg);
   /* Many blocks: the list is cut to fit, saying how many are left out. */
   hsize_t dims1[1] = {100}, st5[40], ct5[40];
   for (int i = 0; i < 40; i++) st5[i] = (hsize_t)i * 2, ct5[i] = 2;
   CHECK(!cpli_tiling_check(1, dims1, 40, st5, ct5, msg, sizeof msg) &&
-         strstr(msg, "element [80] is in no block") && strstr(msg, " more)") &&
-         strlen(msg) < sizeof msg - 1,
-         "long gap message: %s", msg);
+            strstr(msg, "element [80] is in no block") && strstr(msg, " more)") &&
+            strlen(msg) < sizeof msg - 1,
+        "long gap message: %s", msg);
   hsize_t st3[2] = {3, 0}, ct3[2] = {2, 6};
-  CHECK(!cpli_tiling_check(2, dims, 1, st3, ct3, msg, sizeof msg) &&
-         strstr(msg, "lies outside"), "outside message: %s", msg);
+  CHECK(!cpli_tiling_check(2, dims, 1, st3, ct3, msg, sizeof msg) && strstr(msg, "lies outside"),
+        "outside message: %s", msg);
   hsize_t huge[2] = {1ull << 40, 1ull << 40};
   uint64_t v;
   CHECK(cpli_box_volume(2, huge, &v) == -1, "64-bit overflow detected");
@@ -208,7 +206,8 @@ static void test_wire(void) {
   cpli_w_u64(&w, 1ull << 40);
   cpli_rbuf r = cpli_r_init(w.p, w.len);
   CHECK(cpli_r_u32(&r) == 7 && !strcmp(cpli_r_str(&r), "temperature") &&
-         cpli_r_u64(&r) == 1ull << 40 && !r.bad && r.pos == r.len, "round trip");
+            cpli_r_u64(&r) == 1ull << 40 && !r.bad && r.pos == r.len,
+        "round trip");
   for (size_t cut = 0; cut < w.len; cut++) { /* every truncation is caught */
     cpli_rbuf t = cpli_r_init(w.p, cut);
     cpli_r_u32(&t);

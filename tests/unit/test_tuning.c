@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll/tuning.h"
 #include "check.h"
+#include "coll/tuning.h"
 
 static void unset_all(void) {
-  const char *v[] = {"CPL_ALPHA", "CPL_BETA", "CPL_CHUNK", "CPL_FLOW", "CPL_RING",
-                     "CPL_FC_CHAIN", "CPL_INTER_ALGORITHM", "CPL_INTRA_ALGORITHM",
+  const char *v[] = {"CPL_ALPHA",  "CPL_BETA",     "CPL_CHUNK",           "CPL_FLOW",
+                     "CPL_RING",   "CPL_FC_CHAIN", "CPL_INTER_ALGORITHM", "CPL_INTRA_ALGORITHM",
                      "CPL_TIMEOUT"};
   for (size_t i = 0; i < sizeof v / sizeof *v; i++) unsetenv(v[i]);
 }

@@ -15,26 +15,26 @@
 #include <string.h>
 
 #include "coupler.h"
-#include "coupler.h"
 
 static int rank;
 
-#define REQUIRE(cond)                                                      \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      fprintf(stderr, "rank %d: %s:%d: failed: %s\n", rank, __FILE__,      \
-              __LINE__, #cond);                                            \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                        \
-    }                                                                      \
+#define REQUIRE(cond)                                                                              \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "rank %d: %s:%d: failed: %s\n", rank, __FILE__, __LINE__, #cond);            \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                                \
+    }                                                                                              \
   } while (0)
 
 static const char *arg(const char *s) { return strcmp(s, "-") ? s : NULL; }
 
 static int status_of(const char *name) {
-  static const struct { const char *n; int s; } t[] = {
-      {"MISMATCH", CPL_ERR_MISMATCH}, {"CONFIG", CPL_ERR_CONFIG},
-      {"PARSE", CPL_ERR_PARSE}, {"IO", CPL_ERR_IO}, {"ARG", CPL_ERR_ARG},
-      {"TIMEOUT", CPL_ERR_TIMEOUT}};
+  static const struct {
+    const char *n;
+    int s;
+  } t[] = {{"MISMATCH", CPL_ERR_MISMATCH}, {"CONFIG", CPL_ERR_CONFIG},
+           {"PARSE", CPL_ERR_PARSE},       {"IO", CPL_ERR_IO},
+           {"ARG", CPL_ERR_ARG},           {"TIMEOUT", CPL_ERR_TIMEOUT}};
   for (size_t i = 0; i < sizeof t / sizeof *t; i++)
     if (!strcmp(name, t[i].n)) return t[i].s;
   return -1;
@@ -82,8 +82,7 @@ static void check_ok(cpl_context *ctx) {
     REQUIRE(cpl_port_link(ctx, e.port, who, &f) == CPL_OK && f.link == e.link);
     REQUIRE(cpl_port_link(ctx, e.port, e.peer_component, &f) == CPL_OK);
   }
-  REQUIRE(cpl_port_link(ctx, "no-such-port", NULL, &(cpl_link_end){0}) ==
-          CPL_ERR_ARG);
+  REQUIRE(cpl_port_link(ctx, "no-such-port", NULL, &(cpl_link_end){0}) == CPL_ERR_ARG);
   /* The component communicator works like a world of its own. */
   int one = 1, sum = 0;
   MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, comm);
@@ -101,7 +100,8 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "skip")) {
     /* Stay out of cpl_init long enough for the others to time out. */
     double t0 = MPI_Wtime();
-    while (MPI_Wtime() - t0 < 20) {}
+    while (MPI_Wtime() - t0 < 20) {
+    }
     MPI_Finalize();
     return 1;
   }
@@ -110,8 +110,7 @@ int main(int argc, char **argv) {
   int code = 0;
   if (!strcmp(argv[1], "ok")) {
     if (rc != CPL_OK) {
-      fprintf(stderr, "rank %d: cpl_init: %s: %s\n", rank, cpl_strerror(rc),
-              cpl_last_error());
+      fprintf(stderr, "rank %d: cpl_init: %s: %s\n", rank, cpl_strerror(rc), cpl_last_error());
       code = 1;
     } else {
       check_ok(ctx);
@@ -119,8 +118,8 @@ int main(int argc, char **argv) {
   } else if (!strncmp(argv[1], "fail:", 5) && argc >= 5) {
     int want = status_of(argv[1] + 5);
     if (rc != want || ctx || !strstr(cpl_last_error(), argv[4])) {
-      fprintf(stderr, "rank %d: expected %s with \"%s\", got %s: %s\n", rank,
-              argv[1] + 5, argv[4], cpl_strerror(rc), cpl_last_error());
+      fprintf(stderr, "rank %d: expected %s with \"%s\", got %s: %s\n", rank, argv[1] + 5, argv[4],
+              cpl_strerror(rc), cpl_last_error());
       code = 1;
     } else {
       printf("rank %d: failed as expected: %s\n", rank, cpl_last_error());

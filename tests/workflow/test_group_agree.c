@@ -5,22 +5,21 @@
 #include "group/agree.h"
 
 static int failures, checks;
-#define CHECK(cond)                                                        \
-  do {                                                                     \
-    checks++;                                                              \
-    if (!(cond)) {                                                         \
-      failures++;                                                          \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n  last error: %s\n",       \
-              __FILE__, __LINE__, #cond, cpl_last_error());                \
-    }                                                                      \
+#define CHECK(cond)                                                                                \
+  do {                                                                                             \
+    checks++;                                                                                      \
+    if (!(cond)) {                                                                                 \
+      failures++;                                                                                  \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n  last error: %s\n", __FILE__, __LINE__, #cond,    \
+              cpl_last_error());                                                                   \
+    }                                                                                              \
   } while (0)
 
-static const char *yaml =
-    "name: t\n"
-    "components:\n"
-    "  - {name: sim, nprocs: 2, command: x, outputs: [out]}\n"
-    "  - {name: ana, nprocs: 1, command: y, inputs: [in]}\n"
-    "links: [{from: sim.out, to: ana.in}]\n";
+static const char *yaml = "name: t\n"
+                          "components:\n"
+                          "  - {name: sim, nprocs: 2, command: x, outputs: [out]}\n"
+                          "  - {name: ana, nprocs: 1, command: y, inputs: [in]}\n"
+                          "links: [{from: sim.out, to: ana.in}]\n";
 
 int main(void) {
   cpl_workflow *wf = NULL;

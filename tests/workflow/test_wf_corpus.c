@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "coupler.h"
-#include "coupler.h"
 
 static char *slurp(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
@@ -19,7 +18,11 @@ static char *slurp(const char *path, size_t *len) {
     n += got;
     if (n == cap) {
       char *nb = realloc(buf, 2 * cap + 1);
-      if (!nb) { free(buf); buf = NULL; break; }
+      if (!nb) {
+        free(buf);
+        buf = NULL;
+        break;
+      }
       buf = nb;
       cap *= 2;
     }
@@ -54,14 +57,13 @@ static int check_file(const char *path) {
   for (int i = 0; i < cpl_diag_count(d); i++) {
     const char *m = cpl_diag_message(d, i);
     if (strncmp(m, path, plen) != 0 || m[plen] != ':') {
-      fprintf(stderr, "%s: message does not start with the file name: %s\n",
-              path, m);
+      fprintf(stderr, "%s: message does not start with the file name: %s\n", path, m);
       fail = 1;
     }
   }
   int nexpect = 0;
   /* Expectations sit in leading comment lines (before any NUL byte). */
-  for (char *line = text; line && *line; ) {
+  for (char *line = text; line && *line;) {
     char *eol = strchr(line, '\n');
     if (eol) *eol = '\0';
     const char *tag = "# expect: ";
@@ -78,12 +80,11 @@ static int check_file(const char *path) {
       int found = 0;
       for (int i = 0; i < cpl_diag_count(d) && !found; i++) {
         const char *m = cpl_diag_message(d, i);
-        found = strstr(m, frag) != NULL &&
-                (!at[0] || strncmp(m + plen, at, strlen(at)) == 0);
+        found = strstr(m, frag) != NULL && (!at[0] || strncmp(m + plen, at, strlen(at)) == 0);
       }
       if (!found) {
-        fprintf(stderr, "%s: no message%s%s contains \"%s\"\n", path,
-                at[0] ? " at " : "", at, frag);
+        fprintf(stderr, "%s: no message%s%s contains \"%s\"\n", path, at[0] ? " at " : "", at,
+                frag);
         fail = 1;
       }
     }
@@ -95,8 +96,7 @@ static int check_file(const char *path) {
   }
   if (fail) {
     fprintf(stderr, "  messages were:\n");
-    for (int i = 0; i < cpl_diag_count(d); i++)
-      fprintf(stderr, "    %s\n", cpl_diag_message(d, i));
+    for (int i = 0; i < cpl_diag_count(d); i++) fprintf(stderr, "    %s\n", cpl_diag_message(d, i));
   }
   cpl_workflow_destroy(wf);
   cpl_diag_destroy(d);

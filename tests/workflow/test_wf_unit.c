@@ -10,14 +10,13 @@
 
 static int failures, checks;
 
-#define CHECK(cond)                                                        \
-  do {                                                                     \
-    checks++;                                                              \
-    if (!(cond)) {                                                         \
-      failures++;                                                          \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__,     \
-              #cond);                                                      \
-    }                                                                      \
+#define CHECK(cond)                                                                                \
+  do {                                                                                             \
+    checks++;                                                                                      \
+    if (!(cond)) {                                                                                 \
+      failures++;                                                                                  \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);                     \
+    }                                                                                              \
   } while (0)
 
 static const char *good_dir;
@@ -31,8 +30,7 @@ static cpl_workflow *load_good(const char *name) {
   int rc = cpl_workflow_load(path, d, &wf);
   if (rc != CPL_OK) {
     fprintf(stderr, "%s: expected to load, got %s\n", path, cpl_strerror(rc));
-    for (int i = 0; i < cpl_diag_count(d); i++)
-      fprintf(stderr, "  %s\n", cpl_diag_message(d, i));
+    for (int i = 0; i < cpl_diag_count(d); i++) fprintf(stderr, "  %s\n", cpl_diag_message(d, i));
   }
   CHECK(rc == CPL_OK && wf);
   cpl_diag_destroy(d);
@@ -50,8 +48,7 @@ static int fails_with(const char *yaml, size_t len, const char *frag) {
     if (strstr(cpl_diag_message(d, i), frag)) found = 1;
   if (rc == CPL_OK || !found) {
     fprintf(stderr, "expected failure with \"%s\"; rc %d, messages:\n", frag, rc);
-    for (int i = 0; i < cpl_diag_count(d); i++)
-      fprintf(stderr, "  %s\n", cpl_diag_message(d, i));
+    for (int i = 0; i < cpl_diag_count(d); i++) fprintf(stderr, "  %s\n", cpl_diag_message(d, i));
   }
   cpl_workflow_destroy(wf);
   cpl_diag_destroy(d);
@@ -98,15 +95,12 @@ static void test_full(void) {
   const cpli_dataset *t = &sim->ports[0].datasets[0];
   CHECK(strcmp(t->name, "temperature") == 0 && strcmp(t->type, "float64") == 0);
   CHECK(t->ndims == 2 && t->dims[0] == 64 && t->dims[1] == 64);
-  CHECK(sim->ports[0].datasets[2].type == NULL &&
-        sim->ports[0].datasets[2].ndims == -1);
+  CHECK(sim->ports[0].datasets[2].type == NULL && sim->ports[0].datasets[2].ndims == -1);
   const cpli_component *ana = &wf->comps[1];
-  CHECK(ana->argc == 5 && strcmp(ana->argv[3], "a b") == 0 &&
-        strcmp(ana->argv[4], "c\"d") == 0);
-  CHECK(sim->nhosts == 2 && strcmp(sim->hosts[1], "node2.example.org") == 0 &&
-        sim->ppn == 2);
+  CHECK(ana->argc == 5 && strcmp(ana->argv[3], "a b") == 0 && strcmp(ana->argv[4], "c\"d") == 0);
+  CHECK(sim->nhosts == 2 && strcmp(sim->hosts[1], "node2.example.org") == 0 && sim->ppn == 2);
   CHECK(ana->nhosts == 2 && !ana->hosts && !ana->ppn); /* a count */
-  CHECK(wf->comps[2].nprocs == 1); /* default */
+  CHECK(wf->comps[2].nprocs == 1);                     /* default */
   CHECK(wf->comps[3].kind == CPL_KIND_SINK && strcmp(wf->comps[3].file, "out.h5") == 0);
   CHECK(wf->comps[4].kind == CPL_KIND_SOURCE);
   const cpli_link *l = wf->links;
@@ -186,12 +180,11 @@ static void test_api_edges(void) {
   CHECK(strstr(cpl_last_error(), "/nonexistent/wf.yaml") != NULL);
   /* No diag list: still fails, last error has the first message. */
   const char *bad = "name: w\ncomponents:\n  - {name: a, nprocs: two, command: x}\n";
-  CHECK(cpl_workflow_load_buffer(bad, strlen(bad), "b.yaml", NULL, &wf) ==
-        CPL_ERR_CONFIG);
-  CHECK(strstr(cpl_last_error(), "b.yaml:3:23: nprocs must be a positive integer, got \"two\"") != NULL);
+  CHECK(cpl_workflow_load_buffer(bad, strlen(bad), "b.yaml", NULL, &wf) == CPL_ERR_CONFIG);
+  CHECK(strstr(cpl_last_error(), "b.yaml:3:23: nprocs must be a positive integer, got \"two\"") !=
+        NULL);
   const char *syn = "name: [\n";
-  CHECK(cpl_workflow_load_buffer(syn, strlen(syn), "s.yaml", NULL, &wf) ==
-        CPL_ERR_PARSE);
+  CHECK(cpl_workflow_load_buffer(syn, strlen(syn), "s.yaml", NULL, &wf) == CPL_ERR_PARSE);
   CHECK(cpl_workflow_load_buffer(NULL, 0, "e.yaml", NULL, &wf) == CPL_ERR_CONFIG);
   CHECK(cpl_workflow_load_buffer("x", 1, "e.yaml", NULL, NULL) == CPL_ERR_ARG);
   /* Default name is the file stem; links may be omitted. */

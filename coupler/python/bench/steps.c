@@ -55,19 +55,16 @@ int main(int argc, char **argv) {
       double t0 = MPI_Wtime();
       for (long s = 0; s < calls; s++) {
         ok(cpl_output_begin_step(out, -1), "begin_step");
-        ok(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 1, &n, &start, &count,
-                          block), "put");
+        ok(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 1, &n, &start, &count, block), "put");
         ok(cpl_output_end_step(out), "end_step");
       }
-      if (r == 0)
-        printf("steps: solo_step_us=%.3f\n", 1e6 * (MPI_Wtime() - t0) / (double)calls);
+      if (r == 0) printf("steps: solo_step_us=%.3f\n", 1e6 * (MPI_Wtime() - t0) / (double)calls);
       ok(cpl_output_close(out), "close solo");
     }
     ok(cpl_output_open(ctx, "out", &out), "open");
     for (long s = 0; s < steps; s++) {
       ok(cpl_output_begin_step(out, -1), "begin_step");
-      ok(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 1, &n, &start, &count,
-                        block), "put");
+      ok(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 1, &n, &start, &count, block), "put");
       ok(cpl_output_end_step(out), "end_step");
     }
     ok(cpl_output_close(out), "close");
@@ -92,8 +89,7 @@ int main(int argc, char **argv) {
     double t = MPI_Wtime() - t0;
     if (rc != CPL_END_OF_STREAM) ok(rc, "begin_step");
     if (all[n - 1] != (double)(n - 1)) ok(CPL_ERR_INTERNAL, "wrong data");
-    if (r == 0)
-      printf("steps: per_step_us=%.3f\n", 1e6 * t / (double)(seen - warmup));
+    if (r == 0) printf("steps: per_step_us=%.3f\n", 1e6 * t / (double)(seen - warmup));
     ok(cpl_input_close(in), "close");
     free(all);
   }

@@ -34,10 +34,9 @@ static int mpi_ready(void) {
   MPI_Initialized(&init);
   MPI_Finalized(&fin);
   if (init && !fin) return 1;
-  PyErr_SetString(PyExc_RuntimeError,
-                  fin ? "MPI is already finalized"
-                      : "MPI is not initialized (coupler.init() or "
-                        "coupler.mpi_init() starts it)");
+  PyErr_SetString(PyExc_RuntimeError, fin ? "MPI is already finalized"
+                                          : "MPI is not initialized (coupler.init() or "
+                                            "coupler.mpi_init() starts it)");
   return 0;
 }
 
@@ -54,8 +53,7 @@ static PyObject *py_mpi_init(PyObject *self, PyObject *args) {
   }
   int rc;
   Py_BEGIN_ALLOW_THREADS rc = MPI_Init_thread(NULL, NULL, required, &provided);
-  Py_END_ALLOW_THREADS
-  if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Init_thread");
+  Py_END_ALLOW_THREADS if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Init_thread");
   /* Failures come back as codes, turned into exceptions, not aborts. */
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   we_initialized = 1;
@@ -93,8 +91,7 @@ static PyObject *py_mpi_library(PyObject *self, PyObject *noarg) {
   int n = 0;
   MPI_Get_library_version(v, &n);
   Dl_info info;
-  const char *path = dladdr((void *)&MPI_Init, &info) && info.dli_fname
-                         ? info.dli_fname : "";
+  const char *path = dladdr((void *)&MPI_Init, &info) && info.dli_fname ? info.dli_fname : "";
   return Py_BuildValue("(ss)", v, path);
 }
 
@@ -128,8 +125,7 @@ static PyObject *py_barrier(PyObject *self, PyObject *arg) {
   if (c == MPI_COMM_NULL) return NULL;
   int rc;
   Py_BEGIN_ALLOW_THREADS rc = MPI_Barrier(c);
-  Py_END_ALLOW_THREADS
-  if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Barrier");
+  Py_END_ALLOW_THREADS if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Barrier");
   Py_RETURN_NONE;
 }
 
@@ -140,8 +136,7 @@ static PyObject *py_dup(PyObject *self, PyObject *arg) {
   if (c == MPI_COMM_NULL) return NULL;
   int rc;
   Py_BEGIN_ALLOW_THREADS rc = MPI_Comm_dup(c, &d);
-  Py_END_ALLOW_THREADS
-  if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Comm_dup");
+  Py_END_ALLOW_THREADS if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Comm_dup");
   return PyLong_FromLong((long)MPI_Comm_c2f(d));
 }
 
@@ -183,33 +178,30 @@ static PyObject *py_allreduce(PyObject *self, PyObject *args) {
   PyObject *h;
   PyArrayObject *in, *out;
   const char *opname;
-  if (!PyArg_ParseTuple(args, "OO!O!s", &h, &PyArray_Type, &in, &PyArray_Type,
-                        &out, &opname))
+  if (!PyArg_ParseTuple(args, "OO!O!s", &h, &PyArray_Type, &in, &PyArray_Type, &out, &opname))
     return NULL;
   if (!mpi_ready()) return NULL;
   MPI_Comm c = cplpy_comm_arg(h);
   if (c == MPI_COMM_NULL) return NULL;
-  MPI_Op op = !strcmp(opname, "sum") ? MPI_SUM
+  MPI_Op op = !strcmp(opname, "sum")   ? MPI_SUM
               : !strcmp(opname, "min") ? MPI_MIN
-              : !strcmp(opname, "max") ? MPI_MAX : MPI_OP_NULL;
+              : !strcmp(opname, "max") ? MPI_MAX
+                                       : MPI_OP_NULL;
   if (op == MPI_OP_NULL)
-    return PyErr_Format(PyExc_ValueError, "op %s: expected sum, min or max",
-                        opname);
+    return PyErr_Format(PyExc_ValueError, "op %s: expected sum, min or max", opname);
   MPI_Datatype t = mpi_type(PyArray_TYPE(in));
   if (t == MPI_DATATYPE_NULL || PyArray_TYPE(in) != PyArray_TYPE(out) ||
       !PyArray_ISNOTSWAPPED(in) || !PyArray_ISNOTSWAPPED(out))
     return PyErr_Format(PyExc_TypeError, "allreduce takes native integers, "
-                        "float32/64 or bool, both arrays alike");
-  if (!PyArray_IS_C_CONTIGUOUS(in) || !PyArray_IS_C_CONTIGUOUS(out) ||
-      !PyArray_ISWRITEABLE(out) || PyArray_SIZE(in) != PyArray_SIZE(out) ||
-      PyArray_SIZE(in) > INT_MAX)
+                                         "float32/64 or bool, both arrays alike");
+  if (!PyArray_IS_C_CONTIGUOUS(in) || !PyArray_IS_C_CONTIGUOUS(out) || !PyArray_ISWRITEABLE(out) ||
+      PyArray_SIZE(in) != PyArray_SIZE(out) || PyArray_SIZE(in) > INT_MAX)
     return PyErr_Format(PyExc_ValueError, "allreduce: contiguous arrays of "
-                        "the same size, the result writable");
+                                          "the same size, the result writable");
   int n = (int)PyArray_SIZE(in), rc;
   void *s = PyArray_DATA(in), *r = PyArray_DATA(out);
   Py_BEGIN_ALLOW_THREADS rc = MPI_Allreduce(s, r, n, t, op, c);
-  Py_END_ALLOW_THREADS
-  if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Allreduce");
+  Py_END_ALLOW_THREADS if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Allreduce");
   Py_RETURN_NONE;
 }
 
@@ -219,19 +211,16 @@ static PyObject *py_bcast(PyObject *self, PyObject *args) {
   PyObject *h;
   PyArrayObject *a;
   int root;
-  if (!PyArg_ParseTuple(args, "OO!i", &h, &PyArray_Type, &a, &root))
-    return NULL;
+  if (!PyArg_ParseTuple(args, "OO!i", &h, &PyArray_Type, &a, &root)) return NULL;
   if (!mpi_ready()) return NULL;
   MPI_Comm c = cplpy_comm_arg(h);
   if (c == MPI_COMM_NULL) return NULL;
-  if (!PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISWRITEABLE(a) ||
-      PyArray_NBYTES(a) > INT_MAX)
+  if (!PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISWRITEABLE(a) || PyArray_NBYTES(a) > INT_MAX)
     return PyErr_Format(PyExc_ValueError, "bcast: a contiguous writable array");
   int n = (int)PyArray_NBYTES(a), rc;
   void *p = PyArray_DATA(a);
   Py_BEGIN_ALLOW_THREADS rc = MPI_Bcast(p, n, MPI_BYTE, root, c);
-  Py_END_ALLOW_THREADS
-  if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Bcast");
+  Py_END_ALLOW_THREADS if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Bcast");
   Py_RETURN_NONE;
 }
 
@@ -250,10 +239,8 @@ static PyObject *py_abort(PyObject *self, PyObject *args) {
 PyMethodDef cplpy_comm_methods[] = {
     {"mpi_init", py_mpi_init, METH_VARARGS,
      "MPI_Init_thread unless MPI is running: (started here?, provided)"},
-    {"mpi_finalize", py_mpi_finalize, METH_NOARGS,
-     "MPI_Finalize, only if mpi_init started MPI"},
-    {"mpi_state", py_mpi_state, METH_NOARGS,
-     "(initialized, finalized, started by coupler)"},
+    {"mpi_finalize", py_mpi_finalize, METH_NOARGS, "MPI_Finalize, only if mpi_init started MPI"},
+    {"mpi_state", py_mpi_state, METH_NOARGS, "(initialized, finalized, started by coupler)"},
     {"mpi_library", py_mpi_library, METH_NOARGS,
      "(MPI_Get_library_version, path of the MPI shared library)"},
     {"comm_world", py_world, METH_NOARGS, "handle of MPI_COMM_WORLD"},

@@ -8,12 +8,18 @@ static const struct {
   int status;
   const char *name;
 } error_names[] = {
-    {CPL_ERR_ARG, "ArgumentError"},     {CPL_ERR_COMM, "CommError"},
-    {CPL_ERR_MPI, "MPIError"},          {CPL_ERR_NOMEM, "NoMemoryError"},
-    {CPL_ERR_ENV, "EnvironmentError"},  {CPL_ERR_PARSE, "ParseError"},
-    {CPL_ERR_CONFIG, "ConfigError"},    {CPL_ERR_MISMATCH, "MismatchError"},
-    {CPL_ERR_TIMEOUT, "TimeoutError"},  {CPL_ERR_IO, "IOError"},
-    {CPL_ERR_HDF5, "HDF5Error"},        {CPL_ERR_STATE, "StateError"},
+    {CPL_ERR_ARG, "ArgumentError"},
+    {CPL_ERR_COMM, "CommError"},
+    {CPL_ERR_MPI, "MPIError"},
+    {CPL_ERR_NOMEM, "NoMemoryError"},
+    {CPL_ERR_ENV, "EnvironmentError"},
+    {CPL_ERR_PARSE, "ParseError"},
+    {CPL_ERR_CONFIG, "ConfigError"},
+    {CPL_ERR_MISMATCH, "MismatchError"},
+    {CPL_ERR_TIMEOUT, "TimeoutError"},
+    {CPL_ERR_IO, "IOError"},
+    {CPL_ERR_HDF5, "HDF5Error"},
+    {CPL_ERR_STATE, "StateError"},
     {CPL_ERR_UNSUPPORTED, "UnsupportedError"},
     {CPL_ERR_NOT_FOUND, "NotFoundError"},
     {CPL_ERR_TYPE, "TypeMismatchError"},
@@ -22,7 +28,7 @@ static const struct {
 };
 #define N_ERRORS (sizeof error_names / sizeof error_names[0])
 
-static PyObject *error_base;                /* coupler.Error */
+static PyObject *error_base; /* coupler.Error */
 static PyObject *error_class[CPL_STATUS_COUNT];
 
 PyObject *cplpy_raise(int status, const char *what) {
@@ -51,8 +57,7 @@ int cplpy_errors_init(PyObject *m) {
       "A Coupler call failed. str() is Coupler's message (cpl_last_error);\n"
       ".status is the cpl_status code, .call the C function.",
       NULL, NULL);
-  if (!error_base || PyModule_AddObjectRef(m, "Error", error_base) < 0)
-    return -1;
+  if (!error_base || PyModule_AddObjectRef(m, "Error", error_base) < 0) return -1;
   for (size_t i = 0; i < N_ERRORS; i++) {
     char qual[96];
     snprintf(qual, sizeof qual, "coupler.%s", error_names[i].name);
@@ -61,13 +66,11 @@ int cplpy_errors_init(PyObject *m) {
       bases = PyTuple_Pack(2, error_base, PyExc_TimeoutError);
     else if (error_names[i].status == CPL_ERR_NOMEM)
       bases = PyTuple_Pack(2, error_base, PyExc_MemoryError);
-    else
-      bases = PyTuple_Pack(1, error_base);
+    else bases = PyTuple_Pack(1, error_base);
     if (!bases) return -1;
     PyObject *cls = PyErr_NewException(qual, bases, NULL);
     Py_DECREF(bases);
-    if (!cls || PyModule_AddObjectRef(m, error_names[i].name, cls) < 0)
-      return -1;
+    if (!cls || PyModule_AddObjectRef(m, error_names[i].name, cls) < 0) return -1;
     error_class[error_names[i].status] = cls;
   }
   return 0;
@@ -104,18 +107,23 @@ static PyMethodDef module_methods[] = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "coupler._core",
-    "Coupler's C API for Python (use the package `coupler`).", -1,
-    module_methods, NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "coupler._core",
+    "Coupler's C API for Python (use the package `coupler`).",
+    -1,
+    module_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit__core(void) {
   import_array();
   PyObject *m = PyModule_Create(&module_def);
   if (!m) return NULL;
-  if (PyModule_AddFunctions(m, cplpy_comm_methods) < 0 ||
-      cplpy_errors_init(m) < 0 || cplpy_ports_init(m) < 0 ||
-      cplpy_comm_init(m) < 0 ||
+  if (PyModule_AddFunctions(m, cplpy_comm_methods) < 0 || cplpy_errors_init(m) < 0 ||
+      cplpy_ports_init(m) < 0 || cplpy_comm_init(m) < 0 ||
       PyModule_AddIntConstant(m, "END_OF_STREAM", CPL_END_OF_STREAM) < 0 ||
       PyModule_AddIntConstant(m, "STEP_NEXT", CPL_STEP_NEXT) < 0 ||
       PyModule_AddIntConstant(m, "STEP_LATEST", CPL_STEP_LATEST) < 0 ||

@@ -24,10 +24,10 @@ PyObject *cplpy_raise(int status, const char *what);
 int cplpy_errors_init(PyObject *module);
 
 /* NumPy dtype <-> HDF5 datatype (types.c). */
-hid_t cplpy_h5type(PyArray_Descr *d);          /* new hid_t, or -1 + error */
+hid_t cplpy_h5type(PyArray_Descr *d); /* new hid_t, or -1 + error */
 /* The same, shared for built-in native types: close it only if *owned. */
 hid_t cplpy_h5type_shared(PyArray_Descr *d, int *owned);
-PyArray_Descr *cplpy_dtype(hid_t type);        /* new reference, or NULL   */
+PyArray_Descr *cplpy_dtype(hid_t type); /* new reference, or NULL   */
 
 /* Objects (ports.c, comm.c). */
 extern PyTypeObject cplpy_ContextType, cplpy_OutputType, cplpy_InputType;
@@ -37,6 +37,6 @@ extern PyMethodDef cplpy_comm_methods[];
 
 /* A communicator handle as Python sees it: MPI_Comm_c2f's integer, the
  * form mpi4py's py2f()/f2py() use too. */
-MPI_Comm cplpy_comm_arg(PyObject *o);          /* MPI_COMM_NULL + error    */
+MPI_Comm cplpy_comm_arg(PyObject *o); /* MPI_COMM_NULL + error    */
 
 #endif

@@ -14,40 +14,36 @@
 #include <string.h>
 
 typedef struct {
-  PyObject_HEAD
-  cpl_context *ctx;
+  PyObject_HEAD cpl_context *ctx;
   int finalized;
 } ContextObj;
 
 typedef struct {
-  PyObject_HEAD
-  ContextObj *owner;
+  PyObject_HEAD ContextObj *owner;
   cpl_output *out;
   PyObject *keep; /* arrays of the open step */
 } OutputObj;
 
 typedef struct {
-  PyObject_HEAD
-  ContextObj *owner;
+  PyObject_HEAD ContextObj *owner;
   cpl_input *in;
   int ended;
 } InputObj;
 
 /* --------------------------------------------------------------- helpers */
 
-#define CALL(what, expr)                                                     \
-  do {                                                                       \
-    int rc_;                                                                 \
-    Py_BEGIN_ALLOW_THREADS rc_ = (expr);                                     \
-    Py_END_ALLOW_THREADS                                                     \
-    if (rc_ != CPL_OK) return cplpy_raise(rc_, what);                        \
+#define CALL(what, expr)                                                                           \
+  do {                                                                                             \
+    int rc_;                                                                                       \
+    Py_BEGIN_ALLOW_THREADS rc_ = (expr);                                                           \
+    Py_END_ALLOW_THREADS if (rc_ != CPL_OK) return cplpy_raise(rc_, what);                         \
   } while (0)
 
 /* Quick local calls keep the GIL. */
-#define LOCAL(what, expr)                                                    \
-  do {                                                                       \
-    int rc_ = (expr);                                                        \
-    if (rc_ != CPL_OK) return cplpy_raise(rc_, what);                        \
+#define LOCAL(what, expr)                                                                          \
+  do {                                                                                             \
+    int rc_ = (expr);                                                                              \
+    if (rc_ != CPL_OK) return cplpy_raise(rc_, what);                                              \
   } while (0)
 
 static int live_context(ContextObj *c) {
@@ -68,25 +64,22 @@ static cpl_input *live_input(InputObj *i) {
   return NULL;
 }
 
-static const char *opt_str(PyObject *o) {
-  return o == Py_None ? NULL : PyUnicode_AsUTF8(o);
-}
+static const char *opt_str(PyObject *o) { return o == Py_None ? NULL : PyUnicode_AsUTF8(o); }
 
 /* A sequence of n non-negative integers (dims, start, count). */
 static int hsizes(PyObject *seq, int n, hsize_t *out, const char *what) {
   PyObject *f = PySequence_Fast(seq, what);
   if (!f) return -1;
   if (PySequence_Fast_GET_SIZE(f) != n) {
-    PyErr_Format(PyExc_ValueError, "%s has %zd entries, the dataset %d dims",
-                 what, PySequence_Fast_GET_SIZE(f), n);
+    PyErr_Format(PyExc_ValueError, "%s has %zd entries, the dataset %d dims", what,
+                 PySequence_Fast_GET_SIZE(f), n);
     Py_DECREF(f);
     return -1;
   }
   for (int k = 0; k < n; k++) {
     long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(f, k));
     if (v < 0) {
-      if (!PyErr_Occurred())
-        PyErr_Format(PyExc_ValueError, "%s[%d] is negative", what, k);
+      if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "%s[%d] is negative", what, k);
       Py_DECREF(f);
       return -1;
     }
@@ -98,17 +91,15 @@ static int hsizes(PyObject *seq, int n, hsize_t *out, const char *what) {
 
 static PyObject *hsize_tuple(const hsize_t *v, int n) {
   PyObject *t = PyTuple_New(n);
-  for (int k = 0; t && k < n; k++)
-    PyTuple_SET_ITEM(t, k, PyLong_FromUnsignedLongLong(v[k]));
+  for (int k = 0; t && k < n; k++) PyTuple_SET_ITEM(t, k, PyLong_FromUnsignedLongLong(v[k]));
   return t;
 }
 
 static PyObject *link_dict(const cpl_link_end *le) {
   return Py_BuildValue("{sisssssssssi}", "link", le->link, "role",
-                       le->role == CPL_SENDER ? "sender" : "receiver", "port",
-                       le->port, "peer_component", le->peer_component,
-                       "peer_port", le->peer_port, "remote_size",
-                       le->remote_size);
+                       le->role == CPL_SENDER ? "sender" : "receiver", "port", le->port,
+                       "peer_component", le->peer_component, "peer_port", le->peer_port,
+                       "remote_size", le->remote_size);
 }
 
 /* --------------------------------------------------------------- Context */
@@ -116,8 +107,7 @@ static PyObject *link_dict(const cpl_link_end *le) {
 static int Context_init(ContextObj *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"comm", "workflow", "component", NULL};
   PyObject *h, *wf = Py_None, *comp = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO", kwlist, &h, &wf, &comp))
-    return -1;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO", kwlist, &h, &wf, &comp)) return -1;
   if (self->ctx) {
     PyErr_SetString(PyExc_ValueError, "context already initialised");
     return -1;
@@ -129,8 +119,7 @@ static int Context_init(ContextObj *self, PyObject *args, PyObject *kw) {
   int rc;
   cpl_context *ctx = NULL;
   Py_BEGIN_ALLOW_THREADS rc = cpl_init(world, path, name, &ctx);
-  Py_END_ALLOW_THREADS
-  if (rc != CPL_OK) {
+  Py_END_ALLOW_THREADS if (rc != CPL_OK) {
     cplpy_raise(rc, "cpl_init");
     return -1;
   }
@@ -164,11 +153,9 @@ static PyObject *Context_component(ContextObj *self, PyObject *noarg) {
   if (!live_context(self)) return NULL;
   int index;
   const char *name;
-  LOCAL("cpl_context_component",
-        cpl_context_component(self->ctx, &index, &name));
+  LOCAL("cpl_context_component", cpl_context_component(self->ctx, &index, &name));
   const cpl_workflow *wf = cpl_context_workflow(self->ctx);
-  return Py_BuildValue("(isss)", index, name, cpl_workflow_name(wf),
-                       cpl_workflow_path(wf));
+  return Py_BuildValue("(isss)", index, name, cpl_workflow_name(wf), cpl_workflow_path(wf));
 }
 
 static PyObject *Context_links(ContextObj *self, PyObject *noarg) {
@@ -196,12 +183,10 @@ static PyObject *Context_finalized(ContextObj *self, void *unused) {
 
 static PyMethodDef Context_methods[] = {
     {"finalize", (PyCFunction)Context_finalize, METH_NOARGS, "cpl_finalize"},
-    {"comm", (PyCFunction)Context_comm, METH_NOARGS,
-     "handle of the component communicator"},
+    {"comm", (PyCFunction)Context_comm, METH_NOARGS, "handle of the component communicator"},
     {"component", (PyCFunction)Context_component, METH_NOARGS,
      "(index, name, workflow name, workflow path)"},
-    {"links", (PyCFunction)Context_links, METH_NOARGS,
-     "links of this component"},
+    {"links", (PyCFunction)Context_links, METH_NOARGS, "links of this component"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -228,8 +213,7 @@ static int Output_init(OutputObj *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"context", "port", NULL};
   ContextObj *c;
   const char *port;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s", kwlist, &cplpy_ContextType,
-                                   &c, &port))
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s", kwlist, &cplpy_ContextType, &c, &port))
     return -1;
   if (self->out || !live_context(c)) {
     if (self->out) PyErr_SetString(PyExc_ValueError, "port already open");
@@ -237,8 +221,7 @@ static int Output_init(OutputObj *self, PyObject *args, PyObject *kw) {
   }
   int rc;
   Py_BEGIN_ALLOW_THREADS rc = cpl_output_open(c->ctx, port, &self->out);
-  Py_END_ALLOW_THREADS
-  if (rc != CPL_OK) {
+  Py_END_ALLOW_THREADS if (rc != CPL_OK) {
     self->out = NULL;
     cplpy_raise(rc, "cpl_output_open");
     return -1;
@@ -270,21 +253,20 @@ static PyObject *Output_put(OutputObj *self, PyObject *args) {
   const char *name;
   PyArrayObject *a;
   PyObject *dims_o, *start_o;
-  if (!PyArg_ParseTuple(args, "sO!OO", &name, &PyArray_Type, &a, &dims_o,
-                        &start_o))
-    return NULL;
+  if (!PyArg_ParseTuple(args, "sO!OO", &name, &PyArray_Type, &a, &dims_o, &start_o)) return NULL;
   cpl_output *o = live_output(self);
   if (!o) return NULL;
   int rank = PyArray_NDIM(a);
   if (rank < 1 || rank > CPL_MAX_RANK)
-    return PyErr_Format(PyExc_ValueError, "dataset %s: %d dims (1 to %d)",
-                        name, rank, CPL_MAX_RANK);
+    return PyErr_Format(PyExc_ValueError, "dataset %s: %d dims (1 to %d)", name, rank,
+                        CPL_MAX_RANK);
   if (!PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISALIGNED(a))
-    return PyErr_Format(PyExc_ValueError, "dataset %s: the block must be "
-                        "C-contiguous and aligned", name);
+    return PyErr_Format(PyExc_ValueError,
+                        "dataset %s: the block must be "
+                        "C-contiguous and aligned",
+                        name);
   hsize_t dims[CPL_MAX_RANK], start[CPL_MAX_RANK], count[CPL_MAX_RANK];
-  if (hsizes(dims_o, rank, dims, "dims") < 0 ||
-      hsizes(start_o, rank, start, "start") < 0)
+  if (hsizes(dims_o, rank, dims, "dims") < 0 || hsizes(start_o, rank, start, "start") < 0)
     return NULL;
   for (int k = 0; k < rank; k++) count[k] = (hsize_t)PyArray_DIM(a, k);
   int owned;
@@ -303,8 +285,7 @@ static PyObject *Output_attr(OutputObj *self, PyObject *args) {
   PyObject *ds;
   const char *name;
   PyArrayObject *a;
-  if (!PyArg_ParseTuple(args, "OsO!", &ds, &name, &PyArray_Type, &a))
-    return NULL;
+  if (!PyArg_ParseTuple(args, "OsO!", &ds, &name, &PyArray_Type, &a)) return NULL;
   cpl_output *o = live_output(self);
   if (!o) return NULL;
   const char *dataset = opt_str(ds);
@@ -313,8 +294,7 @@ static PyObject *Output_attr(OutputObj *self, PyObject *args) {
     return PyErr_Format(PyExc_ValueError, "attribute %s: contiguous array", name);
   hid_t t = cplpy_h5type(PyArray_DESCR(a));
   if (t < 0) return NULL;
-  int rc = cpl_output_attr(o, dataset, name, t, (size_t)PyArray_SIZE(a),
-                           PyArray_DATA(a));
+  int rc = cpl_output_attr(o, dataset, name, t, (size_t)PyArray_SIZE(a), PyArray_DATA(a));
   H5Tclose(t);
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_output_attr");
   Py_RETURN_NONE;
@@ -330,8 +310,7 @@ static PyObject *Output_end_step(OutputObj *self, PyObject *noarg) {
   if (!o) return NULL;
   int rc;
   Py_BEGIN_ALLOW_THREADS rc = cpl_output_end_step(o);
-  Py_END_ALLOW_THREADS
-  release_step(self); /* Coupler holds its own copy, or failed */
+  Py_END_ALLOW_THREADS release_step(self); /* Coupler holds its own copy, or failed */
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_output_end_step");
   Py_RETURN_NONE;
 }
@@ -343,8 +322,7 @@ static PyObject *Output_close(OutputObj *self, PyObject *noarg) {
   self->out = NULL; /* the port is freed even when close fails */
   int rc;
   Py_BEGIN_ALLOW_THREADS rc = cpl_output_close(o);
-  Py_END_ALLOW_THREADS
-  release_step(self);
+  Py_END_ALLOW_THREADS release_step(self);
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_output_close");
   Py_RETURN_NONE;
 }
@@ -356,11 +334,10 @@ static PyObject *Output_stats(OutputObj *self, PyObject *args) {
   if (!o) return NULL;
   cpl_output_stats st;
   LOCAL("cpl_output_stats_get", cpl_output_stats_get(o, link, &st));
-  return Py_BuildValue("{slslslslslsisnsd}", "steps", st.steps, "delivered",
-                       st.delivered, "dropped", st.dropped, "skipped",
-                       st.skipped, "undelivered", st.undelivered, "queue_max",
-                       st.queue_max, "bytes_max", (Py_ssize_t)st.bytes_max,
-                       "wait_s", st.wait_s);
+  return Py_BuildValue("{slslslslslsisnsd}", "steps", st.steps, "delivered", st.delivered,
+                       "dropped", st.dropped, "skipped", st.skipped, "undelivered", st.undelivered,
+                       "queue_max", st.queue_max, "bytes_max", (Py_ssize_t)st.bytes_max, "wait_s",
+                       st.wait_s);
 }
 
 static PyObject *Output_links(OutputObj *self, PyObject *noarg) {
@@ -422,8 +399,8 @@ static int Input_init(InputObj *self, PyObject *args, PyObject *kw) {
   ContextObj *c;
   const char *port;
   PyObject *peer_o = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s|O", kwlist,
-                                   &cplpy_ContextType, &c, &port, &peer_o))
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s|O", kwlist, &cplpy_ContextType, &c, &port,
+                                   &peer_o))
     return -1;
   if (self->in || !live_context(c)) {
     if (self->in) PyErr_SetString(PyExc_ValueError, "port already open");
@@ -433,8 +410,7 @@ static int Input_init(InputObj *self, PyObject *args, PyObject *kw) {
   if (PyErr_Occurred()) return -1;
   int rc;
   Py_BEGIN_ALLOW_THREADS rc = cpl_input_open(c->ctx, port, peer, &self->in);
-  Py_END_ALLOW_THREADS
-  if (rc != CPL_OK) {
+  Py_END_ALLOW_THREADS if (rc != CPL_OK) {
     self->in = NULL;
     cplpy_raise(rc, "cpl_input_open");
     return -1;
@@ -457,8 +433,7 @@ static PyObject *Input_begin_step(InputObj *self, PyObject *noarg) {
   long step = -1;
   int rc;
   Py_BEGIN_ALLOW_THREADS rc = cpl_input_begin_step(in, &step);
-  Py_END_ALLOW_THREADS
-  if (rc == CPL_END_OF_STREAM) {
+  Py_END_ALLOW_THREADS if (rc == CPL_END_OF_STREAM) {
     self->ended = 1;
     Py_RETURN_NONE;
   }
@@ -476,8 +451,7 @@ static PyObject *Input_try_step(InputObj *self, PyObject *args) {
   long step = -1;
   int rc;
   Py_BEGIN_ALLOW_THREADS rc = cpl_input_try_step(in, seconds, &step);
-  Py_END_ALLOW_THREADS
-  if (rc == CPL_END_OF_STREAM) self->ended = 1;
+  Py_END_ALLOW_THREADS if (rc == CPL_END_OF_STREAM) self->ended = 1;
   if (rc == CPL_END_OF_STREAM || rc == CPL_ERR_TIMEOUT) Py_RETURN_NONE;
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_input_try_step");
   return PyLong_FromLong(step);
@@ -493,8 +467,7 @@ static PyObject *Input_begin_step_at(InputObj *self, PyObject *args) {
   long step = -1;
   int rc;
   Py_BEGIN_ALLOW_THREADS rc = cpl_input_begin_step_at(in, want, &step);
-  Py_END_ALLOW_THREADS
-  if (rc == CPL_END_OF_STREAM) {
+  Py_END_ALLOW_THREADS if (rc == CPL_END_OF_STREAM) {
     self->ended = 1;
     Py_RETURN_NONE;
   }
@@ -511,8 +484,7 @@ static PyObject *Input_select(InputObj *self, PyObject *args) {
   cpl_input *in = live_input(self);
   if (!in) return NULL;
   if (ndims < 1 || ndims > CPL_MAX_RANK)
-    return PyErr_Format(PyExc_ValueError, "ndims %d is not in 1..%d", ndims,
-                        CPL_MAX_RANK);
+    return PyErr_Format(PyExc_ValueError, "ndims %d is not in 1..%d", ndims, CPL_MAX_RANK);
   PyObject *f = PySequence_Fast(boxes, "boxes must be a sequence of (start, count)");
   if (!f) return NULL;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(f);
@@ -567,9 +539,9 @@ static PyObject *Input_stats(InputObj *self, PyObject *noarg) {
   cpl_input_stats st;
   int rc = cpl_input_stats_get(in, &st);
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_input_stats_get");
-  return Py_BuildValue("{slslsnsnsn}", "steps", st.steps, "selective",
-                       st.selective, "bytes", (Py_ssize_t)st.bytes, "bytes_held",
-                       (Py_ssize_t)st.bytes_held, "bytes_max", (Py_ssize_t)st.bytes_max);
+  return Py_BuildValue("{slslsnsnsn}", "steps", st.steps, "selective", st.selective, "bytes",
+                       (Py_ssize_t)st.bytes, "bytes_held", (Py_ssize_t)st.bytes_held, "bytes_max",
+                       (Py_ssize_t)st.bytes_max);
 }
 
 /* (name, dtype or None, dims, bytes, nattrs) */
@@ -579,8 +551,7 @@ static PyObject *info_tuple(const cpl_dataset_info *info) {
     PyErr_Clear(); /* listed all the same; get() with a dtype still works */
     dt = Py_NewRef(Py_None);
   }
-  return Py_BuildValue("(sNNni)", info->name, dt,
-                       hsize_tuple(info->dims, info->rank),
+  return Py_BuildValue("(sNNni)", info->name, dt, hsize_tuple(info->dims, info->rank),
                        (Py_ssize_t)info->bytes, info->nattrs);
 }
 
@@ -620,9 +591,7 @@ static PyObject *Input_inquire(InputObj *self, PyObject *args) {
 static PyObject *Input_get(InputObj *self, PyObject *args) {
   const char *name;
   PyObject *out_o, *dtype_o, *start_o, *count_o;
-  if (!PyArg_ParseTuple(args, "sOOOO", &name, &out_o, &dtype_o, &start_o,
-                        &count_o))
-    return NULL;
+  if (!PyArg_ParseTuple(args, "sOOOO", &name, &out_o, &dtype_o, &start_o, &count_o)) return NULL;
   cpl_input *in = live_input(self);
   if (!in) return NULL;
   cpl_dataset_info info;
@@ -631,7 +600,7 @@ static PyObject *Input_get(InputObj *self, PyObject *args) {
   hsize_t start[CPL_MAX_RANK], count[CPL_MAX_RANK];
   if ((start_o == Py_None) != (count_o == Py_None))
     return PyErr_Format(PyExc_ValueError, "give both start and count, or "
-                        "neither (the whole array)");
+                                          "neither (the whole array)");
   if (start_o == Py_None) {
     for (int k = 0; k < rank; k++) {
       start[k] = 0;
@@ -649,15 +618,15 @@ static PyObject *Input_get(InputObj *self, PyObject *args) {
   PyArrayObject *out;
   PyArray_Descr *d;
   if (out_o != Py_None) {
-    if (!PyArray_Check(out_o))
-      return PyErr_Format(PyExc_TypeError, "out must be a NumPy array");
+    if (!PyArray_Check(out_o)) return PyErr_Format(PyExc_TypeError, "out must be a NumPy array");
     out = (PyArrayObject *)out_o;
-    if (!PyArray_IS_C_CONTIGUOUS(out) || !PyArray_ISWRITEABLE(out) ||
-        !PyArray_ISALIGNED(out) || PyArray_SIZE(out) != n)
-      return PyErr_Format(PyExc_ValueError, "dataset %s: out must be a "
+    if (!PyArray_IS_C_CONTIGUOUS(out) || !PyArray_ISWRITEABLE(out) || !PyArray_ISALIGNED(out) ||
+        PyArray_SIZE(out) != n)
+      return PyErr_Format(PyExc_ValueError,
+                          "dataset %s: out must be a "
                           "C-contiguous writable array of %zd elements (the "
-                          "box), not %zd", name, (Py_ssize_t)n,
-                          (Py_ssize_t)PyArray_SIZE(out));
+                          "box), not %zd",
+                          name, (Py_ssize_t)n, (Py_ssize_t)PyArray_SIZE(out));
     Py_INCREF(out);
     d = PyArray_DESCR(out);
     Py_INCREF(d);
@@ -668,8 +637,7 @@ static PyObject *Input_get(InputObj *self, PyObject *args) {
       return NULL;
     }
     Py_INCREF(d); /* NewFromDescr steals one */
-    out = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, d, rank, shape,
-                                                NULL, NULL, 0, NULL);
+    out = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, d, rank, shape, NULL, NULL, 0, NULL);
     if (!out) {
       Py_DECREF(d);
       return NULL;
@@ -687,8 +655,7 @@ static PyObject *Input_get(InputObj *self, PyObject *args) {
   const hsize_t *s = start_o == Py_None ? NULL : start;
   const hsize_t *c = start_o == Py_None ? NULL : count;
   Py_BEGIN_ALLOW_THREADS rc = cpl_input_get(in, name, memtype, s, c, buf);
-  Py_END_ALLOW_THREADS
-  if (owned) H5Tclose(memtype);
+  Py_END_ALLOW_THREADS if (owned) H5Tclose(memtype);
   if (rc != CPL_OK) {
     Py_DECREF(out);
     return cplpy_raise(rc, "cpl_input_get");
@@ -734,8 +701,7 @@ static PyObject *Input_attr_get(InputObj *self, PyObject *args) {
   const char *dataset = opt_str(ds);
   if (PyErr_Occurred()) return NULL;
   cpl_attr_info ai;
-  LOCAL("cpl_input_attr_inquire",
-        cpl_input_attr_inquire(in, dataset, name, &ai));
+  LOCAL("cpl_input_attr_inquire", cpl_input_attr_inquire(in, dataset, name, &ai));
   PyArray_Descr *d;
   if (dtype_o != Py_None) {
     if (!PyArray_DescrConverter(dtype_o, &d)) return NULL;
@@ -748,8 +714,8 @@ static PyObject *Input_attr_get(InputObj *self, PyObject *args) {
     return NULL;
   }
   npy_intp shape[1] = {(npy_intp)ai.n};
-  PyArrayObject *a = (PyArrayObject *)PyArray_NewFromDescr(
-      &PyArray_Type, d, 1, shape, NULL, NULL, 0, NULL); /* steals d */
+  PyArrayObject *a = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, d, 1, shape, NULL, NULL,
+                                                           0, NULL); /* steals d */
   if (!a) {
     H5Tclose(memtype);
     return NULL;
@@ -837,12 +803,10 @@ PyTypeObject cplpy_InputType = {
 };
 
 int cplpy_ports_init(PyObject *m) {
-  PyTypeObject *types[] = {&cplpy_ContextType, &cplpy_OutputType,
-                           &cplpy_InputType};
+  PyTypeObject *types[] = {&cplpy_ContextType, &cplpy_OutputType, &cplpy_InputType};
   const char *names[] = {"Context", "Output", "Input"};
   for (int i = 0; i < 3; i++)
-    if (PyType_Ready(types[i]) < 0 ||
-        PyModule_AddObjectRef(m, names[i], (PyObject *)types[i]) < 0)
+    if (PyType_Ready(types[i]) < 0 || PyModule_AddObjectRef(m, names[i], (PyObject *)types[i]) < 0)
       return -1;
   return 0;
 }

@@ -18,8 +18,7 @@ static int is_big(PyArray_Descr *d) {
 
 static hid_t with_order(hid_t base, PyArray_Descr *d) {
   hid_t t = H5Tcopy(base);
-  if (t >= 0 && d->elsize > 1 &&
-      H5Tset_order(t, is_big(d) ? H5T_ORDER_BE : H5T_ORDER_LE) < 0) {
+  if (t >= 0 && d->elsize > 1 && H5Tset_order(t, is_big(d) ? H5T_ORDER_BE : H5T_ORDER_LE) < 0) {
     H5Tclose(t);
     return -1;
   }
@@ -38,9 +37,8 @@ static hid_t half_type(PyArray_Descr *d) {
   /* IEEE binary16: sign bit 15, exponent 10..14 (bias 15), mantissa 0..9. */
   hid_t t = H5Tcopy(H5T_IEEE_F32LE);
   if (t < 0) return -1;
-  if (H5Tset_fields(t, 15, 10, 5, 0, 10) < 0 || H5Tset_size(t, 2) < 0 ||
-      H5Tset_ebias(t, 15) < 0 || H5Tset_precision(t, 16) < 0 ||
-      H5Tset_order(t, is_big(d) ? H5T_ORDER_BE : H5T_ORDER_LE) < 0) {
+  if (H5Tset_fields(t, 15, 10, 5, 0, 10) < 0 || H5Tset_size(t, 2) < 0 || H5Tset_ebias(t, 15) < 0 ||
+      H5Tset_precision(t, 16) < 0 || H5Tset_order(t, is_big(d) ? H5T_ORDER_BE : H5T_ORDER_LE) < 0) {
     H5Tclose(t);
     return -1;
   }
@@ -79,8 +77,7 @@ hid_t cplpy_h5type(PyArray_Descr *d) {
     if (PyTuple_Check(shape)) {
       nd = (int)PyTuple_GET_SIZE(shape);
       if (nd > H5S_MAX_RANK) return unsupported(d, "too many sub-array dims");
-      for (int k = 0; k < nd; k++)
-        dims[k] = (hsize_t)PyLong_AsLong(PyTuple_GET_ITEM(shape, k));
+      for (int k = 0; k < nd; k++) dims[k] = (hsize_t)PyLong_AsLong(PyTuple_GET_ITEM(shape, k));
     } else {
       dims[0] = (hsize_t)PyLong_AsLong(shape);
     }
@@ -95,8 +92,7 @@ hid_t cplpy_h5type(PyArray_Descr *d) {
   case 'b': {
     hid_t t = H5Tenum_create(H5T_NATIVE_INT8);
     signed char f = 0, tr = 1;
-    if (t < 0 || H5Tenum_insert(t, "FALSE", &f) < 0 ||
-        H5Tenum_insert(t, "TRUE", &tr) < 0)
+    if (t < 0 || H5Tenum_insert(t, "FALSE", &f) < 0 || H5Tenum_insert(t, "TRUE", &tr) < 0)
       return -1;
     return t;
   }
@@ -117,14 +113,13 @@ hid_t cplpy_h5type(PyArray_Descr *d) {
     case 4: return with_order(H5T_IEEE_F32LE, d);
     case 8: return with_order(H5T_IEEE_F64LE, d);
     }
-    if (d->elsize == (int)sizeof(long double) && d->byteorder != '>' &&
-        d->byteorder != '<')
+    if (d->elsize == (int)sizeof(long double) && d->byteorder != '>' && d->byteorder != '<')
       return H5Tcopy(H5T_NATIVE_LDOUBLE);
     break;
   case 'c': {
-    PyArray_Descr *half = PyArray_DescrNewFromType(
-        d->elsize == 8 ? NPY_FLOAT32 : d->elsize == 16 ? NPY_FLOAT64
-                                                       : NPY_LONGDOUBLE);
+    PyArray_Descr *half = PyArray_DescrNewFromType(d->elsize == 8    ? NPY_FLOAT32
+                                                   : d->elsize == 16 ? NPY_FLOAT64
+                                                                     : NPY_LONGDOUBLE);
     if (!half) return -1;
     if (d->byteorder == '<' || d->byteorder == '>') half->byteorder = d->byteorder;
     hid_t ft = cplpy_h5type(half);
@@ -142,8 +137,8 @@ hid_t cplpy_h5type(PyArray_Descr *d) {
   case 'S': {
     if (d->elsize == 0) return unsupported(d, "a string of size 0");
     hid_t t = H5Tcopy(H5T_C_S1);
-    if (t >= 0 && (H5Tset_size(t, (size_t)d->elsize) < 0 ||
-                   H5Tset_strpad(t, H5T_STR_NULLPAD) < 0)) {
+    if (t >= 0 &&
+        (H5Tset_size(t, (size_t)d->elsize) < 0 || H5Tset_strpad(t, H5T_STR_NULLPAD) < 0)) {
       H5Tclose(t);
       return -1;
     }
@@ -165,8 +160,8 @@ hid_t cplpy_h5type_shared(PyArray_Descr *d, int *owned) {
   static hid_t cache[NPY_NTYPES];
   int n = d->type_num;
   *owned = 0;
-  if (n >= 0 && n < NPY_NTYPES && n != NPY_VOID && n != NPY_STRING &&
-      n != NPY_UNICODE && !d->names && !d->subarray && PyArray_ISNBO(d->byteorder)) {
+  if (n >= 0 && n < NPY_NTYPES && n != NPY_VOID && n != NPY_STRING && n != NPY_UNICODE &&
+      !d->names && !d->subarray && PyArray_ISNBO(d->byteorder)) {
     if (cache[n] <= 0) cache[n] = cplpy_h5type(d);
     if (cache[n] > 0) return cache[n];
     cache[n] = 0;
@@ -187,8 +182,7 @@ static PyArray_Descr *descr_from(PyObject *spec) {
 
 static PyArray_Descr *simple(char kind, H5T_order_t order, size_t size) {
   char s[32];
-  snprintf(s, sizeof s, "%c%c%zu", order == H5T_ORDER_BE ? '>' : '<', kind,
-           size);
+  snprintf(s, sizeof s, "%c%c%zu", order == H5T_ORDER_BE ? '>' : '<', kind, size);
   return descr_from(PyUnicode_FromString(s));
 }
 
@@ -196,7 +190,8 @@ static PyArray_Descr *no_dtype(hid_t type, const char *what) {
   (void)type;
   PyErr_Format(PyExc_TypeError,
                "the dataset's HDF5 type (%s) has no NumPy equivalent; read it "
-               "with an explicit dtype HDF5 can convert it to", what);
+               "with an explicit dtype HDF5 can convert it to",
+               what);
   return NULL;
 }
 
@@ -204,9 +199,8 @@ static int is_complex(hid_t t, hid_t *member) {
   if (H5Tget_nmembers(t) != 2) return 0;
   char *n0 = H5Tget_member_name(t, 0), *n1 = H5Tget_member_name(t, 1);
   hid_t m0 = H5Tget_member_type(t, 0), m1 = H5Tget_member_type(t, 1);
-  int yes = n0 && n1 && !strcmp(n0, "r") && !strcmp(n1, "i") &&
-            H5Tget_class(m0) == H5T_FLOAT && H5Tequal(m0, m1) > 0 &&
-            H5Tget_member_offset(t, 1) == H5Tget_size(m0) &&
+  int yes = n0 && n1 && !strcmp(n0, "r") && !strcmp(n1, "i") && H5Tget_class(m0) == H5T_FLOAT &&
+            H5Tequal(m0, m1) > 0 && H5Tget_member_offset(t, 1) == H5Tget_size(m0) &&
             H5Tget_size(t) == 2 * H5Tget_size(m0);
   H5free_memory(n0);
   H5free_memory(n1);
@@ -220,21 +214,16 @@ PyArray_Descr *cplpy_dtype(hid_t t) {
   size_t size = H5Tget_size(t);
   switch (H5Tget_class(t)) {
   case H5T_INTEGER:
-    return simple(H5Tget_sign(t) == H5T_SGN_NONE ? 'u' : 'i', H5Tget_order(t),
-                  size);
-  case H5T_BITFIELD:
-    return simple('u', H5Tget_order(t), size);
+    return simple(H5Tget_sign(t) == H5T_SGN_NONE ? 'u' : 'i', H5Tget_order(t), size);
+  case H5T_BITFIELD: return simple('u', H5Tget_order(t), size);
   case H5T_FLOAT:
-    if (size == 2 || size == 4 || size == 8)
-      return simple('f', H5Tget_order(t), size);
-    if (H5Tequal(t, H5T_NATIVE_LDOUBLE) > 0)
-      return PyArray_DescrFromType(NPY_LONGDOUBLE);
+    if (size == 2 || size == 4 || size == 8) return simple('f', H5Tget_order(t), size);
+    if (H5Tequal(t, H5T_NATIVE_LDOUBLE) > 0) return PyArray_DescrFromType(NPY_LONGDOUBLE);
     return no_dtype(t, "a float of unusual size");
   case H5T_STRING:
     if (H5Tis_variable_str(t) > 0) return no_dtype(t, "variable-length string");
     return descr_from(PyUnicode_FromFormat("S%zu", size));
-  case H5T_OPAQUE:
-    return descr_from(PyUnicode_FromFormat("V%zu", size));
+  case H5T_OPAQUE: return descr_from(PyUnicode_FromFormat("V%zu", size));
   case H5T_ENUM: {
     hid_t base = H5Tget_super(t);
     int nm = H5Tget_nmembers(t);
@@ -258,8 +247,7 @@ PyArray_Descr *cplpy_dtype(hid_t t) {
     H5Tclose(base);
     if (!bd) return NULL;
     PyObject *shape = PyTuple_New(nd);
-    for (int k = 0; k < nd; k++)
-      PyTuple_SET_ITEM(shape, k, PyLong_FromUnsignedLongLong(dims[k]));
+    for (int k = 0; k < nd; k++) PyTuple_SET_ITEM(shape, k, PyLong_FromUnsignedLongLong(dims[k]));
     return descr_from(Py_BuildValue("(NN)", (PyObject *)bd, shape));
   }
   case H5T_COMPOUND: {
@@ -272,8 +260,7 @@ PyArray_Descr *cplpy_dtype(hid_t t) {
       return PyArray_DescrFromType(NPY_CLONGDOUBLE);
     }
     int n = H5Tget_nmembers(t);
-    PyObject *names = PyList_New(n), *formats = PyList_New(n),
-             *offsets = PyList_New(n);
+    PyObject *names = PyList_New(n), *formats = PyList_New(n), *offsets = PyList_New(n);
     for (int i = 0; i < n; i++) {
       char *nm = H5Tget_member_name(t, (unsigned)i);
       hid_t mt = H5Tget_member_type(t, (unsigned)i);
@@ -288,15 +275,12 @@ PyArray_Descr *cplpy_dtype(hid_t t) {
       }
       PyList_SET_ITEM(names, i, PyUnicode_FromString(nm));
       PyList_SET_ITEM(formats, i, (PyObject *)md);
-      PyList_SET_ITEM(offsets, i,
-                      PyLong_FromSize_t(H5Tget_member_offset(t, (unsigned)i)));
+      PyList_SET_ITEM(offsets, i, PyLong_FromSize_t(H5Tget_member_offset(t, (unsigned)i)));
       H5free_memory(nm);
     }
-    return descr_from(Py_BuildValue("{sNsNsNsn}", "names", names, "formats",
-                                    formats, "offsets", offsets, "itemsize",
-                                    (Py_ssize_t)size));
+    return descr_from(Py_BuildValue("{sNsNsNsn}", "names", names, "formats", formats, "offsets",
+                                    offsets, "itemsize", (Py_ssize_t)size));
   }
-  default:
-    return no_dtype(t, "reference, variable-length or time");
+  default: return no_dtype(t, "reference, variable-length or time");
   }
 }

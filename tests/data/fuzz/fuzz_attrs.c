@@ -16,11 +16,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (a.bytes > CPLI_ATTRS_MAX_BYTES) __builtin_trap();
     cpli_wbuf w = {0};
     if (cpli_attrs_encode(&a, &w) == CPL_OK) {
-      if (cpli_attrs_decode(w.p, w.len, "fuzz", &b) != CPL_OK || b.n != a.n)
-        __builtin_trap();
+      if (cpli_attrs_decode(w.p, w.len, "fuzz", &b) != CPL_OK || b.n != a.n) __builtin_trap();
       for (int i = 0; i < a.n; i++)
-        if (a.v[i].bytes != b.v[i].bytes ||
-            memcmp(a.v[i].value, b.v[i].value, a.v[i].bytes) ||
+        if (a.v[i].bytes != b.v[i].bytes || memcmp(a.v[i].value, b.v[i].value, a.v[i].bytes) ||
             H5Tequal(a.v[i].type, b.v[i].type) <= 0)
           __builtin_trap();
     }

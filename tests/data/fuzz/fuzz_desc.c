@@ -30,7 +30,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   /* The producer side: every rank's one-block description, merged. */
   const unsigned char *blobs[2] = {data, data};
   size_t lens[2] = {size, size};
-  if (cpli_desc_merge(2, blobs, lens, "fuzz", &d) == CPL_OK)
-    cpli_desc_unref(d);
+  if (cpli_desc_merge(2, blobs, lens, "fuzz", &d) == CPL_OK) cpli_desc_unref(d);
   return 0;
 }

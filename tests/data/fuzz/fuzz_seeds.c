@@ -14,24 +14,30 @@ static int bad;
 
 static void must_decode(const char *what, const char *name, int rc) {
   if (rc == CPL_OK) return;
-  fprintf(stderr, "fuzz_seeds: the %s of type %s does not decode: %s\n",
-          what, name, cpl_last_error());
+  fprintf(stderr, "fuzz_seeds: the %s of type %s does not decode: %s\n", what, name,
+          cpl_last_error());
   bad = 1;
 }
 
-static void put(const char *dir, const char *sub, const char *name,
-                const void *a, size_t na, const void *b, size_t nb) {
+static void put(const char *dir, const char *sub, const char *name, const void *a, size_t na,
+                const void *b, size_t nb) {
   char path[1024];
   snprintf(path, sizeof path, "%s/%s/%s", dir, sub, name);
   FILE *f = fopen(path, "wb");
-  if (!f) { perror(path); return; }
+  if (!f) {
+    perror(path);
+    return;
+  }
   fwrite(a, 1, na, f);
   if (nb) fwrite(b, 1, nb, f);
   fclose(f);
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2) { fprintf(stderr, "usage: fuzz_seeds DIR\n"); return 2; }
+  if (argc != 2) {
+    fprintf(stderr, "usage: fuzz_seeds DIR\n");
+    return 2;
+  }
   const char *dir = argv[1];
   hid_t str = H5Tcopy(H5T_C_S1);
   H5Tset_size(str, 7);
@@ -48,10 +54,16 @@ int main(int argc, char **argv) {
   hid_t nest = H5Tcreate(H5T_COMPOUND, 16 + 24);
   H5Tinsert(nest, "inner", 0, cmp);
   H5Tinsert(nest, "grid", 16, arr);
-  hid_t types[] = {H5T_NATIVE_DOUBLE, H5T_NATIVE_INT8, H5T_NATIVE_UINT64,
-                   H5T_STD_I32BE, str, cmp, arr, en, nest};
-  const char *names[] = {"f64", "i8", "u64", "i32be", "str", "compound",
-                         "array", "enum", "nested"};
+  hid_t types[] = {H5T_NATIVE_DOUBLE,
+                   H5T_NATIVE_INT8,
+                   H5T_NATIVE_UINT64,
+                   H5T_STD_I32BE,
+                   str,
+                   cmp,
+                   arr,
+                   en,
+                   nest};
+  const char *names[] = {"f64", "i8", "u64", "i32be", "str", "compound", "array", "enum", "nested"};
   for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
     /* one producer rank's description: one block of a 2-D dataset */
     cpli_desc *d = cpli_desc_new(1);
@@ -77,8 +89,10 @@ int main(int argc, char **argv) {
     must_decode("attributes", names[i], cpli_attrs_decode(wa.p, wa.len, "seed", &ab));
     cpli_attrs_clear(&ab);
     /* a DATA header carrying both */
-    cpli_hdr h = {.kind = CPLI_HDR_DATA, .step = (int64_t)i,
-                  .desc_len = (int64_t)w.len, .attr_len = (int64_t)wa.len};
+    cpli_hdr h = {.kind = CPLI_HDR_DATA,
+                  .step = (int64_t)i,
+                  .desc_len = (int64_t)w.len,
+                  .attr_len = (int64_t)wa.len};
     cpli_wbuf whole = {0};
     cpli_w_bytes(&whole, w.p, w.len);
     cpli_w_bytes(&whole, wa.p, wa.len);
@@ -106,8 +120,8 @@ int main(int argc, char **argv) {
   cpli_hdr eos = {.kind = CPLI_HDR_EOS, .step = 3};
   put(dir, "header", "eos", &eos, sizeof eos, NULL, 0);
   const char msg[] = "dataset \"T\": blocks overlap";
-  cpli_hdr err = {.kind = CPLI_HDR_ERROR, .status = CPL_ERR_MISMATCH,
-                  .msg_len = (int64_t)strlen(msg)};
+  cpli_hdr err = {
+      .kind = CPLI_HDR_ERROR, .status = CPL_ERR_MISMATCH, .msg_len = (int64_t)strlen(msg)};
   put(dir, "header", "error", &err, sizeof err, msg, strlen(msg));
   return bad;
 }

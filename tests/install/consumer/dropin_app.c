@@ -14,8 +14,9 @@ int main(int argc, char **argv) {
   MPI_Allgather(&rank, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
   for (int i = 0; i < size && i < 64; i++) bad += all[i] != i;
   const int calls = cpl_mpi_interposed_calls();
-  if (rank == 0) printf("dropin_app: %d ranks, %d interposed calls, %s\n", size, calls,
-                        bad ? "WRONG DATA" : "data right");
+  if (rank == 0)
+    printf("dropin_app: %d ranks, %d interposed calls, %s\n", size, calls,
+           bad ? "WRONG DATA" : "data right");
   MPI_Finalize();
   return bad || calls < 1;
 }
