@@ -20,8 +20,8 @@ trap 'rm -rf "$tmp"' EXIT
 cat > "$tmp/pair.yaml" <<YAML
 name: bench_trace
 components:
-  - {name: prod, nprocs: $p, command: ["$bench", "$bytes", "$steps", "20"], outputs: [out]}
-  - {name: cons, nprocs: $q, command: ["$bench", "$bytes", "$steps", "20"], inputs: [in]}
+  - {name: prod, nprocs: $p, command: ["$bench", "$bytes", "$steps", "20", "0"], outputs: [out]}
+  - {name: cons, nprocs: $q, command: ["$bench", "$bytes", "$steps", "20", "0"], inputs: [in]}
 links:
   - {from: prod.out, to: cons.in, depth: 2}
 YAML
@@ -29,7 +29,7 @@ shim=()
 [[ -f $build/scripts/libcpl_yield.so ]] && shim=(-genv LD_PRELOAD "$PWD/$build/scripts/libcpl_yield.so")
 one() { # $1: trace spec or "" -> per-step microseconds
   CPL_PROGRESS=0 CPL_TRACE=$1 timeout 300 "$run" "$tmp/pair.yaml" -- "${shim[@]}" |
-    sed -n 's/^per_step_us=//p'
+    sed -n 's/^steps: per_step_us=//p'
 }
 off=() on=()
 for ((i = 0; i < rounds; i++)); do

@@ -1,6 +1,6 @@
 """Python overhead per step against C: the same workflow (producers ->
 consumers, one float64 dataset per step) run with C components
-(cpl-py-bench-steps) and Python components (steps.py), and mixed.
+(tests/bench/step_bench) and Python components (steps.py), and mixed.
 
     bench_overhead.py BUILD_DIR [--sizes 4K,4M] [--shape 1:1] [--reps 5]
                       [--steps N] [--no-yield]
@@ -63,7 +63,7 @@ def main():
     o = a.parse_args()
     build = os.path.abspath(o.build)
     run = os.path.join(build, "coupler", "tools", "cpl-run")
-    sides = {"C": [os.path.join(build, "coupler", "python", "cpl-py-bench-steps")],
+    sides = {"C": [os.path.join(build, "tests", "bench", "step_bench")],
              "Py": [sys.executable, os.path.join(HERE, "steps.py")]}
     shim = os.path.join(build, "scripts", "libcpl_yield.so")
     pre = [] if o.no_yield or not os.path.exists(shim) else ["-genv", "LD_PRELOAD", shim]
