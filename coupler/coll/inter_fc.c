@@ -221,14 +221,13 @@ static int dataflow(const cpli_inter_args *a, cpli_dir *d, int lrank) {
     if (o.chunk > 0 && (long long)((k + o.chunk - 1) / o.chunk) > nb)
       nb = (long long)((k + o.chunk - 1) / o.chunk);
     o.nblocks = nb;
-    o.chain = cpli_tuning_now()->fc_chain == 1; /* slower where measured */
   }
   /* Everything the plan depends on; the link keeps plans per direction. */
-  const double param[] = {(double)o.chunk, o.ring, o.chain, (double)o.nblocks,
+  const double param[] = {(double)o.chunk, o.ring, (double)o.nblocks,
                           (double)(a->sender ? a->own_bytes : 0)};
   cpli_plan_key key;
   const cpli_flow *plan = NULL;
-  if (cpli_plan_key_make(&key, param, 5, pure ? 0 : p, pure ? NULL : blk.counts,
+  if (cpli_plan_key_make(&key, param, 4, pure ? 0 : p, pure ? NULL : blk.counts,
                          pure ? NULL : blk.displs) == CPL_OK)
     plan = cpli_plan_cache_find(&d->plans, &key);
   cpli_flow f;

@@ -6,7 +6,7 @@
 
 extern char **environ;
 
-enum { ALPHA, BETA, CHUNK, FLOW, RING, FC_CHAIN, INTER, INTRA, TIMEOUT, NVARS };
+enum { ALPHA, BETA, CHUNK, FLOW, RING, INTER, INTRA, TIMEOUT, NVARS };
 /* Names without the CPL_ prefix, in the order of the enum. */
 static const struct {
   const char *name;
@@ -16,7 +16,6 @@ static const struct {
                  {"CHUNK", 5},
                  {"FLOW", 4},
                  {"RING", 4},
-                 {"FC_CHAIN", 8},
                  {"INTER_ALGORITHM", 15},
                  {"INTRA_ALGORITHM", 15},
                  {"TIMEOUT", 7}};
@@ -62,7 +61,6 @@ static void parse(const char *const v[NVARS], cpli_tuning *t) {
   t->chunk = chunk_of(v[CHUNK]);
   t->flow = strcmp(v[FLOW], "0") != 0;
   t->ring = flag_of(v[RING]);
-  t->fc_chain = flag_of(v[FC_CHAIN]);
   t->inter = v[INTER];
   t->intra = v[INTRA];
   if (*v[TIMEOUT]) {

@@ -20,7 +20,7 @@ typedef struct cpli_tuning {
   double alpha, beta; /* CPL_ALPHA, CPL_BETA: the cost model (s, s/byte)    */
   size_t chunk;       /* CPL_CHUNK: dataflow stream cut (bytes)             */
   int flow;           /* CPL_FLOW: 0 selects lockstep execution             */
-  int ring, fc_chain; /* CPL_RING, CPL_FC_CHAIN: 0, 1, or -1 (the model's)  */
+  int ring;           /* CPL_RING: 0, 1, or -1 (the model's)                */
   /* CPL_INTER_ALGORITHM, CPL_INTRA_ALGORITHM: the text ("" when unset);
    * select.c parses and reports it. */
   const char *inter, *intra;

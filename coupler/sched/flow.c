@@ -346,17 +346,6 @@ int cpli_flow_ring(cpli_flow *f, int n, int r, const int *rank_of, const size_t 
   return CPL_OK;
 }
 
-int cpli_flow_chain(cpli_flow *f, int n, int t, const int *rank_of, int root_buf, size_t off,
-                    size_t bytes, size_t chunk) {
-  if (n <= 1 || bytes == 0) return CPL_OK;
-  if (t < 0 || t >= n) return cpli_fail(CPL_ERR_ARG, "chain plan: member %d of %d", t, n);
-  if (t > 0) CPLI_TRY(cpli_flow_stream(f, 0, map(rank_of, t - 1), 0, 1, &off, &bytes, chunk));
-  if (t < n - 1)
-    CPLI_TRY(
-        cpli_flow_stream(f, 1, map(rank_of, t + 1), t == 0 ? root_buf : 0, 1, &off, &bytes, chunk));
-  return CPL_OK;
-}
-
 int cpli_flow_fc(cpli_flow *f, int p, int q, int me, const size_t *counts, const size_t *displs,
                  size_t own_bytes, const cpli_fc_opts *o) {
   const size_t chunk = o->chunk;
@@ -393,8 +382,7 @@ int cpli_flow_fc(cpli_flow *f, int p, int q, int me, const size_t *counts, const
     for (int t = 0; t <= s; t++) rank_of[t] = t == 0 ? i : p + i + (t - 1) * p;
     const int t = sender ? 0 : 1 + j / p;
     const size_t off = sender ? 0 : displs[i], bytes = sender ? own_bytes : counts[i];
-    if (o->chain) rc = cpli_flow_chain(f, s + 1, t, rank_of, 1, off, bytes, chunk);
-    else rc = cpli_flow_bcast(f, &c, t, rank_of, 1, off, bytes, o->nblocks);
+    rc = cpli_flow_bcast(f, &c, t, rank_of, 1, off, bytes, o->nblocks);
   }
   if (rc != CPL_OK || sender) {
     free(rank_of);

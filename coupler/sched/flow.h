@@ -107,17 +107,10 @@ int cpli_flow_bcast(cpli_flow *f, const cpli_circ *c, int rel, const int *rank_o
 int cpli_flow_ring(cpli_flow *f, int n, int r, const int *rank_of, const size_t *counts,
                    const size_t *displs, size_t chunk);
 
-/* Pipelined chain broadcast of `bytes` bytes from member 0 through members
- * 1, 2, .., n-1 (member t receives from t-1 and sends to t+1), one stream
- * cut at `chunk`; buffers as for cpli_flow_bcast. */
-int cpli_flow_chain(cpli_flow *f, int n, int t, const int *rank_of, int root_buf, size_t off,
-                    size_t bytes, size_t chunk);
-
 /* How cpli_flow_fc runs its phases. */
 typedef struct cpli_fc_opts {
   size_t chunk;      /* stream cut (0: none)                                 */
   int ring;          /* intra-group phase: 1 pipelined ring, 0 Alg. 7         */
-  int chain;         /* p < q broadcasts: 1 pipelined chain, 0 Alg. 6         */
   long long nblocks; /* Alg. 6 broadcasts: blocks                             */
 } cpli_fc_opts;
 
@@ -127,8 +120,8 @@ typedef struct cpli_fc_opts {
  *  p >= q: sender j < q streams its block to receiver j; receivers and the
  *    extra senders q..p-1 (member i holds block i) allgather (Alg. 7 or
  *    the ring, o->ring).
- *  p < q, q = s p + e: sender i broadcasts (Alg. 6 with o->nblocks blocks,
- *    or a chain, o->chain) to receivers j < s p with j mod p = i, in order
+ *  p < q, q = s p + e: sender i broadcasts (Alg. 6 with o->nblocks blocks)
+ *    to receivers j < s p with j mod p = i, in order
  *    of j; receiver subgroups {t p .. t p + p - 1} allgather, each of the e
  *    remainder receivers joining subgroup (j - s p) mod s with an empty
  *    block. The allgather forwards a block while it is still arriving.

@@ -19,10 +19,9 @@
  * A/B variants of one algorithm: NAME@step runs the lockstep execution
  * (CPL_FLOW=0) and NAME@cSIZE cuts dataflow streams at SIZE bytes
  * (CPL_CHUNK), NAME@iALG runs fc's intra-group phases with ALG
- * (CPL_INTRA_ALGORITHM), NAME@ring / NAME@alg7 and NAME@chain / NAME@tree
- * force the dataflow allgather (ring or Alg. 7, CPL_RING; also for the
- * intra-group circulant) and fc's p < q broadcasts (CPL_FC_CHAIN),
- * e.g. --inter fc,fc@step,fc@c1M,fc@alg7@chain. The settings reach
+ * (CPL_INTRA_ALGORITHM), NAME@ring / NAME@alg7 force the dataflow
+ * allgather (ring or Alg. 7, CPL_RING; also for the intra-group
+ * circulant), e.g. --inter fc,fc@step,fc@c1M,fc@alg7. The settings reach
  * the library through its environment, set on every rank around each run.
  */
 #include <math.h>
@@ -37,10 +36,10 @@
 #define MAXV 16
 
 /* Environment the library read before cpl-bench changed it. */
-#define NENV 5
+#define NENV 4
 static char *saved_env[NENV];
 static const char *const env_names[NENV] = {"CPL_FLOW", "CPL_CHUNK", "CPL_INTRA_ALGORITHM",
-                                            "CPL_RING", "CPL_FC_CHAIN"};
+                                            "CPL_RING"};
 
 static void save_env(void) {
   for (int i = 0; i < NENV; i++) {
@@ -72,8 +71,6 @@ static int variant(const char *name, char *alg, size_t n, int apply) {
       if (apply) setenv("CPL_FLOW", "1", 1);
     } else if (!strcmp(o, "ring") || !strcmp(o, "alg7")) {
       if (apply) setenv("CPL_RING", o[0] == 'r' ? "1" : "0", 1);
-    } else if (!strcmp(o, "chain") || !strcmp(o, "tree")) {
-      if (apply) setenv("CPL_FC_CHAIN", o[0] == 'c' ? "1" : "0", 1);
     } else if (o[0] == 'c' && o[1] >= '0' && o[1] <= '9') {
       if (apply) setenv("CPL_CHUNK", o + 1, 1);
     } else if (o[0] == 'i' && o[1]) {
@@ -98,8 +95,8 @@ static void usage(FILE *f) {
              "  --intra LIST     intra-group algorithms: circulant,bruck,ring,native,mpi\n"
              "                   (NAME@step: lockstep execution, NAME@cSIZE: dataflow\n"
              "                   streams cut at SIZE bytes, NAME@iALG: fc's intra-group\n"
-             "                   phases with ALG, NAME@ring|alg7, NAME@chain|tree: fc's\n"
-             "                   dataflow phases; e.g. fc@step, fc@alg7@c64K, circulant@c1M)\n"
+             "                   phases with ALG, NAME@ring|alg7: the dataflow\n"
+             "                   allgather; e.g. fc@step, fc@alg7@c64K, circulant@c1M)\n"
              "  --shape P:Q,...  inter shapes (default: N/2:N-N/2)\n"
              "  --procs P,...    intra group sizes (default: N)\n"
              "  --sizes LIST     bytes per process: 32K,1M or a range 32K..4M (x2 steps)\n"

@@ -1,8 +1,8 @@
 /*
  * Dataflow plans (sched/flow.h): build the plans of every rank for the
  * circulant allgather (Alg. 7), the pipelined ring, the n-block broadcast
- * (Alg. 6), the pipelined chain broadcast and the fc inter-group allgather
- * (every combination of its phases), replay them with the simulator (which applies the
+ * (Alg. 6) and the fc inter-group allgather (every combination of its
+ * phases), replay them with the simulator (which applies the
  * executor's issue rules and moves real bytes), and check that every rank
  * ends with every block, that bytes outside the blocks are never written,
  * and that message pairs match. Streams are cut at sizes that do not divide
@@ -165,7 +165,7 @@ static void ring_case(int p, int ck, int lk, size_t chunk) {
 
 /* ---------------------------------------------------------- Alg. 6 */
 
-/* n > 0: Alg. 6 with n blocks; n <= 0: chain cut at -n bytes */
+/* Alg. 6 with n blocks */
 static void bcast_case(int p, size_t bytes, long long n) {
   cpli_circ c;
   cpli_circ_init(&c, p);
@@ -187,9 +187,7 @@ static void bcast_case(int p, size_t bytes, long long n) {
       ok = ok && cpli_flow_have(&plans[r], 1, 0, bytes) == CPL_OK;
     }
     const size_t o = r == 0 ? 0 : off;
-    ok = ok &&
-         (n > 0 ? cpli_flow_bcast(&plans[r], &c, r, NULL, 1, o, bytes, n)
-                : cpli_flow_chain(&plans[r], p, r, NULL, 1, o, bytes, (size_t)-n)) == CPL_OK &&
+    ok = ok && cpli_flow_bcast(&plans[r], &c, r, NULL, 1, o, bytes, n) == CPL_OK &&
          cpli_flow_resolve(&plans[r], why, sizeof why) == CPL_OK;
   }
   ok = ok && cpli_flow_simulate(p, pp, b0, b1, why, sizeof why) == 0;
@@ -206,8 +204,8 @@ static void bcast_case(int p, size_t bytes, long long n) {
 
 /* ---------------------------------------------------------- fc */
 
-static void fc_case(int p, int q, int ck, int lk, size_t chunk, long long nb, int ring, int chain) {
-  const cpli_fc_opts o = {.chunk = chunk, .ring = ring, .chain = chain, .nblocks = nb};
+static void fc_case(int p, int q, int ck, int lk, size_t chunk, long long nb, int ring) {
+  const cpli_fc_opts o = {.chunk = chunk, .ring = ring, .nblocks = nb};
   const int N = p + q;
   size_t *counts = malloc(sizeof *counts * p), *displs = malloc(sizeof *displs * p);
   size_t *packed = malloc(sizeof *packed * p);
@@ -244,8 +242,8 @@ static void fc_case(int p, int q, int ck, int lk, size_t chunk, long long nb, in
     else if (p > q && r >= q) ok = full(b0[r], psize, p, counts, packed);
     if (!ok) snprintf(why, sizeof why, "rank %d does not hold every block", r);
   }
-  CHECK(ok, "fc %d|%d counts %d layout %d chunk %zu nblocks %lld ring %d chain %d: %s", p, q, ck,
-        lk, chunk, nb, ring, chain, why);
+  CHECK(ok, "fc %d|%d counts %d layout %d chunk %zu nblocks %lld ring %d: %s", p, q, ck, lk, chunk,
+        nb, ring, why);
   cases++;
   for (int r = 0; r < N; r++) cpli_flow_free(&plans[r]), free(b0[r]), free(b1[r]);
   free(plans), free(pp), free(b0), free(b1), free(counts), free(displs), free(packed);
@@ -331,7 +329,7 @@ int main(void) {
       for (int lk = 0; lk < LAYOUT_KINDS; lk++)
         for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++) ring_case(p, ck, lk, chunks[c]);
   const size_t sizes[] = {1, 2, 7, 100, 1001};
-  const long long ns[] = {1, 2, 3, 5, 64, 2000, 0, -1, -3, -64}; /* <= 0: chain */
+  const long long ns[] = {1, 2, 3, 5, 64, 2000};
   for (int p = 2; p <= 20; p++)
     for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
       for (size_t n = 0; n < sizeof ns / sizeof *ns; n++) bcast_case(p, sizes[s], ns[n]);
@@ -342,14 +340,14 @@ int main(void) {
       for (int ck = 0; ck < COUNTS_KINDS; ck++)
         for (int lk = 0; lk < LAYOUT_KINDS; lk++)
           for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c += 2)
-            for (int v = 0; v < 4; v++) /* ring x chain */
-              fc_case(p, q, ck, lk, chunks[c], 1 + (p + q + ck) % 4, v & 1, v >> 1);
+            for (int ring = 0; ring < 2; ring++)
+              fc_case(p, q, ck, lk, chunks[c], 1 + (p + q + ck) % 4, ring);
   const int big[][2] = {{2, 15}, {3, 20}, {4, 13}, {5, 22}, {20, 3}, {16, 5}, {7, 30}, {12, 12}};
   for (size_t i = 0; i < sizeof big / sizeof *big; i++) {
-    fc_case(big[i][0], big[i][1], COUNTS_IRREGULAR, LAYOUT_REVERSED, 7, 3, 0, 0);
-    fc_case(big[i][0], big[i][1], COUNTS_REGULAR, LAYOUT_CONTIG, 5, 1, 0, 1);
-    fc_case(big[i][0], big[i][1], COUNTS_IRREGULAR, LAYOUT_GAPS, 3, 2, 1, 1);
-    fc_case(big[i][0], big[i][1], COUNTS_ONE_BIG, LAYOUT_CONTIG, 0, 1, 1, 0);
+    fc_case(big[i][0], big[i][1], COUNTS_IRREGULAR, LAYOUT_REVERSED, 7, 3, 0);
+    fc_case(big[i][0], big[i][1], COUNTS_REGULAR, LAYOUT_CONTIG, 5, 1, 0);
+    fc_case(big[i][0], big[i][1], COUNTS_IRREGULAR, LAYOUT_GAPS, 3, 2, 1);
+    fc_case(big[i][0], big[i][1], COUNTS_ONE_BIG, LAYOUT_CONTIG, 0, 1, 1);
   }
   printf("flow: %d cases, %d failures\n", cases, failures);
   return failures ? 1 : 0;

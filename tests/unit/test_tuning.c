@@ -12,8 +12,13 @@
 #include "coll/tuning.h"
 
 static void unset_all(void) {
-  const char *v[] = {"CPL_ALPHA",  "CPL_BETA",     "CPL_CHUNK",           "CPL_FLOW",
-                     "CPL_RING",   "CPL_FC_CHAIN", "CPL_INTER_ALGORITHM", "CPL_INTRA_ALGORITHM",
+  const char *v[] = {"CPL_ALPHA",
+                     "CPL_BETA",
+                     "CPL_CHUNK",
+                     "CPL_FLOW",
+                     "CPL_RING",
+                     "CPL_INTER_ALGORITHM",
+                     "CPL_INTRA_ALGORITHM",
                      "CPL_TIMEOUT"};
   for (size_t i = 0; i < sizeof v / sizeof *v; i++) unsetenv(v[i]);
 }
@@ -23,7 +28,7 @@ int main(void) {
   const cpli_tuning *t = cpli_tuning_refresh();
   CHECK(t->alpha == CPLI_DEFAULT_ALPHA && t->beta == CPLI_DEFAULT_BETA, "model defaults");
   CHECK(t->chunk == CPLI_DEFAULT_CHUNK && t->flow == 1, "chunk %zu flow %d", t->chunk, t->flow);
-  CHECK(t->ring == -1 && t->fc_chain == -1, "flags unset: %d %d", t->ring, t->fc_chain);
+  CHECK(t->ring == -1, "ring unset: %d", t->ring);
   CHECK(!*t->inter && !*t->intra && !t->timeout_set && !t->timeout_bad, "names, timeout unset");
 
   setenv("CPL_ALPHA", "2e-5", 1);
@@ -31,14 +36,13 @@ int main(void) {
   setenv("CPL_CHUNK", "128K", 1);
   setenv("CPL_FLOW", "0", 1);
   setenv("CPL_RING", "1", 1);
-  setenv("CPL_FC_CHAIN", "yes", 1); /* not 0 or 1: the model decides */
   setenv("CPL_INTRA_ALGORITHM", "bruck", 1);
   setenv("CPL_TIMEOUT", "2.5", 1);
   setenv("CPL_NODE_ADDR", "10.77.0.1", 1); /* other CPL_ names are ignored */
   t = cpli_tuning_refresh();
   CHECK(t->alpha == 2e-5 && t->beta == CPLI_DEFAULT_BETA, "alpha %g beta %g", t->alpha, t->beta);
   CHECK(t->chunk == 128 * 1024 && t->flow == 0, "chunk %zu flow %d", t->chunk, t->flow);
-  CHECK(t->ring == 1 && t->fc_chain == -1, "ring %d chain %d", t->ring, t->fc_chain);
+  CHECK(t->ring == 1, "ring %d", t->ring);
   CHECK(strcmp(t->intra, "bruck") == 0 && !*t->inter, "intra \"%s\"", t->intra);
   CHECK(t->timeout_set && t->timeout == 2.5 && !t->timeout_bad, "timeout %g", t->timeout);
 
