@@ -1,20 +1,21 @@
-/* The algorithm names (algorithms.h) and their public parse/name calls. */
+/* The algorithm tables (algorithms.h) and their public parse/name calls. */
 #include "coll/algorithms.h"
 
 #include <string.h>
 
+#include "coll/cost.h"
 #include "core/error.h"
 
+#define ROW(e, name, autopick, restriction, cost, run) [e] = {name, autopick, restriction, cost},
+#define NAME(e, name, autopick, restriction, cost, run) [e] = name,
+const cpli_inter_alg cpli_inter_algs[CPL_INTER_COUNT] = {[CPL_INTER_AUTO] = {"auto", 0, "", NULL},
+                                                         CPLI_INTER_TABLE(ROW)};
+const cpli_intra_alg cpli_intra_algs[CPL_INTRA_COUNT] = {[CPL_INTRA_AUTO] = {"auto", 0, "", NULL},
+                                                         CPLI_INTRA_TABLE(ROW)};
 const char *const cpli_inter_names[CPL_INTER_COUNT] = {[CPL_INTER_AUTO] = "auto",
-                                                       [CPL_INTER_FC] = "fc",
-                                                       [CPL_INTER_RING] = "ring",
-                                                       [CPL_INTER_ROOT] = "root",
-                                                       [CPL_INTER_NATIVE] = "native"};
+                                                       CPLI_INTER_TABLE(NAME)};
 const char *const cpli_intra_names[CPL_INTRA_COUNT] = {[CPL_INTRA_AUTO] = "auto",
-                                                       [CPL_INTRA_CIRCULANT] = "circulant",
-                                                       [CPL_INTRA_BRUCK] = "bruck",
-                                                       [CPL_INTRA_RING] = "ring",
-                                                       [CPL_INTRA_NATIVE] = "native"};
+                                                       CPLI_INTRA_TABLE(NAME)};
 
 const char *cpl_inter_algorithm_name(cpl_inter_algorithm a) {
   return a >= 0 && a < CPL_INTER_COUNT ? cpli_inter_names[a] : "invalid";

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/algorithms.h"
 #include "coll/link.h"
 #include "coll/select.h"
 #include "core/launch.h"
@@ -193,22 +194,19 @@ static int check_comm(MPI_Comm comm, int want_inter) {
   return CPL_OK;
 }
 
+/* The run column of the algorithm tables (coll/algorithms.h). */
+#define RUN(e, name, autopick, restriction, cost, run) [e] = run,
+static const cpli_inter_fn inter_runs[CPL_INTER_COUNT] = {CPLI_INTER_TABLE(RUN)};
+static const cpli_intra_fn intra_runs[CPL_INTRA_COUNT] = {CPLI_INTRA_TABLE(RUN)};
+
+/* AUTO is resolved before dispatch; anything else not in the table runs
+ * MPI's own, as before the table. */
 static cpli_inter_fn inter_fn(cpl_inter_algorithm a) {
-  switch (a) {
-  case CPL_INTER_FC: return cpli_inter_fc;
-  case CPL_INTER_RING: return cpli_inter_ring;
-  case CPL_INTER_ROOT: return cpli_inter_root;
-  default: return cpli_inter_native;
-  }
+  return a > CPL_INTER_AUTO && a < CPL_INTER_COUNT ? inter_runs[a] : cpli_inter_native;
 }
 
 cpli_intra_fn cpli_intra_fn_of(cpl_intra_algorithm a) {
-  switch (a) {
-  case CPL_INTRA_CIRCULANT: return cpli_intra_circulant;
-  case CPL_INTRA_BRUCK: return cpli_intra_bruck;
-  case CPL_INTRA_RING: return cpli_intra_ring;
-  default: return cpli_intra_native;
-  }
+  return a > CPL_INTRA_AUTO && a < CPL_INTRA_COUNT ? intra_runs[a] : cpli_intra_native;
 }
 
 static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,

@@ -11,6 +11,7 @@
 
 #include <math.h>
 
+#include "coll/algorithms.h"
 #include "coll/tuning.h"
 
 int cpli_ceil_log2(long n) {
@@ -156,69 +157,135 @@ static double bcast_mpich(int g, double m, double alpha, double beta) {
   return scatter + (g - 1) * alpha + beta * m * (g - 1) / g;
 }
 
+/* Bytes on the critical path of a lockstep doubling allgather (Bruck,
+ * MPICH's recursive doubling) among n ranks: ceil(log2 n) rounds, round k
+ * sends min(2^k, n - 2^k) blocks to one peer. Nothing overlaps, so every
+ * round costs its largest message, and with irregular blocks one big
+ * block is forwarded in every round that holds it: a round costs up to
+ * min(m, blocks * maxb), not a share of m. Regular: m - m/n in all. */
+static double doubling_bytes(int n, double m, double maxb, int regular) {
+  if (regular) return m - m / n;
+  double b = 0;
+  for (long d = 1; d < n; d *= 2) b += fmin(m, (double)(d < n - d ? d : n - d) * maxb);
+  return b;
+}
+
+double cpli_cost_intra_circulant(int n, size_t bytes, size_t maxb, int regular, double alpha,
+                                 double beta) {
+  if (n <= 1) return 0;
+  /* the best of Alg. 7 and Alg. 9, or the ring where preferred */
+  return cpli_circulant_cost(n, bytes, regular ? bytes / (size_t)n : maxb, alpha, beta);
+}
+
+double cpli_cost_intra_bruck(int n, size_t bytes, size_t maxb, int regular, double alpha,
+                             double beta) {
+  if (n <= 1) return 0;
+  /* Alg. 7's rounds run in lockstep (intra_bruck.c): its ceil(log2 n)
+   * start-ups without the dataflow's overlap, and its several peers per
+   * direction, which cost the link rate the ring rule charges Alg. 7 for
+   * (CPLI_RING_SHARE of the transfer, cpli_ring_preferred_ab). */
+  return cpli_ceil_log2(n) * alpha +
+         (1 + CPLI_RING_SHARE) * beta * doubling_bytes(n, (double)bytes, (double)maxb, regular);
+}
+
+double cpli_cost_intra_ring(int n, size_t bytes, size_t maxb, int regular, double alpha,
+                            double beta) {
+  if (n <= 1) return 0;
+  const double k = regular ? (double)bytes / n : (double)maxb;
+  return (n - 1) * (alpha + beta * k); /* lockstep: the big block one hop a step */
+}
+
+double cpli_cost_intra_native(int n, size_t bytes, size_t maxb, int regular, double alpha,
+                              double beta) {
+  if (n <= 1) return 0;
+  /* MPICH: recursive doubling / Bruck below 80 KiB total, ring above. */
+  const double m = (double)bytes;
+  if (m < 81920)
+    return cpli_ceil_log2(n) * alpha + beta * doubling_bytes(n, m, (double)maxb, regular);
+  return cpli_cost_intra_ring(n, bytes, maxb, regular, alpha, beta);
+}
+
+/* Strictly cheaper, beyond rounding: two formulas that sum the same terms
+ * in another order (fc's ring for q = 1 and native) are a tie, and a tie
+ * goes to the earlier row. */
+static int cheaper(double c, double best) { return c < best * (1 - 1e-9); }
+
 double cpli_intra_cost_v(cpl_intra_algorithm a, int n, size_t bytes, size_t maxb, int regular,
                          double alpha, double beta) {
-  if (n <= 1) return 0;
-  const int L = cpli_ceil_log2(n);
-  const double m = (double)bytes, k = regular ? m / n : (double)maxb;
-  switch (a) {
-  case CPL_INTRA_CIRCULANT: /* the better of Alg. 7 and Alg. 9 */
-    return cpli_circulant_cost(n, bytes, regular ? bytes / (size_t)n : maxb, alpha, beta);
-  case CPL_INTRA_BRUCK:
-    return L * alpha + beta * (regular ? m - m / n : fmin(m, (double)(n - 1) * k));
-  case CPL_INTRA_RING: return (n - 1) * (alpha + beta * k);
-  case CPL_INTRA_NATIVE:
-    /* MPICH: recursive doubling / Bruck below 80 KiB total, ring above. */
-    return m < 81920 ? L * alpha + beta * (m - m / n) : (n - 1) * (alpha + beta * k);
-  default: return INFINITY;
+  if (a <= CPL_INTRA_AUTO || a >= CPL_INTRA_COUNT) return INFINITY;
+  return cpli_intra_algs[a].cost(n, bytes, maxb, regular, alpha, beta);
+}
+
+cpl_intra_algorithm cpli_intra_pick_ab(int n, size_t bytes, size_t maxb, int regular, double alpha,
+                                       double beta) {
+  cpl_intra_algorithm best = CPL_INTRA_CIRCULANT;
+  double bc = INFINITY;
+  for (int a = 1; a < CPL_INTRA_COUNT; a++) {
+    if (!cpli_intra_algs[a].autopick) continue;
+    const double c = cpli_intra_algs[a].cost(n, bytes, maxb, regular, alpha, beta);
+    if (cheaper(c, bc)) bc = c, best = (cpl_intra_algorithm)a;
   }
+  return best;
 }
 
 cpl_intra_algorithm cpli_intra_pick(int n, size_t bytes, size_t maxb, int regular) {
   double alpha, beta;
   cpli_model_params(&alpha, &beta);
-  /* Native last: on a tie Coupler's own algorithm wins. */
-  const cpl_intra_algorithm order[] = {CPL_INTRA_CIRCULANT, CPL_INTRA_BRUCK, CPL_INTRA_RING,
-                                       CPL_INTRA_NATIVE};
-  cpl_intra_algorithm best = order[0];
-  double bc = INFINITY;
-  for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
-    double c = cpli_intra_cost_v(order[i], n, bytes, maxb, regular, alpha, beta);
-    if (c < bc) bc = c, best = order[i];
-  }
-  return best;
+  return cpli_intra_pick_ab(n, bytes, maxb, regular, alpha, beta);
 }
 
 double cpli_intra_cost(cpl_intra_algorithm a, int p, size_t bytes, double alpha, double beta) {
-  if (a == CPL_INTRA_AUTO) a = cpli_intra_pick(p, bytes, p ? bytes / p : 0, 1);
-  return cpli_intra_cost_v(a, p, bytes, p ? bytes / p : 0, 1, alpha, beta);
+  const size_t k = p ? bytes / (size_t)p : 0;
+  if (a == CPL_INTRA_AUTO) a = cpli_intra_pick_ab(p, bytes, k, 1, alpha, beta);
+  return cpli_intra_cost_v(a, p, bytes, k, 1, alpha, beta);
+}
+
+double cpli_cost_inter_fc(int p, int q, size_t bytes, double alpha, double beta) {
+  const double k = p ? (double)bytes / p : 0;
+  if (p >= q) /* one inter step, then an allgather among p */
+    return alpha + beta * k + cpli_intra_cost(CPL_INTRA_AUTO, p, bytes, alpha, beta);
+  return cpli_bcast_cost(q / p + 1, (size_t)k,
+                         cpli_bcast_nblocks(q / p + 1, (size_t)k, alpha, beta), alpha, beta) +
+         cpli_intra_cost(CPL_INTRA_AUTO, p + (q % p ? (q % p + q / p - 1) / (q / p) : 0), bytes,
+                         alpha, beta);
+}
+
+double cpli_cost_inter_ring(int p, int q, size_t bytes, double alpha, double beta) {
+  /* p + q/2 steps of one block each (even sizes; odd sizes round up). */
+  const double k = p ? (double)bytes / p : 0;
+  const int pe = p + (p & 1), qe = q + (q & 1);
+  return (pe + qe / 2) * (alpha + beta * k);
+}
+
+double cpli_cost_inter_root(int p, int q, size_t bytes, double alpha, double beta) {
+  /* MPI_Igatherv to sender 0, one message to receiver 0, MPI_Ibcast */
+  const double m = (double)bytes, k = p ? m / p : 0;
+  return cpli_ceil_log2(p) * alpha + beta * (m - k) + alpha + beta * m +
+         bcast_mpich(q, m, alpha, beta);
+}
+
+double cpli_cost_inter_native(int p, int q, size_t bytes, double alpha, double beta) {
+  /* MPICH's MPI_Iallgatherv on an intercommunicator: every sender sends
+   * straight to receiver 0 (an intercommunicator gatherv), which takes the
+   * p messages one at a time, then broadcasts locally; no local gather, no
+   * root-to-root hop. */
+  const double m = (double)bytes;
+  return p * alpha + beta * m + bcast_mpich(q, m, alpha, beta);
 }
 
 double cpli_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes, double alpha,
                        double beta) {
-  const double m = (double)bytes, k = p ? m / p : 0;
-  const int Lp = cpli_ceil_log2(p);
-  switch (a) {
-  case CPL_INTER_FC:
-    if (p >= q) /* one inter step, then an allgather among p */
-      return alpha + beta * k + cpli_intra_cost(CPL_INTRA_AUTO, p, bytes, alpha, beta);
-    return cpli_bcast_cost(q / p + 1, (size_t)k,
-                           cpli_bcast_nblocks(q / p + 1, (size_t)k, alpha, beta), alpha, beta) +
-           cpli_intra_cost(CPL_INTRA_AUTO, p + (q % p ? (q % p + q / p - 1) / (q / p) : 0), bytes,
-                           alpha, beta);
-  case CPL_INTER_RING: {
-    /* p + q/2 steps of one block each (even sizes; odd sizes round up). */
-    const int pe = p + (p & 1), qe = q + (q & 1);
-    return (pe + qe / 2) * (alpha + beta * k);
+  if (a <= CPL_INTER_AUTO || a >= CPL_INTER_COUNT) return INFINITY;
+  return cpli_inter_algs[a].cost(p, q, bytes, alpha, beta);
+}
+
+cpl_inter_algorithm cpli_inter_pick_ab(int p, int q, size_t bytes, double alpha, double beta) {
+  cpl_inter_algorithm best = CPL_INTER_FC;
+  double bc = INFINITY;
+  for (int a = 1; a < CPL_INTER_COUNT; a++) {
+    if (!cpli_inter_algs[a].autopick) continue;
+    const double c = cpli_inter_algs[a].cost(p, q, bytes, alpha, beta);
+    if (cheaper(c, bc)) bc = c, best = (cpl_inter_algorithm)a;
   }
-  case CPL_INTER_ROOT:
-    /* MPI_Igatherv to sender 0, one message to receiver 0, MPI_Ibcast */
-    return Lp * alpha + beta * (m - k) + alpha + beta * m + bcast_mpich(q, m, alpha, beta);
-  case CPL_INTER_NATIVE:
-    /* MPICH's MPI_Iallgatherv on an intercommunicator: every sender sends
-     * straight to receiver 0 (an intercommunicator gatherv), which then
-     * broadcasts locally; no local gather, no root-to-root hop */
-    return alpha + beta * m + bcast_mpich(q, m, alpha, beta);
-  default: return INFINITY;
-  }
+  return best;
 }

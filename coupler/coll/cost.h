@@ -72,15 +72,38 @@ int cpli_ring_preferred_ab(const cpli_circ *c, size_t total, double alpha, doubl
  * as a dataflow, its q rounds in lockstep (CPL_FLOW=0). */
 int cpli_alg7_startups(const cpli_circ *c);
 
-/* Cost of one intra algorithm with an explicit largest block. */
+/* The rows' cost functions (algorithms.h), one per algorithm; each
+ * formula is the one stated in the algorithm's own file. */
+double cpli_cost_intra_circulant(int n, size_t bytes, size_t maxb, int regular, double alpha,
+                                 double beta);
+double cpli_cost_intra_bruck(int n, size_t bytes, size_t maxb, int regular, double alpha,
+                             double beta);
+double cpli_cost_intra_ring(int n, size_t bytes, size_t maxb, int regular, double alpha,
+                            double beta);
+double cpli_cost_intra_native(int n, size_t bytes, size_t maxb, int regular, double alpha,
+                              double beta);
+double cpli_cost_inter_fc(int p, int q, size_t bytes, double alpha, double beta);
+double cpli_cost_inter_ring(int p, int q, size_t bytes, double alpha, double beta);
+double cpli_cost_inter_root(int p, int q, size_t bytes, double alpha, double beta);
+double cpli_cost_inter_native(int p, int q, size_t bytes, double alpha, double beta);
+
+/* Cost of one intra algorithm with an explicit largest block (INFINITY
+ * for AUTO or an invalid value). */
 double cpli_intra_cost_v(cpl_intra_algorithm a, int n, size_t bytes, size_t maxb, int regular,
                          double alpha, double beta);
 /* Intra algorithm with the least modelled cost for n ranks, `bytes` in
- * total, largest block `maxb`. */
+ * total, largest block `maxb` (among the rows `auto` weighs, the first of
+ * equal costs); _ab with explicit model parameters. */
 cpl_intra_algorithm cpli_intra_pick(int n, size_t bytes, size_t maxb, int regular);
-/* cpl_intra_cost and cpl_inter_cost on the current tuning snapshot. */
+cpl_intra_algorithm cpli_intra_pick_ab(int n, size_t bytes, size_t maxb, int regular, double alpha,
+                                       double beta);
+/* cpl_intra_cost and cpl_inter_cost on the current tuning snapshot
+ * (AUTO: the cost of what auto picks, for intra). */
 double cpli_intra_cost(cpl_intra_algorithm a, int p, size_t bytes, double alpha, double beta);
 double cpli_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes, double alpha,
                        double beta);
+/* The inter algorithm `auto` picks for p senders, q receivers and `bytes`
+ * in all: the cheapest row `auto` weighs, the first of equal costs. */
+cpl_inter_algorithm cpli_inter_pick_ab(int p, int q, size_t bytes, double alpha, double beta);
 
 #endif

@@ -63,14 +63,9 @@ int cpli_inter_select(int p, int q, size_t bytes, const cpl_coll_options *opt,
   if (a < 0 || a >= CPL_INTER_COUNT)
     return cpli_fail(CPL_ERR_ARG, "invalid inter-group algorithm %d", (int)a);
   if (a == CPL_INTER_AUTO) {
-    double alpha, beta, best = INFINITY;
+    double alpha, beta;
     cpli_model_params(&alpha, &beta);
-    /* Ring is for ring networks; it is never chosen automatically. */
-    const cpl_inter_algorithm order[] = {CPL_INTER_FC, CPL_INTER_ROOT, CPL_INTER_NATIVE};
-    for (size_t i = 0; i < 3; i++) {
-      double c = cpli_inter_cost(order[i], p, q, bytes, alpha, beta);
-      if (c < best) best = c, a = order[i];
-    }
+    a = cpli_inter_pick_ab(p, q, bytes, alpha, beta);
   }
   *out = a;
   return CPL_OK;
@@ -94,13 +89,5 @@ int cpli_intra_requested(const cpl_coll_options *opt, cpl_intra_algorithm *out) 
   if (a < 0 || a >= CPL_INTRA_COUNT)
     return cpli_fail(CPL_ERR_ARG, "invalid intra-group algorithm %d", (int)a);
   *out = a;
-  return CPL_OK;
-}
-
-int cpl_intra_select(int p, size_t bytes, int regular, const cpl_coll_options *opt,
-                     cpl_intra_algorithm *out) {
-  cpli_tuning_refresh();
-  CPLI_TRY(cpli_intra_requested(opt, out));
-  if (*out == CPL_INTRA_AUTO) *out = cpli_intra_pick(p, bytes, p ? bytes / p : 0, regular);
   return CPL_OK;
 }

@@ -142,8 +142,6 @@ CPL_API int cpl_intra_bcast(void *buf, int count, MPI_Datatype type, int root, M
  * p senders, q receivers, `bytes` the total bytes every receiver gets. */
 CPL_API int cpl_inter_select(int p, int q, size_t bytes, const cpl_coll_options *opt,
                              cpl_inter_algorithm *out);
-CPL_API int cpl_intra_select(int p, size_t bytes, int regular, const cpl_coll_options *opt,
-                             cpl_intra_algorithm *out);
 
 /* Predicted time in seconds of an algorithm under the alpha-beta model
  * (alpha = latency s, beta = s/byte), `bytes` total per receiver. */

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/algorithms.h"
 #include "core/wait.h"
 #include "coupler.h"
 #include "tools/cli.h"
@@ -83,17 +84,29 @@ static int variant(const char *name, char *alg, size_t n, int apply) {
   return 0;
 }
 
+/* The algorithm names of a table, comma-separated, and its rows with a
+ * restriction, for the usage text. */
+static void print_names(FILE *f, const char *const *names, int n) {
+  for (int i = 0; i < n; i++) fprintf(f, "%s,", names[i]);
+}
+
 static void usage(FILE *f) {
   fprintf(f, "usage: mpiexec -n N cpl-bench --inter LIST | --intra LIST [options]\n"
              "Time Coupler's collective algorithms side by side: per shape and size a\n"
              "table row per variant (median and min over --reps interleaved runs, the\n"
-             "slowest rank's time, in ms; ratio = baseline median / variant median).\n"
-             "  --inter LIST     inter-group algorithms: fc,ring,root,native,ring-intra,mpi\n"
+             "slowest rank's time, in ms; ratio = baseline median / variant median).\n");
+  fprintf(f, "  --inter LIST     inter-group algorithms: ");
+  print_names(f, cpli_inter_names, CPL_INTER_COUNT);
+  fprintf(f, "ring-intra,mpi\n"
              "                   (ring-intra: ring allgather over all p+q ranks, the\n"
              "                   baseline of the Kang ring comparison; mpi: MPICH's\n"
-             "                   blocking MPI_Allgather, native: MPI_Iallgatherv)\n"
-             "  --intra LIST     intra-group algorithms: circulant,bruck,ring,native,mpi\n"
-             "                   (NAME@step: lockstep execution, NAME@cSIZE: dataflow\n"
+             "                   blocking MPI_Allgather, native: MPI_Iallgatherv;\n"
+             "                   all: every algorithm of the table, then mpi)\n");
+  fprintf(f, "  --intra LIST     intra-group algorithms: ");
+  print_names(f, cpli_intra_names, CPL_INTRA_COUNT);
+  fprintf(f, "mpi\n"
+             "                   (all: every algorithm of the table, then mpi;\n"
+             "                   NAME@step: lockstep execution, NAME@cSIZE: dataflow\n"
              "                   streams cut at SIZE bytes, NAME@iALG: fc's intra-group\n"
              "                   phases with ALG, NAME@ring|alg7: the dataflow\n"
              "                   allgather; e.g. fc@step, fc@alg7@c64K, circulant@c1M)\n"
@@ -101,6 +114,8 @@ static void usage(FILE *f) {
              "  --procs P,...    intra group sizes (default: N)\n"
              "  --sizes LIST     bytes per process: 32K,1M or a range 32K..4M (x2 steps)\n"
              "                   (default 32K..4M)\n"
+             "  --one-big        --intra only: rank 0's block has the size, every other\n"
+             "                   block 1 byte (an allgatherv with one huge block)\n"
              "  --reps N         measured runs per variant (default 10)\n"
              "  --warmup N       untimed runs per variant (default 2)\n"
              "  --baseline ALG   variant the ratios refer to (default: the last one)\n"
@@ -110,7 +125,14 @@ static void usage(FILE *f) {
              "  --quiet          no progress lines\n"
              "  -h, --help       show this help\n"
              "  -V, --version    show the version\n"
-             "Exit status: 0 done (every run verified); 2 usage error (also a shape\n"
+             "Restrictions (coupler/coll/algorithms.h):\n");
+  for (int a = 1; a < CPL_INTER_COUNT; a++)
+    if (*cpli_inter_algs[a].restriction)
+      fprintf(f, "  inter %-10s %s\n", cpli_inter_algs[a].name, cpli_inter_algs[a].restriction);
+  for (int a = 1; a < CPL_INTRA_COUNT; a++)
+    if (*cpli_intra_algs[a].restriction)
+      fprintf(f, "  intra %-10s %s\n", cpli_intra_algs[a].name, cpli_intra_algs[a].restriction);
+  fprintf(f, "Exit status: 0 done (every run verified); 2 usage error (also a shape\n"
              "that needs more ranks than the job has); a failed or wrong run aborts\n"
              "the job with a message (mpiexec exits non-zero).\n");
 }
@@ -170,6 +192,24 @@ static int split_list(const char *s, char out[][32], int max) {
   return n;
 }
 
+/* `all` in a variant list: every row of the direction's table, then mpi. */
+static int expand_all(char names[][32], int n, int inter) {
+  for (int v = 0; v < n; v++) {
+    if (strcmp(names[v], "all")) continue;
+    const char *const *rows = inter ? cpli_inter_names : cpli_intra_names;
+    const int nrows = inter ? CPL_INTER_COUNT : CPL_INTRA_COUNT;
+    char rest[MAXV][32];
+    const int nrest = n - v - 1;
+    memcpy(rest, names + v + 1, sizeof *rest * (size_t)nrest);
+    n = v;
+    for (int a = 1; a < nrows && n < MAXV; a++) snprintf(names[n++], 32, "%s", rows[a]);
+    if (n < MAXV) snprintf(names[n++], 32, "mpi");
+    for (int i = 0; i < nrest && n < MAXV; i++) memcpy(names[n++], rest[i], sizeof *rest);
+    v = n - nrest - 1;
+  }
+  return n;
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -186,6 +226,7 @@ typedef struct bench {
   long sizes[64];
   int nsizes;
   int reps, warmup, verify, quiet, baseline;
+  int one_big; /* --one-big: intra blocks of 1 byte but rank 0's */
   double rate; /* bytes/s, 0 = unknown */
   FILE *csv;
   int wrank;
@@ -255,14 +296,30 @@ static double run_intra(const bench *b, int v, MPI_Comm comm, int n, int r, long
   if (variant(b->names[v], alg, sizeof alg, 1)) return -1;
   const int mpi = strcmp(alg, "mpi") == 0;
   if (!mpi && cpl_intra_algorithm_parse(alg, &opt.intra) != CPL_OK) return -1;
-  for (long i = 0; i < k; i++) rbuf[(size_t)r * k + i] = pattern(r, i, run);
+  /* Block s: cd[s] bytes at cd[n + s]; k each, or with --one-big k for
+   * rank 0 and 1 for the others (an allgatherv). */
+  int *cd = malloc(sizeof *cd * 2 * (size_t)n);
+  if (!cd) MPI_Abort(MPI_COMM_WORLD, 1);
+  for (int s = 0; s < n; s++) {
+    cd[s] = b->one_big ? (s ? 1 : (int)k) : (int)k;
+    cd[n + s] = b->one_big ? (s ? (int)k + s - 1 : 0) : (int)(s * k);
+  }
+  for (long i = 0; i < cd[r]; i++) rbuf[(size_t)cd[n + r] + i] = pattern(r, i, run);
   MPI_Barrier(comm);
   double t0 = MPI_Wtime();
-  int rc = mpi ? (MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rbuf, (int)k, MPI_BYTE, comm) ==
-                          MPI_SUCCESS
-                      ? CPL_OK
-                      : CPL_ERR_MPI)
-               : cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_BYTE, rbuf, (int)k, MPI_BYTE, comm, &opt);
+  int rc;
+  if (mpi)
+    rc = (b->one_big
+              ? MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rbuf, cd, cd + n, MPI_BYTE, comm)
+              : MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rbuf, (int)k, MPI_BYTE, comm)) ==
+                 MPI_SUCCESS
+             ? CPL_OK
+             : CPL_ERR_MPI;
+  else
+    rc = b->one_big
+             ? cpl_intra_allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, rbuf, cd, cd + n, MPI_BYTE, comm,
+                                    &opt)
+             : cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_BYTE, rbuf, (int)k, MPI_BYTE, comm, &opt);
   double t = MPI_Wtime() - t0, tmax;
   restore_env();
   if (rc != CPL_OK) {
@@ -272,11 +329,12 @@ static double run_intra(const bench *b, int v, MPI_Comm comm, int n, int r, long
   MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, comm);
   if (b->verify)
     for (int s = 0; s < n; s++)
-      for (long i = 0; i < k; i++)
-        if (rbuf[(size_t)s * k + i] != pattern(s, i, run)) {
+      for (long i = 0; i < cd[s]; i++)
+        if (rbuf[(size_t)cd[n + s] + i] != pattern(s, i, run)) {
           fprintf(stderr, "cpl-bench: %s: wrong byte %ld of block %d\n", b->names[v], i, s);
           MPI_Abort(MPI_COMM_WORLD, 1);
         }
+  free(cd);
   return tmax;
 }
 
@@ -397,10 +455,13 @@ int main(int argc, char **argv) {
     for (size_t j = 0; j < sizeof valued / sizeof *valued; j++) known |= !strcmp(a, valued[j]);
     if (!strcmp(a, "--no-verify")) b.verify = 0, takes = 0;
     else if (!strcmp(a, "--quiet")) b.quiet = 1, takes = 0;
+    else if (!strcmp(a, "--one-big")) b.one_big = 1, takes = 0;
     else if (!known) bad = 3;
     else if (!val) bad = 2;
-    else if (!strcmp(a, "--inter")) b.inter_mode = 1, b.nv = split_list(val, b.names, MAXV);
-    else if (!strcmp(a, "--intra")) b.inter_mode = 0, b.nv = split_list(val, b.names, MAXV);
+    else if (!strcmp(a, "--inter"))
+      b.inter_mode = 1, b.nv = expand_all(b.names, split_list(val, b.names, MAXV), 1);
+    else if (!strcmp(a, "--intra"))
+      b.inter_mode = 0, b.nv = expand_all(b.names, split_list(val, b.names, MAXV), 0);
     else if (!strcmp(a, "--shape")) nshapes = split_list(val, shapes, 32);
     else if (!strcmp(a, "--procs")) nprocs = split_list(val, procs, 32);
     else if (!strcmp(a, "--sizes")) bad = (b.nsizes = parse_sizes(val, b.sizes, 64)) <= 0;
@@ -430,6 +491,8 @@ int main(int argc, char **argv) {
     if (!ok) bad = 1, wrank == 0 && fprintf(stderr, "cpl-bench: %s\n", cpl_last_error());
     if (baseline && !strcmp(baseline, b.names[v])) b.baseline = v;
   }
+  if (!bad && b.one_big && b.inter_mode)
+    bad = 1, wrank == 0 && fprintf(stderr, "cpl-bench: --one-big is for --intra\n");
   if (!bad && baseline && b.baseline < 0)
     bad = 1,
     wrank == 0 && fprintf(stderr, "cpl-bench: baseline %s is not among the variants\n", baseline);

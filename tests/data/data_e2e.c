@@ -502,8 +502,28 @@ int main(int argc, char **argv) {
 
   if (!strcmp(sc, "shapes")) {
     /* Every consumer of every input port checks every step. */
+    /* The workflow is the one CPL_WORKFLOW named (cpl_init's NULL path). */
+    const char *wpath = cpl_workflow_path(cpl_context_workflow(ctx)), *env = getenv("CPL_WORKFLOW");
+    CHECK(wpath && env && !strcmp(wpath, env), "workflow path %s, CPL_WORKFLOW %s",
+          wpath ? wpath : "(null)", env ? env : "(null)");
     if (producer) {
       OK(cpl_output_open(ctx, "out", &out));
+      /* The port's links are the context's links from "out", in order. */
+      int nl, np = 0;
+      OK(cpl_context_link_count(ctx, &nl));
+      OK(cpl_output_link_count(out, &np));
+      CHECK(np == nl, "output port has %d links, the context %d", np, nl);
+      for (int i = 0; i < np && i < nl; i++) {
+        cpl_link_end a, b;
+        OK(cpl_output_link(out, i, &a));
+        OK(cpl_context_link(ctx, i, &b));
+        CHECK(a.link == b.link && a.role == CPL_SENDER && !strcmp(a.port, "out") &&
+                  !strcmp(a.peer_component, b.peer_component),
+              "output link %d: link %d (context %d), role %d, port %s", i, a.link, b.link, a.role,
+              a.port);
+      }
+      cpl_link_end none;
+      CHECK(cpl_output_link(out, np, &none) == CPL_ERR_ARG, "link past the end accepted");
       for (long s = 0; s < 5; s++) OK(publish(out, s, r, p));
       OK(cpl_output_close(out));
     } else {
@@ -511,6 +531,12 @@ int main(int argc, char **argv) {
       OK(cpl_context_link_count(ctx, &nl));
       if (nl == 1) {
         OK(cpl_input_open(ctx, "in", NULL, &in));
+        cpl_link_end a, b;
+        OK(cpl_input_link(in, &a));
+        OK(cpl_port_link(ctx, "in", NULL, &b));
+        CHECK(a.link == b.link && a.role == CPL_RECEIVER && !strcmp(a.port, "in") &&
+                  a.remote_size == b.remote_size && !strcmp(a.peer_component, b.peer_component),
+              "input link %d (port's %d), role %d", a.link, b.link, a.role);
         int n = consume(in, seen, 64, 0, 1);
         CHECK(n == 5, "%d steps", n);
         for (int k = 0; k < n && k < 5; k++) CHECK(seen[k] == k, "step order");

@@ -1,0 +1,166 @@
+/*
+ * The algorithm tables and the choices `auto` makes from them (coll/cost.c,
+ * coll/algorithms.h), exhaustively over group sizes, block sizes and model
+ * parameters (shared memory, a cluster, the library's defaults), with the
+ * dataflow on and off (CPL_FLOW) and the ring rule free or forced
+ * (CPL_RING):
+ *  - every row parses back to its enum and has a cost; auto rows only;
+ *  - Bruck runs in lockstep with several peers: auto never picks it, not
+ *    for regular blocks nor when one block is huge (issue: auto took
+ *    Bruck for a 64 MiB block among 1-element ones, 1.01 s against the
+ *    circulant's 0.52 s), and its cost with one huge block counts that
+ *    block once per round;
+ *  - native's inter-group cost includes the p messages receiver 0 takes,
+ *    so for q = 1 auto picks it only where the model finds it cheapest,
+ *    which for p >= 2 it never is;
+ *  - the inter-group choice depends on p, q and the shared byte size only:
+ *    both groups' views of one call choose alike.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "coll/algorithms.h"
+#include "coll/select.h"
+
+static const struct {
+  const char *what;
+  double alpha, beta;
+} models[] = {{"defaults", CPLI_DEFAULT_ALPHA, CPLI_DEFAULT_BETA},
+              {"shared memory", 1e-6, 1.0 / 5e9},
+              {"cluster", 5e-5, 1.0 / 47.8e6},
+              {"slow start-ups", 1e-3, 1e-10}};
+#define NMODELS (sizeof models / sizeof *models)
+
+/* Environments the choice must hold under: dataflow or lockstep, ring
+ * rule free or forced either way. */
+static const char *const envs[][2] = {{"", ""}, {"0", ""}, {"", "0"}, {"", "1"}, {"0", "1"}};
+#define NENVS (sizeof envs / sizeof *envs)
+
+static void set_env(size_t e) {
+  if (*envs[e][0]) setenv("CPL_FLOW", envs[e][0], 1);
+  else unsetenv("CPL_FLOW");
+  if (*envs[e][1]) setenv("CPL_RING", envs[e][1], 1);
+  else unsetenv("CPL_RING");
+  cpli_tuning_refresh();
+}
+
+static void test_tables(void) {
+  for (int a = 0; a < CPL_INTER_COUNT; a++) {
+    cpl_inter_algorithm back = CPL_INTER_COUNT;
+    CHECK(cpl_inter_algorithm_parse(cpli_inter_algs[a].name, &back) == CPL_OK && back == (cpl_inter_algorithm)a,
+          "inter row %d (%s) does not parse back", a, cpli_inter_algs[a].name);
+    CHECK(!strcmp(cpli_inter_names[a], cpli_inter_algs[a].name), "inter name %d", a);
+    CHECK((a == CPL_INTER_AUTO) == !cpli_inter_algs[a].cost, "inter row %d cost", a);
+  }
+  for (int a = 0; a < CPL_INTRA_COUNT; a++) {
+    cpl_intra_algorithm back = CPL_INTRA_COUNT;
+    CHECK(cpl_intra_algorithm_parse(cpli_intra_algs[a].name, &back) == CPL_OK && back == (cpl_intra_algorithm)a,
+          "intra row %d (%s) does not parse back", a, cpli_intra_algs[a].name);
+    CHECK(!strcmp(cpli_intra_names[a], cpli_intra_algs[a].name), "intra name %d", a);
+    CHECK((a == CPL_INTRA_AUTO) == !cpli_intra_algs[a].cost, "intra row %d cost", a);
+  }
+  CHECK(!cpli_inter_algs[CPL_INTER_RING].autopick, "the inter ring is for ring networks only");
+  CHECK(cpl_inter_algorithm_name(CPL_INTER_COUNT)[0] == 'i', "out of range is \"invalid\"");
+  CHECK(isinf(cpli_inter_cost(CPL_INTER_AUTO, 2, 2, 1, 1, 1)) &&
+            isinf(cpli_intra_cost_v(CPL_INTRA_COUNT, 2, 1, 1, 1, 1, 1)),
+        "no cost for auto or out of range");
+}
+
+/* Intra: auto never picks lockstep Bruck, unless CPL_RING=1 makes the
+ * circulant run the ring where its p - 1 start-ups cost more. */
+static void test_intra_no_bruck(void) {
+  int cases = 0;
+  for (size_t e = 0; e < NENVS; e++) {
+    if (!strcmp(envs[e][1], "1")) continue;
+    set_env(e);
+    for (size_t mo = 0; mo < NMODELS; mo++) {
+      const double al = models[mo].alpha, be = models[mo].beta;
+      for (int n = 2; n <= 70; n++)
+        for (size_t k = 1; k <= ((size_t)1 << 32); k *= 4) {
+          /* regular: n blocks of k */
+          size_t m = k * (size_t)n;
+          cpl_intra_algorithm a = cpli_intra_pick_ab(n, m, k, 1, al, be);
+          CHECK(a != CPL_INTRA_BRUCK, "%s, env %zu: regular n=%d k=%zu picks bruck",
+                models[mo].what, e, n, k);
+          /* one huge block, the others 1 byte: Bruck forwards it every round */
+          m = k + (size_t)(n - 1);
+          a = cpli_intra_pick_ab(n, m, k, 0, al, be);
+          CHECK(a != CPL_INTRA_BRUCK, "%s, env %zu: one block of %zu among n=%d picks bruck",
+                models[mo].what, e, k, n);
+          const double bruck = cpli_intra_cost_v(CPL_INTRA_BRUCK, n, m, k, 0, al, be);
+          CHECK(bruck >= cpli_ceil_log2(n) * be * (double)k,
+                "bruck with one huge block: %g < its rounds x the block", bruck);
+          cases += 2;
+        }
+    }
+  }
+  set_env(0);
+  /* the measured case: p = 4, one block of 64 MiB, the others 1 int */
+  const size_t big = (size_t)64 << 20;
+  for (size_t mo = 0; mo < NMODELS; mo++)
+    CHECK(cpli_intra_pick_ab(4, big + 12, big, 0, models[mo].alpha, models[mo].beta) ==
+              CPL_INTRA_CIRCULANT,
+          "%s: p = 4 with one 64 MiB block does not pick circulant", models[mo].what);
+  printf("cost: %d intra choices\n", cases);
+}
+
+/* Inter: native's receiver 0 takes p messages, and auto never takes
+ * native for q = 1 where fc is modelled cheaper (which for p >= 2 it
+ * always is). Both views of a call choose alike. */
+static void test_inter(void) {
+  int cases = 0;
+  for (size_t mo = 0; mo < NMODELS; mo++) {
+    const double al = models[mo].alpha, be = models[mo].beta;
+    for (int p = 1; p <= 40; p++)
+      for (size_t k = 1; k <= ((size_t)1 << 30); k *= 8) {
+        const size_t m = k * (size_t)p;
+        const double nat = cpli_inter_cost(CPL_INTER_NATIVE, p, 1, m, al, be);
+        const double fc = cpli_inter_cost(CPL_INTER_FC, p, 1, m, al, be);
+        CHECK(nat >= p * al + be * (double)m * (1 - 1e-12),
+              "native %d|1: %g below p start-ups and m bytes at receiver 0", p, nat);
+        const cpl_inter_algorithm a = cpli_inter_pick_ab(p, 1, m, al, be);
+        CHECK(a != CPL_INTER_NATIVE || nat < fc, "%s: %d|1 k=%zu picks native at %g, fc %g",
+              models[mo].what, p, k, nat, fc);
+        if (p >= 2)
+          CHECK(a != CPL_INTER_NATIVE, "%s: %d|1 k=%zu picks native", models[mo].what, p, k);
+        cases++;
+      }
+  }
+  /* Both groups of a call: the senders know their own block (regular:
+   * everyone's), the receivers know recvcount (regular) or nothing about
+   * the others (irregular). The choice may use only what both share. */
+  for (size_t e = 0; e < NENVS; e++) {
+    set_env(e);
+    for (int p = 1; p <= 24; p++)
+      for (int q = 1; q <= 24; q++)
+        for (size_t k = 0; k <= ((size_t)1 << 28); k = k ? k * 16 : 1) {
+          cpl_inter_algorithm s, r, s2, r2;
+          CHECK(cpli_inter_choose(p, q, k, 1, NULL, &s) == CPL_OK &&
+                    cpli_inter_choose(p, q, k, 1, NULL, &r) == CPL_OK && s == r,
+                "regular %d|%d k=%zu: the two sides choose differently", p, q, k);
+          /* irregular: a sender's own block against a receiver's view */
+          CHECK(cpli_inter_choose(p, q, k, 0, NULL, &s2) == CPL_OK &&
+                    cpli_inter_choose(p, q, 0, 0, NULL, &r2) == CPL_OK && s2 == r2,
+                "irregular %d|%d own block %zu: the two sides choose differently", p, q, k);
+          CHECK(s != CPL_INTER_RING && s2 != CPL_INTER_RING, "auto picked the ring");
+          cases += 2;
+        }
+  }
+  set_env(0);
+  printf("cost: %d inter choices\n", cases);
+}
+
+int main(void) {
+  unsetenv("CPL_ALPHA");
+  unsetenv("CPL_BETA");
+  unsetenv("CPL_INTER_ALGORITHM");
+  unsetenv("CPL_INTRA_ALGORITHM");
+  set_env(0);
+  test_tables();
+  test_intra_no_bruck();
+  test_inter();
+  if (failures) fprintf(stderr, "%d failures\n", failures);
+  return failures != 0;
+}
