@@ -9,6 +9,12 @@
  * blocks per message through an hindexed type.
  *
  * Cost: ceil(log2 p) alpha + beta * (p - 1) k for regular blocks of k bytes.
+ * Rounds run in lockstep (no overlap), and a round's message holds every
+ * block the sender has gathered, so with irregular blocks one big block
+ * is forwarded in every round after it arrives: round k costs up to
+ * min(m, min(2^k, p - 2^k) maxb). cost.c adds the share of the transfer
+ * the ring rule charges patterns with several peers per direction (as
+ * Alg. 7 has), so `auto` finds the circulant algorithm at most as dear.
  */
 #include <stdlib.h>
 
