@@ -49,14 +49,16 @@ static void set_env(size_t e) {
 static void test_tables(void) {
   for (int a = 0; a < CPL_INTER_COUNT; a++) {
     cpl_inter_algorithm back = CPL_INTER_COUNT;
-    CHECK(cpl_inter_algorithm_parse(cpli_inter_algs[a].name, &back) == CPL_OK && back == (cpl_inter_algorithm)a,
+    CHECK(cpl_inter_algorithm_parse(cpli_inter_algs[a].name, &back) == CPL_OK &&
+              back == (cpl_inter_algorithm)a,
           "inter row %d (%s) does not parse back", a, cpli_inter_algs[a].name);
     CHECK(!strcmp(cpli_inter_names[a], cpli_inter_algs[a].name), "inter name %d", a);
     CHECK((a == CPL_INTER_AUTO) == !cpli_inter_algs[a].cost, "inter row %d cost", a);
   }
   for (int a = 0; a < CPL_INTRA_COUNT; a++) {
     cpl_intra_algorithm back = CPL_INTRA_COUNT;
-    CHECK(cpl_intra_algorithm_parse(cpli_intra_algs[a].name, &back) == CPL_OK && back == (cpl_intra_algorithm)a,
+    CHECK(cpl_intra_algorithm_parse(cpli_intra_algs[a].name, &back) == CPL_OK &&
+              back == (cpl_intra_algorithm)a,
           "intra row %d (%s) does not parse back", a, cpli_intra_algs[a].name);
     CHECK(!strcmp(cpli_intra_names[a], cpli_intra_algs[a].name), "intra name %d", a);
     CHECK((a == CPL_INTRA_AUTO) == !cpli_intra_algs[a].cost, "intra row %d cost", a);
