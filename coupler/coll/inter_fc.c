@@ -256,7 +256,7 @@ static int dataflow(const cpli_inter_args *a, cpli_dir *d, int lrank) {
 
 int cpli_inter_fc(const cpli_inter_args *a) {
   cpli_dir *d;
-  CPLI_TRY(cpli_link_dir(a->link, a->sender, &d));
+  CPLI_TRY(cpli_link_dir(a->link, a->sender, a->ctx, &d));
   int lrank;
   MPI_Comm_rank(d->local, &lrank);
   if (!d->fc_ready) {

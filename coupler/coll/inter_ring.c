@@ -56,7 +56,7 @@ static int build(cpli_dir *d, int me) {
 
 int cpli_inter_ring(const cpli_inter_args *a) {
   cpli_dir *d;
-  CPLI_TRY(cpli_link_dir(a->link, a->sender, &d));
+  CPLI_TRY(cpli_link_dir(a->link, a->sender, a->ctx, &d));
   int me;
   MPI_Comm_rank(d->merged, &me);
   if (!d->ring_ready) {

@@ -109,6 +109,6 @@ static int receivers(const cpli_inter_args *a, cpli_dir *d) {
 
 int cpli_inter_root(const cpli_inter_args *a) {
   cpli_dir *d;
-  CPLI_TRY(cpli_link_dir(a->link, a->sender, &d));
+  CPLI_TRY(cpli_link_dir(a->link, a->sender, a->ctx, &d));
   return a->sender ? senders(a, d) : receivers(a, d);
 }

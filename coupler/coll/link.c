@@ -99,14 +99,20 @@ int cpli_link_get(MPI_Comm user_inter, cpli_ctx *ctx, cpli_link **out) {
   return CPL_OK;
 }
 
-int cpli_link_dir(cpli_link *l, int sender, cpli_dir **out) {
+int cpli_link_dir(cpli_link *l, int sender, cpli_ctx *ctx, cpli_dir **out) {
   cpli_dir *d = &l->dir[sender ? 1 : 0];
   *out = d;
   if (d->ready) return CPL_OK;
   d->p = sender ? l->lsize : l->rsize;
   d->q = sender ? l->rsize : l->lsize;
+  /* MPI_Intercomm_merge blocks without a deadline: meet the other group
+   * first with a barrier that has one. */
+  MPI_Request req;
+  int rc = MPI_Ibarrier(l->inter, &req);
+  CPLI_TRY(cpli_mpi_check(rc, "MPI_Ibarrier", "meeting the other group (first use)"));
+  CPLI_TRY(cpli_waitall(1, &req, ctx, l->inter, "meeting the other group (first use)", -1));
   /* high = 0 on the senders puts them first in the merged communicator. */
-  int rc = MPI_Intercomm_merge(l->inter, sender ? 0 : 1, &d->merged);
+  rc = MPI_Intercomm_merge(l->inter, sender ? 0 : 1, &d->merged);
   CPLI_TRY(cpli_mpi_check(rc, "MPI_Intercomm_merge", "building the merged communicator"));
   MPI_Comm_set_errhandler(d->merged, MPI_ERRORS_RETURN); /* not inherited */
   int mrank;

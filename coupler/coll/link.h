@@ -43,8 +43,10 @@ typedef struct cpli_link {
 int cpli_link_get(MPI_Comm user_inter, cpli_ctx *ctx, cpli_link **out);
 
 /* Merged and local communicators for one direction (collective on first
- * use: both groups must call with opposite roles). */
-int cpli_link_dir(cpli_link *l, int sender, cpli_dir **out);
+ * use: both groups must call with opposite roles; a group that does not
+ * come, for instance after failing the call's other direction, is a
+ * timeout under ctx's deadline, not a hang in MPI_Intercomm_merge). */
+int cpli_link_dir(cpli_link *l, int sender, cpli_ctx *ctx, cpli_dir **out);
 
 /* Byte counts of all p senders, on senders: all equal to own_bytes for a
  * regular call, else an allgather inside the sending group. `counts` has
