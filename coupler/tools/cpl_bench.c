@@ -84,8 +84,7 @@ static int variant(const char *name, char *alg, size_t n, int apply) {
   return 0;
 }
 
-/* The algorithm names of a table, comma-separated, and its rows with a
- * restriction, for the usage text. */
+/* A table's algorithm names, each followed by a comma (usage text). */
 static void print_names(FILE *f, const char *const *names, int n) {
   for (int i = 0; i < n; i++) fprintf(f, "%s,", names[i]);
 }
