@@ -287,6 +287,20 @@ static void note_fwd(cpli_flow *f, int caller, int forwarded) {
   f->note_why = caller == CPLI_CUT_PIPE ? caller : forwarded ? CPLI_CUT_BUSY : CPLI_CUT_LAST;
 }
 
+/* Does member r of Alg. 7 forward what it receives in round k? It gets
+ * the blocks at offsets skips[k] .. skips[k+1] - 1 from itself and sends
+ * offsets 0 .. d_k' - 1 in round k' > k: forwarded iff a non-empty block
+ * lies in both (both ends know the counts, so they agree). */
+static int alg7_forwarded(const cpli_circ *c, int r, int k, const size_t *counts) {
+  const int p = c->p;
+  for (int k2 = k + 1; k2 < c->q; k2++) {
+    const int d2 = c->skips[k2 + 1] - c->skips[k2];
+    for (int off = c->skips[k]; off < c->skips[k + 1] && off < d2; off++)
+      if (counts[((long long)r + off) % p]) return 1;
+  }
+  return 0;
+}
+
 int cpli_flow_alg7(cpli_flow *f, const cpli_circ *c, int r, const int *rank_of,
                    const size_t *counts, const size_t *displs, size_t chunk) {
   const int p = c->p;
@@ -300,12 +314,7 @@ int cpli_flow_alg7(cpli_flow *f, const cpli_circ *c, int r, const int *rank_of,
     const int d = c->skips[k + 1] - c->skips[k];
     const int from = (int)(((long long)r + c->skips[k]) % p);
     const int to = (int)(((long long)r - c->skips[k] + p) % p);
-    /* Round k brings blocks at offsets skips[k] .. skips[k+1] - 1; round
-     * k' > k sends offsets 0 .. d_k' - 1: forwarded iff some d_k' > skips[k]
-     * (the same at both ends: it depends on k only). */
-    int fwd = 0;
-    for (int k2 = k + 1; k2 < c->q; k2++) fwd |= c->skips[k2 + 1] - c->skips[k2] > c->skips[k];
-    note_fwd(f, caller, fwd);
+    note_fwd(f, caller, alg7_forwarded(c, r, k, counts));
     for (int i = 0; i < d; i++) {
       const int j = (from + i) % p;
       so[i] = displs[j];
@@ -317,6 +326,7 @@ int cpli_flow_alg7(cpli_flow *f, const cpli_circ *c, int r, const int *rank_of,
       so[i] = displs[j];
       sl[i] = counts[j];
     }
+    note_fwd(f, caller, alg7_forwarded(c, to, k, counts));
     if (rc == CPL_OK) rc = cpli_flow_stream(f, 1, map(rank_of, to), 0, d, so, sl, chunk);
   }
   f->note_why = caller;
