@@ -523,37 +523,45 @@ int cpli_flow_fc(cpli_flow *f, int p, int q, int me, const size_t *counts, const
 
 /* ---------------------------------------------------------- forwarded */
 
-int cpli_flow_forwarded(int nranks, cpli_flow *const *plans, int me, unsigned char **fwd) {
+/* The message of plan g matching message mi of plan f (rank me), or g->nm:
+ * the same ordinal among the messages between the two, other direction. */
+static size_t partner(const cpli_flow *f, size_t mi, int me, const cpli_flow *g) {
+  const int peer = f->m[mi].peer, send = f->m[mi].send;
+  size_t ord = 0, seen = 0, x;
+  for (x = 0; x < mi; x++) ord += f->m[x].send == send && f->m[x].peer == peer;
+  for (x = 0; x < g->nm; x++)
+    if (g->m[x].send != send && g->m[x].peer == me && seen++ == ord) break;
+  return x;
+}
+
+int cpli_flow_forwarded(int nranks, cpli_flow *const *plans, int me, unsigned char **fwd,
+                        unsigned char **relay) {
   const cpli_flow *f = plans[me];
   *fwd = calloc(f->nnote ? f->nnote : 1, 1);
-  if (!*fwd) return nomem();
-  /* per note: the receiving rank's receives that feed one of its sends */
+  if (relay) *relay = calloc(f->nnote ? f->nnote : 1, 1);
+  if (!*fwd || (relay && !*relay)) goto nomem;
   for (size_t k = 0; k < f->nnote; k++) {
     const cpli_fnote *nt = &f->note[k];
-    const int r = nt->send ? nt->peer : me;
-    if (r < 0 || r >= nranks) continue;
-    const cpli_flow *g = plans[r];
-    unsigned char *dep = calloc(g->nm ? g->nm : 1, 1);
-    if (!dep) {
-      free(*fwd);
-      *fwd = NULL;
-      return nomem();
-    }
-    for (size_t x = 0; x < g->ndep; x++) dep[g->dep[x]] = 1;
+    if (nt->peer < 0 || nt->peer >= nranks) continue;
+    const cpli_flow *g = plans[nt->peer];
+    const cpli_flow *rf = nt->send ? g : f; /* the receiving end */
+    unsigned char *dep = calloc(rf->nm ? rf->nm : 1, 1);
+    if (!dep) goto nomem;
+    for (size_t x = 0; x < rf->ndep; x++) dep[rf->dep[x]] = 1;
     for (size_t mi = nt->m0; mi < nt->m0 + nt->nmsg; mi++) {
-      size_t rm = mi; /* the receive: mine, or the peer's matching one */
-      if (nt->send) {
-        size_t ord = 0, seen = 0;
-        for (size_t x = 0; x < mi; x++) ord += f->m[x].send && f->m[x].peer == nt->peer;
-        for (rm = 0; rm < g->nm; rm++)
-          if (!g->m[rm].send && g->m[rm].peer == me && seen++ == ord) break;
-        if (rm == g->nm) continue;
-      }
-      (*fwd)[k] |= dep[rm];
+      const size_t pm = partner(f, mi, me, g);
+      if (pm == g->nm) continue;
+      (*fwd)[k] |= dep[nt->send ? pm : mi];
+      if (relay) (*relay)[k] |= (nt->send ? f->m[mi].nd : g->m[pm].nd) > 0;
     }
     free(dep);
   }
   return CPL_OK;
+nomem:
+  free(*fwd);
+  *fwd = NULL;
+  if (relay) free(*relay), *relay = NULL;
+  return nomem();
 }
 
 /* ---------------------------------------------------------- simulate */

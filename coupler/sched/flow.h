@@ -185,9 +185,12 @@ long long cpli_flow_fc_nblocks(int p, int q, size_t k, const cpli_fc_opts *o);
 
 /* For each stream note of plan `me` (plans of all nranks ranks, resolved):
  * whether its bytes are forwarded (read by a later send) at the receiving
- * end, in fwd[note] (allocated, nnote entries; free it). Sends are matched
- * to the peer's receives in order, as in MPI. CPL_OK or CPL_ERR_NOMEM. */
-int cpli_flow_forwarded(int nranks, cpli_flow *const *plans, int me, unsigned char **fwd);
+ * end, in fwd[note], and whether the sending end relays bytes it received
+ * (a message of the send waits for a receive), in relay[note] (relay may
+ * be NULL). Both allocated, nnote entries; free them. Sends are matched to
+ * the peer's receives in order, as in MPI. CPL_OK or CPL_ERR_NOMEM. */
+int cpli_flow_forwarded(int nranks, cpli_flow *const *plans, int me, unsigned char **fwd,
+                        unsigned char **relay);
 
 int cpli_flow_simulate(int nranks, cpli_flow *const *plans, unsigned char *const *buf0,
                        unsigned char *const *buf1, char *why, size_t whylen);

@@ -10,7 +10,7 @@
  *  - a stream noted "not forwarded" is not read by any later send at the
  *    receiver, and is one message; a stream noted forwarded is read;
  *  - streams the model keeps whole are one message, pipeline streams are
- *    cut as cpli_cut_pieces says.
+ *    cut as cpli_cut_pieces says and forward or relay arriving bytes.
  * Also the intra-group plans (Alg. 7 and the ring, no fixed cut), the
  * optimum of cpli_cut_pieces against a brute-force search, and the
  * transport limit on huge streams.
@@ -77,8 +77,8 @@ static int notes_agree(cpli_flow *const *pl, int n, char *why, size_t wl) {
 static int notes_true(cpli_flow *const *pl, int n, const cpli_cut_model *cm, char *why,
                       size_t wl) {
   for (int r = 0; r < n; r++) {
-    unsigned char *fwd;
-    if (cpli_flow_forwarded(n, pl, r, &fwd) != CPL_OK) abort();
+    unsigned char *fwd, *relay;
+    if (cpli_flow_forwarded(n, pl, r, &fwd, &relay) != CPL_OK) abort();
     for (size_t k = 0; k < pl[r]->nnote; k++) {
       const cpli_fnote *nt = &pl[r]->note[k];
       const size_t lo = (nt->bytes - 1) / CPLI_FLOW_MAX_MSG + 1;
@@ -93,15 +93,17 @@ static int notes_true(cpli_flow *const *pl, int n, const cpli_cut_model *cm, cha
       else if (nt->why == CPLI_CUT_PIPE && nt->chunk > 0 &&
                nt->nmsg != (nt->bytes - 1) / nt->chunk + 1)
         bad = "pipeline cut does not follow its chunk";
+      else if (nt->why == CPLI_CUT_PIPE && !fwd[k] && !relay[k])
+        bad = "pipeline cut, but neither forwarded nor relayed";
       else if (nt->why == CPLI_CUT_FIXED) bad = "fixed cut without CPL_CHUNK";
       if (bad) {
         snprintf(why, wl, "rank %d stream %zu (%s %d, %zu B, %zu msgs, why %d): %s", r, k,
                  nt->send ? "to" : "from", nt->peer, nt->bytes, nt->nmsg, nt->why, bad);
-        free(fwd);
+        free(fwd), free(relay);
         return 0;
       }
     }
-    free(fwd);
+    free(fwd), free(relay);
   }
   (void)cm;
   return 1;
