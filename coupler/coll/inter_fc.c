@@ -212,9 +212,9 @@ static int dataflow(const cpli_inter_args *a, cpli_dir *d, int lrank) {
   cpli_fc_opts o;
   cpli_fc_plan_opts(p, q, k, total, a->intra, pure, &o);
   /* Everything the plan depends on; the link keeps plans per direction. */
-  const double param[] = {(double)o.chunk, o.ring,       o.chain,
-                          (double)o.nblocks, o.cut.alpha, o.cut.beta,
-                          o.cut.overhead,    (double)(a->sender ? a->own_bytes : 0)};
+  const double param[] = {
+      (double)o.chunk, o.ring,     o.chain,        (double)o.nblocks,
+      o.cut.alpha,     o.cut.beta, o.cut.overhead, (double)(a->sender ? a->own_bytes : 0)};
   cpli_plan_key key;
   const cpli_flow *plan = NULL;
   if (cpli_plan_key_make(&key, param, 8, pure ? 0 : p, pure ? NULL : blk.counts,

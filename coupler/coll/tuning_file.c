@@ -75,14 +75,14 @@ int cpli_tuning_file_read(const char *path, cpli_tuning_vals *v, char *err, size
     for (int i = 0; i < 4; i++)
       if (!strcmp(key, keys[i])) k = i;
     if (k < 0) {
-      rc = say(err, errlen, CPL_ERR_PARSE,
-               "%s:%d: unknown key \"%s\" (known: alpha, beta, overhead, chunk)", path, lineno,
-               key);
+      rc =
+          say(err, errlen, CPL_ERR_PARSE,
+              "%s:%d: unknown key \"%s\" (known: alpha, beta, overhead, chunk)", path, lineno, key);
       break;
     }
     if (seen[k]) {
-      rc = say(err, errlen, CPL_ERR_PARSE, "%s:%d: %s given twice (first on line %d)", path,
-               lineno, key, seen[k]);
+      rc = say(err, errlen, CPL_ERR_PARSE, "%s:%d: %s given twice (first on line %d)", path, lineno,
+               key, seen[k]);
       break;
     }
     seen[k] = lineno;
@@ -147,7 +147,8 @@ int cpli_tuning_file_write(const char *path, const cpli_tuning_vals *v, const ch
       c += n + (nl ? 1 : 0);
     }
   if (v->alpha > 0) fprintf(f, "alpha = %.6g     # s, start-up of one message\n", v->alpha);
-  if (v->beta > 0) fprintf(f, "beta = %.6g      # s per byte (%.1f MB/s)\n", v->beta, 1e-6 / v->beta);
+  if (v->beta > 0)
+    fprintf(f, "beta = %.6g      # s per byte (%.1f MB/s)\n", v->beta, 1e-6 / v->beta);
   if (v->overhead > 0)
     fprintf(f, "overhead = %.6g  # s per further message of a stream\n", v->overhead);
   if (v->chunk > 0) fprintf(f, "chunk = %zu\n", v->chunk);

@@ -31,9 +31,9 @@
 #define CPLI_CUT_MIN_PIECE ((size_t)1024)
 
 typedef struct cpli_cut_model {
-  double alpha;    /* s: start-up of one message (latency)        */
-  double beta;     /* s per byte                                  */
-  double overhead; /* s per further message of a stream (<= 0: alpha) */
+  double alpha;     /* s: start-up of one message (latency)        */
+  double beta;      /* s per byte                                  */
+  double overhead;  /* s per further message of a stream (<= 0: alpha) */
   size_t min_piece; /* smallest piece (0: CPLI_CUT_MIN_PIECE; tests use 1) */
 } cpli_cut_model;
 

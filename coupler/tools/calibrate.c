@@ -135,8 +135,8 @@ int cpli_calibrate(const char *out, const long *sizes, int nsizes, int reps, int
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   if (nsizes < 2 || nsizes > CPLI_CALIBRATE_MAXS) {
     if (me == 0)
-      fprintf(stderr, "cpl-bench --calibrate: give 2 to %d sizes (got %d)\n",
-              CPLI_CALIBRATE_MAXS, nsizes);
+      fprintf(stderr, "cpl-bench --calibrate: give 2 to %d sizes (got %d)\n", CPLI_CALIBRATE_MAXS,
+              nsizes);
     return 2;
   }
   if (n < 2) {

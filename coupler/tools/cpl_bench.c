@@ -406,9 +406,9 @@ int main(int argc, char **argv) {
   int bad = 0;
   for (int i = 1; i < argc && !bad; i++) {
     const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-    static const char *const valued[] = {"--inter",    "--intra", "--shape", "--procs",
-                                         "--sizes",    "--reps",  "--warmup", "--baseline",
-                                         "--rate",     "--csv",   "--out"};
+    static const char *const valued[] = {"--inter", "--intra", "--shape",  "--procs",
+                                         "--sizes", "--reps",  "--warmup", "--baseline",
+                                         "--rate",  "--csv",   "--out"};
     int takes = 1, known = 0;
     for (size_t j = 0; j < sizeof valued / sizeof *valued; j++) known |= !strcmp(a, valued[j]);
     if (!strcmp(a, "--no-verify")) b.verify = 0, takes = 0;
@@ -420,8 +420,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--intra")) b.inter_mode = 0, b.nv = split_list(val, b.names, MAXV);
     else if (!strcmp(a, "--shape")) nshapes = split_list(val, shapes, 32);
     else if (!strcmp(a, "--procs")) nprocs = split_list(val, procs, 32);
-    else if (!strcmp(a, "--sizes")) bad = (b.nsizes = parse_sizes(val, b.sizes, 64)) <= 0,
-                                    sizes_given = 1;
+    else if (!strcmp(a, "--sizes"))
+      bad = (b.nsizes = parse_sizes(val, b.sizes, 64)) <= 0, sizes_given = 1;
     else if (!strcmp(a, "--out")) out = val;
     else if (!strcmp(a, "--reps")) bad = (b.reps = atoi(val)) < 1;
     else if (!strcmp(a, "--warmup")) bad = (b.warmup = atoi(val)) < 0;

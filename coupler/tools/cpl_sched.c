@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/tuning_file.h"
 #include "coupler.h"
 #include "sched/circulant.h"
 #include "sched/ring.h"
-#include "coll/tuning_file.h"
 #include "sched/verify.h"
 #include "tools/cli.h"
 #include "tools/explain.h"
@@ -119,8 +119,7 @@ int main(int argc, char **argv) {
       if (i + 1 >= argc || cpli_parse_bytes(argv[i + 1], &size))
         return cpli_cli_usage_error("cpl-sched", usage, "--size needs a byte count (e.g. 1M)");
       i++;
-    }
-    else if (a[0] == '-' && a[1])
+    } else if (a[0] == '-' && a[1])
       return cpli_cli_usage_error("cpl-sched", usage, "unknown option %s", a);
     else if (n < 3) args[n++] = a;
     else return cpli_cli_usage_error("cpl-sched", usage, "unexpected argument %s", a);

@@ -64,8 +64,7 @@ static void explain_rank(int r, int p, cpli_flow *const *plans, int n) {
     printf("%4d %-8s %-4s %4d %-8s %7zu %10zu %-5s %-4s %5d %6zu %7s  %s\n", r,
            r < p ? "sender" : "receiver", a->send ? "send" : "recv", peer,
            peer < p ? "sender" : "receiver", streams, bytes, SOME(nrelay), SOME(nfwd), a->depth,
-           msgs,
-           a->chunk ? human(a->chunk, hc, sizeof hc) : "whole", short_why(a->why));
+           msgs, a->chunk ? human(a->chunk, hc, sizeof hc) : "whole", short_why(a->why));
   }
   free(done);
   free(fwd), free(relay);
@@ -100,9 +99,9 @@ int cpli_explain_fc(int p, int q, size_t k, int explain, int check, int header) 
       if (header) {
         printf("# fc %d|%d, %zu bytes per sender; alpha %.3g s (%s), beta %.3g s/B (%s, %.1f MB/s),"
                "\n# overhead %.3g s (%s), cut: %s%s%s\n",
-               p, q, k, t->alpha, t->alpha_from, t->beta, t->beta_from, 1e-6 / t->beta,
-               t->overhead, t->overhead_from,
-               t->chunk ? "fixed at " : "the model", t->chunk ? human(t->chunk, hc, sizeof hc) : "",
+               p, q, k, t->alpha, t->alpha_from, t->beta, t->beta_from, 1e-6 / t->beta, t->overhead,
+               t->overhead_from, t->chunk ? "fixed at " : "the model",
+               t->chunk ? human(t->chunk, hc, sizeof hc) : "",
                t->chunk ? (t->chunk_from[0] == 'f' ? " (tuning file)" : " (CPL_CHUNK)") : "");
         printf("# allgather phase: %s", o.ring ? "pipelined ring" : "Alg. 7");
         if (p < q)
@@ -112,10 +111,11 @@ int cpli_explain_fc(int p, int q, size_t k, int explain, int check, int header) 
         printf("\n");
       }
     }
-    if (cpli_flow_fc(&plans[r], p, q, r, pure ? NULL : counts, pure ? NULL : displs,
-                     r < p ? k : 0, &o) != CPL_OK ||
+    if (cpli_flow_fc(&plans[r], p, q, r, pure ? NULL : counts, pure ? NULL : displs, r < p ? k : 0,
+                     &o) != CPL_OK ||
         cpli_flow_resolve(&plans[r], why, sizeof why) != CPL_OK) {
-      fprintf(stderr, "cpl-sched: fc %d|%d rank %d: %s\n", p, q, r, why[0] ? why : cpl_last_error());
+      fprintf(stderr, "cpl-sched: fc %d|%d rank %d: %s\n", p, q, r,
+              why[0] ? why : cpl_last_error());
       rc = 1;
     }
   }
@@ -126,9 +126,8 @@ int cpli_explain_fc(int p, int q, size_t k, int explain, int check, int header) 
              "# messages, chunk and why:\n");
       for (int w = CPLI_CUT_FIXED; w <= CPLI_CUT_BCAST; w++)
         printf("#   %-8s %s\n", short_why(w), cpli_cut_why_text(w));
-      printf("%4s %-8s %-4s %4s %-8s %7s %10s %-5s %-4s %5s %6s %7s  %s\n", "rank", "role",
-             "dir", "peer", "role", "streams", "bytes", "relay", "fwd", "depth", "msgs", "chunk",
-             "why");
+      printf("%4s %-8s %-4s %4s %-8s %7s %10s %-5s %-4s %5s %6s %7s  %s\n", "rank", "role", "dir",
+             "peer", "role", "streams", "bytes", "relay", "fwd", "depth", "msgs", "chunk", "why");
     }
     for (int r = 0; r < n; r++) explain_rank(r, p, pp, n);
   } else if (!rc) {

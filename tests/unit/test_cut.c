@@ -63,8 +63,8 @@ static int notes_agree(cpli_flow *const *pl, int n, char *why, size_t wl) {
           snprintf(why, wl,
                    "rank %d -> %d: send note (%zu B, chunk %zu, %zu msgs, why %d, depth %d) vs "
                    "receive note (%zu B, chunk %zu, %zu msgs, why %d, depth %d)",
-                   a, b, s->bytes, s->chunk, s->nmsg, s->why, s->depth, r->bytes, r->chunk,
-                   r->nmsg, r->why, r->depth);
+                   a, b, s->bytes, s->chunk, s->nmsg, s->why, s->depth, r->bytes, r->chunk, r->nmsg,
+                   r->why, r->depth);
           return 0;
         }
         i++, j++;
@@ -74,8 +74,7 @@ static int notes_agree(cpli_flow *const *pl, int n, char *why, size_t wl) {
 }
 
 /* Each note's reason against what the plans really do. */
-static int notes_true(cpli_flow *const *pl, int n, const cpli_cut_model *cm, char *why,
-                      size_t wl) {
+static int notes_true(cpli_flow *const *pl, int n, const cpli_cut_model *cm, char *why, size_t wl) {
   for (int r = 0; r < n; r++) {
     unsigned char *fwd, *relay;
     if (cpli_flow_forwarded(n, pl, r, &fwd, &relay) != CPL_OK) abort();
@@ -86,8 +85,7 @@ static int notes_true(cpli_flow *const *pl, int n, const cpli_cut_model *cm, cha
       if (nt->why == CPLI_CUT_LAST && fwd[k]) bad = "noted not forwarded, but forwarded";
       else if ((nt->why == CPLI_CUT_BUSY || nt->why == CPLI_CUT_PORT) && !fwd[k])
         bad = "noted forwarded, but nobody reads it";
-      else if ((nt->why == CPLI_CUT_LAST || nt->why == CPLI_CUT_BUSY ||
-                nt->why == CPLI_CUT_PORT) &&
+      else if ((nt->why == CPLI_CUT_LAST || nt->why == CPLI_CUT_BUSY || nt->why == CPLI_CUT_PORT) &&
                (nt->chunk != 0 || nt->nmsg != lo))
         bad = "kept whole, but cut";
       else if (nt->why == CPLI_CUT_PIPE && nt->chunk > 0 &&
@@ -144,8 +142,10 @@ static void fc_model_case(int p, int q, int kind, size_t k, int ring, const cpli
     }
     ok = ok &&
          cpli_flow_fc(&plans[r], p, q, r, r >= p || extra ? counts : NULL,
-                      r >= p ? displs : extra ? packed : NULL, r < p ? counts[r] : 0,
-                      &o) == CPL_OK &&
+                      r >= p  ? displs
+                      : extra ? packed
+                              : NULL,
+                      r < p ? counts[r] : 0, &o) == CPL_OK &&
          cpli_flow_resolve(&plans[r], why, sizeof why) == CPL_OK;
     if (!ok && !why[0]) snprintf(why, sizeof why, "rank %d: %s", r, cpl_last_error());
   }
@@ -177,8 +177,8 @@ static void intra_case(int p, size_t k, int ring) {
   cpli_circ c;
   if (cpli_circ_init(&c, p) != CPL_OK) abort();
   size_t *counts = malloc(sizeof *counts * p), *displs = malloc(sizeof *displs * p), size = 0;
-  for (int j = 0; j < p; j++) counts[j] = count_of(K_IRREGULAR, j, k), displs[j] = size,
-                              size += counts[j];
+  for (int j = 0; j < p; j++)
+    counts[j] = count_of(K_IRREGULAR, j, k), displs[j] = size, size += counts[j];
   cpli_flow *plans = calloc(p, sizeof *plans);
   cpli_flow **pp = malloc(sizeof *pp * p);
   unsigned char **b0 = calloc(p, sizeof *b0), **b1 = calloc(p, sizeof *b1);
@@ -258,7 +258,8 @@ int main(void) {
     for (int v = 0; v < 4; v++)
       fc_model_case(big[i][0], big[i][1], K_ODD, 2001, v & 1, &models[v >> 1]);
   for (int p = 1; p <= 12; p++)
-    for (size_t s = 0; s < sizeof ks / sizeof *ks; s++) intra_case(p, ks[s], 0), intra_case(p, ks[s], 1);
+    for (size_t s = 0; s < sizeof ks / sizeof *ks; s++)
+      intra_case(p, ks[s], 0), intra_case(p, ks[s], 1);
   printf("cut: %d cases, %d failures\n", cases, failures);
   return failures ? 1 : 0;
 }

@@ -19,6 +19,10 @@ static void unset_all(void) {
 }
 
 int main(void) {
+  /* no tuning file: a calibrated developer machine must not change this */
+  unsetenv("CPL_TUNING_FILE");
+  unsetenv("CPL_OVERHEAD");
+  setenv("XDG_CONFIG_HOME", "/nonexistent/coupler-test", 1);
   unset_all();
   const cpli_tuning *t = cpli_tuning_refresh();
   CHECK(t->alpha == CPLI_DEFAULT_ALPHA && t->beta == CPLI_DEFAULT_BETA, "model defaults");

@@ -54,15 +54,15 @@ int main(void) {
   char path[512], err[600];
   snprintf(path, sizeof path, "%s/sub/dir/tuning", dir);
   const cpli_tuning_vals w = {.alpha = 1.25e-5, .beta = 2.0915e-8, .overhead = 3e-6};
-  CHECK(cpli_tuning_file_write(path, &w, "made by a test\nsecond line", err, sizeof err) ==
-            CPL_OK,
+  CHECK(cpli_tuning_file_write(path, &w, "made by a test\nsecond line", err, sizeof err) == CPL_OK,
         "write: %s", err);
   cpli_tuning_vals r;
   CHECK(cpli_tuning_file_read(path, &r, err, sizeof err) == CPL_OK, "read back: %s", err);
   CHECK(r.alpha == 1.25e-5 && r.beta == 2.0915e-8 && r.overhead == 3e-6 && r.chunk == 0,
         "round trip: %g %g %g %zu", r.alpha, r.beta, r.overhead, r.chunk);
   char ok[512]; /* write_text returns its own buffer */
-  snprintf(ok, sizeof ok, "%s", write_text("ok", "# comment\n\n  alpha=2e-6 # trailing\nchunk = 64K\n"));
+  snprintf(ok, sizeof ok, "%s",
+           write_text("ok", "# comment\n\n  alpha=2e-6 # trailing\nchunk = 64K\n"));
   CHECK(cpli_tuning_file_read(ok, &r, err, sizeof err) == CPL_OK && r.alpha == 2e-6 &&
             r.chunk == 65536 && r.beta == 0,
         "partial file: %s", err);
