@@ -208,6 +208,11 @@ int cpli_calibrate(const char *out, const long *sizes, int nsizes, int reps, int
     v.alpha = fp.a > 0 ? fp.a : t1;
     v.beta = stream_ok ? fs.b : fp.b;
     v.overhead = stream_ok && fs.a > 0 ? fs.a : 0; /* else the library uses alpha */
+    int largest = 0;
+    for (int i = 1; i < nsizes; i++)
+      if (x[i] > x[largest]) largest = i;
+    const int crude = !(v.beta > 0) && x[largest] > 0; /* noise swamped both fits */
+    if (crude) v.beta = pp[largest] / x[largest];
     printf("# cpl-bench --calibrate: %d ranks, %d pair%s measuring at once, %d runs per size "
            "(medians)\n",
            n, n / 2, n / 2 == 1 ? "" : "s", reps);
@@ -229,6 +234,9 @@ int cpli_calibrate(const char *out, const long *sizes, int nsizes, int reps, int
                         "library uses alpha)"
            : fs.a > 0 ? ""
                       : "; overhead not positive: left out (the library uses alpha)");
+    if (crude)
+      printf("no fit gave a positive beta (a noisy machine?): beta = the largest message's "
+             "time / its size, an upper bound; measure again with more --reps\n");
     if (!(v.beta > 0)) {
       fprintf(stderr, "cpl-bench --calibrate: no positive beta could be fitted; nothing written\n");
       rc = 1;

@@ -38,7 +38,7 @@ grep -q "alpha 0.003 s (CPL_ALPHA), beta .* (file" "$tmp/x" || fail "CPL_ALPHA d
 
 # 3. --out - prints, writes nothing
 timeout -k 5 240 "$mpiexec" "${pre[@]}" -n 2 "$bench" --calibrate --reps 2 \
-  --sizes 1,64K --quiet --out - > "$tmp/out2" 2>&1 || fail "--out - failed: $(cat "$tmp/out2")"
+  --sizes 1,4K,64K --quiet --out - > "$tmp/out2" 2>&1 || fail "--out - failed: $(cat "$tmp/out2")"
 grep -q "^beta = " "$tmp/out2" || fail "--out - printed no values"
 
 # 4. a broken file: refused with file:line by the tools and the library
