@@ -33,6 +33,7 @@ void cpl_coll_options_init(cpl_coll_options *opt) {
 /* Every collective starts here: the CPL_* variables are read once, now. */
 static int make_ctx(const cpl_coll_options *opt, cpli_ctx *ctx) {
   const cpli_tuning *env = cpli_tuning_refresh();
+  if (env->file_error) return cpli_fail(CPL_ERR_ENV, "%s", env->file_error);
   double t = opt ? opt->timeout : 0;
   if (t == 0) {
     if (env->timeout_bad)

@@ -52,6 +52,11 @@ int cpli_xferv(MPI_Comm comm, const void *sbase, int ns, const size_t *slen, con
                int dest, void *rbase, int nr, const size_t *rlen, const size_t *roff, int src,
                cpli_ctx *ctx);
 
+/* All ranks of comm use the same cost model (coll/tuning_agree.c):
+ * CPL_ERR_MISMATCH on every rank otherwise. Collective; once per
+ * communicator, where the engine first sets it up. */
+int cpli_tuning_agree(MPI_Comm comm, const char *where);
+
 /* Wait for n requests with the ctx deadline; `what` names the operation
  * and peer the remote rank, for the timeout message. peer < 0 marks a
  * nonblocking collective, which MPI does not allow to cancel; point-to-point

@@ -19,10 +19,13 @@
  *
  * Execution. By default the whole algorithm is one dataflow plan on the
  * merged communicator (sched/flow.h: cpli_flow_fc; coll/flow_exec.c):
- * every block moves as a stream of cpli_flow_chunk()-byte messages, and a
- * receiver forwards the pieces of its block in the allgather phase while
- * the rest is still arriving from its sender or broadcast, so the phases
- * overlap and nothing waits for a step boundary. The allgather phase is
+ * every block moves as a stream, cut into messages where the cut model
+ * (sched/cut.h; coll/fc_plan.c) says a forward would otherwise wait: p < q
+ * receivers forward the pieces of their broadcast block in the allgather
+ * phase while the rest is still arriving; p >= q blocks move whole (the
+ * receivers' ports take p blocks each, so nothing waits). CPL_CHUNK
+ * forces one cut everywhere (the behaviour before the model: 32K). The
+ * phases overlap and nothing waits for a step boundary. The allgather phase is
  * Traff's Alg. 7 or, where cpli_ring_preferred says its extra start-ups
  * are cheap next to the transfer, a pipelined ring, which keeps one peer
  * per direction (what TCP networks reward). On the emulated cluster (8
@@ -36,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/fc_plan.h"
 #include "coll/intra_circulant.h"
 #include "coll/link.h"
 #include "coll/tuning.h"
@@ -202,32 +206,22 @@ static int dataflow(const cpli_inter_args *a, cpli_dir *d, int lrank) {
   size_t *mem = NULL;
   CPLI_TRY(relay_layout(a, d, lrank, &blk, &tmp, &mem));
   const int pure = a->sender && !tmp;
-  cpli_fc_opts o = {.chunk = cpli_flow_chunk(), .nblocks = 1};
-  /* Allgather phase: the ring unless the caller asked for the circulant
-   * algorithm or the model finds the ring's p - 1 latencies too dear; every
-   * member of a group decides from the same sizes. */
-  if (!pure) {
-    const int g = p >= q ? p : p + (q % p + q / p - 1) / (q / p);
-    size_t total = 0;
-    for (int i = 0; i < p; i++) total += blk.counts[i];
-    o.ring =
-        a->intra == CPL_INTRA_RING || (a->intra == CPL_INTRA_AUTO && cpli_ring_preferred(g, total));
-  }
-  if (p < q) { /* broadcasts: both ends know the block size */
-    const size_t k = a->sender ? a->own_bytes : a->blk.counts[lrank % p];
-    double alpha, beta;
-    cpli_model_params(&alpha, &beta);
-    long long nb = cpli_bcast_nblocks(q / p + 1, k, alpha, beta);
-    if (o.chunk > 0 && (long long)((k + o.chunk - 1) / o.chunk) > nb)
-      nb = (long long)((k + o.chunk - 1) / o.chunk);
-    o.nblocks = nb;
-  }
+  size_t total = 0;
+  for (int i = 0; !pure && i < p; i++) total += blk.counts[i];
+  const size_t k = p >= q ? 0 : a->sender ? a->own_bytes : a->blk.counts[lrank % p];
+  cpli_fc_opts o;
+  cpli_fc_plan_opts(p, q, k, total, a->intra, pure, &o);
   /* Everything the plan depends on; the link keeps plans per direction. */
-  const double param[] = {(double)o.chunk, o.ring, (double)o.nblocks,
+  const double param[] = {(double)o.chunk,
+                          o.ring,
+                          (double)o.nblocks,
+                          o.cut.alpha,
+                          o.cut.beta,
+                          o.cut.overhead,
                           (double)(a->sender ? a->own_bytes : 0)};
   cpli_plan_key key;
   const cpli_flow *plan = NULL;
-  if (cpli_plan_key_make(&key, param, 4, pure ? 0 : p, pure ? NULL : blk.counts,
+  if (cpli_plan_key_make(&key, param, 7, pure ? 0 : p, pure ? NULL : blk.counts,
                          pure ? NULL : blk.displs) == CPL_OK)
     plan = cpli_plan_cache_find(&d->plans, &key);
   cpli_flow f;

@@ -17,10 +17,12 @@
  * p = 3 costs one start-up, p = 5, 6 two, where MPICH's Bruck pays q.
  *
  * Alg. 7 runs as a dataflow plan (sched/flow.h, coll/flow_exec.c): every
- * receive posted at once, each round cut into streams of at most
- * cpli_flow_chunk() bytes, and each piece of a round sent as soon as the
- * pieces it forwards have arrived. Rounds then overlap instead of paying a
- * synchronisation each. CPL_FLOW=0 selects the lockstep execution.
+ * receive posted at once, and each round's stream sent as soon as the
+ * bytes it forwards have arrived. Rounds then overlap instead of paying a
+ * synchronisation each. Streams are whole (sched/cut.h: in every round a
+ * rank sends as many blocks as it receives, so what it forwards arrives
+ * in time) unless CPL_CHUNK forces a cut. CPL_FLOW=0 selects the lockstep
+ * execution.
  *
  * Ring: the circulant graph with the single skip 1, as a pipelined
  * dataflow plan (p - 1 blocks passed on piece by piece). Same bandwidth
@@ -145,6 +147,7 @@ static int alg7_flow(const cpli_intra_args *a, const cpli_circ *c, int r, int ri
     plan = cpli_plan_cache_find(a->plans, &key);
   cpli_flow f;
   cpli_flow_init(&f);
+  f.cut_fixed = chunk > 0; /* CPL_CHUNK; else whole streams */
   int rc = CPL_OK;
   if (!plan) {
     rc = cpli_flow_have(&f, 0, a->blk.displs[r], a->blk.counts[r]);

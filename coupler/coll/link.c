@@ -121,7 +121,7 @@ int cpli_link_dir(cpli_link *l, int sender, cpli_ctx *ctx, cpli_dir **out) {
   CPLI_TRY(cpli_mpi_check(rc, "MPI_Comm_split", "building the local group communicator"));
   MPI_Comm_set_errhandler(d->local, MPI_ERRORS_RETURN);
   d->ready = 1;
-  return CPL_OK;
+  return cpli_tuning_agree(d->merged, "inter-group link");
 }
 
 int cpli_sender_counts(cpli_dir *d, size_t own_bytes, int regular, size_t *counts, cpli_ctx *ctx) {
@@ -157,7 +157,7 @@ static int dup_and_attach(MPI_Comm user_comm, intra_cache *c) {
     intra_delete(user_comm, intra_keyval, c, NULL);
     return cpli_mpi_check(rc, "MPI_Comm_set_attr", "caching the communicator");
   }
-  return CPL_OK;
+  return cpli_tuning_agree(c->priv, "communicator");
 }
 
 int cpli_intra_comm_get(MPI_Comm user_comm, MPI_Comm *priv, cpli_plan_cache **plans) {

@@ -1,12 +1,19 @@
 #include "coll/tuning.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "coll/tuning_file.h"
+#include "coupler.h"
 
 extern char **environ;
 
-enum { ALPHA, BETA, CHUNK, FLOW, RING, INTER, INTRA, TIMEOUT, NVARS };
+enum { ALPHA, BETA, CHUNK, FLOW, RING, INTER, INTRA, TIMEOUT, OVERHEAD, NVARS };
 /* Names without the CPL_ prefix, in the order of the enum. */
 static const struct {
   const char *name;
@@ -18,7 +25,8 @@ static const struct {
                  {"RING", 4},
                  {"INTER_ALGORITHM", 15},
                  {"INTRA_ALGORITHM", 15},
-                 {"TIMEOUT", 7}};
+                 {"TIMEOUT", 7},
+                 {"OVERHEAD", 8}};
 
 /* Values up to this length are remembered; a longer one is parsed on
  * every call (nobody sets one). */
@@ -27,27 +35,65 @@ static const struct {
 typedef struct memo {
   int read;                 /* refreshed at least once on this thread */
   int valid;                /* val[] holds what t was parsed from   */
+  unsigned gen;             /* the tuning file read it was parsed with */
   char val[NVARS][VAL_MAX]; /* "" for unset */
   cpli_tuning t;
 } memo;
 
 static _Thread_local memo last;
 
-static double positive(const char *v, double dflt) {
-  if (!*v) return dflt;
-  char *end;
-  const double d = strtod(v, &end);
-  return (*end == '\0' && d > 0 && isfinite(d)) ? d : dflt;
+/* The tuning file: read once per process, at the first refresh. */
+static pthread_mutex_t file_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_uint file_gen; /* 0: not read yet; else the read's number */
+static unsigned file_reads;
+static cpli_tuning_vals file_vals;
+static char file_path[4096], file_err[4608];
+static int file_found;
+
+static unsigned load_file(void) {
+  unsigned g = atomic_load_explicit(&file_gen, memory_order_acquire);
+  if (g) return g;
+  pthread_mutex_lock(&file_lock);
+  if (!(g = atomic_load_explicit(&file_gen, memory_order_relaxed))) {
+    int explicit_ = 0;
+    file_vals = (cpli_tuning_vals){0};
+    file_found = 0;
+    file_err[0] = '\0';
+    const char *path = cpli_tuning_file_path(file_path, sizeof file_path, &explicit_);
+    if (path) {
+      char why[sizeof file_err - 64];
+      const int rc = cpli_tuning_file_read(path, &file_vals, why, sizeof why);
+      /* a missing default file means the defaults; anything else is loud */
+      if (rc == CPL_OK) file_found = 1;
+      else if (explicit_ || rc != CPL_ERR_IO || access(path, F_OK) == 0) {
+        snprintf(file_err, sizeof file_err, "tuning file %s%s", why,
+                 explicit_ ? " (named by CPL_TUNING_FILE)" : "");
+        fprintf(stderr, "coupler: %s\n", file_err);
+      }
+    }
+    g = ++file_reads;
+    atomic_store_explicit(&file_gen, g, memory_order_release);
+  }
+  pthread_mutex_unlock(&file_lock);
+  return g;
 }
 
-static size_t chunk_of(const char *v) {
-  if (!*v) return CPLI_DEFAULT_CHUNK;
-  char *end;
-  double d = strtod(v, &end);
-  if (*end == 'k' || *end == 'K') d *= 1024, end++;
-  else if (*end == 'm' || *end == 'M') d *= 1024 * 1024, end++;
-  if (*end || !(d >= 1) || d > 1e15) return CPLI_DEFAULT_CHUNK;
-  return (size_t)d;
+void cpli_tuning_file_forget(void) {
+  pthread_mutex_lock(&file_lock);
+  atomic_store(&file_gen, 0);
+  pthread_mutex_unlock(&file_lock);
+}
+
+/* The first of: the variable (when it is a positive number), the file's
+ * value, the default; *from says which. */
+static double pick(const char *v, const char *var, double file, double dflt, const char **from) {
+  if (*v) {
+    char *end;
+    const double d = strtod(v, &end);
+    if (*end == '\0' && d > 0 && isfinite(d)) return *from = var, d;
+  }
+  if (file > 0) return *from = "file", file;
+  return *from = "default", dflt;
 }
 
 static int flag_of(const char *v) {
@@ -56,9 +102,17 @@ static int flag_of(const char *v) {
 
 static void parse(const char *const v[NVARS], cpli_tuning *t) {
   *t = (cpli_tuning){0};
-  t->alpha = positive(v[ALPHA], CPLI_DEFAULT_ALPHA);
-  t->beta = positive(v[BETA], CPLI_DEFAULT_BETA);
-  t->chunk = chunk_of(v[CHUNK]);
+  const cpli_tuning_vals *fv = &file_vals;
+  t->file = file_found ? file_path : NULL;
+  t->file_error = file_err[0] ? file_err : NULL;
+  t->alpha = pick(v[ALPHA], "CPL_ALPHA", fv->alpha, CPLI_DEFAULT_ALPHA, &t->alpha_from);
+  t->beta = pick(v[BETA], "CPL_BETA", fv->beta, CPLI_DEFAULT_BETA, &t->beta_from);
+  t->overhead = pick(v[OVERHEAD], "CPL_OVERHEAD", fv->overhead, t->alpha, &t->overhead_from);
+  if (t->overhead_from[0] == 'd') t->overhead_from = "alpha";
+  t->chunk_from = "model";
+  if (*v[CHUNK] && cpli_parse_bytes(v[CHUNK], &t->chunk) == 0) t->chunk_from = "CPL_CHUNK";
+  else if (fv->chunk) t->chunk = fv->chunk, t->chunk_from = "file";
+  else t->chunk = 0;
   t->flow = strcmp(v[FLOW], "0") != 0;
   t->ring = flag_of(v[RING]);
   t->inter = v[INTER];
@@ -72,6 +126,7 @@ static void parse(const char *const v[NVARS], cpli_tuning *t) {
 }
 
 const cpli_tuning *cpli_tuning_refresh(void) {
+  const unsigned gen = load_file();
   const char *v[NVARS];
   for (int i = 0; i < NVARS; i++) v[i] = "";
   /* getenv's rule: the first definition of a name counts. */
@@ -89,7 +144,8 @@ const cpli_tuning *cpli_tuning_refresh(void) {
     }
   }
   last.read = 1;
-  int same = last.valid;
+  int same = last.valid && last.gen == gen;
+  last.gen = gen;
   for (int i = 0; i < NVARS && same; i++) same = strcmp(v[i], last.val[i]) == 0;
   if (same) return &last.t;
   last.valid = 1;

@@ -10,6 +10,11 @@
  * each value with the one parsed last (per thread) and parsing again only
  * when one changed. Everything below reads that snapshot with
  * cpli_tuning_now(), which costs nothing.
+ *
+ * Model parameters come, per value, from the environment (CPL_ALPHA,
+ * CPL_BETA, CPL_OVERHEAD, CPL_CHUNK), else from the tuning file
+ * (coll/tuning_file.h: `cpl-bench --calibrate` writes it; read once per
+ * process, at the first refresh), else from the defaults below.
  */
 #ifndef CPLI_TUNING_H
 #define CPLI_TUNING_H
@@ -18,9 +23,17 @@
 
 typedef struct cpli_tuning {
   double alpha, beta; /* CPL_ALPHA, CPL_BETA: the cost model (s, s/byte)    */
-  size_t chunk;       /* CPL_CHUNK: dataflow stream cut (bytes)             */
-  int flow;           /* CPL_FLOW: 0 selects lockstep execution             */
-  int ring;           /* CPL_RING: 0, 1, or -1 (the model's)                */
+  double overhead;    /* CPL_OVERHEAD: s per further message of a stream
+                       * (what a cut costs); default: alpha               */
+  size_t chunk;       /* CPL_CHUNK: a fixed dataflow stream cut (bytes);
+                       * 0: the plan's cut model chooses per stream     */
+  /* Where each came from: "CPL_ALPHA" (...), "file" or "default". */
+  const char *alpha_from, *beta_from, *overhead_from, *chunk_from;
+  /* The tuning file read (NULL: none) and, if it is broken, what is wrong
+   * with it ("PATH:LINE: ..."); api.c refuses every call then. */
+  const char *file, *file_error;
+  int flow; /* CPL_FLOW: 0 selects lockstep execution             */
+  int ring; /* CPL_RING: 0, 1, or -1 (the model's)                */
   /* CPL_INTER_ALGORITHM, CPL_INTRA_ALGORITHM: the text ("" when unset);
    * select.c parses and reports it. */
   const char *inter, *intra;
@@ -31,10 +44,9 @@ typedef struct cpli_tuning {
   const char *timeout_bad;
 } cpli_tuning;
 
-/* Defaults: 5 us latency, 10 GB/s links, 32 KiB stream cut. */
+/* Defaults: 5 us latency, 10 GB/s links. */
 #define CPLI_DEFAULT_ALPHA 5e-6
 #define CPLI_DEFAULT_BETA 1e-10
-#define CPLI_DEFAULT_CHUNK ((size_t)32 * 1024)
 
 /* Read the environment again (at the start of every public call). */
 const cpli_tuning *cpli_tuning_refresh(void);
@@ -46,12 +58,17 @@ const cpli_tuning *cpli_tuning_now(void);
 /* Shorthands on the snapshot. Model parameters: CPL_ALPHA (s) and
  * CPL_BETA (s/byte), else defaults for a typical cluster (above). */
 void cpli_model_params(double *alpha, double *beta);
-/* Dataflow plans (coll/flow_exec.c): the size of the messages streams are
- * cut into (CPL_CHUNK bytes, optional K or M suffix; default
- * CPLI_DEFAULT_CHUNK), and whether plans are used at all (CPL_FLOW=0 runs
- * the lockstep implementations instead, for A/B comparisons). Every rank
+/* Dataflow plans (coll/flow_exec.c): a fixed size of the messages streams
+ * are cut into (CPL_CHUNK bytes, optional K or M suffix, or the tuning
+ * file's chunk; 0 when neither: each plan's cut model chooses, see
+ * sched/cut.h), and whether plans are used at all (CPL_FLOW=0 runs the
+ * lockstep implementations instead, for A/B comparisons). Every rank
  * must see the same values. */
 size_t cpli_flow_chunk(void);
 int cpli_flow_enabled(void);
+
+/* Tests only: forget the tuning file read, so the next refresh reads
+ * CPL_TUNING_FILE (or the default path) again. Not thread-safe. */
+void cpli_tuning_file_forget(void);
 
 #endif

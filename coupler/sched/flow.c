@@ -32,6 +32,7 @@ void cpli_flow_free(cpli_flow *f) {
   free(f->hbuf);
   free(f->hoff);
   free(f->hlen);
+  free(f->note);
   cpli_flow_init(f);
 }
 
@@ -100,6 +101,20 @@ int cpli_flow_stream(cpli_flow *f, int send, int peer, int buf, int n, const siz
   if (chunk > 0 && L > chunk) m = (L - 1) / chunk + 1;
   const size_t lo = (L - 1) / CPLI_FLOW_MAX_MSG + 1;
   if (m < lo) m = lo;
+  size_t cn = f->cnote;
+  if (grow((void **)&f->note, &cn, f->nnote + 1, sizeof *f->note)) return nomem();
+  f->cnote = cn;
+  const int why = f->cut_fixed && f->note_why != CPLI_CUT_BCAST ? CPLI_CUT_FIXED
+                  : f->note_why                                 ? f->note_why
+                                                                : CPLI_CUT_LAST;
+  f->note[f->nnote++] = (cpli_fnote){.send = send,
+                                     .peer = peer,
+                                     .why = why,
+                                     .depth = f->note_depth > 1 ? f->note_depth : 1,
+                                     .bytes = L,
+                                     .chunk = chunk,
+                                     .m0 = f->nm,
+                                     .nmsg = m};
   const size_t bq = L / m, brem = L % m;
   int s = 0;     /* current segment */
   size_t so = 0; /* bytes of segment s already used */
@@ -266,6 +281,26 @@ out:
 
 static int map(const int *rank_of, int g) { return rank_of ? rank_of[g] : g; }
 
+/* The note of a stream whose receiver forwards it (or not): the caller's
+ * pipeline cut when it set one, else whole for that reason. */
+static void note_fwd(cpli_flow *f, int caller, int forwarded) {
+  f->note_why = caller == CPLI_CUT_PIPE ? caller : forwarded ? CPLI_CUT_BUSY : CPLI_CUT_LAST;
+}
+
+/* Does member r of Alg. 7 forward what it receives in round k? It gets
+ * the blocks at offsets skips[k] .. skips[k+1] - 1 from itself and sends
+ * offsets 0 .. d_k' - 1 in round k' > k: forwarded iff a non-empty block
+ * lies in both (both ends know the counts, so they agree). */
+static int alg7_forwarded(const cpli_circ *c, int r, int k, const size_t *counts) {
+  const int p = c->p;
+  for (int k2 = k + 1; k2 < c->q; k2++) {
+    const int d2 = c->skips[k2 + 1] - c->skips[k2];
+    for (int off = c->skips[k]; off < c->skips[k + 1] && off < d2; off++)
+      if (counts[((long long)r + off) % p]) return 1;
+  }
+  return 0;
+}
+
 int cpli_flow_alg7(cpli_flow *f, const cpli_circ *c, int r, const int *rank_of,
                    const size_t *counts, const size_t *displs, size_t chunk) {
   const int p = c->p;
@@ -274,10 +309,12 @@ int cpli_flow_alg7(cpli_flow *f, const cpli_circ *c, int r, const int *rank_of,
   if (!seg) return nomem();
   size_t *so = seg, *sl = seg + p;
   int rc = CPL_OK;
+  const int caller = f->note_why;
   for (int k = 0; k < c->q && rc == CPL_OK; k++) {
     const int d = c->skips[k + 1] - c->skips[k];
     const int from = (int)(((long long)r + c->skips[k]) % p);
     const int to = (int)(((long long)r - c->skips[k] + p) % p);
+    note_fwd(f, caller, alg7_forwarded(c, r, k, counts));
     for (int i = 0; i < d; i++) {
       const int j = (from + i) % p;
       so[i] = displs[j];
@@ -289,8 +326,10 @@ int cpli_flow_alg7(cpli_flow *f, const cpli_circ *c, int r, const int *rank_of,
       so[i] = displs[j];
       sl[i] = counts[j];
     }
+    note_fwd(f, caller, alg7_forwarded(c, to, k, counts));
     if (rc == CPL_OK) rc = cpli_flow_stream(f, 1, map(rank_of, to), 0, d, so, sl, chunk);
   }
+  f->note_why = caller;
   free(seg);
   return rc;
 }
@@ -309,6 +348,8 @@ int cpli_flow_bcast(cpli_flow *f, const cpli_circ *c, int rel, const int *rank_o
     return cpli_fail(CPL_ERR_INTERNAL, "broadcast plan: no schedule for member %d of %d", rel, p);
   const int x = cpli_circ_offset(q, n);
   const size_t bq = bytes / (size_t)n, brem = bytes % (size_t)n;
+  const int caller = f->note_why;
+  f->note_why = CPLI_CUT_BCAST;
   for (long long t = 0; t < n + q - 1; t++) {
     const long long v = x + t;
     const int k = (int)(v % q);
@@ -331,32 +372,69 @@ int cpli_flow_bcast(cpli_flow *f, const cpli_circ *c, int rel, const int *rank_o
       }
     }
   }
+  f->note_why = caller;
+  return CPL_OK;
+}
+
+int cpli_flow_ring_cut(cpli_flow *f, int n, int r, const int *rank_of, const size_t *counts,
+                       const size_t *displs, size_t first, size_t rest, int nown) {
+  if (n <= 1) return CPL_OK;
+  const int right = map(rank_of, (r + 1) % n), left = map(rank_of, (r - 1 + n) % n);
+  const int lm = (r - 1 + n) % n, caller = f->note_why;
+  for (int i = 0; i < n - 1; i++) {
+    const int sb = ((r - i) % n + n) % n, rb = ((r - i - 1) % n + n) % n;
+    /* step i: the receiver forwards it unless it is its last (n - 2) */
+    const int sfirst = i == 0 || r >= nown, rfirst = i == 0 || lm >= nown;
+    note_fwd(f, sfirst ? caller : 0, i < n - 2);
+    CPLI_TRY(cpli_flow_stream(f, 1, right, 0, 1, &displs[sb], &counts[sb], sfirst ? first : rest));
+    note_fwd(f, rfirst ? caller : 0, i < n - 2);
+    CPLI_TRY(cpli_flow_stream(f, 0, left, 0, 1, &displs[rb], &counts[rb], rfirst ? first : rest));
+  }
+  f->note_why = caller;
   return CPL_OK;
 }
 
 int cpli_flow_ring(cpli_flow *f, int n, int r, const int *rank_of, const size_t *counts,
                    const size_t *displs, size_t chunk) {
-  if (n <= 1) return CPL_OK;
-  const int right = map(rank_of, (r + 1) % n), left = map(rank_of, (r - 1 + n) % n);
-  for (int i = 0; i < n - 1; i++) {
-    const int sb = ((r - i) % n + n) % n, rb = ((r - i - 1) % n + n) % n;
-    CPLI_TRY(cpli_flow_stream(f, 1, right, 0, 1, &displs[sb], &counts[sb], chunk));
-    CPLI_TRY(cpli_flow_stream(f, 0, left, 0, 1, &displs[rb], &counts[rb], chunk));
-  }
-  return CPL_OK;
+  return cpli_flow_ring_cut(f, n, r, rank_of, counts, displs, chunk, chunk, n);
+}
+
+static int ceil_log2(int n) {
+  int k = 0;
+  while ((1L << k) < n) k++;
+  return k;
+}
+
+/* Depth of fc's p < q broadcast pipeline: Alg. 6's rounds, plus the
+ * subgroup's forward when there is a subgroup allgather. */
+static int fc_bcast_depth(int p, int q) {
+  return ceil_log2(q / p + 1) + (p > 1 || q % p > 0 ? 1 : 0);
+}
+
+long long cpli_flow_fc_nblocks(int p, int q, size_t k, const cpli_fc_opts *o) {
+  if (!o->model) return o->nblocks;
+  if (o->chunk == 0) return cpli_cut_pieces(&o->cut, k, fc_bcast_depth(p, q));
+  const long long c = k ? (long long)((k - 1) / o->chunk + 1) : 1;
+  return c > o->nblocks ? c : o->nblocks;
 }
 
 int cpli_flow_fc(cpli_flow *f, int p, int q, int me, const size_t *counts, const size_t *displs,
                  size_t own_bytes, const cpli_fc_opts *o) {
+  /* With the model, chunk is a fixed override; without, the one cut. */
+  const int modelled = o->model && o->chunk == 0;
   const size_t chunk = o->chunk;
   if (p < 1 || q < 1 || me < 0 || me >= p + q)
     return cpli_fail(CPL_ERR_ARG, "fc plan: rank %d of %d senders + %d receivers", me, p, q);
   const int sender = me < p;
+  f->cut_fixed = chunk > 0;
   if (sender) CPLI_TRY(cpli_flow_have(f, 1, 0, own_bytes));
   if ((!sender || (p > q && me >= q)) && (!counts || !displs))
     return cpli_fail(CPL_ERR_ARG, "fc plan: rank %d needs the block sizes", me);
   cpli_circ c;
   if (p >= q) {
+    /* The direct block is forwarded by its receiver unless p = 1; its port
+     * takes p blocks in all, so the forward may wait for the last byte. */
+    f->note_why = p > 1 ? CPLI_CUT_PORT : CPLI_CUT_LAST;
     if (sender && me < q) /* straight to receiver me */
       return cpli_flow_stream(f, 1, p + me, 1, 1, (size_t[]){0}, &own_bytes, chunk);
     int *rank_of = malloc(sizeof *rank_of * (size_t)p);
@@ -366,6 +444,7 @@ int cpli_flow_fc(cpli_flow *f, int p, int q, int me, const size_t *counts, const
     int rc = CPL_OK;
     if (sender) rc = cpli_flow_have(f, 0, displs[g], counts[g]);
     else rc = cpli_flow_stream(f, 0, g, 0, 1, &displs[g], &counts[g], chunk);
+    f->note_why = 0; /* the allgather's builders note their streams */
     if (rc == CPL_OK && o->ring) rc = cpli_flow_ring(f, p, g, rank_of, counts, displs, chunk);
     if (rc == CPL_OK && !o->ring) rc = cpli_circ_init(&c, p);
     if (rc == CPL_OK && !o->ring) rc = cpli_flow_alg7(f, &c, g, rank_of, counts, displs, chunk);
@@ -373,6 +452,7 @@ int cpli_flow_fc(cpli_flow *f, int p, int q, int me, const size_t *counts, const
     return rc;
   }
   const int s = q / p, e = q % p;
+  f->note_depth = o->model ? fc_bcast_depth(p, q) : 1;
   int *rank_of = malloc(sizeof *rank_of * (size_t)(p + (s + 1) + e / s + 1));
   if (!rank_of) return nomem();
   int rc = cpli_circ_init(&c, s + 1);
@@ -382,7 +462,7 @@ int cpli_flow_fc(cpli_flow *f, int p, int q, int me, const size_t *counts, const
     for (int t = 0; t <= s; t++) rank_of[t] = t == 0 ? i : p + i + (t - 1) * p;
     const int t = sender ? 0 : 1 + j / p;
     const size_t off = sender ? 0 : displs[i], bytes = sender ? own_bytes : counts[i];
-    rc = cpli_flow_bcast(f, &c, t, rank_of, 1, off, bytes, o->nblocks);
+    rc = cpli_flow_bcast(f, &c, t, rank_of, 1, off, bytes, cpli_flow_fc_nblocks(p, q, bytes, o));
   }
   if (rc != CPL_OK || sender) {
     free(rank_of);
@@ -398,15 +478,74 @@ int cpli_flow_fc(cpli_flow *f, int p, int q, int me, const size_t *counts, const
     rank_of[n++] = p + s * p + u;
   }
   if (j < s * p) g = j % p;
+  /* Modelled: streams that forward a block still arriving by broadcast are
+   * cut at the largest block's broadcast piece (every member knows all
+   * sizes), the ring's later steps are whole (a member sends its own block
+   * meanwhile). */
+  size_t pipe = chunk;
+  if (modelled) {
+    size_t kmax = 0;
+    for (int m = 0; m < p; m++) kmax = counts[m] > kmax ? counts[m] : kmax;
+    pipe = cpli_cut_chunk(kmax, cpli_flow_fc_nblocks(p, q, kmax, o));
+    f->note_why = CPLI_CUT_PIPE;
+  } else {
+    f->note_why = 0;
+  }
   size_t *cd = calloc(2 * (size_t)n, sizeof *cd);
   if (!cd) rc = nomem();
   for (int m = 0; rc == CPL_OK && m < p; m++) cd[m] = counts[m], cd[n + m] = displs[m];
-  if (rc == CPL_OK && o->ring) rc = cpli_flow_ring(f, n, g, rank_of, cd, cd + n, chunk);
+  if (rc == CPL_OK && o->ring)
+    rc = cpli_flow_ring_cut(f, n, g, rank_of, cd, cd + n, pipe, modelled ? 0 : chunk,
+                            modelled ? p : n);
   if (rc == CPL_OK && !o->ring) rc = cpli_circ_init(&c, n);
-  if (rc == CPL_OK && !o->ring) rc = cpli_flow_alg7(f, &c, g, rank_of, cd, cd + n, chunk);
+  if (rc == CPL_OK && !o->ring) rc = cpli_flow_alg7(f, &c, g, rank_of, cd, cd + n, pipe);
+  f->note_why = 0;
   free(cd);
   free(rank_of);
   return rc;
+}
+
+/* ---------------------------------------------------------- forwarded */
+
+/* The message of plan g matching message mi of plan f (rank me), or g->nm:
+ * the same ordinal among the messages between the two, other direction. */
+static size_t partner(const cpli_flow *f, size_t mi, int me, const cpli_flow *g) {
+  const int peer = f->m[mi].peer, send = f->m[mi].send;
+  size_t ord = 0, seen = 0, x;
+  for (x = 0; x < mi; x++) ord += f->m[x].send == send && f->m[x].peer == peer;
+  for (x = 0; x < g->nm; x++)
+    if (g->m[x].send != send && g->m[x].peer == me && seen++ == ord) break;
+  return x;
+}
+
+int cpli_flow_forwarded(int nranks, cpli_flow *const *plans, int me, unsigned char **fwd,
+                        unsigned char **relay) {
+  const cpli_flow *f = plans[me];
+  *fwd = calloc(f->nnote ? f->nnote : 1, 1);
+  if (relay) *relay = calloc(f->nnote ? f->nnote : 1, 1);
+  if (!*fwd || (relay && !*relay)) goto nomem;
+  for (size_t k = 0; k < f->nnote; k++) {
+    const cpli_fnote *nt = &f->note[k];
+    if (nt->peer < 0 || nt->peer >= nranks) continue;
+    const cpli_flow *g = plans[nt->peer];
+    const cpli_flow *rf = nt->send ? g : f; /* the receiving end */
+    unsigned char *dep = calloc(rf->nm ? rf->nm : 1, 1);
+    if (!dep) goto nomem;
+    for (size_t x = 0; x < rf->ndep; x++) dep[rf->dep[x]] = 1;
+    for (size_t mi = nt->m0; mi < nt->m0 + nt->nmsg; mi++) {
+      const size_t pm = partner(f, mi, me, g);
+      if (pm == g->nm) continue;
+      (*fwd)[k] |= dep[nt->send ? pm : mi];
+      if (relay) (*relay)[k] |= (nt->send ? f->m[mi].nd : g->m[pm].nd) > 0;
+    }
+    free(dep);
+  }
+  return CPL_OK;
+nomem:
+  free(*fwd);
+  *fwd = NULL;
+  if (relay) free(*relay), *relay = NULL;
+  return nomem();
 }
 
 /* ---------------------------------------------------------- simulate */

@@ -13,12 +13,13 @@
  * between a pair in the same order. The executor keeps that order per peer
  * (it may issue a send to one peer before an earlier send to another).
  *
- * Large transfers are streams cut into messages of at most `chunk` bytes,
- * so a block starts moving on before all of it has arrived and several
- * messages are in flight per link. Cuts depend only on a stream's length,
- * never on memory layout, so both ends agree even when their layouts differ
- * (fc's extra senders stage blocks packed, receivers use the caller's
- * displacements).
+ * Transfers are streams, cut into messages of at most `chunk` bytes where
+ * a block should move on before all of it has arrived (sched/cut.h says
+ * where; CPL_CHUNK forces one cut everywhere). Cuts depend only on a
+ * stream's length and on values both ends know, never on memory layout,
+ * so both ends agree even when their layouts differ (fc's extra senders
+ * stage blocks packed, receivers use the caller's displacements). The
+ * plan keeps a note per stream of how and why it was cut (--explain).
  *
  * Builders for Traff's circulant allgather (Alg. 7) and n-block broadcast
  * (Alg. 6) are here; coll/ combines them into the fc plans. The simulator
@@ -32,6 +33,7 @@
 #include <stddef.h>
 
 #include "sched/circulant.h"
+#include "sched/cut.h"
 
 /* Largest message (MPI int count of MPI_BYTE). */
 #define CPLI_FLOW_MAX_MSG ((size_t)0x7fffffff)
@@ -47,6 +49,14 @@ typedef struct cpli_fmsg {
   int nd;       /* dep[d0 .. d0 + nd) (indices into m)                  */
 } cpli_fmsg;
 
+/* How one stream was cut (sched/cut.h): messages m[m0 .. m0 + nmsg). */
+typedef struct cpli_fnote {
+  int send, peer;
+  int why;   /* CPLI_CUT_... */
+  int depth; /* the pipeline's depth (CPLI_CUT_PIPE, CPLI_CUT_BCAST), else 1 */
+  size_t bytes, chunk, m0, nmsg;
+} cpli_fnote;
+
 typedef struct cpli_flow {
   cpli_fmsg *m;
   size_t nm, cm;
@@ -58,6 +68,11 @@ typedef struct cpli_flow {
   size_t *hoff, *hlen;
   size_t nh, ch;
   int resolved;
+  cpli_fnote *note; /* one per stream with bytes */
+  size_t nnote, cnote;
+  /* Set before adding streams: the cut's reason and depth for the notes
+   * (builders set them), and cut_fixed when the chunk given is CPL_CHUNK. */
+  int note_why, note_depth, cut_fixed;
 } cpli_flow;
 
 void cpli_flow_init(cpli_flow *f);
@@ -106,12 +121,22 @@ int cpli_flow_bcast(cpli_flow *f, const cpli_circ *c, int rel, const int *rank_o
  * arrives. One peer per direction for the whole operation. */
 int cpli_flow_ring(cpli_flow *f, int n, int r, const int *rank_of, const size_t *counts,
                    const size_t *displs, size_t chunk);
+/* The same with two cuts: `first` for a member's first send (its own
+ * block, which may still be arriving) and for every send of members
+ * nown .. n-1 (who hold no block of their own, so all they send is
+ * still arriving), `rest` for the others. */
+int cpli_flow_ring_cut(cpli_flow *f, int n, int r, const int *rank_of, const size_t *counts,
+                       const size_t *displs, size_t first, size_t rest, int nown);
 
 /* How cpli_flow_fc runs its phases. */
 typedef struct cpli_fc_opts {
-  size_t chunk;      /* stream cut (0: none)                                 */
+  size_t chunk;      /* stream cut (0: none); with `model`: a fixed cut that
+                      * overrides the model (CPL_CHUNK), 0 the model's cuts */
   int ring;          /* intra-group phase: 1 pipelined ring, 0 Alg. 7         */
-  long long nblocks; /* Alg. 6 broadcasts: blocks                             */
+  long long nblocks; /* Alg. 6 broadcasts: blocks (with `model` and no
+                      * chunk: the model's, this is ignored)               */
+  int model;         /* 1: cut streams by the model below (sched/cut.h)      */
+  cpli_cut_model cut;
 } cpli_fc_opts;
 
 /* Kang et al.'s fully connected inter-group allgather as one plan, on the
@@ -128,7 +153,13 @@ typedef struct cpli_fc_opts {
  * Senders read their own block (own_bytes) from buffer 1 at offset 0.
  * Receivers, and for p > q the extra senders (which relay), give all p
  * block sizes and offsets of buffer 0 in counts/displs; the extra senders'
- * own block must be in place there. Pure senders may pass NULL. */
+ * own block must be in place there. Pure senders may pass NULL.
+ * With o->model (and no o->chunk): p >= q streams are whole (each
+ * receiver's port takes p blocks in all, so nothing waits for a forward:
+ * CPLI_CUT_PORT, CPLI_CUT_BUSY, CPLI_CUT_LAST); p < q broadcasts use
+ * cpli_cut_pieces(k, ceil(log2(s+1)) + 1) blocks, the extra hop being
+ * the subgroup's forward, and the subgroup's streams that forward a block
+ * still arriving are cut at the largest block's broadcast piece. */
 int cpli_flow_fc(cpli_flow *f, int p, int q, int me, const size_t *counts, const size_t *displs,
                  size_t own_bytes, const cpli_fc_opts *o);
 
@@ -140,6 +171,20 @@ int cpli_flow_fc(cpli_flow *f, int p, int q, int me, const size_t *counts, const
  * CPL_ERR_INTERNAL with the fault in why for a size mismatch, a message
  * with no partner, or a deadlock (nothing can move, something left).
  * Plans must be resolved. */
+/* The p < q broadcasts' block count of a k-byte block under o (the model's
+ * or, with a fixed chunk, max(o->nblocks, ceil(k / chunk))); the same
+ * value cpli_flow_fc uses. */
+long long cpli_flow_fc_nblocks(int p, int q, size_t k, const cpli_fc_opts *o);
+
+/* For each stream note of plan `me` (plans of all nranks ranks, resolved):
+ * whether its bytes are forwarded (read by a later send) at the receiving
+ * end, in fwd[note], and whether the sending end relays bytes it received
+ * (a message of the send waits for a receive), in relay[note] (relay may
+ * be NULL). Both allocated, nnote entries; free them. Sends are matched to
+ * the peer's receives in order, as in MPI. CPL_OK or CPL_ERR_NOMEM. */
+int cpli_flow_forwarded(int nranks, cpli_flow *const *plans, int me, unsigned char **fwd,
+                        unsigned char **relay);
+
 int cpli_flow_simulate(int nranks, cpli_flow *const *plans, unsigned char *const *buf0,
                        unsigned char *const *buf1, char *why, size_t whylen);
 

@@ -32,6 +32,7 @@
 #include "coll/algorithms.h"
 #include "core/wait.h"
 #include "coupler.h"
+#include "tools/calibrate.h"
 #include "tools/cli.h"
 
 #define MAXV 16
@@ -91,6 +92,7 @@ static void print_names(FILE *f, const char *const *names, int n) {
 
 static void usage(FILE *f) {
   fprintf(f, "usage: mpiexec -n N cpl-bench --inter LIST | --intra LIST [options]\n"
+             "       mpiexec -n N cpl-bench --calibrate [--out FILE] [--sizes LIST] [--reps N]\n"
              "Time Coupler's collective algorithms side by side: per shape and size a\n"
              "table row per variant (median and min over --reps interleaved runs, the\n"
              "slowest rank's time, in ms; ratio = baseline median / variant median).\n");
@@ -121,6 +123,15 @@ static void usage(FILE *f) {
              "  --rate MBPS      link rate in MB/s (1e6 B/s): print the bound p*k/B\n"
              "  --csv FILE       also write every point as CSV\n"
              "  --no-verify      skip data verification\n"
+             "  --calibrate      measure the cost model on this machine (N >= 2 ranks, in\n"
+             "                   pairs 0-1, 2-3, ... all at once): ping-pong and streams\n"
+             "                   over --sizes (default " CPLI_CALIBRATE_SIZES "),\n"
+             "                   least-squares fits of alpha, beta and the per-message\n"
+             "                   overhead with their quality, and write the tuning file\n"
+             "                   the library reads ($CPL_TUNING_FILE, else\n"
+             "                   $XDG_CONFIG_HOME/coupler/tuning, else\n"
+             "                   ~/.config/coupler/tuning)\n"
+             "  --out FILE       --calibrate: write FILE instead (- : print the values)\n"
              "  --quiet          no progress lines\n"
              "  -h, --help       show this help\n"
              "  -V, --version    show the version\n"
@@ -443,18 +454,21 @@ int main(int argc, char **argv) {
   bench b = {.reps = 10, .warmup = 2, .verify = 1, .baseline = -1, .wrank = wrank};
   char shapes[32][32], procs[32][32];
   int nshapes = 0, nprocs = 0;
-  const char *csvpath = NULL, *baseline = NULL;
+  const char *csvpath = NULL, *baseline = NULL, *out = NULL;
+  int calibrate = 0, sizes_given = 0;
   b.nsizes = parse_sizes("32K..4M", b.sizes, 64);
   int bad = 0;
   for (int i = 1; i < argc && !bad; i++) {
     const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-    static const char *const valued[] = {"--inter", "--intra",  "--shape",    "--procs", "--sizes",
-                                         "--reps",  "--warmup", "--baseline", "--rate",  "--csv"};
+    static const char *const valued[] = {"--inter", "--intra", "--shape",  "--procs",
+                                         "--sizes", "--reps",  "--warmup", "--baseline",
+                                         "--rate",  "--csv",   "--out"};
     int takes = 1, known = 0;
     for (size_t j = 0; j < sizeof valued / sizeof *valued; j++) known |= !strcmp(a, valued[j]);
     if (!strcmp(a, "--no-verify")) b.verify = 0, takes = 0;
     else if (!strcmp(a, "--quiet")) b.quiet = 1, takes = 0;
     else if (!strcmp(a, "--one-big")) b.one_big = 1, takes = 0;
+    else if (!strcmp(a, "--calibrate")) calibrate = 1, takes = 0;
     else if (!known) bad = 3;
     else if (!val) bad = 2;
     else if (!strcmp(a, "--inter"))
@@ -463,7 +477,9 @@ int main(int argc, char **argv) {
       b.inter_mode = 0, b.nv = expand_all(b.names, split_list(val, b.names, MAXV), 0);
     else if (!strcmp(a, "--shape")) nshapes = split_list(val, shapes, 32);
     else if (!strcmp(a, "--procs")) nprocs = split_list(val, procs, 32);
-    else if (!strcmp(a, "--sizes")) bad = (b.nsizes = parse_sizes(val, b.sizes, 64)) <= 0;
+    else if (!strcmp(a, "--sizes"))
+      bad = (b.nsizes = parse_sizes(val, b.sizes, 64)) <= 0, sizes_given = 1;
+    else if (!strcmp(a, "--out")) out = val;
     else if (!strcmp(a, "--reps")) bad = (b.reps = atoi(val)) < 1;
     else if (!strcmp(a, "--warmup")) bad = (b.warmup = atoi(val)) < 0;
     else if (!strcmp(a, "--baseline")) baseline = val;
@@ -476,6 +492,12 @@ int main(int argc, char **argv) {
                          : "cpl-bench: bad value for %s: %s\n",
               a, val);
     i += takes;
+  }
+  if (!bad && calibrate) {
+    if (!sizes_given) b.nsizes = parse_sizes(CPLI_CALIBRATE_SIZES, b.sizes, 64);
+    const int rc = cpli_calibrate(out, b.sizes, b.nsizes, b.reps, b.quiet);
+    MPI_Finalize();
+    return rc;
   }
   if (!bad && b.nv == 0) b.inter_mode = 1, b.nv = split_list("fc,root,native", b.names, MAXV);
   for (int v = 0; v < b.nv && !bad; v++) {

@@ -20,7 +20,7 @@
  * MPI_Allgather on an intercommunicator; native is MPICH's MPI_Iallgatherv
  * (remote gather + local broadcast). --csv writes every modelled time as
  * table,p,q,algorithm,steps,seconds. Parameters default to
- * CPL_ALPHA/CPL_BETA (see coll/tuning.h).
+ * CPL_ALPHA/CPL_BETA, else the tuning file (see coll/tuning.h).
  */
 #include <math.h>
 #include <stdio.h>
@@ -41,8 +41,9 @@ static void usage(FILE *f) {
              "Kang et al.'s Tables I (fully connected) and II (ring) against Coupler's\n"
              "models and exact schedules, and the circulant rounds, for p up to --max.\n"
              "  --alpha S    latency per message in seconds (default: $CPL_ALPHA, else\n"
-             "               the library's default)\n"
-             "  --beta S     seconds per byte (default: $CPL_BETA, else the library's)\n"
+             "               the tuning file's, else the library's default)\n"
+             "  --beta S     seconds per byte (default: $CPL_BETA, else the tuning\n"
+             "               file's, else the library's)\n"
              "  --rate MBPS  the same as a link rate in MB/s: beta = 1 / (MBPS * 1e6)\n"
              "  --size B     bytes per process (default 1048576)\n"
              "  --max N      largest group size modelled (default 1024, at least 2)\n"

@@ -7,15 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/tuning_file.h"
 #include "coupler.h"
 #include "sched/circulant.h"
 #include "sched/ring.h"
 #include "sched/verify.h"
 #include "tools/cli.h"
+#include "tools/explain.h"
 
 static void usage(FILE *f) {
   fprintf(f, "usage: cpl-sched ring P Q [--check] [--no-header]\n"
              "       cpl-sched circulant P [--check] [--no-header]\n"
+             "       cpl-sched fc P Q [--size BYTES] [--explain] [--check] [--no-header]\n"
              "Print the schedules Coupler runs (no MPI is started).\n"
              "  ring P Q       Kang et al.'s ring inter-group allgather, P senders to\n"
              "                 Q receivers: a header line \"step from to message\", then\n"
@@ -25,6 +28,17 @@ static void usage(FILE *f) {
              "                 and the skips s0..sq, a header line \"rank side blocks\",\n"
              "                 then per rank r \"r recv b0 ...\" and \"r send b0 ...\"\n"
              "                 (block numbers as in Traff's Table 1)\n"
+             "  fc P Q         the dataflow plan of Kang et al.'s fully connected\n"
+             "                 allgather, P senders (ranks 0..P-1) to Q receivers (P..),\n"
+             "                 --size bytes per sender (default 1M, K/M suffixes), as the\n"
+             "                 library builds it with this environment and tuning file\n"
+             "                 (CPL_ALPHA, CPL_BETA, CPL_OVERHEAD, CPL_CHUNK,\n"
+             "                 CPL_TUNING_FILE): a header, then \"rank dir peer bytes\"\n"
+             "                 per message\n"
+             "  --explain      fc: instead of the messages, how each stream is cut: per\n"
+             "                 rank, direction and peer the streams, bytes, whether the\n"
+             "                 receiving end forwards them, the pipeline depth, messages,\n"
+             "                 chunk and why (the reasons are listed in the header)\n"
              "  --check        also verify the schedule: verdict on stderr, exit 1 if\n"
              "                 it is invalid\n"
              "  --no-header    data lines only (no header line, no \"skips\" label)\n"
@@ -91,7 +105,8 @@ static int circulant(int p, int check, int header) {
 }
 
 int main(int argc, char **argv) {
-  int check = 0, header = 1, n = 0;
+  int check = 0, header = 1, n = 0, explain = 0;
+  size_t size = 1 << 20;
   const char *args[3];
   int info = cpli_cli_info("cpl-sched", argc, argv, usage);
   if (info >= 0) return info;
@@ -99,7 +114,12 @@ int main(int argc, char **argv) {
     const char *a = argv[i];
     if (!strcmp(a, "--check")) check = 1;
     else if (!strcmp(a, "--no-header")) header = 0;
-    else if (a[0] == '-' && a[1])
+    else if (!strcmp(a, "--explain")) explain = 1;
+    else if (!strcmp(a, "--size")) {
+      if (i + 1 >= argc || cpli_parse_bytes(argv[i + 1], &size))
+        return cpli_cli_usage_error("cpl-sched", usage, "--size needs a byte count (e.g. 1M)");
+      i++;
+    } else if (a[0] == '-' && a[1])
       return cpli_cli_usage_error("cpl-sched", usage, "unknown option %s", a);
     else if (n < 3) args[n++] = a;
     else return cpli_cli_usage_error("cpl-sched", usage, "unexpected argument %s", a);
@@ -116,6 +136,15 @@ int main(int argc, char **argv) {
                                   args[1], args[2]);
     return ring(p, q, check, header);
   }
+  if (!strcmp(args[0], "fc")) {
+    if (n != 3) return cpli_cli_usage_error("cpl-sched", usage, "fc takes P and Q");
+    if (!positive(args[1], &p) || !positive(args[2], &q) || p > 4096 || q > 4096)
+      return cpli_cli_usage_error("cpl-sched", usage,
+                                  "fc %s %s: P and Q must be integers from 1 to 4096", args[1],
+                                  args[2]);
+    return cpli_explain_fc(p, q, size, explain, check, header);
+  }
+  if (explain) return cpli_cli_usage_error("cpl-sched", usage, "--explain is for fc");
   if (!strcmp(args[0], "circulant")) {
     if (n != 2) return cpli_cli_usage_error("cpl-sched", usage, "circulant takes P");
     if (!positive(args[1], &p))
@@ -125,6 +154,6 @@ int main(int argc, char **argv) {
                                   args[1]);
     return circulant(p, check, header);
   }
-  return cpli_cli_usage_error("cpl-sched", usage, "unknown schedule %s (ring or circulant)",
+  return cpli_cli_usage_error("cpl-sched", usage, "unknown schedule %s (ring, circulant or fc)",
                               args[0]);
 }

@@ -29,14 +29,19 @@ options:
   --shim PATH     the shim library (default: \$CPL_YIELD_SHIM, else a built
                   libcpl_yield.so under $REPO/build*/scripts/, else it is
                   compiled into /tmp/cpl-cluster-shim/)
+  --tuning FILE   Coupler's tuning file for the ranks (CPL_TUNING_FILE); default
+                  \$CPL_TUNING_FILE, else the testbed's own, $CPL_STATE_DIR/tuning,
+                  measured with cpl-bench --calibrate on all nodes the first
+                  time it is needed (and again after setup.sh made a new testbed)
+  --calibrate     measure the testbed's tuning file again before the run
   -v, --verbose   print the mpiexec command line
   -h, --help      this text
 
 Environment given to every rank: UCX_TLS=tcp,self, UCX_PROTO_ENABLE=y,
-UCX_RNDV_SCHEME=get_zcopy, Coupler's model parameters CPL_ALPHA=5e-4 and
-CPL_BETA=<payload time per byte at the testbed's rate>, and (unless set)
-CPL_CHUNK=32K for up to 8 ranks, 128K above (all can be overridden by setting
-them), UCX_NET_DEVICES=<its veth>,
+UCX_RNDV_SCHEME=get_zcopy, CPL_TUNING_FILE (Coupler's cost model: alpha,
+beta, per-message overhead as measured here; CPL_ALPHA, CPL_BETA,
+CPL_OVERHEAD or CPL_CHUNK set in the caller's environment still win, as
+everywhere), UCX_NET_DEVICES=<its veth>,
 LD_PRELOAD=<shim>[:\$LD_PRELOAD], CPL_NODE_NS, CPL_NODE_ADDR. Extra mpiexec
 options go in CPL_MPIEXEC_ARGS (word-split), e.g. CPL_MPIEXEC_ARGS="-genv FOO 1".
 USAGE
@@ -47,6 +52,8 @@ tmo=${CPL_RUN_TIMEOUT:-300}
 use_shim=1
 shim=${CPL_YIELD_SHIM:-}
 verbose=0
+tuning=${CPL_TUNING_FILE:-}
+recalibrate=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     -h|--help) usage; exit 0 ;;
@@ -55,6 +62,8 @@ while [[ $# -gt 0 ]]; do
     --no-shim) use_shim=0; shift ;;
     --no-yield) export CPL_YIELD_DISABLE=1; shift ;;
     --shim) [[ $# -ge 2 ]] || { usage >&2; exit 2; }; shim=$2; shift 2 ;;
+    --tuning) [[ $# -ge 2 ]] || { usage >&2; exit 2; }; tuning=$2; shift 2 ;;
+    --calibrate) recalibrate=1; shift ;;
     -v|--verbose) verbose=1; shift ;;
     --) shift; break ;;
     -*) echo "$(basename "$0"): unknown option $1" >&2; usage >&2; exit 2 ;;
@@ -122,26 +131,38 @@ hostfile=$(mktemp /tmp/cpl-hosts.XXXXXX)
 trap 'rm -f "$hostfile"' EXIT
 cpl_state_nodes | head -n "$total" | awk '{ print $1 ":1" }' > "$hostfile"
 
-# Coupler's cost model for this testbed (selection, block counts): beta is
-# the TCP payload rate of the shaped links (tbf counts 1514-byte frames that
-# carry 1448 payload bytes), alpha the effective start-up cost of a step on
-# 2 oversubscribed cores (see README.md, "Model parameters"). Both can be
-# overridden by setting them.
-rate=$(cpl_state_get rate || echo 400mbit)
-beta=$(echo "$rate" | awk '{
-  v = $0 + 0; u = $0; sub(/^[0-9.]+/, "", u)
-  m = 1; if (u ~ /^k/) m = 1e3; else if (u ~ /^m/) m = 1e6; else if (u ~ /^g/) m = 1e9
-  b = (u ~ /bit$/) ? v * m / 8 : v * m
-  printf "%.4g\n", 1514 / 1448 / b }')
-# Dataflow messages: every message costs CPU on the shared cores, so with
-# more than 8 ranks larger pieces pay (measured: 16 nodes, 12|4 at 1 MiB,
-# 1.32 of the bound with 128 KiB pieces against 1.49 with 32 KiB).
-chunk=32K
-(( total > 8 )) && chunk=128K
+# Coupler's cost model for this testbed (algorithm selection, stream cuts,
+# broadcast block counts): a tuning file measured here by cpl-bench
+# --calibrate, once per testbed, on all its nodes at once (pairs of nodes
+# ping-pong and stream over the shaped links while the other pairs do the
+# same, so the CPU load of a full job is in the numbers).
+find_bench() {
+  local c
+  [[ -n ${CPL_BENCH:-} ]] && { echo "$CPL_BENCH"; return 0; }
+  for c in "$REPO"/build/coupler/tools/cpl-bench "$REPO"/build*/coupler/tools/cpl-bench; do
+    [[ -x $c ]] && { echo "$c"; return 0; }
+  done
+  command -v cpl-bench 2>/dev/null || return 1
+}
+if [[ -z $tuning && -z ${CPL_CLUSTER_CALIBRATING:-} ]]; then
+  tuning=$CPL_STATE_DIR/tuning
+  if (( recalibrate )) || [[ ! -s $tuning || $tuning -ot $CPL_STATE ]]; then
+    bench=$(find_bench) || cpl_die "cpl-bench not found for the calibration (set CPL_BENCH, or build it)"
+    cpl_log "calibrating Coupler's cost model on all $CPL_NNODES nodes into $tuning"
+    CPL_CLUSTER_CALIBRATING=1 "$0" -t 600 -n "$CPL_NNODES" -- "$bench" --calibrate \
+      --out "$tuning.new" --quiet >&2 || cpl_die "calibration failed (cpl-bench --calibrate)"
+    mv "$tuning.new" "$tuning"
+  fi
+elif (( recalibrate )); then
+  cpl_die "--calibrate measures the testbed's own file; do not combine it with --tuning or CPL_TUNING_FILE"
+fi
+[[ -z $tuning || -r $tuning ]] || cpl_die "tuning file $tuning not readable"
 genv=(-genv UCX_TLS "${UCX_TLS:-tcp,self}" -genv UCX_PROTO_ENABLE "${UCX_PROTO_ENABLE:-y}"
-      -genv UCX_RNDV_SCHEME "${UCX_RNDV_SCHEME:-get_zcopy}"
-      -genv CPL_ALPHA "${CPL_ALPHA:-5e-4}" -genv CPL_BETA "${CPL_BETA:-$beta}")
-[[ -n ${CPL_CHUNK:-} ]] || genv+=(-genv CPL_CHUNK "$chunk")
+      -genv UCX_RNDV_SCHEME "${UCX_RNDV_SCHEME:-get_zcopy}")
+[[ -n $tuning ]] && genv+=(-genv CPL_TUNING_FILE "$(readlink -f "$tuning")")
+for v in CPL_ALPHA CPL_BETA CPL_OVERHEAD CPL_CHUNK; do # the caller's win over the file
+  [[ -n ${!v:-} ]] && genv+=(-genv "$v" "${!v}")
+done
 [[ -n $preload ]] && genv+=(-genv LD_PRELOAD "$preload")
 # shellcheck disable=SC2206
 extra=(${CPL_MPIEXEC_ARGS:-})

@@ -24,10 +24,14 @@ static void unset_all(void) {
 }
 
 int main(void) {
+  /* no tuning file: a calibrated developer machine must not change this */
+  unsetenv("CPL_TUNING_FILE");
+  unsetenv("CPL_OVERHEAD");
+  setenv("XDG_CONFIG_HOME", "/nonexistent/coupler-test", 1);
   unset_all();
   const cpli_tuning *t = cpli_tuning_refresh();
   CHECK(t->alpha == CPLI_DEFAULT_ALPHA && t->beta == CPLI_DEFAULT_BETA, "model defaults");
-  CHECK(t->chunk == CPLI_DEFAULT_CHUNK && t->flow == 1, "chunk %zu flow %d", t->chunk, t->flow);
+  CHECK(t->chunk == (size_t)0 && t->flow == 1, "chunk %zu flow %d", t->chunk, t->flow);
   CHECK(t->ring == -1, "ring unset: %d", t->ring);
   CHECK(!*t->inter && !*t->intra && !t->timeout_set && !t->timeout_bad, "names, timeout unset");
 
@@ -71,10 +75,10 @@ int main(void) {
   setenv("CPL_CHUNK", "", 1); /* empty is unset */
   setenv("CPL_FLOW", "", 1);
   t = cpli_tuning_refresh();
-  CHECK(t->chunk == CPLI_DEFAULT_CHUNK && t->flow == 1, "empty values");
+  CHECK(t->chunk == (size_t)0 && t->flow == 1, "empty values");
   CHECK(cpli_tuning_refresh() == t, "one snapshot per thread");
   setenv("CPL_CHUNK", "64K", 1); /* seen from the next refresh on */
-  CHECK(cpli_tuning_now()->chunk == CPLI_DEFAULT_CHUNK, "now() does not read the environment");
+  CHECK(cpli_tuning_now()->chunk == (size_t)0, "now() does not read the environment");
   CHECK(cpli_tuning_refresh()->chunk == 64 * 1024 && cpli_tuning_now()->chunk == 64 * 1024,
         "refresh reads it");
   unset_all();

@@ -1,0 +1,50 @@
+/*
+ * The tuning file: the cost model's parameters measured on this machine
+ * (written by `cpl-bench --calibrate`, read by the library at its first
+ * tuning refresh, coll/tuning.c). Pure: no MPI.
+ *
+ * Format: one "key = value" per line; '#' starts a comment; blank lines
+ * are allowed. Keys (each at most once):
+ *   alpha     seconds: start-up of one message (latency)
+ *   beta      seconds per byte
+ *   overhead  seconds: what one more message of a stream costs (the gap
+ *             between back-to-back messages)
+ *   chunk     bytes (K or M suffix): a fixed stream cut, as CPL_CHUNK
+ * Values must be positive finite numbers. Anything else (unknown key,
+ * missing '=', bad or repeated value) is an error naming file:line.
+ *
+ * Where: $CPL_TUNING_FILE if set (it must exist), else
+ * $XDG_CONFIG_HOME/coupler/tuning, else $HOME/.config/coupler/tuning (a
+ * missing default file just means the built-in defaults). Every rank of a
+ * job must read the same values: use one file on a shared file system, or
+ * name it with CPL_TUNING_FILE on every rank.
+ */
+#ifndef CPLI_TUNING_FILE_H
+#define CPLI_TUNING_FILE_H
+
+#include <stddef.h>
+
+typedef struct cpli_tuning_vals {
+  double alpha, beta, overhead; /* 0: not given */
+  size_t chunk;                 /* 0: not given */
+} cpli_tuning_vals;
+
+/* Parse a byte count with an optional K or M suffix ("32K", "1M", "4096").
+ * Returns 0 (and *out) or -1. */
+int cpli_parse_bytes(const char *s, size_t *out);
+
+/* Read path into *v. CPL_OK; CPL_ERR_IO (cannot open: "PATH: reason") or
+ * CPL_ERR_PARSE ("PATH:LINE: what is wrong") with the message in err. */
+int cpli_tuning_file_read(const char *path, cpli_tuning_vals *v, char *err, size_t errlen);
+
+/* Write *v (the values that are set) to path, atomically (a temporary
+ * file renamed over it), with `comment` lines (may be NULL) on top; the
+ * directory is created if missing. CPL_OK or CPL_ERR_IO with err. */
+int cpli_tuning_file_write(const char *path, const cpli_tuning_vals *v, const char *comment,
+                           char *err, size_t errlen);
+
+/* The file the library reads: *explicit_ set to 1 when it comes from
+ * CPL_TUNING_FILE. NULL when no variable names one (no HOME). */
+const char *cpli_tuning_file_path(char *buf, size_t n, int *explicit_);
+
+#endif

@@ -1,0 +1,63 @@
+/*
+ * How a dataflow plan cuts its streams into messages (pure maths, no MPI).
+ *
+ * Cutting a stream lets the next hop forward its first bytes before the
+ * last have arrived, and costs one message start-up per piece. So a
+ * stream is cut only where that buys time:
+ *  - not forwarded (no later send reads its bytes, on this rank or at the
+ *    receiver): whole, as far as MPI's int counts allow;
+ *  - forwarded by a rank whose link has as much of its own to send
+ *    meanwhile (the allgather phases: in every round or ring step a
+ *    member sends as many blocks as it receives, so what it forwards has
+ *    arrived by the time it is needed): whole;
+ *  - forwarded along a pipeline that would otherwise wait for it (fc's
+ *    p < q broadcasts, their receivers forwarding the block they are
+ *    still receiving): m pieces minimising the pipeline's modelled time.
+ * A pipeline of depth d (hops) over L bytes cut into m pieces takes
+ *   T(m) = (d - 1) alpha + m o + (m + d - 1) beta L / m
+ * (o: what one more message of a stream costs, the per-message overhead;
+ * with o = alpha this is (m + d - 1)(alpha + beta L / m)), minimal at
+ *   m* = sqrt(beta L (d - 1) / o),
+ * clamped to at least ceil(L / CPLI_FLOW_MAX_MSG) pieces and pieces of at
+ * least CPLI_CUT_MIN_PIECE bytes. Every input is known to both ends of
+ * every message (sizes, p, q, the model parameters), so both cut alike.
+ */
+#ifndef CPLI_SCHED_CUT_H
+#define CPLI_SCHED_CUT_H
+
+#include <stddef.h>
+
+/* No piece below this many bytes (per-message costs the model misses). */
+#define CPLI_CUT_MIN_PIECE ((size_t)1024)
+
+typedef struct cpli_cut_model {
+  double alpha;     /* s: start-up of one message (latency)        */
+  double beta;      /* s per byte                                  */
+  double overhead;  /* s per further message of a stream (<= 0: alpha) */
+  size_t min_piece; /* smallest piece (0: CPLI_CUT_MIN_PIECE; tests use 1) */
+} cpli_cut_model;
+
+/* Why a stream is cut as it is (recorded per stream in the plan). */
+enum {
+  CPLI_CUT_FIXED = 1, /* CPL_CHUNK (or the tuning file's chunk) forces the cut */
+  CPLI_CUT_LAST,      /* not forwarded: whole                                   */
+  CPLI_CUT_BUSY,      /* forwarded, but the forwarder has its own data to send  */
+  CPLI_CUT_PORT,      /* forwarded, but the receiver's port is the bottleneck   */
+  CPLI_CUT_PIPE,      /* forwarded along a pipeline of depth d: m* pieces       */
+  CPLI_CUT_BCAST      /* a block of an n-block broadcast (n from the pipeline)  */
+};
+
+/* One line of explanation for a CPLI_CUT_ value. */
+const char *cpli_cut_why_text(int why);
+
+/* Modelled time of a pipeline of depth d over `bytes` in m pieces. */
+double cpli_cut_time(const cpli_cut_model *c, size_t bytes, int depth, long long m);
+
+/* The piece count m* for it (1 for depth <= 1 or no bytes). */
+long long cpli_cut_pieces(const cpli_cut_model *c, size_t bytes, int depth);
+
+/* The chunk that cuts `bytes` into m pieces: ceil(bytes / m); 0 (whole)
+ * for m <= 1. */
+size_t cpli_cut_chunk(size_t bytes, long long m);
+
+#endif

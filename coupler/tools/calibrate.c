@@ -1,0 +1,273 @@
+/*
+ * cpl-bench --calibrate: measure the cost model's parameters on the
+ * machine the job runs on and write the tuning file the library reads
+ * (coll/tuning_file.h).
+ *
+ * Ranks pair up (0-1, 2-3, ...; an odd last rank idles) and all pairs
+ * measure at once, so the numbers include the load of a full job (on
+ * oversubscribed cores, the scheduling of the other ranks). Per size, the
+ * median over repetitions of each pair, then the median over pairs:
+ *  - ping-pong: half the round trip of one message of n bytes, fitted by
+ *    least squares to alpha + beta n (weights 1/t^2: every size counts
+ *    alike). alpha is the fit's intercept, or the smallest message's time
+ *    where the intercept is not positive (a shaper's idle credit makes
+ *    large messages after a pause look faster than a stream);
+ *  - streaming: B and 2B back-to-back messages of n bytes one way, then a
+ *    1-byte answer; (T(2B) - T(B)) / B is one more message of a stream
+ *    (start-up and answer cancel), fitted to overhead + beta n: beta is
+ *    the rate a stream reaches, overhead what one more message of a
+ *    stream costs (what a cut costs, sched/cut.h). Where that fit is poor
+ *    (R^2 < 0.5) or not positive, beta comes from the ping-pong fit.
+ * Fit quality: R^2 and the largest relative residual of each fit.
+ */
+#include "tools/calibrate.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "coll/tuning_file.h"
+#include "coupler.h"
+
+#define TAG 5150
+#define MAXS CPLI_CALIBRATE_MAXS
+
+static int cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Weighted least squares t = a + b x with weights 1/t^2; R^2 (of t, not
+ * weighted) and the largest |residual| / t. */
+typedef struct fit {
+  double a, b, r2, maxrel;
+} fit;
+
+static fit lsq(const double *x, const double *t, int n) {
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (int i = 0; i < n; i++) {
+    const double w = 1 / (t[i] * t[i]);
+    sw += w, sx += w * x[i], sy += w * t[i], sxx += w * x[i] * x[i], sxy += w * x[i] * t[i];
+  }
+  fit f = {0};
+  const double d = sw * sxx - sx * sx;
+  if (n < 2 || d == 0) return f;
+  f.b = (sw * sxy - sx * sy) / d;
+  f.a = (sy - f.b * sx) / sw;
+  double mean = 0, ss = 0, sr = 0;
+  for (int i = 0; i < n; i++) mean += t[i] / n;
+  for (int i = 0; i < n; i++) {
+    const double r = t[i] - (f.a + f.b * x[i]);
+    ss += (t[i] - mean) * (t[i] - mean), sr += r * r;
+    if (fabs(r) / t[i] > f.maxrel) f.maxrel = fabs(r) / t[i];
+  }
+  f.r2 = ss > 0 ? 1 - sr / ss : 1;
+  return f;
+}
+
+/* One measurement on this rank's pair: median seconds over reps. stream
+ * 0: half a round trip of n bytes; else `stream` messages one way then a
+ * 1-byte answer, whole time. */
+static double measure(MPI_Comm comm, int me, int peer, long n, int stream, int reps, char *buf,
+                      MPI_Request *req, MPI_Status *st) {
+  double *t = malloc(sizeof *t * (size_t)reps);
+  if (!t) MPI_Abort(MPI_COMM_WORLD, 1);
+  for (int r = -2; r < reps; r++) { /* two warm-ups */
+    MPI_Barrier(comm);
+    const double t0 = MPI_Wtime();
+    if (!stream) {
+      if (me < peer) {
+        MPI_Send(buf, (int)n, MPI_BYTE, peer, TAG, comm);
+        MPI_Recv(buf, (int)n, MPI_BYTE, peer, TAG, comm, MPI_STATUS_IGNORE);
+      } else {
+        MPI_Recv(buf, (int)n, MPI_BYTE, peer, TAG, comm, MPI_STATUS_IGNORE);
+        MPI_Send(buf, (int)n, MPI_BYTE, peer, TAG, comm);
+      }
+    } else if (me < peer) {
+      for (int i = 0; i < stream; i++)
+        MPI_Isend(buf + (size_t)i * (size_t)n, (int)n, MPI_BYTE, peer, TAG, comm, &req[i]);
+      MPI_Waitall(stream, req, st);
+      MPI_Recv(buf, 1, MPI_BYTE, peer, TAG, comm, MPI_STATUS_IGNORE);
+    } else {
+      for (int i = 0; i < stream; i++)
+        MPI_Irecv(buf + (size_t)i * (size_t)n, (int)n, MPI_BYTE, peer, TAG, comm, &req[i]);
+      MPI_Waitall(stream, req, st);
+      MPI_Send(buf, 1, MPI_BYTE, peer, TAG, comm);
+    }
+    const double dt = MPI_Wtime() - t0;
+    if (r >= 0) t[r] = stream ? dt : dt / 2;
+  }
+  const double m = median(t, reps);
+  free(t);
+  return m;
+}
+
+/* Median over the pairs of every rank's value (rank 0's result). */
+static double over_pairs(double v, int inpair, MPI_Comm world) {
+  int n, me;
+  MPI_Comm_size(world, &n);
+  MPI_Comm_rank(world, &me);
+  double *all = me == 0 ? malloc(sizeof *all * (size_t)n) : NULL;
+  double x = inpair ? v : -1;
+  MPI_Gather(&x, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, 0, world);
+  double m = 0;
+  if (me == 0) {
+    int k = 0;
+    for (int i = 0; i < n; i++)
+      if (all[i] >= 0) all[k++] = all[i];
+    m = k ? median(all, k) : 0;
+    free(all);
+  }
+  return m;
+}
+
+int cpli_calibrate(const char *out, const long *sizes, int nsizes, int reps, int quiet) {
+  int me, n;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  if (nsizes < 2 || nsizes > CPLI_CALIBRATE_MAXS) {
+    if (me == 0)
+      fprintf(stderr, "cpl-bench --calibrate: give 2 to %d sizes (got %d)\n", CPLI_CALIBRATE_MAXS,
+              nsizes);
+    return 2;
+  }
+  if (n < 2) {
+    fprintf(stderr, "cpl-bench --calibrate: needs at least 2 ranks (mpiexec -n 2 or more)\n");
+    return 2;
+  }
+  char pathbuf[4096];
+  int explicit_ = 0;
+  const char *path = out ? out : cpli_tuning_file_path(pathbuf, sizeof pathbuf, &explicit_);
+  if (!path) {
+    if (me == 0)
+      fprintf(stderr, "cpl-bench --calibrate: no place for the tuning file: set --out, "
+                      "CPL_TUNING_FILE, XDG_CONFIG_HOME or HOME\n");
+    return 2;
+  }
+  const int peer = me ^ 1, inpair = peer < n;
+  /* streams: B and 2B messages, B from 4 to 32, 2B at most 16 MiB where
+   * it can */
+  int bs[MAXS], maxb = 1;
+  size_t bufsize = 1;
+  for (int i = 0; i < nsizes; i++) {
+    long b = sizes[i] ? (8L << 20) / sizes[i] : 32;
+    bs[i] = (int)(b > 32 ? 32 : b < 4 ? 4 : b);
+    maxb = 2 * bs[i] > maxb ? 2 * bs[i] : maxb;
+    if ((size_t)(2 * bs[i]) * (size_t)sizes[i] > bufsize)
+      bufsize = (size_t)(2 * bs[i]) * (size_t)sizes[i];
+  }
+  char *buf = malloc(bufsize + 64);
+  MPI_Request *req = malloc(sizeof *req * (size_t)maxb);
+  MPI_Status *sts = malloc(sizeof *sts * (size_t)maxb);
+  if (!buf || !req || !sts) {
+    fprintf(stderr, "cpl-bench --calibrate: out of memory\n");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  memset(buf, 7, bufsize + 64);
+  MPI_Comm pair;
+  MPI_Comm_split(MPI_COMM_WORLD, inpair ? me / 2 : MPI_UNDEFINED, me, &pair);
+  const int pme = me & 1, ppeer = pme ^ 1;
+  double x[MAXS], pp[MAXS], st[MAXS], per[MAXS];
+  for (int i = 0; inpair && i < nsizes; i++) /* connections, buffers, caches */
+    measure(pair, pme, ppeer, sizes[i], 0, 1, buf, req, sts);
+  for (int i = 0; i < nsizes; i++) {
+    const long s = sizes[i];
+    double a = 0, c = 0, c2 = 0;
+    if (inpair) {
+      a = measure(pair, pme, ppeer, s, 0, reps, buf, req, sts);
+      c = measure(pair, pme, ppeer, s, bs[i], reps, buf, req, sts);
+      c2 = measure(pair, pme, ppeer, s, 2 * bs[i], reps, buf, req, sts);
+    }
+    x[i] = (double)s;
+    pp[i] = over_pairs(a, inpair, MPI_COMM_WORLD);
+    st[i] = over_pairs(c2, inpair, MPI_COMM_WORLD);
+    per[i] = over_pairs((c2 - c) / bs[i], inpair, MPI_COMM_WORLD);
+    if (me == 0 && !quiet) fprintf(stderr, "[%d/%d] %ld bytes done\n", i + 1, nsizes, s);
+  }
+  if (pair != MPI_COMM_NULL) MPI_Comm_free(&pair);
+  int rc = 0;
+  if (me == 0) {
+    /* one message's latency: the smallest size's half round trip */
+    int smallest = 0;
+    for (int i = 1; i < nsizes; i++)
+      if (x[i] < x[smallest]) smallest = i;
+    const double t1 = pp[smallest];
+    const fit fp = lsq(x, pp, nsizes);
+    for (int i = 0; i < nsizes; i++) per[i] = fmax(per[i], 1e-9); /* noise below 0 */
+    const fit fs = lsq(x, per, nsizes);
+    const int stream_ok = fs.b > 0 && fs.r2 >= 0.5;
+    cpli_tuning_vals v = {0};
+    v.alpha = fp.a > 0 ? fp.a : t1;
+    v.beta = stream_ok ? fs.b : fp.b;
+    v.overhead = stream_ok && fs.a > 0 ? fs.a : 0; /* else the library uses alpha */
+    int largest = 0;
+    for (int i = 1; i < nsizes; i++)
+      if (x[i] > x[largest]) largest = i;
+    const int crude = !(v.beta > 0) && x[largest] > 0; /* noise swamped both fits */
+    if (crude) v.beta = pp[largest] / x[largest];
+    printf("# cpl-bench --calibrate: %d ranks, %d pair%s measuring at once, %d runs per size "
+           "(medians)\n",
+           n, n / 2, n / 2 == 1 ? "" : "s", reps);
+    printf("%10s %14s %8s %14s %14s\n", "bytes", "pingpong_us", "stream", "stream_us",
+           "per_msg_us");
+    for (int i = 0; i < nsizes; i++)
+      printf("%10.0f %14.3f %8d %14.3f %14.3f\n", x[i], pp[i] * 1e6, 2 * bs[i], st[i] * 1e6,
+             per[i] * 1e6);
+    printf("(pingpong: half a round trip; stream: that many messages one way and an answer;\n"
+           " per_msg: one more message of a stream, from streams of %s and half as many)\n",
+           "that many");
+    printf("ping-pong fit: alpha %.4g s + %.4g s/B (R^2 %.4f, largest residual %.1f%%)%s\n", fp.a,
+           fp.b, fp.r2, 100 * fp.maxrel,
+           fp.a > 0 ? "" : "; intercept not positive: alpha = the smallest message's time");
+    printf("stream fit: overhead %.4g s per message + %.4g s/B = %.2f MB/s (R^2 %.4f, largest "
+           "residual %.1f%%)%s\n",
+           fs.a, fs.b, fs.b > 0 ? 1e-6 / fs.b : 0, fs.r2, 100 * fs.maxrel,
+           !stream_ok ? "; poor or not positive: beta from the ping-pong, overhead left out (the "
+                        "library uses alpha)"
+           : fs.a > 0 ? ""
+                      : "; overhead not positive: left out (the library uses alpha)");
+    if (crude)
+      printf("no fit gave a positive beta (a noisy machine?): beta = the largest message's "
+             "time / its size, an upper bound; measure again with more --reps\n");
+    if (!(v.beta > 0)) {
+      fprintf(stderr, "cpl-bench --calibrate: no positive beta could be fitted; nothing written\n");
+      rc = 1;
+    } else {
+      char host[256] = "?", when[64] = "?", comment[1024], err[600];
+      gethostname(host, sizeof host - 1);
+      const time_t now = time(NULL);
+      strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", gmtime(&now));
+      snprintf(comment, sizeof comment,
+               "Coupler tuning file, written by cpl-bench --calibrate (%s)\n"
+               "on %s at %s: %d ranks, %d runs per size, %ld..%ld bytes\n"
+               "ping-pong fit R^2 %.4f (largest residual %.1f%%), stream fit R^2 %.4f (%.1f%%)\n"
+               "CPL_ALPHA, CPL_BETA, CPL_OVERHEAD and CPL_CHUNK override these values",
+               CPL_VERSION_STRING, host, when, n, reps, sizes[0], sizes[nsizes - 1], fp.r2,
+               100 * fp.maxrel, fs.r2, 100 * fs.maxrel);
+      if (strcmp(path, "-") == 0) {
+        printf("alpha = %.6g\nbeta = %.6g\n", v.alpha, v.beta);
+        if (v.overhead > 0) printf("overhead = %.6g\n", v.overhead);
+      } else if (cpli_tuning_file_write(path, &v, comment, err, sizeof err) != CPL_OK) {
+        fprintf(stderr, "cpl-bench --calibrate: %s\n", err);
+        rc = 1;
+      } else {
+        printf("wrote %s: alpha = %.4g s, beta = %.4g s/B (%.2f MB/s), overhead = %s\n", path,
+               v.alpha, v.beta, 1e-6 / v.beta, v.overhead > 0 ? "measured" : "alpha");
+      }
+    }
+    fflush(stdout);
+  }
+  MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  free(buf);
+  free(req);
+  free(sts);
+  return rc;
+}

@@ -1,0 +1,82 @@
+/*
+ * The cost model at run time, on 2 ranks:
+ *   badfile   a tuning file with a bad line: every collective fails with
+ *             CPL_ERR_ENV naming file:line, on every rank, no hang;
+ *   mismatch  ranks with different CPL_ALPHA: the first intra- and the
+ *             first inter-group collective fail with CPL_ERR_MISMATCH on
+ *             every rank, naming the values, instead of building
+ *             different plans.
+ * Checked through return codes (cpl-bench would abort, and an aborting
+ * job may lose its last output).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "coupler.h"
+
+static int failures;
+
+static void expect(int rc, int want, const char *fragment, const char *what, int rank) {
+  if (rc != want || !strstr(cpl_last_error(), fragment)) {
+    fprintf(stderr, "FAIL rank %d %s: got %d (%s) \"%s\", want %d with \"%s\"\n", rank, what, rc,
+            cpl_strerror(rc), cpl_last_error(), want, fragment);
+    failures++;
+  } else {
+    printf("ok   rank %d %-24s -> %s\n", rank, what, cpl_last_error());
+  }
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const int bad = argc > 1 && !strcmp(argv[1], "badfile");
+  if (size != 2 || argc < 2 || (!bad && strcmp(argv[1], "mismatch"))) {
+    if (rank == 0) fprintf(stderr, "usage: mpiexec -n 2 %s badfile|mismatch\n", argv[0]);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  char path[256];
+  snprintf(path, sizeof path, "/tmp/cpl-tuning-agree.%d", rank == 0 ? (int)getpid() : 0);
+  MPI_Bcast(path, sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
+  if (bad) {
+    if (rank == 0) {
+      FILE *f = fopen(path, "w");
+      if (!f) MPI_Abort(MPI_COMM_WORLD, 1);
+      fputs("alpha = 1e-5\nbeta = fast\n", f);
+      fclose(f);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    setenv("CPL_TUNING_FILE", path, 1); /* read at the first collective */
+  } else {
+    unsetenv("CPL_TUNING_FILE");
+    setenv("XDG_CONFIG_HOME", "/nonexistent/coupler-test", 1);
+    setenv("CPL_ALPHA", rank == 0 ? "1e-5" : "2e-5", 1);
+  }
+  cpl_coll_options opt;
+  cpl_coll_options_init(&opt);
+  opt.timeout = 30; /* a hang would be the bug */
+  int buf[4] = {rank, rank, 0, 0};
+  char want[300];
+  if (bad) snprintf(want, sizeof want, "tuning file %s:2: beta", path);
+  else snprintf(want, sizeof want, "ranks use different cost models (alpha from 1e-05 to 2e-05");
+  int rc = cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_INT, buf, 2, MPI_INT, MPI_COMM_WORLD, &opt);
+  expect(rc, bad ? CPL_ERR_ENV : CPL_ERR_MISMATCH, want, "intra allgather", rank);
+  MPI_Comm local, inter;
+  MPI_Comm_split(MPI_COMM_WORLD, rank, 0, &local);
+  MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, 1 - rank, 9, &inter);
+  int counts[1] = {4}, displs[1] = {0};
+  rc = cpl_inter_allgatherv(buf, rank == 0 ? 4 : 0, MPI_INT, buf, counts, displs, MPI_INT,
+                            rank == 0 ? CPL_SENDER : CPL_RECEIVER, inter, &opt);
+  expect(rc, bad ? CPL_ERR_ENV : CPL_ERR_MISMATCH, want, "inter allgatherv", rank);
+  MPI_Comm_free(&inter);
+  MPI_Comm_free(&local);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (bad && rank == 0) remove(path);
+  int all = 0;
+  MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return all != 0;
+}
