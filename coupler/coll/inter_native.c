@@ -24,6 +24,10 @@
 /* The total bytes of all p blocks, known alike on both sides. */
 static int all_bytes(const cpli_inter_args *a, size_t *total, int *in_range) {
   *in_range = 1;
+  cpli_dir *d;
+  /* Built collectively on first use: both groups call, though only the
+   * senders use it here. */
+  if (!a->regular) CPLI_TRY(cpli_link_dir(a->link, a->sender, &d));
   if (!a->sender) {
     *in_range = cpli_native_total(&a->blk, a->p, total);
     return CPL_OK;
@@ -32,8 +36,6 @@ static int all_bytes(const cpli_inter_args *a, size_t *total, int *in_range) {
     *total = (size_t)a->p * a->own_bytes;
     return CPL_OK;
   }
-  cpli_dir *d;
-  CPLI_TRY(cpli_link_dir(a->link, 1, &d));
   size_t *counts = malloc(sizeof *counts * (size_t)a->p);
   if (!counts) return cpli_fail(CPL_ERR_NOMEM, "native: out of memory for %d sizes", a->p);
   int rc = cpli_sender_counts(d, a->own_bytes, 0, counts, a->ctx);

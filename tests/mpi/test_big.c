@@ -133,7 +133,7 @@ static void inter_case(int p, int q, int argc, char **argv, int dropin) {
       if (opt.inter == CPL_INTER_NATIVE) want = CPL_ERR_UNSUPPORTED;
       if (want) opt.timeout = 60; /* a one-sided wait would end as a timeout */
     }
-    if (all) memset(all, 0, total);
+    if (all && !want) memset(all, 0, total);
     int rc;
     if (dropin) {
       /* Both directions at once; the receivers contribute nothing. */
