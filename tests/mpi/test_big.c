@@ -93,6 +93,22 @@ static MPI_Datatype elem(void) {
   return t;
 }
 
+/* Options running algorithm `name` (inter or intra); returns the status
+ * every rank must get: CPL_ERR_UNSUPPORTED for native, else CPL_OK. */
+static int options_for(const char *name, int inter, cpl_coll_options *opt) {
+  cpl_coll_options_init(opt);
+  opt->timeout = 600; /* not the point here: loaded machines are slow */
+  if (!strcmp(name, "auto")) return CPL_OK;
+  if ((inter ? cpl_inter_algorithm_parse(name, &opt->inter)
+             : cpl_intra_algorithm_parse(name, &opt->intra)) != CPL_OK) {
+    fprintf(stderr, "unknown algorithm %s\n", name);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  if (inter ? opt->inter != CPL_INTER_NATIVE : opt->intra != CPL_INTRA_NATIVE) return CPL_OK;
+  opt->timeout = 60; /* a one-sided wait would end as a timeout, not a refusal */
+  return CPL_ERR_UNSUPPORTED;
+}
+
 static void inter_case(int p, int q, int argc, char **argv, int dropin) {
   int wr;
   MPI_Comm_rank(MPI_COMM_WORLD, &wr);
@@ -122,17 +138,7 @@ static void inter_case(int p, int q, int argc, char **argv, int dropin) {
     char what[64];
     snprintf(what, sizeof what, "%s %d|%d %s", dropin ? "dropin inter" : "inter", p, q, argv[a]);
     cpl_coll_options opt;
-    cpl_coll_options_init(&opt);
-    opt.timeout = 600; /* not the point here: loaded machines are slow */
-    int want = 0;
-    if (strcmp(argv[a], "auto")) {
-      if (cpl_inter_algorithm_parse(argv[a], &opt.inter) != CPL_OK) {
-        fprintf(stderr, "unknown algorithm %s\n", argv[a]);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-      }
-      if (opt.inter == CPL_INTER_NATIVE) want = CPL_ERR_UNSUPPORTED;
-      if (want) opt.timeout = 60; /* a one-sided wait would end as a timeout */
-    }
+    const int want = options_for(argv[a], 1, &opt);
     if (all && !want) memset(all, 0, total);
     int rc;
     if (dropin) {
@@ -180,17 +186,7 @@ static void intra_case(int argc, char **argv, int dropin) {
     char what[64];
     snprintf(what, sizeof what, "%s %s", dropin ? "dropin intra" : "intra", argv[a]);
     cpl_coll_options opt;
-    cpl_coll_options_init(&opt);
-    opt.timeout = 600;
-    int want = 0;
-    if (strcmp(argv[a], "auto")) {
-      if (cpl_intra_algorithm_parse(argv[a], &opt.intra) != CPL_OK) {
-        fprintf(stderr, "unknown algorithm %s\n", argv[a]);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-      }
-      if (opt.intra == CPL_INTRA_NATIVE) want = CPL_ERR_UNSUPPORTED;
-      if (want) opt.timeout = 60; /* a one-sided wait would end as a timeout */
-    }
+    const int want = options_for(argv[a], 0, &opt);
     memset(all, 0, total);
     fill(all + (size_t)displs[r] * ESIZE, bytes_of(r), r);
     int rc = dropin ? (MPI_Allgatherv(MPI_IN_PLACE, 0, t, all, counts, displs, t, MPI_COMM_WORLD) ==
