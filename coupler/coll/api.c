@@ -54,19 +54,19 @@ static int make_ctx(const cpl_coll_options *opt, cpli_ctx *ctx) {
 /* ------------------------------------------------------------ type views */
 
 typedef struct type_info {
-  int size;
-  MPI_Aint extent, true_lb;
+  MPI_Count size; /* large-count calls: derived types may exceed 2 GiB */
+  MPI_Count extent, true_lb;
   int dense; /* elements are contiguous bytes, back to back */
 } type_info;
 
 static int get_type(MPI_Datatype t, const char *what, type_info *ti) {
   if (t == MPI_DATATYPE_NULL) return cpli_fail(CPL_ERR_ARG, "%s is MPI_DATATYPE_NULL", what);
-  MPI_Aint lb, true_extent;
-  int rc = MPI_Type_size(t, &ti->size);
-  if (rc == MPI_SUCCESS) rc = MPI_Type_get_extent(t, &lb, &ti->extent);
-  if (rc == MPI_SUCCESS) rc = MPI_Type_get_true_extent(t, &ti->true_lb, &true_extent);
+  MPI_Count lb, true_extent;
+  int rc = MPI_Type_size_c(t, &ti->size);
+  if (rc == MPI_SUCCESS) rc = MPI_Type_get_extent_c(t, &lb, &ti->extent);
+  if (rc == MPI_SUCCESS) rc = MPI_Type_get_true_extent_c(t, &ti->true_lb, &true_extent);
   CPLI_TRY(cpli_mpi_check(rc, "MPI_Type_size/get_extent", "inspecting %s", what));
-  ti->dense = (MPI_Aint)ti->size == ti->extent && ti->extent == true_extent;
+  ti->dense = ti->size == ti->extent && ti->extent == true_extent;
   return CPL_OK;
 }
 
@@ -84,21 +84,27 @@ static int send_view(const void *buf, int count, MPI_Datatype type, MPI_Comm com
     *bytes = (size_t)count * (size_t)ti.size;
     return CPL_OK;
   }
-  int psize, pos = 0;
-  int rc = MPI_Pack_size(count, type, comm, &psize);
+  MPI_Count psize, pos = 0;
+  int rc = MPI_Pack_size_c(count, type, comm, &psize);
   CPLI_TRY(cpli_mpi_check(rc, "MPI_Pack_size", "packing the send buffer"));
   if (!(*tmp = malloc(psize ? (size_t)psize : 1)))
-    return cpli_fail(CPL_ERR_NOMEM, "out of memory packing %d bytes", psize);
-  rc = MPI_Pack(buf, count, type, *tmp, psize, &pos, comm);
+    return cpli_fail(CPL_ERR_NOMEM, "out of memory packing %lld bytes", (long long)psize);
+  rc = MPI_Pack_c(buf, count, type, *tmp, psize, &pos, comm);
   CPLI_TRY(cpli_mpi_check(rc, "MPI_Pack", "packing the send buffer"));
   *out = *tmp;
   *bytes = (size_t)pos;
   return CPL_OK;
 }
 
+/* Displacement of block i in elements: displs[i], or for a regular call
+ * (displs NULL) i * counts[0], which may pass int range. */
+static long long disp_of(const int *displs, const int *counts, int i) {
+  return displs ? displs[i] : (long long)i * counts[0];
+}
+
 /* Receive blocks as bytes. Dense recvtype: views into recvbuf (rebased so
  * byte displacements are non-negative). Otherwise: a staging buffer that
- * recv_finish unpacks. */
+ * recv_finish unpacks. displs NULL: the regular layout (disp_of). */
 typedef struct recv_view {
   cpli_blocks blk;
   size_t *mem; /* counts and displs */
@@ -111,8 +117,7 @@ typedef struct recv_view {
 static int recv_view_make(void *recvbuf, const int *recvcounts, const int *displs,
                           MPI_Datatype type, int n, recv_view *v) {
   memset(v, 0, sizeof *v);
-  if (!recvcounts || !displs)
-    return cpli_fail(CPL_ERR_ARG, "recvcounts and displs must not be NULL");
+  if (!recvcounts) return cpli_fail(CPL_ERR_ARG, "recvcounts must not be NULL");
   size_t total = 0;
   for (int i = 0; i < n; i++) {
     if (recvcounts[i] < 0)
@@ -135,12 +140,12 @@ static int recv_view_make(void *recvbuf, const int *recvcounts, const int *displ
   if (total == 0 || v->ti.dense) {
     long long lo = LLONG_MAX;
     for (int i = 0; i < n; i++) {
-      long long off = (long long)displs[i] * v->ti.extent + v->ti.true_lb;
+      long long off = disp_of(displs, recvcounts, i) * v->ti.extent + v->ti.true_lb;
       if (counts[i] && off < lo) lo = off;
     }
     if (lo == LLONG_MAX) lo = 0;
     for (int i = 0; i < n; i++) {
-      long long off = (long long)displs[i] * v->ti.extent + v->ti.true_lb;
+      long long off = disp_of(displs, recvcounts, i) * v->ti.extent + v->ti.true_lb;
       bd[i] = counts[i] ? (size_t)(off - lo) : 0;
     }
     v->blk = (cpli_blocks){(char *)recvbuf + lo, counts, bd};
@@ -164,15 +169,10 @@ static int recv_view_finish(recv_view *v, void *recvbuf, const int *recvcounts, 
   if (ok && v->stage)
     for (int i = 0; i < n && rc == CPL_OK; i++) {
       if (i == skip || recvcounts[i] == 0) continue;
-      int pos = 0;
-      if (v->blk.counts[i] > INT_MAX) {
-        rc = cpli_fail(CPL_ERR_UNSUPPORTED, "block %d of %zu bytes too large to unpack", i,
-                       v->blk.counts[i]);
-        break;
-      }
-      int mrc = MPI_Unpack(v->stage + v->blk.displs[i], (int)v->blk.counts[i], &pos,
-                           (char *)recvbuf + (MPI_Aint)displs[i] * v->ti.extent, recvcounts[i],
-                           type, comm);
+      MPI_Count pos = 0;
+      int mrc = MPI_Unpack_c(v->stage + v->blk.displs[i], (MPI_Count)v->blk.counts[i], &pos,
+                             (char *)recvbuf + disp_of(displs, recvcounts, i) * v->ti.extent,
+                             recvcounts[i], type, comm);
       rc = cpli_mpi_check(mrc, "MPI_Unpack", "unpacking block %d", i);
     }
   free(v->stage);
@@ -229,8 +229,9 @@ static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
   const int p = sender ? link->lsize : link->rsize, q = sender ? link->rsize : link->lsize;
   cpl_intra_algorithm intra;
   CPLI_TRY(cpli_intra_requested(opt, &intra));
-  cpl_inter_algorithm alg;
+  cpl_inter_algorithm alg, env;
   CPLI_TRY(cpli_inter_choose(p, q, block, regular, opt, &alg)); /* both groups alike */
+  CPLI_TRY(cpli_env_inter(&env));
 
   cpli_inter_args a = {.link = link,
                        .sender = sender,
@@ -238,6 +239,7 @@ static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
                        .q = q,
                        .regular = regular,
                        .intra = intra,
+                       .by_auto = (!opt || opt->inter == CPL_INTER_AUTO) && env == CPL_INTER_AUTO,
                        .ctx = &ctx};
   ctx.alg = cpl_inter_algorithm_name(alg);
   snprintf(ctx.who, sizeof ctx.who, "%s %d", sender ? "sender" : "receiver", link->lrank);
@@ -267,6 +269,7 @@ static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
 int cpl_inter_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                          const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                          cpl_role role, MPI_Comm intercomm, const cpl_coll_options *opt) {
+  if (role == CPL_RECEIVER && !displs) return cpli_fail(CPL_ERR_ARG, "displs must not be NULL");
   return inter_run(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, role,
                    intercomm, opt, 0, 0);
 }
@@ -286,33 +289,27 @@ int cpl_inter_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
     type_info ti = {0};
     if (recvcount > 0) CPLI_TRY(get_type(recvtype, "recvtype", &ti));
     block = (size_t)recvcount * (size_t)ti.size;
-    if (!(counts = malloc(sizeof *counts * 2 * (size_t)p)))
+    if (!(counts = malloc(sizeof *counts * (size_t)(p ? p : 1))))
       return cpli_fail(CPL_ERR_NOMEM, "out of memory for %d counts", p);
-    for (int i = 0; i < p; i++) {
-      counts[i] = recvcount;
-      counts[p + i] = (int)((long long)i * recvcount);
-      if ((long long)i * recvcount > INT_MAX)
-        rc =
-            cpli_fail(CPL_ERR_UNSUPPORTED,
-                      "receive buffer of %d x %d elements exceeds int displacements", p, recvcount);
-    }
+    for (int i = 0; i < p; i++) counts[i] = recvcount;
   } else if (role == CPL_SENDER && sendcount > 0) {
     type_info ti;
     CPLI_TRY(get_type(sendtype, "sendtype", &ti));
     block = (size_t)sendcount * (size_t)ti.size;
   }
   if (rc == CPL_OK)
-    rc = inter_run(sendbuf, sendcount, sendtype, recvbuf, counts, counts ? counts + p : NULL,
-                   recvtype, role, intercomm, opt, block, 1);
+    rc = inter_run(sendbuf, sendcount, sendtype, recvbuf, counts, NULL, recvtype, role, intercomm,
+                   opt, block, 1);
   free(counts);
   return rc;
 }
 
 /* --------------------------------------------------------------- intra */
 
-int cpl_intra_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                         const int recvcounts[], const int displs[], MPI_Datatype recvtype,
-                         MPI_Comm comm, const cpl_coll_options *opt) {
+/* The intra-group allgatherv; displs NULL: the regular layout. */
+static int intra_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                     const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                     MPI_Comm comm, const cpl_coll_options *opt) {
   cpli_ctx ctx;
   CPLI_TRY(make_ctx(opt, &ctx));
   CPLI_TRY(check_comm(comm, 0));
@@ -333,9 +330,10 @@ int cpl_intra_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendty
   char *own_place = v.blk.base + v.blk.displs[r];
   if (in_place && v.stage && recvcounts[r] > 0) {
     /* stage our own block from the caller's buffer */
-    int pos = 0;
-    rc = cpli_mpi_check(MPI_Pack((char *)recvbuf + (MPI_Aint)displs[r] * v.ti.extent, recvcounts[r],
-                                 recvtype, own_place, (int)v.blk.counts[r], &pos, comm),
+    MPI_Count pos = 0;
+    rc = cpli_mpi_check(MPI_Pack_c((char *)recvbuf + disp_of(displs, recvcounts, r) * v.ti.extent,
+                                   recvcounts[r], recvtype, own_place, (MPI_Count)v.blk.counts[r],
+                                   &pos, comm),
                         "MPI_Pack", "staging the own block");
   } else if (!in_place) {
     const void *own;
@@ -350,7 +348,12 @@ int cpl_intra_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendty
   }
   cpl_intra_algorithm alg = CPL_INTRA_AUTO;
   if (rc == CPL_OK) rc = cpli_intra_requested(opt, &alg);
-  if (rc == CPL_OK && alg == CPL_INTRA_AUTO) alg = cpli_intra_pick(p, v.total, v.maxb, v.regular);
+  if (rc == CPL_OK && alg == CPL_INTRA_AUTO) {
+    alg = cpli_intra_pick(p, v.total, v.maxb, v.regular);
+    size_t total; /* the same counts on every rank: all switch alike */
+    if (alg == CPL_INTRA_NATIVE && (cpli_native_total(&v.blk, p, &total), total > CPLI_NATIVE_MAX))
+      alg = CPL_INTRA_CIRCULANT;
+  }
   if (rc == CPL_OK) {
     ctx.alg = cpl_intra_algorithm_name(alg);
     cpli_intra_args a = {priv, v.blk, &ctx, plans};
@@ -361,6 +364,13 @@ int cpl_intra_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendty
   return rc != CPL_OK ? rc : frc;
 }
 
+int cpl_intra_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                         const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                         MPI_Comm comm, const cpl_coll_options *opt) {
+  if (!displs) return cpli_fail(CPL_ERR_ARG, "displs must not be NULL");
+  return intra_run(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, opt);
+}
+
 int cpl_intra_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                         int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                         const cpl_coll_options *opt) {
@@ -368,14 +378,10 @@ int cpl_intra_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
   if (recvcount < 0) return cpli_fail(CPL_ERR_ARG, "recvcount is negative (%d)", recvcount);
   int p;
   MPI_Comm_size(comm, &p);
-  if ((long long)(p - 1) * recvcount > INT_MAX)
-    return cpli_fail(CPL_ERR_UNSUPPORTED, "%d x %d elements exceed int displacements", p,
-                     recvcount);
-  int *c = malloc(sizeof *c * 2 * (size_t)p);
+  int *c = malloc(sizeof *c * (size_t)p);
   if (!c) return cpli_fail(CPL_ERR_NOMEM, "out of memory for %d counts", p);
-  for (int i = 0; i < p; i++) c[i] = recvcount, c[p + i] = i * recvcount;
-  int rc =
-      cpl_intra_allgatherv(sendbuf, sendcount, sendtype, recvbuf, c, c + p, recvtype, comm, opt);
+  for (int i = 0; i < p; i++) c[i] = recvcount;
+  int rc = intra_run(sendbuf, sendcount, sendtype, recvbuf, c, NULL, recvtype, comm, opt);
   free(c);
   return rc;
 }
@@ -402,14 +408,15 @@ int cpl_intra_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm 
   if (ti.dense) return cpli_bcast_circulant(priv, (char *)buf + ti.true_lb, bytes, root, 0, &ctx);
   char *stage = malloc(bytes);
   if (!stage) return cpli_fail(CPL_ERR_NOMEM, "out of memory staging %zu bytes", bytes);
-  int pos = 0, rc = CPL_OK;
+  MPI_Count pos = 0;
+  int rc = CPL_OK;
   if (r == root)
-    rc = cpli_mpi_check(MPI_Pack(buf, count, type, stage, (int)bytes, &pos, comm), "MPI_Pack",
-                        "staging the broadcast");
+    rc = cpli_mpi_check(MPI_Pack_c(buf, count, type, stage, (MPI_Count)bytes, &pos, comm),
+                        "MPI_Pack", "staging the broadcast");
   if (rc == CPL_OK) rc = cpli_bcast_circulant(priv, stage, bytes, root, 0, &ctx);
   if (rc == CPL_OK && r != root)
-    rc = cpli_mpi_check(MPI_Unpack(stage, (int)bytes, &pos, buf, count, type, comm), "MPI_Unpack",
-                        "unpacking the broadcast");
+    rc = cpli_mpi_check(MPI_Unpack_c(stage, (MPI_Count)bytes, &pos, buf, count, type, comm),
+                        "MPI_Unpack", "unpacking the broadcast");
   free(stage);
   return rc;
 }

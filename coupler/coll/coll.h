@@ -75,8 +75,18 @@ const char *cpli_ctx_where(const cpli_ctx *ctx, MPI_Comm comm, char *buf, size_t
  * Deadline per wait as for cpli_waitall, restarted by any progress. */
 int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *base1, cpli_ctx *ctx);
 
-/* Largest message one MPI call moves with MPI_BYTE. */
+/* Largest message of the MPI calls that take int counts (the dataflow
+ * executor, the broadcast's blocks): algorithms cut pieces at this size.
+ * cpli_xfer and cpli_xferv use large-count calls and take any size. */
 #define CPLI_MAX_MSG ((size_t)0x7fffffff)
+
+/* MPICH's own collectives (native, root's gather and broadcast) are used
+ * only while all the blocks of a call together fit int counts: MPICH
+ * 4.0.2's MPI_Iallgatherv_c with one 2 GiB block grew to 12.7 GB and was
+ * killed. Every rank of both groups knows this total before any transfer
+ * (senders of an allgatherv after exchanging their sizes), so the limit
+ * is decided alike everywhere. */
+#define CPLI_NATIVE_MAX ((size_t)0x7fffffff)
 
 /* --------------------------------------------------------- intra-group */
 
@@ -97,6 +107,10 @@ int cpli_intra_circulant(const cpli_intra_args *a); /* Traff Alg. 7 / 9 */
 int cpli_intra_bruck(const cpli_intra_args *a);
 int cpli_intra_ring(const cpli_intra_args *a);
 int cpli_intra_native(const cpli_intra_args *a);
+
+/* Sum of the p block sizes into *total; returns 1 if every block also
+ * ends within int displacements (native's own layout limit). */
+int cpli_native_total(const cpli_blocks *b, int p, size_t *total);
 
 /* Round-optimal n-block broadcast (Traff Alg. 6) of bytes from root,
  * split into nblocks blocks (0: choose by the cost model). */
@@ -122,6 +136,7 @@ typedef struct cpli_inter_args {
   size_t own_bytes;
   cpli_blocks blk;           /* receivers: all p blocks               */
   cpl_intra_algorithm intra; /* algorithm for intra-group phases      */
+  int by_auto;               /* chosen by auto: native may hand to fc */
   cpli_ctx *ctx;
 } cpli_inter_args;
 

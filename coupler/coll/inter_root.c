@@ -9,6 +9,12 @@
  * 2 log2(q) alpha + 2 p k beta, about 4 p k beta in all against p k beta
  * for fc; MPICH's MPI_Ibcast uses a binomial tree below 8 processes,
  * log2(q) (alpha + p k beta) (cost.c models what MPICH does).
+ *
+ * Sizes: MPICH's gather and broadcast are used while the p blocks fit int
+ * counts (CPLI_NATIVE_MAX); both groups know the total (the senders
+ * exchange their sizes anyway). Past it the root receives each block as
+ * one large-count message and the receivers broadcast with Coupler's
+ * circulant broadcast, so no size is refused.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -26,48 +32,53 @@ static size_t prefix(const size_t *counts, int n, size_t *off) {
   return t;
 }
 
-static int icounts(const size_t *c, const size_t *o, int n, int *ic, int *io) {
-  for (int i = 0; i < n; i++) {
-    if (c[i] > CPLI_MAX_MSG || o[i] > CPLI_MAX_MSG)
-      return cpli_fail(CPL_ERR_UNSUPPORTED,
-                       "root: gathered data past %zu bytes exceeds MPI's int counts", CPLI_MAX_MSG);
-    ic[i] = (int)c[i];
-    io[i] = (int)o[i];
+/* Gather to sender 0: MPICH's gatherv within int counts, else one
+ * message per sender. */
+static int gather(const cpli_inter_args *a, cpli_dir *d, int lrank, const size_t *counts,
+                  const size_t *off, size_t total, char *tmp) {
+  a->ctx->xstep = 0;
+  if (total > CPLI_NATIVE_MAX) {
+    if (lrank != 0)
+      return cpli_xfer(d->local, a->own, a->own_bytes, 0, NULL, 0, MPI_PROC_NULL, a->ctx);
+    if (a->own_bytes) memcpy(tmp + off[0], a->own, a->own_bytes);
+    int rc = CPL_OK;
+    for (int i = 1; i < a->p && rc == CPL_OK; i++)
+      rc = cpli_xfer(d->local, NULL, 0, MPI_PROC_NULL, tmp + off[i], counts[i], i, a->ctx);
+    return rc;
   }
-  return CPL_OK;
+  int *ic = malloc(sizeof *ic * 2 * (size_t)a->p);
+  if (!ic) return cpli_fail(CPL_ERR_NOMEM, "root: out of memory");
+  for (int i = 0; i < a->p; i++) {
+    ic[i] = (int)counts[i];
+    ic[a->p + i] = (int)off[i];
+  }
+  MPI_Request req;
+  int rc = MPI_Igatherv(a->own, (int)a->own_bytes, MPI_BYTE, tmp, ic, ic + a->p, MPI_BYTE, 0,
+                        d->local, &req);
+  rc = rc == MPI_SUCCESS ? cpli_waitall(1, &req, a->ctx, d->local, "gather to the sender root", -1)
+                         : cpli_mpi_check(rc, "MPI_Igatherv", "root: gather");
+  free(ic);
+  return rc;
 }
 
 static int senders(const cpli_inter_args *a, cpli_dir *d) {
   int lrank;
   MPI_Comm_rank(d->local, &lrank);
   size_t *counts = malloc(sizeof *counts * 2 * (size_t)a->p);
-  int *ic = malloc(sizeof *ic * 2 * (size_t)a->p);
   char *tmp = NULL;
-  int rc = counts && ic ? CPL_OK : cpli_fail(CPL_ERR_NOMEM, "root: out of memory");
+  int rc = counts ? CPL_OK : cpli_fail(CPL_ERR_NOMEM, "root: out of memory");
   if (rc == CPL_OK) rc = cpli_sender_counts(d, a->own_bytes, a->regular, counts, a->ctx);
   size_t total = 0;
-  if (rc == CPL_OK) {
-    total = prefix(counts, a->p, counts + a->p);
-    rc = icounts(counts, counts + a->p, a->p, ic, ic + a->p);
-  }
+  if (rc == CPL_OK) total = prefix(counts, a->p, counts + a->p);
   if (rc == CPL_OK && lrank == 0 && !(tmp = malloc(total ? total : 1)))
     rc = cpli_fail(CPL_ERR_NOMEM, "root: out of memory for %zu gathered bytes", total);
-  if (rc == CPL_OK) {
-    MPI_Request req;
-    a->ctx->xstep = 0;
-    rc = MPI_Igatherv(a->own, (int)a->own_bytes, MPI_BYTE, tmp, ic, ic + a->p, MPI_BYTE, 0,
-                      d->local, &req);
-    rc = rc == MPI_SUCCESS
-             ? cpli_waitall(1, &req, a->ctx, d->local, "gather to the sender root", -1)
-             : cpli_mpi_check(rc, "MPI_Igatherv", "root: gather");
-  }
+  if (rc == CPL_OK) rc = gather(a, d, lrank, counts, counts + a->p, total, tmp);
   if (rc == CPL_OK && lrank == 0) {
     a->ctx->xstep = 1;
     rc = cpli_xfer(d->merged, tmp, total, a->p, NULL, 0, MPI_PROC_NULL, a->ctx);
   }
   free(tmp);
   free(counts);
-  free(ic);
   return rc;
 }
 
@@ -87,12 +98,12 @@ static int receivers(const cpli_inter_args *a, cpli_dir *d) {
     a->ctx->xstep = 1;
     rc = cpli_xfer(d->merged, NULL, 0, MPI_PROC_NULL, buf, total, 0, a->ctx);
   }
-  if (rc == CPL_OK) {
-    if (total > CPLI_MAX_MSG) {
-      rc = cpli_fail(CPL_ERR_UNSUPPORTED, "root: %zu bytes exceed one broadcast", total);
+  if (rc == CPL_OK && a->q > 1) {
+    a->ctx->xstep = 2;
+    if (total > CPLI_NATIVE_MAX) {
+      rc = cpli_bcast_circulant(d->local, buf, total, 0, 0, a->ctx);
     } else {
       MPI_Request req;
-      a->ctx->xstep = 2;
       rc = MPI_Ibcast(buf, (int)total, MPI_BYTE, 0, d->local, &req);
       rc = rc == MPI_SUCCESS
                ? cpli_waitall(1, &req, a->ctx, d->local, "broadcast among receivers", -1)

@@ -7,6 +7,9 @@
  * peer that died or never entered the collective surfaces as
  * CPL_ERR_TIMEOUT naming link, rank and step. MPICH's progress engine
  * busy-polls inside MPI_Waitall anyway, so polling costs nothing extra.
+ *
+ * Sizes: messages use MPI 4's large-count calls (MPI_Isend_c, hindexed_c),
+ * so a step moves pieces of any size, 2 GiB and more, in one message.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,30 +93,19 @@ int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const c
   }
 }
 
-static int check_size(size_t bytes, cpli_ctx *ctx, MPI_Comm comm) {
-  if (bytes <= CPLI_MAX_MSG) return CPL_OK;
-  char where[256];
-  return cpli_fail(CPL_ERR_UNSUPPORTED,
-                   "%s: a single message of %zu bytes exceeds the %zu-byte "
-                   "limit of one MPI call",
-                   cpli_ctx_where(ctx, comm, where, sizeof where), bytes, CPLI_MAX_MSG);
-}
-
 int cpli_xfer(MPI_Comm comm, const void *sbuf, size_t sbytes, int dest, void *rbuf, size_t rbytes,
               int src, cpli_ctx *ctx) {
-  CPLI_TRY(check_size(sbytes, ctx, comm));
-  CPLI_TRY(check_size(rbytes, ctx, comm));
   MPI_Request req[2];
   int n = 0, rc;
   char where[256];
   if (src != MPI_PROC_NULL) {
-    rc = MPI_Irecv(rbuf, (int)rbytes, MPI_BYTE, src, CPLI_TAG, comm, &req[n++]);
+    rc = MPI_Irecv_c(rbuf, (MPI_Count)rbytes, MPI_BYTE, src, CPLI_TAG, comm, &req[n++]);
     if (rc != MPI_SUCCESS)
       return cpli_mpi_check(rc, "MPI_Irecv", "%s: receive from rank %d",
                             cpli_ctx_where(ctx, comm, where, sizeof where), src);
   }
   if (dest != MPI_PROC_NULL) {
-    rc = MPI_Isend(sbuf, (int)sbytes, MPI_BYTE, dest, CPLI_TAG, comm, &req[n++]);
+    rc = MPI_Isend_c(sbuf, (MPI_Count)sbytes, MPI_BYTE, dest, CPLI_TAG, comm, &req[n++]);
     if (rc != MPI_SUCCESS)
       return cpli_mpi_check(rc, "MPI_Isend", "%s: send to rank %d",
                             cpli_ctx_where(ctx, comm, where, sizeof where), dest);
@@ -123,52 +115,52 @@ int cpli_xfer(MPI_Comm comm, const void *sbuf, size_t sbytes, int dest, void *rb
                       src != MPI_PROC_NULL ? src : dest);
 }
 
-/* An hindexed MPI_BYTE type covering the pieces, or MPI_DATATYPE_NULL for
- * none. Returns the total byte count in *bytes. */
-static int pieces_type(int n, const size_t *len, const size_t *off, MPI_Datatype *type,
-                       size_t *bytes) {
-  *type = MPI_DATATYPE_NULL;
-  *bytes = 0;
-  if (n <= 0) return CPL_OK;
-  int *bl = malloc(sizeof *bl * (size_t)n);
-  MPI_Aint *disp = malloc(sizeof *disp * (size_t)n);
-  if (!bl || !disp) {
-    free(bl);
-    free(disp);
-    return cpli_fail(CPL_ERR_NOMEM, "out of memory building a %d-piece message", n);
-  }
-  int m = 0;
-  for (int i = 0; i < n; i++) {
-    if (len[i] == 0) continue; /* zero-length pieces are legal but useless */
-    if (len[i] > CPLI_MAX_MSG) {
-      free(bl);
-      free(disp);
-      return cpli_fail(CPL_ERR_UNSUPPORTED, "message piece of %zu bytes too large", len[i]);
+/* One side of a step: `bytes` bytes at base + off as plain bytes when the
+ * pieces form a single run (the common case, no datatype to build), else
+ * one element of an hindexed MPI_BYTE type. */
+typedef struct side {
+  MPI_Datatype type; /* MPI_DATATYPE_NULL: plain bytes */
+  size_t off, bytes;
+} side;
+
+#define STACK_PIECES 16 /* pieces described without malloc */
+
+static int pieces_type(int n, const size_t *len, const size_t *off, side *sd) {
+  *sd = (side){MPI_DATATYPE_NULL, 0, 0};
+  int m = 0, first = -1;
+  for (int i = 0; i < n; i++)
+    if (len[i]) {
+      if (first < 0) first = i;
+      sd->bytes += len[i];
+      m++;
     }
-    bl[m] = (int)len[i];
-    disp[m] = (MPI_Aint)off[i];
-    *bytes += len[i];
-    m++;
+  if (m <= 1) {
+    if (m == 1) sd->off = off[first];
+    return CPL_OK;
   }
-  int rc = MPI_SUCCESS;
-  if (m > 0) {
-    rc = MPI_Type_create_hindexed(m, bl, disp, MPI_BYTE, type);
-    if (rc == MPI_SUCCESS) rc = MPI_Type_commit(type);
-  }
-  free(bl);
-  free(disp);
-  return cpli_mpi_check(rc, "MPI_Type_create_hindexed", "building a message of %d pieces", n);
+  MPI_Count stack[2 * STACK_PIECES];
+  MPI_Count *bl = m <= STACK_PIECES ? stack : malloc(sizeof *bl * 2 * (size_t)m);
+  if (!bl) return cpli_fail(CPL_ERR_NOMEM, "out of memory building a %d-piece message", n);
+  MPI_Count *disp = bl + m;
+  for (int i = 0, j = 0; i < n; i++)
+    if (len[i]) { /* zero-length pieces are legal but useless */
+      bl[j] = (MPI_Count)len[i];
+      disp[j++] = (MPI_Count)off[i];
+    }
+  int rc = MPI_Type_create_hindexed_c(m, bl, disp, MPI_BYTE, &sd->type);
+  if (rc == MPI_SUCCESS) rc = MPI_Type_commit(&sd->type);
+  if (bl != stack) free(bl);
+  return cpli_mpi_check(rc, "MPI_Type_create_hindexed_c", "building a message of %d pieces", n);
 }
 
 int cpli_xferv(MPI_Comm comm, const void *sbase, int ns, const size_t *slen, const size_t *soff,
                int dest, void *rbase, int nr, const size_t *rlen, const size_t *roff, int src,
                cpli_ctx *ctx) {
-  MPI_Datatype st, rt;
-  size_t sbytes, rbytes;
-  CPLI_TRY(pieces_type(dest != MPI_PROC_NULL ? ns : 0, slen, soff, &st, &sbytes));
-  int rc = pieces_type(src != MPI_PROC_NULL ? nr : 0, rlen, roff, &rt, &rbytes);
+  side ss, rs;
+  CPLI_TRY(pieces_type(dest != MPI_PROC_NULL ? ns : 0, slen, soff, &ss));
+  int rc = pieces_type(src != MPI_PROC_NULL ? nr : 0, rlen, roff, &rs);
   if (rc != CPL_OK) {
-    if (st != MPI_DATATYPE_NULL) MPI_Type_free(&st);
+    if (ss.type != MPI_DATATYPE_NULL) MPI_Type_free(&ss.type);
     return rc;
   }
   MPI_Request req[2];
@@ -177,13 +169,16 @@ int cpli_xferv(MPI_Comm comm, const void *sbase, int ns, const size_t *slen, con
   /* An empty side still posts a zero-byte message so both ends of a step
    * agree on the number of messages between them. */
   if (src != MPI_PROC_NULL) {
-    rc = rt != MPI_DATATYPE_NULL ? MPI_Irecv(rbase, 1, rt, src, CPLI_TAG, comm, &req[n++])
-                                 : MPI_Irecv(rbase, 0, MPI_BYTE, src, CPLI_TAG, comm, &req[n++]);
+    rc = rs.type != MPI_DATATYPE_NULL ? MPI_Irecv(rbase, 1, rs.type, src, CPLI_TAG, comm, &req[n++])
+                                      : MPI_Irecv_c((char *)rbase + rs.off, (MPI_Count)rs.bytes,
+                                                    MPI_BYTE, src, CPLI_TAG, comm, &req[n++]);
     if (rc != MPI_SUCCESS) goto mpi_fail;
   }
   if (dest != MPI_PROC_NULL) {
-    rc = st != MPI_DATATYPE_NULL ? MPI_Isend(sbase, 1, st, dest, CPLI_TAG, comm, &req[n++])
-                                 : MPI_Isend(sbase, 0, MPI_BYTE, dest, CPLI_TAG, comm, &req[n++]);
+    rc = ss.type != MPI_DATATYPE_NULL
+             ? MPI_Isend(sbase, 1, ss.type, dest, CPLI_TAG, comm, &req[n++])
+             : MPI_Isend_c((const char *)sbase + ss.off, (MPI_Count)ss.bytes, MPI_BYTE, dest,
+                           CPLI_TAG, comm, &req[n++]);
     if (rc != MPI_SUCCESS) goto mpi_fail;
   }
   rc = n ? cpli_waitall(n, req, ctx, comm, src != MPI_PROC_NULL ? "exchange" : "send",
@@ -193,7 +188,7 @@ int cpli_xferv(MPI_Comm comm, const void *sbase, int ns, const size_t *slen, con
 mpi_fail:
   rc = cpli_mpi_check(rc, "posting a step", "%s", cpli_ctx_where(ctx, comm, where, sizeof where));
 out:
-  if (st != MPI_DATATYPE_NULL) MPI_Type_free(&st);
-  if (rt != MPI_DATATYPE_NULL) MPI_Type_free(&rt);
+  if (ss.type != MPI_DATATYPE_NULL) MPI_Type_free(&ss.type);
+  if (rs.type != MPI_DATATYPE_NULL) MPI_Type_free(&rs.type);
   return rc;
 }

@@ -199,8 +199,8 @@ static int cpli_mpi_inter_check(const cpli_mpi_call *c, int rsize, int *code, co
 
 static size_t cpli_mpi_bytes(int count, MPI_Datatype t) {
   if (count <= 0) return 0;
-  int sz = 0;
-  MPI_Type_size(t, &sz);
+  MPI_Count sz = 0; /* large-count: a derived type may pass 2 GiB */
+  MPI_Type_size_c(t, &sz);
   return (size_t)count * (size_t)(sz > 0 ? sz : 0);
 }
 
@@ -238,16 +238,16 @@ static int cpli_mpi_inter(const cpli_mpi_call *c) {
   cpl_coll_options_init(&opt);
   opt.timeout = cpli_mpi_timeout();
   opt.label = c->fn;
+  /* opt.inter stays auto: the engine derives the same choice, and only a
+   * choice of auto may leave native for fc past int counts (inter_native.c). */
   for (int phase = 0; phase < 2 && rc == CPL_OK; phase++) {
     const int sending = (phase == 0) == (first != 0);
     if (sending && do_out) {
-      opt.inter = out_alg;
       rc = regular ? cpl_inter_allgather(c->sendbuf, c->sendcount, c->sendtype, NULL, 0,
                                          MPI_DATATYPE_NULL, CPL_SENDER, c->comm, &opt)
                    : cpl_inter_allgatherv(c->sendbuf, c->sendcount, c->sendtype, NULL, NULL, NULL,
                                           MPI_DATATYPE_NULL, CPL_SENDER, c->comm, &opt);
     } else if (!sending && do_in) {
-      opt.inter = in_alg;
       rc = regular ? cpl_inter_allgather(NULL, 0, MPI_DATATYPE_NULL, c->recvbuf, c->recvcount,
                                          c->recvtype, CPL_RECEIVER, c->comm, &opt)
                    : cpl_inter_allgatherv(NULL, 0, MPI_DATATYPE_NULL, c->recvbuf, c->recvcounts,
@@ -266,8 +266,8 @@ static int cpli_mpi_intra_choice(int p, const int *counts, int regular_count, MP
                                  cpl_intra_algorithm *out) {
   *out = CPL_INTRA_NATIVE;
   if (p <= 1 || recvtype == MPI_DATATYPE_NULL) return CPL_OK;
-  int sz = 0;
-  if (MPI_Type_size(recvtype, &sz) != MPI_SUCCESS || sz <= 0) return CPL_OK;
+  MPI_Count sz = 0;
+  if (MPI_Type_size_c(recvtype, &sz) != MPI_SUCCESS || sz <= 0) return CPL_OK;
   size_t total = 0, maxb = 0;
   int regular = 1;
   for (int i = 0; i < p; i++) {
@@ -289,8 +289,10 @@ static int cpli_mpi_intra_choice(int p, const int *counts, int regular_count, MP
   cpli_model_params(&alpha, &beta);
   const double circ = cpli_intra_cost_v(CPL_INTRA_CIRCULANT, p, total, maxb, regular, alpha, beta);
   const double nat = cpli_intra_cost_v(CPL_INTRA_NATIVE, p, total, maxb, regular, alpha, beta);
-  /* Strictly cheaper only: on a tie PMPI saves the staging and the dup. */
-  if (circ < nat) *out = CPL_INTRA_CIRCULANT;
+  /* Strictly cheaper only: on a tie PMPI saves the staging and the dup.
+   * Past int counts MPICH's own allgather is not usable (CPLI_NATIVE_MAX);
+   * every rank sees the same counts, so all choose alike. */
+  if (circ < nat || total > CPLI_NATIVE_MAX) *out = CPL_INTRA_CIRCULANT;
   return CPL_OK;
 }
 
