@@ -28,7 +28,7 @@ static int all_bytes(const cpli_inter_args *a, size_t *total, int *in_range) {
   cpli_dir *d;
   /* Built collectively on first use: both groups call, though only the
    * senders use it here. */
-  if (!a->regular) CPLI_TRY(cpli_link_dir(a->link, a->sender, &d));
+  if (!a->regular) CPLI_TRY(cpli_link_dir(a->link, a->sender, a->ctx, &d));
   if (!a->sender) {
     *in_range = cpli_native_total(&a->blk, a->p, total);
     return CPL_OK;
