@@ -12,6 +12,9 @@
 #ifndef CPLI_DATA_DESC_H
 #define CPLI_DATA_DESC_H
 
+#include <limits.h>
+#include <stdint.h>
+
 #include "coupler.h"
 #include "data/wire.h"
 #include "workflow/model.h"
@@ -94,6 +97,9 @@ typedef struct cpli_attrs {
 } cpli_attrs;
 
 #define CPLI_ATTR_MAX_BYTES 65536      /* one attribute's value        */
+/* One dataset's global size and one rank's block (cpli_desc_finish): the
+ * engine's counts are int. The HDF5 source checks it before reading. */
+#define CPLI_DATASET_MAX_BYTES ((uint64_t)INT_MAX)
 #define CPLI_ATTRS_MAX_BYTES (1 << 20) /* all of a step's attributes   */
 
 /* Set (or replace) an attribute; value copied. */
