@@ -45,6 +45,7 @@ typedef struct source {
   long steps;   /* sent */
   double bytes; /* of all datasets sent, whole arrays, once per port */
   int dry;      /* the checking pass: metadata only, nothing sent */
+  size_t attr_bytes; /* of the step's fixed-size attributes, in the dry pass */
 } source;
 
 typedef struct step_ref {
@@ -168,7 +169,10 @@ static int read_attr(hid_t obj, const char *aname, int dry, hid_t *memtype, size
         rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
       else if (H5Aread(a, *memtype, *buf) < 0) rc = cpli_h5_fail("H5Aread failed");
     }
-  } else if (rc == CPL_OK && !dry) { /* its size is known once read */
+  } else if (rc == CPL_OK) { /* at least a NUL each; the size is known once read */
+    rc = attr_size_ok(*n, 1);
+  }
+  if (rc == CPL_OK && vstr && !dry) {
     hid_t vt = H5Tcopy(H5T_C_S1); /* same charset: HDF5 does not convert */
     H5Tset_size(vt, H5T_VARIABLE);
     H5Tset_cset(vt, H5Tget_cset(ft));
@@ -213,6 +217,7 @@ static int put_attrs(source *s, hid_t obj, const char *dataset, const char *skip
     size_t n = 0;
     void *buf = NULL;
     rc = read_attr(obj, an.v[i], s->dry, &mt, &n, &buf);
+    if (rc == CPL_OK && mt >= 0) s->attr_bytes += n * H5Tget_size(mt);
     for (int k = 0; rc == CPL_OK && !s->dry && k < s->nout; k++)
       rc = cpl_output_attr(s->outs[k], dataset, an.v[i], mt, n, buf);
     if (mt >= 0) H5Tclose(mt);
@@ -343,6 +348,7 @@ static int replay_step(source *s, hid_t g, const char *gname, long step, const c
   slab *slabs = NULL;
   const double before = s->bytes;
   int rc = list_links(g, gname, &members), nds = 0;
+  s->attr_bytes = 0;
   if (rc == CPL_OK && !(slabs = calloc((size_t)members.n + 1, sizeof *slabs)))
     rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
   for (int k = 0; rc == CPL_OK && !s->dry && k < s->nout; k++) {
@@ -362,6 +368,14 @@ static int replay_step(source *s, hid_t g, const char *gname, long step, const c
     if (rc != CPL_OK) cpli_error_prefix("dataset \"%s\": ", members.v[i]);
   }
   if (rc == CPL_OK) rc = put_attrs(s, g, NULL, skip);
+  /* The data API's limits per step, before anything is read. */
+  if (rc == CPL_OK && s->dry && nds > CPLI_DATASETS_MAX)
+    rc = cpli_fail(CPL_ERR_UNSUPPORTED, "%d datasets: a step carries at most %d", nds,
+                   CPLI_DATASETS_MAX);
+  if (rc == CPL_OK && s->dry && s->attr_bytes > CPLI_ATTRS_MAX_BYTES)
+    rc = cpli_fail(CPL_ERR_UNSUPPORTED,
+                   "its attributes and its datasets' are %zu bytes: a step carries at most %d",
+                   s->attr_bytes, CPLI_ATTRS_MAX_BYTES);
   for (int k = 0; rc == CPL_OK && !s->dry && k < s->nout; k++) {
     rc = cpl_output_end_step(s->outs[k]);
     if (rc != CPL_OK) cpli_error_prefix("output port \"%s\": ", s->ports[k]);

@@ -10,7 +10,7 @@
 
 #define DESC_MAGIC 0x44504c43u  /* "CLPD" */
 #define ATTRS_MAGIC 0x41504c43u /* "CLPA" */
-#define MAX_DATASETS (1 << 16)
+#define MAX_DATASETS CPLI_DATASETS_MAX
 
 int cpli_name_ok(const char *name) {
   size_t n = name ? strlen(name) : 0;

@@ -100,6 +100,7 @@ typedef struct cpli_attrs {
 /* One dataset's global size and one rank's block (cpli_desc_finish): the
  * engine's counts are int. The HDF5 source checks it before reading. */
 #define CPLI_DATASET_MAX_BYTES ((uint64_t)INT_MAX)
+#define CPLI_DATASETS_MAX (1 << 16) /* datasets in one step */
 #define CPLI_ATTRS_MAX_BYTES (1 << 20) /* all of a step's attributes   */
 
 /* Set (or replace) an attribute; value copied. */

@@ -16,6 +16,7 @@
  *   big              a 2.4 GB chunked dataset, no chunk written (tiny file)
  *   absurd           dims 2^40 x 2^40 (size overflows 64 bits), chunked
  *   big-attr         an attribute of 65537 bytes (dense attribute storage)
+ *   many-attrs       17 attributes of 64 KiB on one step group: 1.06 MiB
  */
 #include <hdf5.h>
 #include <stdint.h>
@@ -81,7 +82,7 @@ int main(int argc, char **argv) {
   }
   const char *c = argv[1], *out = argv[2];
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-  if (!strcmp(c, "big-attr")) /* attributes over 64 KiB need dense storage */
+  if (!strcmp(c, "big-attr") || !strcmp(c, "many-attrs")) /* dense attribute storage */
     H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST);
   hid_t f = H5Fcreate(out, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
   if (f < 0) die("H5Fcreate");
@@ -165,6 +166,22 @@ int main(int argc, char **argv) {
     if (!v || a < 0 || H5Awrite(a, H5T_NATIVE_UCHAR, v) < 0) die("big attribute");
     H5Aclose(a);
     H5Dclose(d);
+    H5Sclose(sp);
+    H5Gclose(g);
+    free(v);
+  } else if (!strcmp(c, "many-attrs")) {
+    hid_t g = step(f, 0);
+    ints(g, "a");
+    hsize_t n = 65536;
+    unsigned char *v = calloc(n, 1);
+    hid_t sp = H5Screate_simple(1, &n, NULL);
+    for (int i = 0; i < 17; i++) {
+      char name[16];
+      snprintf(name, sizeof name, "blob%02d", i);
+      hid_t a = H5Acreate2(g, name, H5T_STD_U8LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+      if (!v || a < 0 || H5Awrite(a, H5T_NATIVE_UCHAR, v) < 0) die("attribute");
+      H5Aclose(a);
+    }
     H5Sclose(sp);
     H5Gclose(g);
     free(v);
