@@ -42,9 +42,9 @@ typedef struct source {
   cpl_output **outs;
   const char **ports;
   int nout;
-  long steps;   /* sent */
-  double bytes; /* of all datasets sent, whole arrays, once per port */
-  int dry;      /* the checking pass: metadata only, nothing sent */
+  long steps;        /* sent */
+  double bytes;      /* of all datasets sent, whole arrays, once per port */
+  int dry;           /* the checking pass: metadata only, nothing sent */
   size_t attr_bytes; /* of the step's fixed-size attributes, in the dry pass */
 } source;
 
@@ -109,8 +109,8 @@ static const char *names_str(const names *l, char *buf, size_t size) {
  * nothing is skipped silently. */
 static int member_type(hid_t g, const char *gpath, const char *name, H5I_type_t *type) {
   char path[600], target[600] = "";
-  snprintf(path, sizeof path, "%s%s/%s", gpath[0] == '/' ? "" : "/", strcmp(gpath, "/") ? gpath : "",
-           name);
+  snprintf(path, sizeof path, "%s%s/%s", gpath[0] == '/' ? "" : "/",
+           strcmp(gpath, "/") ? gpath : "", name);
   H5L_info_t li;
   if (H5Lget_info(g, name, &li, H5P_DEFAULT) < 0)
     return cpli_h5_fail("object \"%s\": cannot read its link", path);
@@ -144,8 +144,7 @@ static int attr_size_ok(size_t n, size_t esize) {
  * native form; a variable-length string becomes a fixed-length one. The
  * type and size are checked before anything is read or allocated; `dry`:
  * only that. */
-static int read_attr(hid_t obj, const char *aname, int dry, hid_t *memtype, size_t *n,
-                     void **buf) {
+static int read_attr(hid_t obj, const char *aname, int dry, hid_t *memtype, size_t *n, void **buf) {
   *memtype = -1;
   *n = 0;
   *buf = NULL;
@@ -276,9 +275,8 @@ static int put_dataset(source *s, hid_t g, const char *dname, slab *sl) {
     rc = cpli_fail(CPL_ERR_UNSUPPORTED, "it has a null dataspace (no shape)");
   else if (rc == CPL_OK && rank > CPL_MAX_RANK)
     rc = cpli_fail(CPL_ERR_UNSUPPORTED, "%d dimensions, at most %d travel", rank, CPL_MAX_RANK);
-  else if (rc == CPL_OK &&
-           (H5Tdetect_class(ft, H5T_VLEN) > 0 || H5Tdetect_class(ft, H5T_REFERENCE) > 0 ||
-            H5Tis_variable_str(ft) > 0))
+  else if (rc == CPL_OK && (H5Tdetect_class(ft, H5T_VLEN) > 0 ||
+                            H5Tdetect_class(ft, H5T_REFERENCE) > 0 || H5Tis_variable_str(ft) > 0))
     rc = cpli_fail(CPL_ERR_UNSUPPORTED, "variable-length and reference types "
                                         "cannot be replayed (only their pointers would travel)");
   if (rc == CPL_OK && rank > 0) H5Sget_simple_extent_dims(fs, dims, NULL);
@@ -357,13 +355,12 @@ static int replay_step(source *s, hid_t g, const char *gname, long step, const c
   }
   for (int i = 0; rc == CPL_OK && i < members.n; i++) {
     H5I_type_t type = H5I_BADID;
-    rc = member_type(g, gname, members.v[i], &type);
-    if (rc == CPL_OK && type != H5I_DATASET) {
+    if ((rc = member_type(g, gname, members.v[i], &type)) != CPL_OK) break;
+    if (type != H5I_DATASET) {
       if (names_add(&other, members.v[i])) rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
       continue;
     }
     slabs[nds] = (slab){-1, NULL};
-    if (rc != CPL_OK) break;
     rc = put_dataset(s, g, members.v[i], &slabs[nds++]);
     if (rc != CPL_OK) cpli_error_prefix("dataset \"%s\": ", members.v[i]);
   }

@@ -114,8 +114,8 @@ int main(int argc, char **argv) {
       ints(g, "a");
       double v = 1.5;
       hid_t sp = H5Screate(H5S_SCALAR);
-      hid_t a = H5Acreate2(g, "step", s ? H5T_IEEE_F64LE : H5T_STD_I64LE, sp, H5P_DEFAULT,
-                           H5P_DEFAULT);
+      hid_t a =
+          H5Acreate2(g, "step", s ? H5T_IEEE_F64LE : H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
       if (a < 0 || H5Awrite(a, H5T_NATIVE_DOUBLE, &v) < 0) die("step attribute");
       H5Aclose(a);
       H5Sclose(sp);
