@@ -10,6 +10,8 @@
 set -u
 expect=$1 mnt=$2 h5dump=$3 run=$4 yaml=$5 size=${6:-1m}
 mkdir -p "$mnt" || exit 1
+# A run killed by ctest's timeout cannot unmount: do it now.
+if mountpoint -q "$mnt" 2>/dev/null; then umount "$mnt" || exit 1; fi
 if [ "$(id -u)" != 0 ] || ! mount -t tmpfs -o "size=$size" cpl-disk-full "$mnt" 2>/dev/null; then
   echo "SKIP: cannot mount a tmpfs on $mnt (needs root and mount rights)"
   exit 77
