@@ -17,6 +17,9 @@
  *   absurd           dims 2^40 x 2^40 (size overflows 64 bits), chunked
  *   big-attr         an attribute of 65537 bytes (dense attribute storage)
  *   many-attrs       17 attributes of 64 KiB on one step group: 1.06 MiB
+ *   changing         not bad: a dataset that changes type and shape, then
+ *                    is absent, beside one that stays (in the sink's
+ *                    layout, so a sink writes the file back unchanged)
  */
 #include <hdf5.h>
 #include <stdint.h>
@@ -45,6 +48,17 @@ static hid_t step(hid_t f, long num) {
   hid_t g = H5Gcreate2(f, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   if (g < 0) die(name);
   return g;
+}
+
+/* An attribute of n zero bytes (over 64 KiB: dense attribute storage). */
+static void blob(hid_t obj, const char *name, hsize_t n) {
+  unsigned char *v = calloc(n, 1);
+  hid_t sp = H5Screate_simple(1, &n, NULL);
+  hid_t a = H5Acreate2(obj, name, H5T_STD_U8LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+  if (!v || a < 0 || H5Awrite(a, H5T_NATIVE_UCHAR, v) < 0) die(name);
+  H5Aclose(a);
+  H5Sclose(sp);
+  free(v);
 }
 
 /* A chunked dataset of `rank` dims, never written: no chunk is allocated. */
@@ -159,32 +173,41 @@ int main(int argc, char **argv) {
   } else if (!strcmp(c, "big-attr")) {
     hid_t g = step(f, 0);
     ints(g, "a");
-    hsize_t n = 65537;
-    unsigned char *v = calloc(n, 1);
-    hid_t sp = H5Screate_simple(1, &n, NULL), d = H5Dopen2(g, "a", H5P_DEFAULT);
-    hid_t a = H5Acreate2(d, "blob", H5T_STD_U8LE, sp, H5P_DEFAULT, H5P_DEFAULT);
-    if (!v || a < 0 || H5Awrite(a, H5T_NATIVE_UCHAR, v) < 0) die("big attribute");
-    H5Aclose(a);
+    hid_t d = H5Dopen2(g, "a", H5P_DEFAULT);
+    blob(d, "blob", 65537);
     H5Dclose(d);
-    H5Sclose(sp);
     H5Gclose(g);
-    free(v);
   } else if (!strcmp(c, "many-attrs")) {
     hid_t g = step(f, 0);
     ints(g, "a");
-    hsize_t n = 65536;
-    unsigned char *v = calloc(n, 1);
-    hid_t sp = H5Screate_simple(1, &n, NULL);
     for (int i = 0; i < 17; i++) {
       char name[16];
       snprintf(name, sizeof name, "blob%02d", i);
-      hid_t a = H5Acreate2(g, name, H5T_STD_U8LE, sp, H5P_DEFAULT, H5P_DEFAULT);
-      if (!v || a < 0 || H5Awrite(a, H5T_NATIVE_UCHAR, v) < 0) die("attribute");
-      H5Aclose(a);
+      blob(g, name, 65536);
     }
-    H5Sclose(sp);
     H5Gclose(g);
-    free(v);
+  } else if (!strcmp(c, "changing")) {
+    for (long s = 0; s < 3; s++) {
+      hid_t g = step(f, s);
+      const int64_t num = s;
+      hid_t sp = H5Screate(H5S_SCALAR);
+      hid_t a = H5Acreate2(g, "step", H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+      if (a < 0 || H5Awrite(a, H5T_NATIVE_INT64, &num) < 0) die("step attribute");
+      H5Aclose(a);
+      H5Sclose(sp);
+      ints(g, "a");
+      if (s < 2) { /* step 0: 3 x 2 int16; step 1: 5 float64; step 2: none */
+        hsize_t dims[2] = {3, 2}, n5 = 5;
+        double v[6] = {0.5, 1.5, 2.5, 3.5, 4.5, 5.5};
+        hid_t vs = s ? H5Screate_simple(1, &n5, NULL) : H5Screate_simple(2, dims, NULL);
+        hid_t d = H5Dcreate2(g, "b", s ? H5T_IEEE_F64LE : H5T_STD_I16LE, vs, H5P_DEFAULT,
+                             H5P_DEFAULT, H5P_DEFAULT);
+        if (d < 0 || H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0) die("b");
+        H5Dclose(d);
+        H5Sclose(vs);
+      }
+      H5Gclose(g);
+    }
   } else {
     known = 0;
   }
