@@ -17,6 +17,10 @@
  *   absurd           dims 2^40 x 2^40 (size overflows 64 bits), chunked
  *   big-attr         an attribute of 65537 bytes (dense attribute storage)
  *   many-attrs       17 attributes of 64 KiB on one step group: 1.06 MiB
+ *   ref-attr         an attribute of object references on a dataset
+ *   null-dataset     a dataset with a null dataspace (no shape)
+ *   step-name        a group step_x: no `step` attribute, no number
+ *   step-dup         groups step_1 and step_000001: one step number twice
  *   changing         not bad: a dataset that changes type and shape, then
  *                    is absent, beside one that stays (in the sink's
  *                    layout, so a sink writes the file back unchanged)
@@ -186,6 +190,33 @@ int main(int argc, char **argv) {
       blob(g, name, 65536);
     }
     H5Gclose(g);
+  } else if (!strcmp(c, "ref-attr")) {
+    hid_t g = step(f, 0);
+    ints(g, "a");
+    hobj_ref_t r;
+    hid_t d = H5Dopen2(g, "a", H5P_DEFAULT), sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(d, "link", H5T_STD_REF_OBJ, sp, H5P_DEFAULT, H5P_DEFAULT);
+    if (H5Rcreate(&r, g, "a", H5R_OBJECT, -1) < 0 || a < 0 || H5Awrite(a, H5T_STD_REF_OBJ, &r) < 0)
+      die("reference attribute");
+    H5Aclose(a);
+    H5Sclose(sp);
+    H5Dclose(d);
+    H5Gclose(g);
+  } else if (!strcmp(c, "null-dataset")) {
+    hid_t g = step(f, 0), sp = H5Screate(H5S_NULL);
+    hid_t d = H5Dcreate2(g, "nothing", H5T_STD_I32LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (d < 0) die("null dataset");
+    H5Dclose(d);
+    H5Sclose(sp);
+    H5Gclose(g);
+  } else if (!strcmp(c, "step-name") || !strcmp(c, "step-dup")) {
+    const char *names[2] = {"step_1", c[5] == 'n' ? "step_x" : "step_000001"};
+    for (int i = 0; i < 2; i++) {
+      hid_t g = H5Gcreate2(f, names[i], H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+      if (g < 0) die(names[i]);
+      ints(g, "a");
+      H5Gclose(g);
+    }
   } else if (!strcmp(c, "changing")) {
     for (long s = 0; s < 3; s++) {
       hid_t g = step(f, s);
