@@ -17,6 +17,9 @@ typedef struct h5msg {
 static herr_t walk(unsigned n, const H5E_error2_t *e, void *data) {
   h5msg *m = data;
   if (n == 0 && e->desc) snprintf(m->inner, sizeof m->inner, "%s", e->desc);
+  /* One line: MPI-IO's error strings hold newlines ("error stack:\n...") */
+  for (char *c = m->inner; n == 0 && *c; c++)
+    if (*c == '\n') *c = ' ';
   if (e->func_name) snprintf(m->api, sizeof m->api, "%s", e->func_name);
   return 0;
 }

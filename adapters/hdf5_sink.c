@@ -164,6 +164,13 @@ int cpli_hdf5_sink_run(cpl_context *ctx, const char *path) {
                 cpli_report_bytes(s.out.bytes, b, sizeof b), s.nlinks, s.nlinks == 1 ? "" : "s",
                 s.where, cpli_report_elapsed());
   }
+  if (rc != CPL_OK && s.out.file >= 0) {
+    /* What is left: each step was flushed when it was written. */
+    char msg[2048];
+    snprintf(msg, sizeof msg, "%s", cpl_last_error());
+    rc = cpli_fail(rc, "%s; the %ld step%s written before are complete in the file", msg,
+                   s.out.steps, s.out.steps == 1 ? "" : "s");
+  }
   if (rc != CPL_OK) cpli_error_prefix("hdf5 sink \"%s\": file %s: ", s.name, s.where);
   return rc;
 }

@@ -10,6 +10,12 @@
  * with a collective H5Dread in the native form of the file type and puts
  * it as its block. Scalar datasets go out as 1-D of one element (the data
  * API has no rank 0); anything skipped is named in a warning.
+ *
+ * Before the first step goes out, a dry pass opens every object the replay
+ * will touch and checks every dataset and attribute from its metadata
+ * (type, shape, size against the data API's limits): a file that cannot
+ * be replayed whole fails at once, naming the object, and nothing is read
+ * or allocated for a dataset that cannot travel.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -19,6 +25,8 @@
 #include "adapters.h"
 #include "builtin.h"
 #include "core/error.h"
+#include "data/desc.h"
+#include "data/slab.h"
 #include "h5util.h"
 
 typedef struct names {
@@ -34,8 +42,10 @@ typedef struct source {
   cpl_output **outs;
   const char **ports;
   int nout;
-  long steps;   /* sent */
-  double bytes; /* of all datasets sent, whole arrays, once per port */
+  long steps;        /* sent */
+  double bytes;      /* of all datasets sent, whole arrays, once per port */
+  int dry;           /* the checking pass: metadata only, nothing sent */
+  size_t attr_bytes; /* of the step's fixed-size attributes, in the dry pass */
 } source;
 
 typedef struct step_ref {
@@ -83,21 +93,58 @@ static int list_links(hid_t g, const char *gname, names *out) {
   return CPL_OK;
 }
 
-/* H5I_GROUP, H5I_DATASET, H5I_DATATYPE of a member; < 0 if it cannot be
- * opened (dangling soft or external link). */
-static H5I_type_t member_type(hid_t g, const char *name) {
+/* " \"a\" \"b\" ..." (the first 10), for messages. */
+static const char *names_str(const names *l, char *buf, size_t size) {
+  size_t o = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < l->n && i < 10 && o < size; i++)
+    o += (size_t)snprintf(buf + o, size - o, " \"%s\"", l->v[i]);
+  if (l->n > 10 && o < size) snprintf(buf + o, size - o, " ...");
+  return buf;
+}
+
+/* *type: H5I_GROUP, H5I_DATASET or H5I_DATATYPE of member `name` of group
+ * g (at path gpath). A member that cannot be opened (a damaged object
+ * header, a dangling soft or external link) is an error naming its path:
+ * nothing is skipped silently. */
+static int member_type(hid_t g, const char *gpath, const char *name, H5I_type_t *type) {
+  char path[600], target[600] = "";
+  snprintf(path, sizeof path, "%s%s/%s", gpath[0] == '/' ? "" : "/",
+           strcmp(gpath, "/") ? gpath : "", name);
+  H5L_info_t li;
+  if (H5Lget_info(g, name, &li, H5P_DEFAULT) < 0)
+    return cpli_h5_fail("object \"%s\": cannot read its link", path);
+  if (li.type == H5L_TYPE_SOFT && H5Lget_val(g, name, target, sizeof target, H5P_DEFAULT) < 0)
+    target[0] = '\0';
   hid_t o = H5Oopen(g, name, H5P_DEFAULT);
-  if (o < 0) return H5I_BADID;
-  H5I_type_t t = H5Iget_type(o);
-  H5Oclose(o);
-  return t;
+  if (o < 0)
+    return li.type == H5L_TYPE_SOFT ? cpli_h5_fail("soft link \"%s\" -> \"%s\": cannot open "
+                                                   "its target",
+                                                   path, target)
+           : li.type == H5L_TYPE_EXTERNAL
+               ? cpli_h5_fail("external link \"%s\": cannot open its target", path)
+               : cpli_h5_fail("object \"%s\": cannot open it (a damaged object header?)", path);
+  *type = H5Iget_type(o);
+  if (H5Oclose(o) < 0) return cpli_h5_fail("object \"%s\": closing it", path);
+  return CPL_OK;
 }
 
 /* ------------------------------------------------------------- attributes */
 
+/* The data API carries at most CPLI_ATTR_MAX_BYTES per attribute. */
+static int attr_size_ok(size_t n, size_t esize) {
+  if (esize > 0 && n <= CPLI_ATTR_MAX_BYTES / esize) return CPL_OK;
+  return cpli_fail(CPL_ERR_UNSUPPORTED,
+                   "%zu elements of %zu bytes: more than the %d bytes an attribute "
+                   "can carry",
+                   n, esize, CPLI_ATTR_MAX_BYTES);
+}
+
 /* Read attribute `aname` of obj in a type the data API can carry:
- * native form; a variable-length string becomes a fixed-length one. */
-static int read_attr(hid_t obj, const char *aname, hid_t *memtype, size_t *n, void **buf) {
+ * native form; a variable-length string becomes a fixed-length one. The
+ * type and size are checked before anything is read or allocated; `dry`:
+ * only that. */
+static int read_attr(hid_t obj, const char *aname, int dry, hid_t *memtype, size_t *n, void **buf) {
   *memtype = -1;
   *n = 0;
   *buf = NULL;
@@ -107,7 +154,24 @@ static int read_attr(hid_t obj, const char *aname, hid_t *memtype, size_t *n, vo
   hssize_t np = sp >= 0 ? H5Sget_simple_extent_npoints(sp) : -1;
   int rc = ft < 0 || np < 0 ? cpli_h5_fail("type or dataspace") : CPL_OK;
   *n = np > 0 ? (size_t)np : 0;
-  if (rc == CPL_OK && H5Tis_variable_str(ft) > 0) {
+  const int vstr = rc == CPL_OK && H5Tis_variable_str(ft) > 0;
+  if (rc == CPL_OK && !vstr &&
+      (H5Tdetect_class(ft, H5T_VLEN) > 0 || H5Tdetect_class(ft, H5T_REFERENCE) > 0)) {
+    rc = cpli_fail(CPL_ERR_UNSUPPORTED, "variable-length and reference "
+                                        "types cannot be replayed (only their bytes would travel)");
+  } else if (rc == CPL_OK && !vstr) {
+    *memtype = H5Tget_native_type(ft, H5T_DIR_ASCEND);
+    if (*memtype < 0) rc = cpli_h5_fail("no native type for it");
+    else rc = attr_size_ok(*n, H5Tget_size(*memtype));
+    if (rc == CPL_OK && !dry) {
+      if (!(*buf = malloc(*n ? *n * H5Tget_size(*memtype) : 1)))
+        rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
+      else if (H5Aread(a, *memtype, *buf) < 0) rc = cpli_h5_fail("H5Aread failed");
+    }
+  } else if (rc == CPL_OK) { /* at least a NUL each; the size is known once read */
+    rc = attr_size_ok(*n, 1);
+  }
+  if (rc == CPL_OK && vstr && !dry) {
     hid_t vt = H5Tcopy(H5T_C_S1); /* same charset: HDF5 does not convert */
     H5Tset_size(vt, H5T_VARIABLE);
     H5Tset_cset(vt, H5Tget_cset(ft));
@@ -122,24 +186,15 @@ static int read_attr(hid_t obj, const char *aname, hid_t *memtype, size_t *n, vo
       *memtype = H5Tcopy(H5T_C_S1);
       H5Tset_size(*memtype, w);
       H5Tset_cset(*memtype, H5Tget_cset(ft));
-      if (!(*buf = calloc(*n ? *n : 1, w))) rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
+      rc = attr_size_ok(*n, w);
+      if (rc == CPL_OK && !(*buf = calloc(*n ? *n : 1, w)))
+        rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
       for (size_t i = 0; rc == CPL_OK && i < *n; i++)
         if (s[i]) memcpy((char *)*buf + i * w, s[i], strlen(s[i]));
       H5Dvlen_reclaim(vt, sp, H5P_DEFAULT, s);
     }
     free(s);
     H5Tclose(vt);
-  } else if (rc == CPL_OK &&
-             (H5Tdetect_class(ft, H5T_VLEN) > 0 || H5Tdetect_class(ft, H5T_REFERENCE) > 0)) {
-    rc = cpli_fail(CPL_ERR_UNSUPPORTED, "variable-length and reference "
-                                        "types cannot be replayed (only their bytes would travel)");
-  } else if (rc == CPL_OK) {
-    *memtype = H5Tget_native_type(ft, H5T_DIR_ASCEND);
-    size_t bytes = *memtype >= 0 ? H5Tget_size(*memtype) * *n : 0;
-    if (*memtype < 0) rc = cpli_h5_fail("no native type for it");
-    else if (!(*buf = malloc(bytes ? bytes : 1)))
-      rc = cpli_fail(CPL_ERR_NOMEM, "out of memory (%zu bytes)", bytes);
-    else if (H5Aread(a, *memtype, *buf) < 0) rc = cpli_h5_fail("H5Aread failed");
   }
   if (ft >= 0) H5Tclose(ft);
   if (sp >= 0) H5Sclose(sp);
@@ -160,8 +215,9 @@ static int put_attrs(source *s, hid_t obj, const char *dataset, const char *skip
     hid_t mt = -1;
     size_t n = 0;
     void *buf = NULL;
-    rc = read_attr(obj, an.v[i], &mt, &n, &buf);
-    for (int k = 0; rc == CPL_OK && k < s->nout; k++)
+    rc = read_attr(obj, an.v[i], s->dry, &mt, &n, &buf);
+    if (rc == CPL_OK && mt >= 0) s->attr_bytes += n * H5Tget_size(mt);
+    for (int k = 0; rc == CPL_OK && !s->dry && k < s->nout; k++)
       rc = cpl_output_attr(s->outs[k], dataset, an.v[i], mt, n, buf);
     if (mt >= 0) H5Tclose(mt);
     free(buf);
@@ -178,7 +234,35 @@ typedef struct slab {
   void *buf;
 } slab;
 
-/* Read this rank's rows of dataset `dname` in group g and put them. */
+/* The whole dataset's size from its dims, before anything is read or
+ * allocated: absurd dims and datasets over the data API's limit are
+ * refused here, alike on every rank. */
+static int dataset_size_ok(int rank, const hsize_t dims[], size_t esize) {
+  char db[300];
+  uint64_t bytes = esize;
+  int over = 0;
+  for (int k = 0; k < rank; k++) { /* a zero extent does not hide an absurd one */
+    if (dims[k] > 0 && bytes > UINT64_MAX / dims[k]) over = 1;
+    else if (dims[k] > 0) bytes *= dims[k];
+  }
+  for (int k = 0; k < rank; k++)
+    if (dims[k] == 0) bytes = 0;
+  cpli_dims_str(rank, dims, db, sizeof db);
+  if (over)
+    return cpli_fail(CPL_ERR_UNSUPPORTED,
+                     "dims %s of %zu-byte elements: its size does not fit 64 bits; "
+                     "nothing was read",
+                     db, esize);
+  if (bytes > CPLI_DATASET_MAX_BYTES)
+    return cpli_fail(CPL_ERR_UNSUPPORTED,
+                     "dims %s of %zu-byte elements are %llu bytes: datasets over 2 GiB "
+                     "cannot travel yet (split it); nothing was read",
+                     db, esize, (unsigned long long)bytes);
+  return CPL_OK;
+}
+
+/* Read this rank's rows of dataset `dname` in group g and put them; in the
+ * dry pass only check them, reading and allocating nothing. */
 static int put_dataset(source *s, hid_t g, const char *dname, slab *sl) {
   hid_t d = H5Dopen2(g, dname, H5P_DEFAULT);
   if (d < 0) return cpli_h5_fail("cannot open it");
@@ -191,14 +275,22 @@ static int put_dataset(source *s, hid_t g, const char *dname, slab *sl) {
     rc = cpli_fail(CPL_ERR_UNSUPPORTED, "it has a null dataspace (no shape)");
   else if (rc == CPL_OK && rank > CPL_MAX_RANK)
     rc = cpli_fail(CPL_ERR_UNSUPPORTED, "%d dimensions, at most %d travel", rank, CPL_MAX_RANK);
-  else if (rc == CPL_OK &&
-           (H5Tdetect_class(ft, H5T_VLEN) > 0 || H5Tdetect_class(ft, H5T_REFERENCE) > 0))
+  else if (rc == CPL_OK && (H5Tdetect_class(ft, H5T_VLEN) > 0 ||
+                            H5Tdetect_class(ft, H5T_REFERENCE) > 0 || H5Tis_variable_str(ft) > 0))
     rc = cpli_fail(CPL_ERR_UNSUPPORTED, "variable-length and reference types "
                                         "cannot be replayed (only their pointers would travel)");
   if (rc == CPL_OK && rank > 0) H5Sget_simple_extent_dims(fs, dims, NULL);
   const int prank = rank > 0 ? rank : 1; /* scalar: 1-D of one element */
   sl->memtype = rc == CPL_OK ? H5Tget_native_type(ft, H5T_DIR_ASCEND) : -1;
   if (rc == CPL_OK && sl->memtype < 0) rc = cpli_h5_fail("no native type");
+  if (rc == CPL_OK) rc = dataset_size_ok(prank, dims, H5Tget_size(sl->memtype));
+  if (rc == CPL_OK && s->dry) rc = put_attrs(s, d, dname, NULL);
+  if (s->dry) {
+    if (ft >= 0) H5Tclose(ft);
+    if (fs >= 0) H5Sclose(fs);
+    if (rc == CPL_OK && H5Dclose(d) < 0) rc = cpli_h5_fail("closing it");
+    return rc;
+  }
   memcpy(count, dims, (size_t)prank * sizeof *count);
   cpl_rows_part(dims[0], s->rank, s->size, &start[0], &count[0]);
   size_t bytes = 0;
@@ -243,14 +335,9 @@ static void warn_skipped(source *s, const char *where, const char *what, const n
   if (s->rank != 0 || skipped->n == 0) return;
   /* One fprintf, one write: stderr is unbuffered, and other processes'
    * lines (CPL_PROGRESS) landed between the pieces of this one. */
-  char names[1200] = "";
-  size_t o = 0;
-  for (int i = 0; i < skipped->n && i < 10 && o < sizeof names; i++)
-    o += (size_t)snprintf(names + o, sizeof names - o, " \"%s\"", skipped->v[i]);
-  fprintf(stderr,
-          "cpl-component[%s]: warning: file %s: %s: %d %s not "
-          "replayed:%s%s\n",
-          s->name, s->where, where, skipped->n, what, names, skipped->n > 10 ? " ..." : "");
+  char list[1200];
+  fprintf(stderr, "cpl-component[%s]: warning: file %s: %s: %d %s not replayed:%s\n", s->name,
+          s->where, where, skipped->n, what, names_str(skipped, list, sizeof list));
 }
 
 /* One step: the datasets of group g and its attributes (but `skip`). */
@@ -259,14 +346,17 @@ static int replay_step(source *s, hid_t g, const char *gname, long step, const c
   slab *slabs = NULL;
   const double before = s->bytes;
   int rc = list_links(g, gname, &members), nds = 0;
+  s->attr_bytes = 0;
   if (rc == CPL_OK && !(slabs = calloc((size_t)members.n + 1, sizeof *slabs)))
     rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
-  for (int k = 0; rc == CPL_OK && k < s->nout; k++) {
+  for (int k = 0; rc == CPL_OK && !s->dry && k < s->nout; k++) {
     rc = cpl_output_begin_step(s->outs[k], step);
     if (rc != CPL_OK) cpli_error_prefix("output port \"%s\": ", s->ports[k]);
   }
   for (int i = 0; rc == CPL_OK && i < members.n; i++) {
-    if (member_type(g, members.v[i]) != H5I_DATASET) {
+    H5I_type_t type = H5I_BADID;
+    if ((rc = member_type(g, gname, members.v[i], &type)) != CPL_OK) break;
+    if (type != H5I_DATASET) {
       if (names_add(&other, members.v[i])) rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
       continue;
     }
@@ -275,12 +365,20 @@ static int replay_step(source *s, hid_t g, const char *gname, long step, const c
     if (rc != CPL_OK) cpli_error_prefix("dataset \"%s\": ", members.v[i]);
   }
   if (rc == CPL_OK) rc = put_attrs(s, g, NULL, skip);
-  for (int k = 0; rc == CPL_OK && k < s->nout; k++) {
+  /* The data API's limits per step, before anything is read. */
+  if (rc == CPL_OK && s->dry && nds > CPLI_DATASETS_MAX)
+    rc = cpli_fail(CPL_ERR_UNSUPPORTED, "%d datasets: a step carries at most %d", nds,
+                   CPLI_DATASETS_MAX);
+  if (rc == CPL_OK && s->dry && s->attr_bytes > CPLI_ATTRS_MAX_BYTES)
+    rc = cpli_fail(CPL_ERR_UNSUPPORTED,
+                   "its attributes and its datasets' are %zu bytes: a step carries at most %d",
+                   s->attr_bytes, CPLI_ATTRS_MAX_BYTES);
+  for (int k = 0; rc == CPL_OK && !s->dry && k < s->nout; k++) {
     rc = cpl_output_end_step(s->outs[k]);
     if (rc != CPL_OK) cpli_error_prefix("output port \"%s\": ", s->ports[k]);
   }
-  if (rc == CPL_OK) warn_skipped(s, gname, "groups or named types", &other);
-  if (rc == CPL_OK) {
+  if (rc == CPL_OK && !s->dry) warn_skipped(s, gname, "groups or named types", &other);
+  if (rc == CPL_OK && !s->dry) {
     char b[32];
     s->steps++;
     cpli_report(2, s->name, s->rank, "source: step %ld (group \"%s\"): %d dataset%s, %s", step,
@@ -307,8 +405,17 @@ static int step_number(hid_t file, const char *gname, long *out) {
     hid_t a = H5Aopen(g, "step", H5P_DEFAULT);
     hid_t t = a >= 0 ? H5Aget_type(a) : -1, sp = a >= 0 ? H5Aget_space(a) : -1;
     long long v = 0;
-    if (t >= 0 && sp >= 0 && H5Tget_class(t) == H5T_INTEGER &&
-        H5Sget_simple_extent_npoints(sp) == 1) {
+    char tb[64];
+    if (t < 0 || sp < 0) {
+      rc = cpli_h5_fail("group \"%s\": attribute \"step\": cannot read its type", gname);
+    } else if (H5Tget_class(t) != H5T_INTEGER || H5Sget_simple_extent_npoints(sp) != 1) {
+      /* not a number the sink wrote, nor one to fall back from silently */
+      rc = cpli_fail(CPL_ERR_CONFIG,
+                     "group \"%s\": attribute \"step\" is %s of %lld elements, "
+                     "not one integer",
+                     gname, cpli_type_str(t, tb, sizeof tb),
+                     (long long)H5Sget_simple_extent_npoints(sp));
+    } else {
       if (H5Aread(a, H5T_NATIVE_LLONG, &v) < 0)
         rc = cpli_h5_fail("group \"%s\": reading attribute \"step\"", gname);
       *out = (long)v;
@@ -347,15 +454,22 @@ static int by_step(const void *a, const void *b) {
 }
 
 /* The step groups of the root, sorted; *n = 0 if there are none. Other
- * root members are only named in a warning. */
-static int find_steps(source *s, step_ref **steps, int *n) {
+ * root members are named in a warning. Without step groups the root's
+ * datasets are step 0 (*flat = 1); a root with neither is refused if it
+ * holds anything else (a fan-in sink's file: steps under one group per
+ * link), and replays as no step at all, with a warning, if it is empty. */
+static int find_steps(source *s, step_ref **steps, int *n, int *flat) {
   names root = {0}, other = {0};
-  int rc = list_links(s->file, "/", &root), k = 0;
+  int rc = list_links(s->file, "/", &root), k = 0, nds = 0;
   *steps = calloc((size_t)root.n + 1, sizeof **steps);
   if (rc == CPL_OK && !*steps) rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
   for (int i = 0; rc == CPL_OK && i < root.n; i++) {
     const char *m = root.v[i];
-    if (strncmp(m, "step_", 5) == 0 && member_type(s->file, m) == H5I_GROUP) {
+    H5I_type_t type = H5I_BADID;
+    rc = member_type(s->file, "/", m, &type);
+    nds += type == H5I_DATASET;
+    if (rc != CPL_OK) break;
+    if (strncmp(m, "step_", 5) == 0 && type == H5I_GROUP) {
       rc = step_number(s->file, m, &(*steps)[k].step);
       (*steps)[k].group = root.v[i];
       root.v[i] = NULL; /* moved */
@@ -372,24 +486,43 @@ static int find_steps(source *s, step_ref **steps, int *n) {
                      "%ld",
                      (*steps)[i - 1].group, (*steps)[i].group, (*steps)[i].step);
   if (rc == CPL_OK && k > 0) warn_skipped(s, "root", "objects beside the step groups", &other);
+  char list[1200];
+  if (rc == CPL_OK && k == 0 && nds == 0 && other.n > 0)
+    rc = cpli_fail(CPL_ERR_CONFIG,
+                   "nothing to replay: no step groups (step_N) and no datasets in the "
+                   "root, only %d other object%s:%s (a fan-in sink's file? its steps are "
+                   "in a group per link)",
+                   other.n, other.n == 1 ? "" : "s", names_str(&other, list, sizeof list));
+  H5O_info_t oi = {0};
+  if (rc == CPL_OK && k == 0 && nds == 0 && H5Oget_info2(s->file, &oi, H5O_INFO_NUM_ATTRS) < 0)
+    rc = cpli_h5_fail("the root's attributes");
+  if (rc == CPL_OK && k == 0 && nds == 0 && s->rank == 0)
+    fprintf(stderr,
+            "cpl-component[%s]: warning: file %s is empty: no step groups (step_N) and "
+            "no datasets%s; no step replayed, the streams end at once\n",
+            s->name, s->where, oi.num_attrs ? " (its root attributes are not replayed)" : "");
   *n = k;
+  *flat = k == 0 && nds > 0;
   names_free(&root);
   names_free(&other);
   return rc;
 }
 
+/* A dry pass over every step first (metadata only), then the replay. */
 static int replay(source *s) {
   step_ref *steps = NULL;
-  int n = 0;
-  int rc = find_steps(s, &steps, &n);
-  if (rc == CPL_OK && n == 0) /* a plain file: the root is step 0 */
-    rc = replay_step(s, s->file, "/", 0, NULL);
-  for (int i = 0; rc == CPL_OK && i < n; i++) {
-    hid_t g = H5Gopen2(s->file, steps[i].group, H5P_DEFAULT);
-    rc = g < 0 ? cpli_h5_fail("group \"%s\": cannot open it", steps[i].group)
-               : replay_step(s, g, steps[i].group, steps[i].step, "step");
-    if (rc == CPL_OK && H5Gclose(g) < 0) rc = cpli_h5_fail("closing \"%s\"", steps[i].group);
+  int n = 0, flat = 0;
+  int rc = find_steps(s, &steps, &n, &flat);
+  for (s->dry = 1; rc == CPL_OK && s->dry >= 0; s->dry--) {
+    if (flat) rc = replay_step(s, s->file, "/", 0, NULL); /* a plain file: step 0 */
+    for (int i = 0; rc == CPL_OK && i < n; i++) {
+      hid_t g = H5Gopen2(s->file, steps[i].group, H5P_DEFAULT);
+      rc = g < 0 ? cpli_h5_fail("group \"%s\": cannot open it", steps[i].group)
+                 : replay_step(s, g, steps[i].group, steps[i].step, "step");
+      if (rc == CPL_OK && H5Gclose(g) < 0) rc = cpli_h5_fail("closing \"%s\"", steps[i].group);
+    }
   }
+  s->dry = 0;
   for (int i = 0; steps && i < n; i++) free(steps[i].group);
   free(steps);
   return rc;

@@ -10,7 +10,7 @@
 
 #define DESC_MAGIC 0x44504c43u  /* "CLPD" */
 #define ATTRS_MAGIC 0x41504c43u /* "CLPA" */
-#define MAX_DATASETS (1 << 16)
+#define MAX_DATASETS CPLI_DATASETS_MAX
 
 int cpli_name_ok(const char *name) {
   size_t n = name ? strlen(name) : 0;
@@ -389,7 +389,7 @@ int cpli_desc_finish(cpli_desc *desc, const char *where) {
     for (int b = 0; b < desc->nblocks; b++) {
       uint64_t v = 0;
       if (s->esize == 0 || cpli_box_volume(s->rank, s->count + (size_t)b * s->rank, &v) != 0 ||
-          v > (uint64_t)INT_MAX / s->esize)
+          v > CPLI_DATASET_MAX_BYTES / s->esize)
         return cpli_fail(CPL_ERR_UNSUPPORTED,
                          "%s: dataset \"%s\": the block "
                          "of rank %d is %llu elements of %zu bytes; blocks "
@@ -398,7 +398,7 @@ int cpli_desc_finish(cpli_desc *desc, const char *where) {
       s->bytes[b] = (size_t)v * s->esize;
       s->offset[b] = off;
       off += s->bytes[b];
-      if (off > INT_MAX)
+      if (off > CPLI_DATASET_MAX_BYTES)
         return cpli_fail(CPL_ERR_UNSUPPORTED,
                          "%s: dataset \"%s\" is over "
                          "2 GiB; datasets that large cannot travel yet: "

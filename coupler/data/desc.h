@@ -12,6 +12,9 @@
 #ifndef CPLI_DATA_DESC_H
 #define CPLI_DATA_DESC_H
 
+#include <limits.h>
+#include <stdint.h>
+
 #include "coupler.h"
 #include "data/wire.h"
 #include "workflow/model.h"
@@ -95,6 +98,12 @@ typedef struct cpli_attrs {
 
 #define CPLI_ATTR_MAX_BYTES 65536      /* one attribute's value        */
 #define CPLI_ATTRS_MAX_BYTES (1 << 20) /* all of a step's attributes   */
+
+/* One dataset's global size and one rank's block (cpli_desc_finish; the
+ * engine's counts are int), and the datasets of one step. The HDF5 source
+ * checks the limits from a file's metadata before reading. */
+#define CPLI_DATASET_MAX_BYTES ((uint64_t)INT_MAX)
+#define CPLI_DATASETS_MAX (1 << 16)
 
 /* Set (or replace) an attribute; value copied. */
 int cpli_attrs_set(cpli_attrs *a, const char *dataset, const char *name, hid_t type, size_t n,

@@ -1,0 +1,253 @@
+/*
+ * HDF5 files a source must refuse (or replay as documented), written with
+ * serial HDF5 alone:
+ *
+ *   badh5 CASE OUT.h5
+ *
+ *   corrupt-dataset  steps 0 and 1 (datasets a, b); the object header of
+ *                    /step_000001/b overwritten with garbage
+ *   corrupt-group    the same, the header of the group /step_000001
+ *   dangling         /step_000000/gone: a soft link to nothing
+ *   empty            no object at all
+ *   no-steps         only groups, none named step_N (a fan-in sink's file)
+ *   step-attr        /step_000001's `step` attribute is a float
+ *   vlen-dataset     a variable-length string dataset
+ *   ref-dataset      a dataset of object references
+ *   big              a 2.4 GB chunked dataset, no chunk written (tiny file)
+ *   absurd           dims 2^40 x 2^40 (size overflows 64 bits), chunked
+ *   big-attr         an attribute of 65537 bytes (dense attribute storage)
+ *   many-attrs       17 attributes of 64 KiB on one step group: 1.06 MiB
+ *   ref-attr         an attribute of object references on a dataset
+ *   null-dataset     a dataset with a null dataspace (no shape)
+ *   step-name        a group step_x: no `step` attribute, no number
+ *   step-dup         groups step_1 and step_000001: one step number twice
+ *   changing         not bad: a dataset that changes type and shape, then
+ *                    is absent, beside one that stays (in the sink's
+ *                    layout, so a sink writes the file back unchanged)
+ */
+#include <hdf5.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void die(const char *what) {
+  fprintf(stderr, "badh5: %s failed\n", what);
+  exit(1);
+}
+
+static void ints(hid_t g, const char *name) {
+  hsize_t n = 4;
+  int32_t v[4] = {1, 2, 3, 4};
+  hid_t sp = H5Screate_simple(1, &n, NULL);
+  hid_t d = H5Dcreate2(g, name, H5T_STD_I32LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  if (d < 0 || H5Dwrite(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0) die(name);
+  H5Dclose(d);
+  H5Sclose(sp);
+}
+
+static hid_t step(hid_t f, long num) {
+  char name[32];
+  snprintf(name, sizeof name, "step_%06ld", num);
+  hid_t g = H5Gcreate2(f, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  if (g < 0) die(name);
+  return g;
+}
+
+/* An attribute of n zero bytes (over 64 KiB: dense attribute storage). */
+static void blob(hid_t obj, const char *name, hsize_t n) {
+  unsigned char *v = calloc(n, 1);
+  hid_t sp = H5Screate_simple(1, &n, NULL);
+  hid_t a = H5Acreate2(obj, name, H5T_STD_U8LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+  if (!v || a < 0 || H5Awrite(a, H5T_NATIVE_UCHAR, v) < 0) die(name);
+  H5Aclose(a);
+  H5Sclose(sp);
+  free(v);
+}
+
+/* A chunked dataset of `rank` dims, never written: no chunk is allocated. */
+static void unwritten(hid_t g, int rank, const hsize_t *dims, hid_t type) {
+  hsize_t chunk[2] = {1024, 1};
+  hid_t sp = H5Screate_simple(rank, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  if (sp < 0 || H5Pset_chunk(dcpl, rank, chunk) < 0) die("chunked dataspace");
+  hid_t d = H5Dcreate2(g, "huge", type, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  if (d < 0) die("chunked dataset");
+  H5Dclose(d);
+  H5Pclose(dcpl);
+  H5Sclose(sp);
+}
+
+/* Overwrite the first 16 bytes of the object header of `path` in a
+ * closed file: the version, message count and sizes become garbage. */
+static void corrupt(const char *file, const char *path) {
+  hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+  H5O_info_t oi;
+  if (f < 0 || H5Oget_info_by_name2(f, path, &oi, H5O_INFO_BASIC, H5P_DEFAULT) < 0)
+    die("H5Oget_info_by_name");
+  H5Fclose(f);
+  FILE *fp = fopen(file, "r+b");
+  unsigned char junk[16];
+  memset(junk, 0xA5, sizeof junk);
+  if (!fp || fseek(fp, (long)oi.addr, SEEK_SET) != 0 || fwrite(junk, 1, sizeof junk, fp) != 16 ||
+      fclose(fp) != 0)
+    die("overwriting the object header");
+}
+
+int main(int argc, char **argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: badh5 CASE OUT.h5 (cases: see badh5.c)\n");
+    return 2;
+  }
+  const char *c = argv[1], *out = argv[2];
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  if (!strcmp(c, "big-attr") || !strcmp(c, "many-attrs")) /* dense attribute storage */
+    H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST);
+  hid_t f = H5Fcreate(out, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+  if (f < 0) die("H5Fcreate");
+  H5Pclose(fapl);
+  int known = 1;
+  if (!strcmp(c, "corrupt-dataset") || !strcmp(c, "corrupt-group")) {
+    for (long s = 0; s < 2; s++) {
+      hid_t g = step(f, s);
+      ints(g, "a");
+      ints(g, "b");
+      H5Gclose(g);
+    }
+  } else if (!strcmp(c, "dangling")) {
+    hid_t g = step(f, 0);
+    ints(g, "a");
+    if (H5Lcreate_soft("/nowhere", g, "gone", H5P_DEFAULT, H5P_DEFAULT) < 0) die("soft link");
+    H5Gclose(g);
+  } else if (!strcmp(c, "empty")) {
+    /* nothing */
+  } else if (!strcmp(c, "no-steps")) {
+    hid_t g = H5Gcreate2(f, "sim.out", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t s0 = step(g, 0);
+    ints(s0, "a");
+    H5Gclose(s0);
+    H5Gclose(g);
+  } else if (!strcmp(c, "step-attr")) {
+    for (long s = 0; s < 2; s++) {
+      hid_t g = step(f, s);
+      ints(g, "a");
+      double v = 1.5;
+      hid_t sp = H5Screate(H5S_SCALAR);
+      hid_t a =
+          H5Acreate2(g, "step", s ? H5T_IEEE_F64LE : H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+      if (a < 0 || H5Awrite(a, H5T_NATIVE_DOUBLE, &v) < 0) die("step attribute");
+      H5Aclose(a);
+      H5Sclose(sp);
+      H5Gclose(g);
+    }
+  } else if (!strcmp(c, "vlen-dataset")) {
+    hid_t g = step(f, 0);
+    const char *v[2] = {"one", "two"};
+    hsize_t n = 2;
+    hid_t t = H5Tcopy(H5T_C_S1), sp = H5Screate_simple(1, &n, NULL);
+    H5Tset_size(t, H5T_VARIABLE);
+    hid_t d = H5Dcreate2(g, "names", t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (d < 0 || H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0) die("vlen dataset");
+    H5Dclose(d);
+    H5Sclose(sp);
+    H5Tclose(t);
+    H5Gclose(g);
+  } else if (!strcmp(c, "ref-dataset")) {
+    hid_t g = step(f, 0);
+    ints(g, "a");
+    hobj_ref_t r;
+    hsize_t n = 1;
+    if (H5Rcreate(&r, g, "a", H5R_OBJECT, -1) < 0) die("H5Rcreate");
+    hid_t sp = H5Screate_simple(1, &n, NULL);
+    hid_t d = H5Dcreate2(g, "refs", H5T_STD_REF_OBJ, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (d < 0 || H5Dwrite(d, H5T_STD_REF_OBJ, H5S_ALL, H5S_ALL, H5P_DEFAULT, &r) < 0)
+      die("reference dataset");
+    H5Dclose(d);
+    H5Sclose(sp);
+    H5Gclose(g);
+  } else if (!strcmp(c, "big")) {
+    hid_t g = step(f, 0);
+    hsize_t dims[1] = {300000000}; /* 8-byte elements: 2.4 GB */
+    unwritten(g, 1, dims, H5T_IEEE_F64LE);
+    H5Gclose(g);
+  } else if (!strcmp(c, "absurd")) {
+    hid_t g = step(f, 0);
+    hsize_t dims[2] = {(hsize_t)1 << 40, (hsize_t)1 << 40};
+    unwritten(g, 2, dims, H5T_STD_U8LE);
+    H5Gclose(g);
+  } else if (!strcmp(c, "big-attr")) {
+    hid_t g = step(f, 0);
+    ints(g, "a");
+    hid_t d = H5Dopen2(g, "a", H5P_DEFAULT);
+    blob(d, "blob", 65537);
+    H5Dclose(d);
+    H5Gclose(g);
+  } else if (!strcmp(c, "many-attrs")) {
+    hid_t g = step(f, 0);
+    ints(g, "a");
+    for (int i = 0; i < 17; i++) {
+      char name[16];
+      snprintf(name, sizeof name, "blob%02d", i);
+      blob(g, name, 65536);
+    }
+    H5Gclose(g);
+  } else if (!strcmp(c, "ref-attr")) {
+    hid_t g = step(f, 0);
+    ints(g, "a");
+    hobj_ref_t r;
+    hid_t d = H5Dopen2(g, "a", H5P_DEFAULT), sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(d, "link", H5T_STD_REF_OBJ, sp, H5P_DEFAULT, H5P_DEFAULT);
+    if (H5Rcreate(&r, g, "a", H5R_OBJECT, -1) < 0 || a < 0 || H5Awrite(a, H5T_STD_REF_OBJ, &r) < 0)
+      die("reference attribute");
+    H5Aclose(a);
+    H5Sclose(sp);
+    H5Dclose(d);
+    H5Gclose(g);
+  } else if (!strcmp(c, "null-dataset")) {
+    hid_t g = step(f, 0), sp = H5Screate(H5S_NULL);
+    hid_t d = H5Dcreate2(g, "nothing", H5T_STD_I32LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (d < 0) die("null dataset");
+    H5Dclose(d);
+    H5Sclose(sp);
+    H5Gclose(g);
+  } else if (!strcmp(c, "step-name") || !strcmp(c, "step-dup")) {
+    const char *names[2] = {"step_1", c[5] == 'n' ? "step_x" : "step_000001"};
+    for (int i = 0; i < 2; i++) {
+      hid_t g = H5Gcreate2(f, names[i], H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+      if (g < 0) die(names[i]);
+      ints(g, "a");
+      H5Gclose(g);
+    }
+  } else if (!strcmp(c, "changing")) {
+    for (long s = 0; s < 3; s++) {
+      hid_t g = step(f, s);
+      const int64_t num = s;
+      hid_t sp = H5Screate(H5S_SCALAR);
+      hid_t a = H5Acreate2(g, "step", H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+      if (a < 0 || H5Awrite(a, H5T_NATIVE_INT64, &num) < 0) die("step attribute");
+      H5Aclose(a);
+      H5Sclose(sp);
+      ints(g, "a");
+      if (s < 2) { /* step 0: 3 x 2 int16; step 1: 5 float64; step 2: none */
+        hsize_t dims[2] = {3, 2}, n5 = 5;
+        double v[6] = {0.5, 1.5, 2.5, 3.5, 4.5, 5.5};
+        hid_t vs = s ? H5Screate_simple(1, &n5, NULL) : H5Screate_simple(2, dims, NULL);
+        hid_t d = H5Dcreate2(g, "b", s ? H5T_IEEE_F64LE : H5T_STD_I16LE, vs, H5P_DEFAULT,
+                             H5P_DEFAULT, H5P_DEFAULT);
+        if (d < 0 || H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0) die("b");
+        H5Dclose(d);
+        H5Sclose(vs);
+      }
+      H5Gclose(g);
+    }
+  } else {
+    known = 0;
+  }
+  if (H5Fclose(f) < 0) die("H5Fclose");
+  if (!known) {
+    fprintf(stderr, "badh5: unknown case %s\n", c);
+    return 2;
+  }
+  if (!strcmp(c, "corrupt-dataset")) corrupt(out, "/step_000001/b");
+  if (!strcmp(c, "corrupt-group")) corrupt(out, "/step_000001");
+  return 0;
+}
