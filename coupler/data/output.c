@@ -86,6 +86,8 @@ int cpl_output_open(cpl_context *ctx, const char *port, cpl_output **out) {
     ol->end = e;
     ol->l = &ctx->wf->links[ctx->ends[e].link];
     ol->desc_sent = -1;
+    ol->last_step = -1;
+    ol->fly.hdr_req = MPI_REQUEST_NULL;
     if (ol->l->timeout > o->timeout) o->timeout = ol->l->timeout;
     s->chan[e].output_open = 1;
   }
@@ -115,6 +117,7 @@ int cpl_output_begin_step(cpl_output *o, long step) {
                      port_name(o, pn, sizeof pn), step, o->step);
   o->step = step < 0 ? o->step + 1 : step;
   o->in_step = 1;
+  cpli_flights_progress(o); /* steps in flight move while the caller computes */
   return CPL_OK;
 }
 
@@ -253,6 +256,7 @@ static int agree(cpl_output *o, int changed, size_t len, const unsigned char *bl
   mine[0] = changed;
   mine[1] = (int64_t)len;
   if (o->rank == 0) mine[2] = root_rc = cpli_links_poll(o, mine + 3);
+  cpli_flights_record(o, mine + 3);
   cpl_coll_options opt;
   cpl_coll_options_init(&opt);
   opt.timeout = o->timeout;
@@ -273,6 +277,7 @@ static int agree(cpl_output *o, int changed, size_t len, const unsigned char *bl
   int any = 0;
   for (int r = 0; rc == CPL_OK && r < o->size; r++) any |= rec[(size_t)r * n] != 0;
   if (rc == CPL_OK) rc = cpli_links_adopt(o, rec + 3);
+  if (rc == CPL_OK) rc = cpli_flights_settle(o, rec, n, 3);
   if (rc != CPL_OK || !any) {
     free(rec);
     return rc;
