@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/launch.h"
 #include "core/trace.h"
 #include "core/wait.h"
 #include "data/output.h"
@@ -218,6 +219,7 @@ static int fly_post(cpl_output *o, olink *ol, pstep *st) {
   ol->desc_sent = st->desc->version;
   st->refs++;
   fl->st = st;
+  cpli_launch_progress(ol->l->label, st->step); /* no collective records it */
   return CPL_OK;
 }
 
