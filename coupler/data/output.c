@@ -262,7 +262,10 @@ static int agree(cpl_output *o, int changed, size_t len, const unsigned char *bl
   opt.timeout = o->timeout;
   opt.label = o->port->name;
   opt.step = o->step;
+  /* Waiting here for a rank held by a consumer is waiting too (wait_s). */
+  double t0 = MPI_Wtime();
   rc = cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rec, n, MPI_INT64_T, o->comm, &opt);
+  o->port_st.wait_s += MPI_Wtime() - t0;
   if (rc == CPL_OK && rec[2] != CPL_OK) {
     if (o->rank == 0) rc = root_rc; /* its own message stands */
     else
