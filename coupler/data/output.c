@@ -10,7 +10,9 @@
  *     merges and checks the same way (tiling, both ports' declarations);
  *     a failure goes to the consumers as an ERROR header;
  *  4. per link: the policy, then one transfer per credit; under `all` a
- *     full queue waits for a credit (root waits, then broadcasts);
+ *     full queue waits for a credit (root waits, then broadcasts); under
+ *     `latest` the transfer is only posted, and completes at a later
+ *     end_step (queue.c, "steps in flight");
  *  5. steps still queued get a private copy of this rank's blocks, since
  *     the caller's buffers are reused after end_step returns.
  */
