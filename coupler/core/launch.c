@@ -39,7 +39,9 @@ void cpli_launch_init(void) {
 void cpli_launch_finalize(void) { say("F\n", 2); }
 
 void cpli_launch_progress(const char *label, long step) {
-  if (launch_fd < 0 || !label || !*label || step < 0) return;
+  /* Links only ("a.out->b.in"): a port's agreement among its own ranks
+   * moves no data on a link. */
+  if (launch_fd < 0 || !label || !strstr(label, "->") || step < 0) return;
   /* Once per link and step: the data layer runs several per step. */
   if (step == last_step && !strncmp(label, last_label, sizeof last_label - 1)) return;
   last_step = step;

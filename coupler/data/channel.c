@@ -143,14 +143,14 @@ int cpli_chan_wait_credit(cpl_context *ctx, int end, double timeout) {
 
 /* Send a fixed part and up to three payloads as one message (the header
  * or credit formats of data.h), under the same deadline as send_wait. */
-static int send_parts(cpl_context *ctx, int end, int tag, const void *fixed, size_t flen,
-                      const void *const part[3], const size_t len[3], double timeout,
-                      const char *what) {
-  size_t n = flen + len[0] + len[1] + len[2];
-  if (n > 0x7fffffff)
+static int pack_parts(cpl_context *ctx, int end, const void *fixed, size_t flen,
+                      const void *const part[3], const size_t len[3], const char *what,
+                      unsigned char **out, size_t *n) {
+  *n = flen + len[0] + len[1] + len[2];
+  if (*n > 0x7fffffff)
     return cpli_fail(CPL_ERR_UNSUPPORTED, "link %s: %s: a message of %zu bytes is more than 2 GiB",
-                     label(ctx, end), what, n);
-  unsigned char *buf = malloc(n);
+                     label(ctx, end), what, *n);
+  unsigned char *buf = *out = malloc(*n);
   if (!buf) return cpli_fail(CPL_ERR_NOMEM, "link %s: out of memory", label(ctx, end));
   memcpy(buf, fixed, flen);
   size_t o = flen;
@@ -158,6 +158,15 @@ static int send_parts(cpl_context *ctx, int end, int tag, const void *fixed, siz
     if (len[i]) memcpy(buf + o, part[i], len[i]);
     o += len[i];
   }
+  return CPL_OK;
+}
+
+static int send_parts(cpl_context *ctx, int end, int tag, const void *fixed, size_t flen,
+                      const void *const part[3], const size_t len[3], double timeout,
+                      const char *what) {
+  unsigned char *buf;
+  size_t n;
+  CPLI_TRY(pack_parts(ctx, end, fixed, flen, part, len, what, &buf, &n));
   int rc = send_wait(ctx, end, buf, (int)n, tag, timeout, what);
   free(buf);
   return rc;
@@ -171,6 +180,22 @@ int cpli_chan_send_header(cpl_context *ctx, int end, const cpli_hdr *h, const vo
                       "sending a step header to the consumer");
   if (rc == CPL_OK) ctx->data->chan[end].headers_sent++;
   return rc;
+}
+
+int cpli_chan_post_header(cpl_context *ctx, int end, const cpli_hdr *h, const void *desc,
+                          const void *attrs, MPI_Request *req, unsigned char **buf) {
+  const void *part[3] = {desc, attrs, NULL};
+  const size_t len[3] = {(size_t)h->desc_len, (size_t)h->attr_len, 0};
+  size_t n;
+  CPLI_TRY(pack_parts(ctx, end, h, sizeof *h, part, len, "a step header", buf, &n));
+  int rc = MPI_Isend(*buf, (int)n, MPI_BYTE, 0, CPLI_TAG_HEADER, ctx->ends[end].ctl, req);
+  if (rc != MPI_SUCCESS) {
+    free(*buf);
+    *buf = NULL;
+  }
+  CPLI_TRY(cpli_mpi_check(rc, "MPI_Isend", "link %s: step header", label(ctx, end)));
+  ctx->data->chan[end].headers_sent++;
+  return CPL_OK;
 }
 
 /* ------------------------------------------------------------- consumer */

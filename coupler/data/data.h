@@ -118,6 +118,10 @@ int cpli_chan_wait_credit(cpl_context *ctx, int end, double timeout);
 /* Producer root: send a header with up to three payload parts. */
 int cpli_chan_send_header(cpl_context *ctx, int end, const cpli_hdr *h, const void *desc,
                           const void *attrs, const void *msg, double timeout);
+/* Producer root: post a header (no message part) without waiting; *req
+ * and the message *buf (malloc'd) stay the caller's until it completes. */
+int cpli_chan_post_header(cpl_context *ctx, int end, const cpli_hdr *h, const void *desc,
+                          const void *attrs, MPI_Request *req, unsigned char **buf);
 /* Consumer root: send CREDIT (asking for `want`, with the selections when
  * sel_len > 0) or DETACH. */
 int cpli_chan_send_credit(cpl_context *ctx, int end, int64_t kind, long want, const void *sel,

@@ -180,12 +180,20 @@ static int take_header(cpl_input *in, double wait, long want, cpli_hdr *h,
       ch->credit_out = 1;
       rc = cpli_chan_recv_header(in->ctx, in->end, wait, &msg, &len);
     }
-    if (rc == CPL_ERR_TIMEOUT)
+    if (rc == CPL_ERR_TIMEOUT) { /* say what is known here, and only that */
+      const cpli_workflow *wf = in->ctx->wf;
       cpli_fail(rc,
-                "link %s, receiver 0, step after %ld: no step from the "
-                "producer within %g s (raise the link's timeout if it computes "
-                "longer between steps)",
-                in->l->label, in->last, wait);
+                "link %s, receiver 0, step after %ld: no step from the producer within %g s: "
+                "consumer \"%s\" asked producer \"%s\" for %s and has had no answer; from "
+                "here it cannot tell whether the producer is computing or waiting on another of "
+                "its links (the producer's own messages say); raise the link's timeout if it "
+                "computes longer between steps",
+                in->l->label, in->last, wait, wf->comps[in->l->to_comp].name,
+                wf->comps[in->l->from_comp].name,
+                want == CPL_STEP_LATEST ? "its newest step"
+                : want >= 0             ? "a given step"
+                                        : "the next step");
+    }
     if (rc == CPL_OK && len < sizeof *h)
       rc = cpli_fail(CPL_ERR_INTERNAL, "link %s: short step header", in->l->label);
     if (rc == CPL_OK) memcpy(h, msg, sizeof *h);
@@ -320,6 +328,13 @@ static int receive(cpl_input *in, long step, const char *where) {
     in->st.selective++;
     return rc;
   }
+  if (in->mode == CPLI_MODE_SCATTER) { /* a step the producer left in flight */
+    size_t got = 0;
+    int rc = cpli_scatter_recv(d, &opt, in->comm, in->buf, in->ctx->ends[in->end].ctl,
+                               CPLI_TAG_DATA, where, &got);
+    in->st.bytes += got;
+    return rc;
+  }
   int *counts = in->counts, *displs = in->counts + d->nblocks;
   MPI_Comm inter = in->ctx->ends[in->end].intercomm;
   for (int k = 0; k < d->nd; k++) {
@@ -388,7 +403,7 @@ static int begin(cpl_input *in, double wait, long want, long *step) {
            (long)h.step);
   int rc = CPL_OK;
   if (h.kind != CPLI_HDR_DATA || (!in->desc && h.desc_len == 0) ||
-      (h.mode != CPLI_MODE_ALLGATHER && h.mode != CPLI_MODE_SELECT))
+      (h.mode != CPLI_MODE_ALLGATHER && h.mode != CPLI_MODE_SELECT && h.mode != CPLI_MODE_SCATTER))
     rc = cpli_fail(CPL_ERR_INTERNAL, "%s: unexpected step header", where);
   if (rc == CPL_OK && h.desc_len) rc = set_desc(in, p, (size_t)h.desc_len, where);
   if (rc == CPL_OK) rc = cpli_attrs_decode(p + h.desc_len, (size_t)h.attr_len, where, &in->attrs);
@@ -408,7 +423,9 @@ static int begin(cpl_input *in, double wait, long want, long *step) {
                           .t_wait = t_wait,
                           .t_start = t_start,
                           .t_end = cpli_trace_now_us(),
-                          .mode = in->mode == CPLI_MODE_SELECT ? "select" : "allgather"};
+                          .mode = in->mode == CPLI_MODE_SELECT    ? "select"
+                                  : in->mode == CPLI_MODE_SCATTER ? "scatter"
+                                                                  : "allgather"};
     for (int k = 0; k < in->desc->nd; k++) in->ev.step_bytes += in->desc->d[k].total;
     cpli_report_step(in->ctx, &in->ev);
   }

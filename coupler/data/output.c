@@ -10,7 +10,9 @@
  *     merges and checks the same way (tiling, both ports' declarations);
  *     a failure goes to the consumers as an ERROR header;
  *  4. per link: the policy, then one transfer per credit; under `all` a
- *     full queue waits for a credit (root waits, then broadcasts);
+ *     full queue waits for a credit (root waits, then broadcasts); under
+ *     `latest` the transfer is only posted, and completes at a later
+ *     end_step (queue.c, "steps in flight");
  *  5. steps still queued get a private copy of this rank's blocks, since
  *     the caller's buffers are reused after end_step returns.
  */
@@ -86,6 +88,8 @@ int cpl_output_open(cpl_context *ctx, const char *port, cpl_output **out) {
     ol->end = e;
     ol->l = &ctx->wf->links[ctx->ends[e].link];
     ol->desc_sent = -1;
+    ol->last_step = -1;
+    ol->fly.hdr_req = MPI_REQUEST_NULL;
     if (ol->l->timeout > o->timeout) o->timeout = ol->l->timeout;
     s->chan[e].output_open = 1;
   }
@@ -115,6 +119,7 @@ int cpl_output_begin_step(cpl_output *o, long step) {
                      port_name(o, pn, sizeof pn), step, o->step);
   o->step = step < 0 ? o->step + 1 : step;
   o->in_step = 1;
+  cpli_flights_progress(o); /* steps in flight move while the caller computes */
   return CPL_OK;
 }
 
@@ -253,12 +258,16 @@ static int agree(cpl_output *o, int changed, size_t len, const unsigned char *bl
   mine[0] = changed;
   mine[1] = (int64_t)len;
   if (o->rank == 0) mine[2] = root_rc = cpli_links_poll(o, mine + 3);
+  cpli_flights_record(o, mine + 3);
   cpl_coll_options opt;
   cpl_coll_options_init(&opt);
   opt.timeout = o->timeout;
   opt.label = o->port->name;
   opt.step = o->step;
+  /* Waiting here for a rank held by a consumer is waiting too (wait_s). */
+  double t0 = MPI_Wtime();
   rc = cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rec, n, MPI_INT64_T, o->comm, &opt);
+  o->port_st.wait_s += MPI_Wtime() - t0;
   if (rc == CPL_OK && rec[2] != CPL_OK) {
     if (o->rank == 0) rc = root_rc; /* its own message stands */
     else
@@ -273,6 +282,7 @@ static int agree(cpl_output *o, int changed, size_t len, const unsigned char *bl
   int any = 0;
   for (int r = 0; rc == CPL_OK && r < o->size; r++) any |= rec[(size_t)r * n] != 0;
   if (rc == CPL_OK) rc = cpli_links_adopt(o, rec + 3);
+  if (rc == CPL_OK) rc = cpli_flights_settle(o, rec, n, 3);
   if (rc != CPL_OK || !any) {
     free(rec);
     return rc;

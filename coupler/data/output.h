@@ -29,6 +29,21 @@ typedef struct pstep {
   double t_queued;    /* end_step's time, for the trace (us)         */
 } pstep;
 
+/* A step posted on a `latest` link whose messages are not yet complete on
+ * every producer rank (queue.c: "in flight"). The step holds its own copy
+ * of the blocks, so the messages read nothing the caller may reuse. */
+typedef struct oflight {
+  pstep *st;           /* NULL: nothing in flight                  */
+  cpli_posted msgs;    /* this rank's data messages                */
+  MPI_Request hdr_req; /* root: the header (MPI_REQUEST_NULL: done) */
+  unsigned char *hdr;  /* root: the header's bytes until then      */
+  int mode;            /* CPLI_MODE_SCATTER or _SELECT            */
+  double t_posted;     /* MPI_Wtime() when posted                  */
+  double t_start_us;   /* the same, for the trace (0: no report)   */
+  size_t sent;         /* this rank's bytes                        */
+  long dropped0;       /* the link's drops when it was posted      */
+} oflight;
+
 typedef struct olink {
   int end; /* index into ctx->ends                      */
   const cpli_link *l;
@@ -41,11 +56,14 @@ typedef struct olink {
   int nsels;
   long sel_version; /* of sels: the root channel's sel_version   */
   cpli_rplan plan;  /* delivery plan for (desc, sels) versions   */
+  oflight fly;      /* latest: the step in flight, if any        */
+  long last_step;   /* the last step delivered, -1: none         */
 } olink;
 
 /* Per link in the records the producer ranks share: credits, detached,
- * want, sel_version. */
-#define CPLI_LREC 4
+ * want, sel_version (the root's), then the step in flight: still pending
+ * on this rank (every rank's own), older than the link timeout (root's). */
+#define CPLI_LREC 6
 
 struct cpl_output {
   cpl_context *ctx;
@@ -99,6 +117,15 @@ int cpli_step_copy(cpl_output *o, pstep *st);
 int cpli_queue_apply(cpl_output *o, int li);
 /* Wait for credits until link li holds at most `limit` steps. */
 int cpli_queue_drain(cpl_output *o, int li, int limit);
+/* Latest links, before the ranks agree: test this rank's messages in
+ * flight and write the last two values of each link's record. */
+void cpli_flights_record(cpl_output *o, int64_t *rec);
+/* After the agreement (all[r * n + off]: rank r's link records): a step
+ * complete on every rank is delivered; one older than the link timeout
+ * fails the port (the same decision on every rank). */
+int cpli_flights_settle(cpl_output *o, const int64_t *all, int n, int off);
+/* Progress the messages in flight (local, never waits). */
+void cpli_flights_progress(cpl_output *o);
 /* Release queued steps that will never be taken. */
 void cpli_queue_drop(cpl_output *o, olink *ol);
 /* Root: tell every consumer why the port failed. */

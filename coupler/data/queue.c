@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/launch.h"
 #include "core/trace.h"
 #include "core/wait.h"
 #include "data/output.h"
@@ -96,8 +97,9 @@ static void report_sent(cpl_output *o, olink *ol, const pstep *st, const cpl_col
     big = st->desc->d[k].total > big ? st->desc->d[k].total : big;
   }
   e.mode = ol->plan.mode == CPLI_MODE_SELECT ? "select" : "allgather";
+  if (ol->fly.st == st) e.mode = ol->fly.mode == CPLI_MODE_SELECT ? "select" : "scatter";
   cpl_inter_algorithm a;
-  if (ol->plan.mode == CPLI_MODE_ALLGATHER &&
+  if (ol->plan.mode == CPLI_MODE_ALLGATHER && ol->fly.st != st &&
       cpl_inter_select(st->desc->nblocks, o->ctx->ends[ol->end].remote_size, big, opt, &a) ==
           CPL_OK)
     e.alg = cpl_inter_algorithm_name(a);
@@ -144,9 +146,218 @@ int cpli_step_send(cpl_output *o, olink *ol, pstep *st) {
     if (rc != CPL_OK) cpli_error_prefix("dataset \"%s\": ", s->name);
     sent += s->bytes[o->rank];
   }
-  if (rc == CPL_OK) ol->st.delivered++;
+  if (rc != CPL_OK)
+    cpli_error_prefix("producer \"%s\" sending step %ld to consumer \"%s\": ", o->comp->name,
+                      st->step, ctx->wf->comps[ol->l->to_comp].name);
+  if (rc == CPL_OK) {
+    ol->st.delivered++;
+    ol->last_step = st->step;
+  }
   if (rc == CPL_OK && t_start > 0) report_sent(o, ol, st, &opt, sent, t_start);
   return rc;
+}
+
+/* ------------------------------------------------- steps in flight (latest)
+ *
+ * Under `latest`, end_step only posts a step's messages (the header on the
+ * root, this rank's blocks on every rank) and returns: a consumer that
+ * stops in the middle of a step (SIGSTOP, a debugger) cannot hold the
+ * producer. Each later end_step tests the messages; every rank's "still
+ * pending" travels in the agreement (output.c), so all ranks see the step
+ * complete at the same end_step, however their own messages progressed.
+ * While a step is in flight, newer ones wait in the queue (within depth,
+ * the step in flight included) and are dropped as usual. A step in flight
+ * longer than the link timeout fails the port, decided by the root's clock. */
+
+static void fly_free(cpl_output *o, oflight *fl) {
+  free(fl->hdr);
+  cpli_step_unref(o, fl->st);
+  *fl = (oflight){.hdr_req = MPI_REQUEST_NULL};
+}
+
+static int fly_post(cpl_output *o, olink *ol, pstep *st) {
+  cpl_context *ctx = o->ctx;
+  oflight *fl = &ol->fly;
+  /* The messages outlive end_step: they must not read the caller's buffers. */
+  CPLI_TRY(cpli_step_copy(o, st));
+  cpl_coll_options opt;
+  cpli_link_options(ol->l, st->step, &opt);
+  CPLI_TRY(plan_for(o, ol, st, &opt));
+  *fl = (oflight){.hdr_req = MPI_REQUEST_NULL,
+                  .mode = ol->plan.mode == CPLI_MODE_SELECT ? CPLI_MODE_SELECT : CPLI_MODE_SCATTER,
+                  .t_posted = MPI_Wtime(),
+                  .t_start_us = cpli_report_on(ctx) ? cpli_trace_now_us() : 0,
+                  .dropped0 = ol->st.dropped};
+  int new_desc = st->desc->version != ol->desc_sent;
+  int rc = CPL_OK;
+  if (o->rank == 0) {
+    cpli_wbuf d = {0};
+    if (new_desc) rc = cpli_desc_encode(st->desc, &d);
+    cpli_hdr h = {.kind = CPLI_HDR_DATA,
+                  .step = st->step,
+                  .mode = fl->mode,
+                  .desc_len = (int64_t)d.len,
+                  .attr_len = (int64_t)st->attrs.len};
+    if (rc == CPL_OK)
+      rc = cpli_chan_post_header(ctx, ol->end, &h, d.p, st->attrs.p, &fl->hdr_req, &fl->hdr);
+    cpli_w_free(&d);
+  }
+  char where[300];
+  snprintf(where, sizeof where, "link %s, sender %d, step %ld", ol->l->label, o->rank, st->step);
+  MPI_Comm ctl = ctx->ends[ol->end].ctl;
+  if (rc == CPL_OK && fl->mode == CPLI_MODE_SELECT)
+    rc = cpli_redist_post(&ol->plan, st->desc, o->rank, st->block, ctl, CPLI_TAG_DATA, where,
+                          &fl->msgs, &fl->sent);
+  else if (rc == CPL_OK)
+    rc = cpli_scatter_post(st->desc, o->rank, ctx->ends[ol->end].remote_size, st->block, ctl,
+                           CPLI_TAG_DATA, where, &fl->msgs, &fl->sent);
+  if (rc != CPL_OK) { /* the port fails; the others time out */
+    free(fl->hdr);
+    *fl = (oflight){.hdr_req = MPI_REQUEST_NULL};
+    return rc;
+  }
+  ol->desc_sent = st->desc->version;
+  st->refs++;
+  fl->st = st;
+  cpli_launch_progress(ol->l->label, st->step); /* no collective records it */
+  return CPL_OK;
+}
+
+/* This rank's part of the step in flight: 0 done, 1 pending, 2 failed. */
+static int fly_test(cpl_output *o, oflight *fl) {
+  int done = 1, hdone = 1;
+  int rc = cpli_posted_test(&fl->msgs, &done);
+  if (rc == CPL_OK && fl->hdr_req != MPI_REQUEST_NULL)
+    rc = cpli_mpi_check(MPI_Test(&fl->hdr_req, &hdone, MPI_STATUS_IGNORE), "MPI_Test",
+                        "port %s.%s: a step header in flight", o->comp->name, o->port->name);
+  if (rc != CPL_OK) return 2;
+  return !(done && hdone);
+}
+
+void cpli_flights_progress(cpl_output *o) {
+  for (int i = 0; i < o->nl; i++)
+    if (o->links[i].fly.st) (void)fly_test(o, &o->links[i].fly);
+}
+
+void cpli_flights_record(cpl_output *o, int64_t *rec) {
+  double now = MPI_Wtime();
+  for (int i = 0; i < o->nl; i++) {
+    olink *ol = &o->links[i];
+    int64_t *r = rec + CPLI_LREC * i;
+    r[4] = ol->fly.st ? fly_test(o, &ol->fly) : 0;
+    r[5] = ol->fly.st && o->rank == 0 && now - ol->fly.t_posted > ol->l->timeout;
+  }
+}
+
+/* The step in flight is complete on every rank: it is delivered. */
+static void fly_done(cpl_output *o, olink *ol) {
+  oflight *fl = &ol->fly;
+  pstep *st = fl->st;
+  ol->st.delivered++;
+  ol->last_step = st->step;
+  cpli_posted_drop(&fl->msgs); /* frees the bookkeeping: nothing is pending */
+  if (fl->t_start_us > 0) {
+    cpl_coll_options opt;
+    cpli_link_options(ol->l, st->step, &opt);
+    report_sent(o, ol, st, &opt, fl->sent, fl->t_start_us);
+  }
+  fly_free(o, fl);
+}
+
+/* The words for a step in flight that did not complete: what is still
+ * outstanding, as far as this rank knows. */
+static void fly_outstanding(cpl_output *o, olink *ol, const char *pending, char *buf, size_t n) {
+  const oflight *fl = &ol->fly;
+  char peers[128];
+  cpli_posted_peers(&fl->msgs, peers, sizeof peers);
+  const char *cons = o->ctx->wf->comps[ol->l->to_comp].name;
+  size_t k = 0;
+  if (fl->hdr_req != MPI_REQUEST_NULL)
+    k += (size_t)snprintf(buf, n, "its rank 0 has not taken the step header; ");
+  if (k < n && *peers)
+    k += (size_t)snprintf(buf + k, n - k,
+                          "consumer \"%s\" rank(s) %s %s not taken this rank's data; ", cons, peers,
+                          strchr(peers, ',') ? "have" : "has");
+  if (k < n) snprintf(buf + k, n - k, "producer rank(s) %s still sending", pending);
+}
+
+int cpli_flights_settle(cpl_output *o, const int64_t *all, int n, int off) {
+  for (int i = 0; i < o->nl; i++) {
+    olink *ol = &o->links[i];
+    if (!ol->fly.st) continue;
+    char pending[128] = "";
+    size_t k = 0;
+    int failed = -1;
+    for (int r = 0; r < o->size; r++) {
+      int64_t v = all[(size_t)r * n + off + CPLI_LREC * i + 4];
+      if (v == 2 && failed < 0) failed = r;
+      if (v && k + 16 < sizeof pending)
+        k += (size_t)snprintf(pending + k, sizeof pending - k, "%s%d", k ? ", " : "", r);
+    }
+    if (failed >= 0)
+      return cpli_fail(CPL_ERR_MPI,
+                       "link %s, sender %d, step %ld: producer rank %d failed testing the "
+                       "step's messages (its message says why)",
+                       ol->l->label, o->rank, ol->fly.st->step, failed);
+    if (!k) {
+      fly_done(o, ol);
+      continue;
+    }
+    if (all[off + CPLI_LREC * i + 5]) { /* the root's clock decides */
+      char what[512];
+      fly_outstanding(o, ol, pending, what, sizeof what);
+      return cpli_fail(CPL_ERR_TIMEOUT,
+                       "link %s, sender %d, step %ld: producer \"%s\" posted step %ld more than "
+                       "%g s ago (the link timeout) and consumer \"%s\" has not taken it (policy "
+                       "latest: the producer went on, %ld newer steps dropped meanwhile): %s",
+                       ol->l->label, o->rank, ol->fly.st->step, o->comp->name, ol->fly.st->step,
+                       ol->l->timeout, o->ctx->wf->comps[ol->l->to_comp].name,
+                       ol->st.dropped - ol->fly.dropped0, what);
+    }
+  }
+  return CPL_OK;
+}
+
+/* Close: wait for the step in flight (each rank for its own messages, up
+ * to the link timeout), then agree whether every rank's completed. */
+static int fly_complete(cpl_output *o, olink *ol) {
+  oflight *fl = &ol->fly;
+  char where[300];
+  snprintf(where, sizeof where, "link %s, sender %d, step %ld", ol->l->label, o->rank,
+           fl->st->step);
+  int rc = CPL_OK, done = 1;
+  if (fl->hdr_req != MPI_REQUEST_NULL) {
+    rc = cpli_poll_request(&fl->hdr_req, ol->l->timeout, &done);
+    if (rc == CPL_OK && !done)
+      rc = cpli_fail(CPL_ERR_TIMEOUT,
+                     "%s: closing, consumer \"%s\" rank 0 did not take the step header "
+                     "within %g s",
+                     where, o->ctx->wf->comps[ol->l->to_comp].name, ol->l->timeout);
+  }
+  if (rc == CPL_OK) rc = cpli_posted_wait(&fl->msgs, ol->l->timeout, where, "consumer");
+  int64_t *st = calloc((size_t)o->size, sizeof *st);
+  if (!st) return cpli_fail(CPL_ERR_NOMEM, "out of memory");
+  st[o->rank] = rc;
+  cpl_coll_options opt;
+  cpli_link_options(ol->l, fl->st->step, &opt);
+  opt.timeout = 2 * ol->l->timeout + 10; /* beyond every rank's own wait */
+  int arc =
+      cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, st, 1, MPI_INT64_T, o->comm, &opt);
+  int bad = -1;
+  for (int r = 0; arc == CPL_OK && r < o->size && bad < 0; r++)
+    if (st[r] != CPL_OK) bad = r;
+  free(st);
+  if (arc != CPL_OK) return arc;
+  if (bad >= 0) {
+    if (rc == CPL_OK)
+      rc = cpli_fail(CPL_ERR_TIMEOUT,
+                     "%s: closing, producer rank %d could not complete the step "
+                     "in flight (its message says why)",
+                     where, bad);
+    return rc; /* cpli_queue_drop withdraws what is left */
+  }
+  fly_done(o, ol);
+  return CPL_OK;
 }
 
 static pstep *pop(olink *ol) {
@@ -177,7 +388,7 @@ int cpli_queue_send_missing(cpl_output *o, olink *ol, const char *why) {
 /* Answer the pending credits: the step each asks for, passing over the
  * queued steps it does not want; a step that is not held (passed, dropped,
  * never made) is answered MISSING. A request for a step not made yet waits. */
-static int serve_credits(cpl_output *o, olink *ol) {
+static int serve_credits(cpl_output *o, olink *ol, int post) {
   cpli_chan *ch = chan(o, ol);
   while (ch->credits > 0 && !ch->detached) {
     long want = ch->want;
@@ -205,9 +416,10 @@ static int serve_credits(cpl_output *o, olink *ol) {
     if (ol->qn == 0) break;
     pstep *st = pop(ol);
     ch->credits--;
-    int rc = cpli_step_send(o, ol, st);
+    int rc = post ? fly_post(o, ol, st) : cpli_step_send(o, ol, st);
     cpli_step_unref(o, st);
     CPLI_TRY(rc);
+    if (post) break; /* one step in flight at a time */
   }
   return CPL_OK;
 }
@@ -334,34 +546,50 @@ int cpli_links_sync(cpl_output *o, int wait_on, double seconds) {
   if (brc == CPL_OK && rc == CPL_OK) brc = cpli_links_adopt(o, rec + 1);
   if (brc == CPL_OK && rc == CPL_ERR_TIMEOUT) { /* the same words everywhere */
     const olink *ol = &o->links[wait_on];
+    char last[64] = "any step yet";
+    if (ol->last_step >= 0) snprintf(last, sizeof last, "a step since step %ld", ol->last_step);
     cpli_fail(rc,
-              "link %s, sender 0, step %ld: the consumer took no step "
-              "within %g s (policy all, depth %d, %d steps queued): is it "
-              "stuck, or slower than the link timeout allows?",
-              ol->l->label, ol->q[0]->step, ol->l->timeout, ol->l->depth, ol->qn);
+              "link %s, sender 0, step %ld: the consumer took no step within %g s: producer "
+              "\"%s\" is waiting on consumer \"%s\" (its rank 0 sends the requests), which has "
+              "not asked for %s (policy all, depth %d, %d steps queued): is it stuck, or slower "
+              "than the link timeout allows?",
+              ol->l->label, ol->q[0]->step, ol->l->timeout, o->comp->name,
+              o->ctx->wf->comps[ol->l->to_comp].name, last, ol->l->depth, ol->qn);
   }
   free(rec);
   return brc != CPL_OK ? brc : rc;
 }
 
-/* Release queued steps a departed consumer will never take. */
+/* Release queued steps a departed consumer will never take. A step still
+ * in flight (after a failure) is withdrawn; its copy is left to the
+ * process's end, since MPI may still read a cancelled send's buffer. */
 void cpli_queue_drop(cpl_output *o, olink *ol) {
   ol->st.undelivered += ol->qn;
   while (ol->qn > 0) cpli_step_unref(o, ol->q[--ol->qn]);
+  oflight *fl = &ol->fly;
+  if (!fl->st) return;
+  ol->st.undelivered++;
+  cpli_posted_drop(&fl->msgs);
+  if (fl->hdr_req != MPI_REQUEST_NULL) {
+    MPI_Cancel(&fl->hdr_req);
+    MPI_Request_free(&fl->hdr_req);
+  }
+  *fl = (oflight){.hdr_req = MPI_REQUEST_NULL};
 }
 
-/* Under `all`: wait for credits until the queue fits its depth. */
+/* Wait for credits until the queue fits `limit` (after the step in
+ * flight, if any, completed); the time counts as waiting (wait_s). */
 int cpli_queue_drain(cpl_output *o, int li, int limit) {
   olink *ol = &o->links[li];
   double t0 = MPI_Wtime();
-  int rc = CPL_OK;
+  int rc = ol->fly.st ? fly_complete(o, ol) : CPL_OK;
   while (rc == CPL_OK && ol->qn > limit) {
     if (chan(o, ol)->detached) {
       cpli_queue_drop(o, ol);
       break;
     }
     if (chan(o, ol)->credits == 0) rc = cpli_links_sync(o, li, 0);
-    if (rc == CPL_OK) rc = serve_credits(o, ol);
+    if (rc == CPL_OK) rc = serve_credits(o, ol, 0);
   }
   ol->st.wait_s += MPI_Wtime() - t0;
   return rc;
@@ -385,15 +613,19 @@ static void log_drop(cpl_output *o, olink *ol, const pstep *st) {
 int cpli_queue_apply(cpl_output *o, int li) {
   olink *ol = &o->links[li];
   if (ol->l->policy == CPL_POLICY_LATEST) {
+    /* Held: depth steps, besides the one in flight (never waited for). */
     while (ol->qn > ol->l->depth) {
       pstep *st = pop(ol);
       log_drop(o, ol, st);
       cpli_step_unref(o, st);
     }
-    return serve_credits(o, ol);
+    return ol->fly.st ? CPL_OK : serve_credits(o, ol, 1);
   }
-  CPLI_TRY(serve_credits(o, ol));
-  return cpli_queue_drain(o, li, ol->l->depth);
+  /* Transfers count as waiting too: a consumer may stop inside one. */
+  double t0 = MPI_Wtime();
+  int rc = serve_credits(o, ol, 0);
+  ol->st.wait_s += MPI_Wtime() - t0;
+  return rc == CPL_OK ? cpli_queue_drain(o, li, ol->l->depth) : rc;
 }
 
 /* Tell every consumer why the port failed; they return it from begin_step. */

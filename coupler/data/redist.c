@@ -275,32 +275,67 @@ static int post(int sending, int n, MPI_Aint *addr, MPI_Datatype *types, int pee
                         where, sending ? "to" : "from", sending ? "consumer" : "producer", peer);
 }
 
-/* Wait for the posted messages (or withdraw them after a failure), then
- * free the step's bookkeeping. */
-static int finish(int rc, int nreq, MPI_Request *reqs, int *peer, MPI_Aint *addr,
-                  MPI_Datatype *types, double timeout, const char *where, const char *who) {
-  if (rc == CPL_OK) rc = wait_all(nreq, reqs, peer, timeout, where, who);
-  else drop_posted(nreq, reqs);
-  free(reqs);
-  free(peer);
-  free(addr);
-  free(types);
+/* ------------------------------------------------------------- posted */
+
+int cpli_posted_test(cpli_posted *m, int *done) {
+  *done = 1;
+  if (m->n == 0) return CPL_OK;
+  MPI_Status st[8];
+  MPI_Status *sts = m->n <= 8 ? st : malloc((size_t)m->n * sizeof *sts);
+  if (!sts) return cpli_fail(CPL_ERR_NOMEM, "out of memory");
+  int rc = MPI_Testall(m->n, m->reqs, done, sts);
+  if (sts != st) free(sts);
+  return cpli_mpi_check(rc, "MPI_Testall", "messages of a step in flight");
+}
+
+int cpli_posted_wait(cpli_posted *m, double timeout, const char *where, const char *who) {
+  int rc = wait_all(m->n, m->reqs, m->peer, timeout, where, who);
+  cpli_posted_drop(m);
   return rc;
 }
 
-int cpli_redist_send(const cpli_rplan *pl, const cpli_desc *d, int me, const void *const *blocks,
-                     MPI_Comm comm, int tag, double timeout, const char *where, size_t *bytes) {
+void cpli_posted_drop(cpli_posted *m) {
+  drop_posted(m->n, m->reqs);
+  free(m->reqs);
+  free(m->peer);
+  *m = (cpli_posted){0};
+}
+
+const char *cpli_posted_peers(const cpli_posted *m, char *buf, size_t n) {
+  size_t o = 0;
+  buf[0] = 0;
+  for (int i = 0; i < m->n && o + 16 < n; i++)
+    if (m->reqs[i] != MPI_REQUEST_NULL) {
+      int dup = 0; /* one peer may have several messages */
+      for (int j = 0; j < i; j++) dup |= m->reqs[j] != MPI_REQUEST_NULL && m->peer[j] == m->peer[i];
+      if (!dup) o += (size_t)snprintf(buf + o, n - o, "%s%d", o ? ", " : "", m->peer[i]);
+    }
+  return buf;
+}
+
+static int posted_alloc(cpli_posted *m, int n, const char *where) {
+  *m = (cpli_posted){0};
+  m->reqs = malloc((size_t)(n ? n : 1) * sizeof *m->reqs);
+  m->peer = malloc((size_t)(n ? n : 1) * sizeof *m->peer);
+  if (m->reqs && m->peer) return CPL_OK;
+  cpli_posted_drop(m);
+  return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
+}
+
+/* ------------------------------------------------------------- transfer */
+
+int cpli_redist_post(const cpli_rplan *pl, const cpli_desc *d, int me, const void *const *blocks,
+                     MPI_Comm comm, int tag, const char *where, cpli_posted *m, size_t *bytes) {
   int q = pl->q;
   *bytes = 0;
-  MPI_Request *reqs = malloc((size_t)(q ? q : 1) * sizeof *reqs);
-  int *peer = malloc((size_t)(q ? q : 1) * sizeof *peer);
+  CPLI_TRY(posted_alloc(m, q, where));
   int most = 0;
   for (int j = 0; j < q; j++)
     most = pl->first[j + 1] - pl->first[j] > most ? pl->first[j + 1] - pl->first[j] : most;
   MPI_Aint *addr = malloc((size_t)(most ? most : 1) * sizeof *addr);
   MPI_Datatype *types = malloc((size_t)(most ? most : 1) * sizeof *types);
-  int rc = CPL_OK, nreq = 0;
-  if (!reqs || !peer || !addr || !types) rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
+  int rc = CPL_OK;
+  if (!addr || !types) rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
   /* Start at a different consumer on every producer rank, so the first
    * messages do not all converge on consumer 0. */
   int p = d->nblocks;
@@ -322,11 +357,90 @@ int cpli_redist_send(const cpli_rplan *pl, const cpli_desc *d, int me, const voi
       addr[x] = MPI_Aint_add(addr[x], disp);
       *bytes += box_bytes(s->rank, pt->count, s->esize);
     }
-    if (rc == CPL_OK) rc = post(1, n, addr, types, j, tag, comm, &reqs[nreq], where);
+    if (rc == CPL_OK) rc = post(1, n, addr, types, j, tag, comm, &m->reqs[m->n], where);
     if (rc != CPL_OK) break;
-    peer[nreq++] = j;
+    m->peer[m->n++] = j;
   }
-  return finish(rc, nreq, reqs, peer, addr, types, timeout, where, "consumer");
+  free(addr);
+  free(types);
+  if (rc != CPL_OK) cpli_posted_drop(m);
+  return rc;
+}
+
+int cpli_redist_send(const cpli_rplan *pl, const cpli_desc *d, int me, const void *const *blocks,
+                     MPI_Comm comm, int tag, double timeout, const char *where, size_t *bytes) {
+  cpli_posted m;
+  CPLI_TRY(cpli_redist_post(pl, d, me, blocks, comm, tag, where, &m, bytes));
+  return cpli_posted_wait(&m, timeout, where, "consumer");
+}
+
+int cpli_scatter_post(const cpli_desc *d, int me, int q, const void *const *blocks, MPI_Comm comm,
+                      int tag, const char *where, cpli_posted *m, size_t *bytes) {
+  *bytes = 0;
+  CPLI_TRY(posted_alloc(m, d->nd, where));
+  int to = cpli_scatter_owner(me, d->nblocks, q);
+  for (int k = 0; k < d->nd; k++) {
+    size_t b = d->d[k].bytes[me];
+    if (b == 0) continue; /* the receiver skips it the same way */
+    int rc = MPI_Isend(blocks[k], (int)b, MPI_BYTE, to, tag, comm, &m->reqs[m->n]);
+    if (rc != MPI_SUCCESS) {
+      cpli_posted_drop(m);
+      return cpli_mpi_check(rc, "MPI_Isend", "%s: dataset \"%s\" to consumer rank %d", where,
+                            d->d[k].name, to);
+    }
+    m->peer[m->n++] = to;
+    *bytes += b;
+  }
+  return CPL_OK;
+}
+
+int cpli_scatter_recv(const cpli_desc *d, const cpl_coll_options *opt, MPI_Comm group,
+                      char *const *buf, MPI_Comm comm, int tag, const char *where, size_t *bytes) {
+  int me, q, p = d->nblocks;
+  MPI_Comm_rank(group, &me);
+  MPI_Comm_size(group, &q);
+  *bytes = 0;
+  /* This rank's producers: a contiguous range [lo, hi). */
+  int lo = 0;
+  while (lo < p && cpli_scatter_owner(lo, p, q) < me) lo++;
+  int hi = lo;
+  while (hi < p && cpli_scatter_owner(hi, p, q) == me) hi++;
+  cpli_posted m;
+  CPLI_TRY(posted_alloc(&m, d->nd * (hi - lo), where));
+  int rc = CPL_OK;
+  for (int k = 0; rc == CPL_OK && k < d->nd; k++)
+    for (int i = lo; rc == CPL_OK && i < hi; i++) {
+      const cpli_dset *s = &d->d[k];
+      if (s->bytes[i] == 0) continue;
+      rc = cpli_mpi_check(
+          MPI_Irecv(buf[k] + s->offset[i], (int)s->bytes[i], MPI_BYTE, i, tag, comm, &m.reqs[m.n]),
+          "MPI_Irecv", "%s: dataset \"%s\" from producer rank %d", where, s->name, i);
+      if (rc == CPL_OK) m.peer[m.n++] = i;
+    }
+  if (rc == CPL_OK) rc = cpli_posted_wait(&m, opt->timeout, where, "producer");
+  else cpli_posted_drop(&m);
+  int *counts = malloc(2 * (size_t)q * sizeof *counts);
+  if (rc == CPL_OK && !counts) rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
+  for (int k = 0; rc == CPL_OK && k < d->nd; k++) {
+    const cpli_dset *s = &d->d[k];
+    if (s->total == 0) continue;
+    /* Consumer j holds the blocks of its producers, one contiguous run. */
+    for (int j = 0; j < q; j++) counts[j] = 0, counts[q + j] = -1;
+    for (int i = 0; i < p; i++) {
+      int j = cpli_scatter_owner(i, p, q);
+      if (counts[q + j] < 0) counts[q + j] = (int)s->offset[i];
+      counts[j] += (int)s->bytes[i];
+    }
+    for (int j = 0; j < q; j++)
+      if (counts[q + j] < 0) counts[q + j] = 0;
+    rc = cpl_intra_allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf[k], counts, counts + q,
+                              MPI_BYTE, group, opt);
+    if (rc != CPL_OK)
+      cpli_error_prefix("%s: dataset \"%s\", sharing it in the group: ", where, s->name);
+    *bytes += s->total;
+  }
+  free(counts);
+  return rc;
 }
 
 int cpli_redist_recv(const cpli_desc *d, const cpli_boxes *pieces, char *const *buf, MPI_Comm comm,
@@ -334,12 +448,12 @@ int cpli_redist_recv(const cpli_desc *d, const cpli_boxes *pieces, char *const *
   int p = d->nblocks, most = 0;
   *bytes = 0;
   for (int k = 0; k < d->nd; k++) most += pieces[k].n;
-  MPI_Request *reqs = malloc((size_t)(p ? p : 1) * sizeof *reqs);
-  int *peer = malloc((size_t)(p ? p : 1) * sizeof *peer);
+  cpli_posted m;
+  CPLI_TRY(posted_alloc(&m, p, where));
   MPI_Aint *addr = malloc((size_t)(most ? most : 1) * sizeof *addr);
   MPI_Datatype *types = malloc((size_t)(most ? most : 1) * sizeof *types);
-  int rc = CPL_OK, nreq = 0;
-  if (!reqs || !peer || !addr || !types) rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
+  int rc = CPL_OK;
+  if (!addr || !types) rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
   hsize_t is[CPL_MAX_RANK], ic[CPL_MAX_RANK];
   for (int i = 0; rc == CPL_OK && i < p; i++) {
     int n = 0;
@@ -370,9 +484,15 @@ int cpli_redist_recv(const cpli_desc *d, const cpli_boxes *pieces, char *const *
       break;
     }
     if (n == 0) continue;
-    rc = post(0, n, addr, types, i, tag, comm, &reqs[nreq], where);
+    rc = post(0, n, addr, types, i, tag, comm, &m.reqs[m.n], where);
     if (rc != CPL_OK) break;
-    peer[nreq++] = i;
+    m.peer[m.n++] = i;
   }
-  return finish(rc, nreq, reqs, peer, addr, types, timeout, where, "producer");
+  free(addr);
+  free(types);
+  if (rc != CPL_OK) {
+    cpli_posted_drop(&m);
+    return rc;
+  }
+  return cpli_posted_wait(&m, timeout, where, "producer");
 }

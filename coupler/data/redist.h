@@ -19,7 +19,11 @@
 #include "data/desc.h"
 #include "data/select.h"
 
-enum { CPLI_MODE_ALLGATHER = 0, CPLI_MODE_SELECT = 1 };
+/* How a step's data travel (named in its header). SCATTER: each producer
+ * rank sends its blocks to one consumer rank (scatter_owner), and the
+ * consumer group shares them (intra-group allgatherv): the producer only
+ * posts sends, so a step can be left in flight (policy latest). */
+enum { CPLI_MODE_ALLGATHER = 0, CPLI_MODE_SELECT = 1, CPLI_MODE_SCATTER = 2 };
 
 /* One part of a message: a box of dataset k (global coordinates). */
 typedef struct cpli_rpart {
@@ -52,6 +56,44 @@ void cpli_rplan_free(cpli_rplan *pl);
  */
 int cpli_rplan_build(cpli_rplan *pl, const cpli_desc *d, int me, int q, const cpli_sel *sels,
                      int delivery, const cpl_coll_options *opt, const char *where);
+
+/* Point-to-point messages posted and not yet complete (a step in flight):
+ * peer[i] is the remote rank of reqs[i]. */
+typedef struct cpli_posted {
+  MPI_Request *reqs;
+  int *peer;
+  int n;
+} cpli_posted;
+
+/* Test without waiting: *done once every message completed. */
+int cpli_posted_test(cpli_posted *m, int *done);
+/* Wait until every message completed, or `timeout` seconds pass without
+ * any completing (then withdrawn, and the peers still outstanding named;
+ * who: "consumer" or "producer"). */
+int cpli_posted_wait(cpli_posted *m, double timeout, const char *where, const char *who);
+/* Withdraw what is still pending (after a failure), free the bookkeeping. */
+void cpli_posted_drop(cpli_posted *m);
+/* "0, 2" (at most n bytes): the peers of messages still pending. */
+const char *cpli_posted_peers(const cpli_posted *m, char *buf, size_t n);
+
+/* Producer: post this rank's parts (blocks[k]: its block of dataset k),
+ * without waiting; *bytes: what it sends. */
+int cpli_redist_post(const cpli_rplan *pl, const cpli_desc *d, int me, const void *const *blocks,
+                     MPI_Comm comm, int tag, const char *where, cpli_posted *m, size_t *bytes);
+
+/* SCATTER: the consumer rank (of q) that receives producer rank i's blocks
+ * (of p). Each consumer gets a contiguous range of producer ranks. */
+static inline int cpli_scatter_owner(int i, int p, int q) { return (int)((long)i * q / p); }
+
+/* Producer: post this rank's blocks to its owner; *bytes: what it sends. */
+int cpli_scatter_post(const cpli_desc *d, int me, int q, const void *const *blocks, MPI_Comm comm,
+                      int tag, const char *where, cpli_posted *m, size_t *bytes);
+
+/* Consumer rank me (of group comm): receive the blocks it owns into the
+ * whole-array buffers buf[k] (at the description's offsets), then share
+ * them in the group, so every rank holds every dataset whole. */
+int cpli_scatter_recv(const cpli_desc *d, const cpl_coll_options *opt, MPI_Comm group,
+                      char *const *buf, MPI_Comm comm, int tag, const char *where, size_t *bytes);
 
 /* Producer: send this rank's parts (blocks[k]: its block of dataset k);
  * *bytes: what it sent. */

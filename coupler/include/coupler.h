@@ -366,7 +366,9 @@ typedef struct cpl_output_stats {
                     /* or the port failed                               */
   int queue_max;    /* most steps held at once                          */
   size_t bytes_max; /* most bytes held in step copies at once           */
-  double wait_s;    /* time end_step/close waited for the consumer      */
+  double wait_s;    /* time end_step/close waited for the consumer:     */
+                    /* for credits and inside transfers; the port's     */
+                    /* also for the other producer ranks (agreement)    */
 } cpl_output_stats;
 
 /* Links of the port (fan-out), and each one's counters; link -1 sums them
