@@ -4,8 +4,8 @@
  * broadcast": every sender sends its block straight to receiver 0 (an
  * intercommunicator gatherv), which broadcasts the p blocks among the
  * receivers (binomial tree below 8 processes, else scatter + allgather).
- * Cost, as modelled in cost.c: p alpha + p k beta + bcast(q, p k), since
- * receiver 0 takes the p messages one at a time.
+ * Cost, as modelled in cost.c: alpha + p k beta + bcast(q, p k): the p
+ * messages reach receiver 0 at once, and its port is the bound.
  * MPICH's blocking MPI_Allgather on an intercommunicator is the classic
  * root gathering instead (local gather, root-to-root, local broadcast),
  * modelled by `root`; cpl-bench measures it as the variant "mpi".

@@ -7,12 +7,15 @@
  *  - not forwarded (no later send reads its bytes, on this rank or at the
  *    receiver): whole, as far as MPI's int counts allow;
  *  - forwarded by a rank whose link has as much of its own to send
- *    meanwhile (the allgather phases: in every round or ring step a
- *    member sends as many blocks as it receives, so what it forwards has
- *    arrived by the time it is needed): whole;
+ *    meanwhile (Alg. 7's rounds and the intra-group ring: in every round
+ *    or ring step a member sends as many blocks as it receives, so what
+ *    it forwards has arrived by the time it is needed): whole;
  *  - forwarded along a pipeline that would otherwise wait for it (fc's
  *    p < q broadcasts, their receivers forwarding the block they are
- *    still receiving): m pieces minimising the pipeline's modelled time.
+ *    still receiving; fc's p >= q direct blocks and the ring after them,
+ *    whose every step relays what the step before brings, measured 1.26
+ *    of the bound at 6|2 whole): m pieces minimising the pipeline's
+ *    modelled time.
  * A pipeline of depth d (hops) over L bytes cut into m pieces takes
  *   T(m) = (d - 1) alpha + m o + (m + d - 1) beta L / m
  * (o: what one more message of a stream costs, the per-message overhead;
