@@ -128,8 +128,8 @@ static void test_inter(void) {
         CHECK(ca <= nat && ca <= fc, "%s: %d|1 k=%zu picks %s at %g (native %g, fc %g)",
               models[mo].what, p, k, cpl_inter_algorithm_name(a), ca, nat, fc);
         if (p >= 2)
-          CHECK(a == CPL_INTER_NATIVE, "%s: %d|1 k=%zu picks %s, not native", models[mo].what, p,
-                k, cpl_inter_algorithm_name(a));
+          CHECK(a == CPL_INTER_NATIVE, "%s: %d|1 k=%zu picks %s, not native", models[mo].what, p, k,
+                cpl_inter_algorithm_name(a));
         cases++;
       }
   }
