@@ -22,7 +22,7 @@
  * with o = alpha this is (m + d - 1)(alpha + beta L / m)), minimal at
  *   m* = sqrt(beta L (d - 1) / o),
  * clamped to at least ceil(L / CPLI_FLOW_MAX_MSG) pieces and pieces of at
- * least CPLI_CUT_MIN_PIECE bytes. Every input is known to both ends of
+ * least CPLI_CUT_MIN_PIECE bytes (32 KiB). Every input is known to both ends of
  * every message (sizes, p, q, the model parameters), so both cut alike.
  */
 #ifndef CPLI_SCHED_CUT_H
@@ -30,8 +30,12 @@
 
 #include <stddef.h>
 
-/* No piece below this many bytes (per-message costs the model misses). */
-#define CPLI_CUT_MIN_PIECE ((size_t)1024)
+/* No piece below this many bytes: every piece also costs the executor a
+ * dependency, a post and polls, which the calibrated per-message overhead
+ * (a plain MPI stream) misses. On the emulated cluster 1 KiB pieces lost
+ * 2x at 2-8 KiB per sender (4|4, 8 KiB: 1.56 ms in 2 KiB pieces, 0.64 ms
+ * whole), and 16-32 KiB pieces measured best at 1 MiB. */
+#define CPLI_CUT_MIN_PIECE ((size_t)32 * 1024)
 
 typedef struct cpli_cut_model {
   double alpha;     /* s: start-up of one message (latency)        */
