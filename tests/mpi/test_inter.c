@@ -27,12 +27,19 @@ typedef struct alg {
   cpl_intra_algorithm intra;
 } alg;
 
-static const alg algs[] = {
-    {CPL_INTER_FC, CPL_INTRA_CIRCULANT}, {CPL_INTER_FC, CPL_INTRA_BRUCK},
-    {CPL_INTER_FC, CPL_INTRA_RING},      {CPL_INTER_FC, CPL_INTRA_NATIVE},
-    {CPL_INTER_RING, CPL_INTRA_AUTO},    {CPL_INTER_ROOT, CPL_INTRA_AUTO},
-    {CPL_INTER_NATIVE, CPL_INTRA_AUTO},  {CPL_INTER_AUTO, CPL_INTRA_AUTO},
-};
+/* Every row of the algorithm tables: fc with each intra-group algorithm
+ * (fc's allgather phase), every other inter-group algorithm (auto
+ * included) with auto. Both enums list the tables' rows. */
+static alg algs[CPL_INTER_COUNT + CPL_INTRA_COUNT];
+static size_t nalgs;
+
+static void list_algs(void) {
+  for (int i = 0; i < CPL_INTER_COUNT; i++)
+    if (i == CPL_INTER_FC)
+      for (int j = CPL_INTRA_AUTO + 1; j < CPL_INTRA_COUNT; j++)
+        algs[nalgs++] = (alg){CPL_INTER_FC, (cpl_intra_algorithm)j};
+    else algs[nalgs++] = (alg){(cpl_inter_algorithm)i, CPL_INTRA_AUTO};
+}
 
 enum pattern { P_ZERO, P_ONE, P_ODD, P_BIG, P_IRREG, P_STRIDED_RECV, P_STRIDED_SEND, P_COUNT };
 static const char *pattern_name[] = {"count 0",   "count 1",      "odd count",   "64 KiB",
@@ -149,7 +156,7 @@ static void run_shape(int p, int q, int wrank) {
   int me;
   MPI_Comm_rank(local, &me);
   int call = 0;
-  for (size_t k = 0; k < sizeof algs / sizeof *algs; k++)
+  for (size_t k = 0; k < nalgs; k++)
     for (int pt = 0; pt < P_COUNT; pt++)
       for (int dir = 0; dir < 2; dir++) { /* A -> B, then B -> A */
         const int sending = (color == 0) == (dir == 0);
@@ -158,7 +165,7 @@ static void run_shape(int p, int q, int wrank) {
       }
   /* the same intercommunicator many times in a row */
   for (int r = 0; r < 25; r++)
-    one_call(inter, color == 0, p, me, P_ODD, algs[r % 4], call++, shape);
+    one_call(inter, color == 0, p, me, P_ODD, algs[(size_t)r % nalgs], call++, shape);
   int lfail = failures, gfail = 0;
   MPI_Allreduce(&lfail, &gfail, 1, MPI_INT, MPI_SUM, local);
   if (me == 0 && color == 1)
@@ -171,6 +178,7 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int wrank, wsize;
   MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+  list_algs();
   MPI_Comm_size(MPI_COMM_WORLD, &wsize);
   for (int i = 1; i < argc; i++) {
     int p, q;
