@@ -24,6 +24,7 @@ needs there:
                             once take turns instead of using both directions
   UCX_NET_DEVICES=<veth>    the namespace's own veth
   LD_PRELOAD+=\$CPL_YIELD_SHIM  if CPL_YIELD_SHIM names the yield shim library
+                            (or a colon list, e.g. the ASan runtime, then the shim)
 Variables already set (e.g. by mpiexec -genv) win over UCX_TLS/UCX_PROTO_ENABLE
 defaults here; hydra also forwards mpiexec's environment to the ranks.
 Meant to be used by run.sh: mpiexec -launcher ssh -launcher-exec $0 ...
@@ -55,7 +56,11 @@ env_args=(
   "CPL_NODE_ADDR=$addr"
 )
 if [[ -n ${CPL_YIELD_SHIM:-} ]]; then
-  [[ -r $CPL_YIELD_SHIM ]] || cpl_die "CPL_YIELD_SHIM=$CPL_YIELD_SHIM is not readable"
+  # a colon list is allowed: a sanitized build puts the ASan runtime first
+  IFS=: read -ra shim_libs <<<"$CPL_YIELD_SHIM"
+  for lib in "${shim_libs[@]}"; do
+    [[ -r $lib ]] || cpl_die "CPL_YIELD_SHIM: $lib is not readable"
+  done
   env_args+=("LD_PRELOAD=$CPL_YIELD_SHIM${LD_PRELOAD:+:$LD_PRELOAD}")
 fi
 

@@ -15,6 +15,7 @@ message.
 """
 
 import sys as _sys
+import time as _time
 from collections import namedtuple as _namedtuple
 from contextlib import contextmanager as _contextmanager
 
@@ -84,6 +85,10 @@ def _install_abort_hook():
         if initialized and not finalized:
             print("coupler: uncaught exception, aborting the MPI job",
                   file=_sys.stderr, flush=True)
+            # hydra kills the job on MPI_Abort and drops what its proxy
+            # has not yet read from this process's stderr: give it the
+            # traceback first (seen cut off mid-line under load)
+            _time.sleep(0.3)
             _core.comm_abort(_core.comm_world(), 1)
 
     hook._coupler = True
