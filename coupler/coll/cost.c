@@ -14,12 +14,6 @@
 #include "coll/algorithms.h"
 #include "coll/tuning.h"
 
-int cpli_ceil_log2(long n) {
-  int k = 0;
-  while ((1L << k) < n) k++;
-  return k;
-}
-
 /* ------------------------------------------- n-block broadcast (Alg. 6) */
 
 double cpli_bcast_cost(int p, size_t bytes, long long n, double alpha, double beta) {

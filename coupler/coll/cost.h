@@ -12,9 +12,6 @@
 #include "coll/coll.h"
 #include "sched/circulant.h"
 
-/* ceil(log2 n), 0 for n <= 1. */
-int cpli_ceil_log2(long n);
-
 /* Round-optimal n-block broadcast (Alg. 6, bcast_circulant.c) of `bytes`
  * over p ranks: its time with n blocks, and the n that minimises it,
  * n* = sqrt(beta bytes (q-1) / alpha), clamped to

@@ -35,6 +35,12 @@ static void prefix_counts(const cpli_circ *c, long long L, int *cnt) {
   }
 }
 
+int cpli_ceil_log2(long n) {
+  int k = 0;
+  while ((1L << k) < n) k++;
+  return k;
+}
+
 int cpli_circ_init(cpli_circ *c, int p) {
   if (!c || p < 1) return cpli_fail(CPL_ERR_ARG, "circulant schedule: need p >= 1, got %d", p);
   c->p = p;

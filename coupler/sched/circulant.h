@@ -45,6 +45,10 @@ typedef struct cpli_circ {
   int full[CPLI_CIRC_QMAX + 1][CPLI_CIRC_QMAX];
 } cpli_circ;
 
+/* ceil(log2 n), 0 for n <= 1: the rounds of a circulant schedule (q),
+ * of Bruck's and of a binomial tree. */
+int cpli_ceil_log2(long n);
+
 /* Fill *c for p >= 1 ranks (p = 1: q = 0, empty schedules).
  * CPL_ERR_ARG if p < 1. */
 int cpli_circ_init(cpli_circ *c, int p);

@@ -399,16 +399,10 @@ int cpli_flow_ring(cpli_flow *f, int n, int r, const int *rank_of, const size_t 
   return cpli_flow_ring_cut(f, n, r, rank_of, counts, displs, chunk, chunk, n);
 }
 
-static int ceil_log2(int n) {
-  int k = 0;
-  while ((1L << k) < n) k++;
-  return k;
-}
-
 /* Depth of fc's p < q broadcast pipeline: Alg. 6's rounds, plus the
  * subgroup's forward when there is a subgroup allgather. */
 static int fc_bcast_depth(int p, int q) {
-  return ceil_log2(q / p + 1) + (p > 1 || q % p > 0 ? 1 : 0);
+  return cpli_ceil_log2(q / p + 1) + (p > 1 || q % p > 0 ? 1 : 0);
 }
 
 long long cpli_flow_fc_nblocks(int p, int q, size_t k, const cpli_fc_opts *o) {

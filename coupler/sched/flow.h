@@ -154,9 +154,11 @@ typedef struct cpli_fc_opts {
  * Receivers, and for p > q the extra senders (which relay), give all p
  * block sizes and offsets of buffer 0 in counts/displs; the extra senders'
  * own block must be in place there. Pure senders may pass NULL.
- * With o->model (and no o->chunk): p >= q streams are whole (each
- * receiver's port takes p blocks in all, so nothing waits for a forward:
- * CPLI_CUT_PORT, CPLI_CUT_BUSY, CPLI_CUT_LAST); p < q broadcasts use
+ * With o->model (and no o->chunk): for p >= q the direct blocks and the
+ * ring after them are depth-2 pipelines (CPLI_CUT_PIPE; the direct block
+ * cut by its own length, the ring by the largest block; p = 2: the ring's
+ * one step whole), Alg. 7's streams whole (CPLI_CUT_BUSY, CPLI_CUT_LAST);
+ * without the model and a cut, CPLI_CUT_PORT; p < q broadcasts use
  * cpli_cut_pieces(k, ceil(log2(s+1)) + 1) blocks, the extra hop being
  * the subgroup's forward, and the subgroup's streams that forward a block
  * still arriving are cut at the largest block's broadcast piece. */
