@@ -493,8 +493,10 @@ int cpli_flow_fc(cpli_flow *f, int p, int q, int me, const size_t *counts, const
   if (j < s * p) g = j % p;
   /* Modelled: streams that forward a block still arriving by broadcast are
    * cut at the largest block's broadcast piece (every member knows all
-   * sizes), the ring's later steps are whole (a member sends its own block
-   * meanwhile). */
+   * sizes). The ring's later steps are whole when every member has a block
+   * of its own to send meanwhile; remainder members have none, so a ring
+   * with them is one long pipeline and every step is cut (3|5 at 1 MiB on
+   * the emulated cluster: 1.74 of the bound with whole steps, 1.36 cut). */
   size_t pipe = chunk;
   if (modelled) {
     size_t kmax = 0;
@@ -509,7 +511,7 @@ int cpli_flow_fc(cpli_flow *f, int p, int q, int me, const size_t *counts, const
   for (int m = 0; rc == CPL_OK && m < p; m++) cd[m] = counts[m], cd[n + m] = displs[m];
   if (rc == CPL_OK && o->ring)
     rc = cpli_flow_ring_cut(f, n, g, rank_of, cd, cd + n, pipe, modelled ? 0 : chunk,
-                            modelled ? p : n);
+                            !modelled ? n : n == p ? p : 0);
   if (rc == CPL_OK && !o->ring) rc = cpli_circ_init(&c, n);
   if (rc == CPL_OK && !o->ring) rc = cpli_flow_alg7(f, &c, g, rank_of, cd, cd + n, pipe);
   f->note_why = 0;
