@@ -146,5 +146,6 @@ int cpli_inter_fc(const cpli_inter_args *a);
 int cpli_inter_ring(const cpli_inter_args *a);
 int cpli_inter_root(const cpli_inter_args *a);
 int cpli_inter_native(const cpli_inter_args *a);
+int cpli_inter_direct_ring(const cpli_inter_args *a);
 
 #endif

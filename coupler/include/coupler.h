@@ -67,11 +67,12 @@ CPL_API const char *cpl_last_error(void);
 
 /* Inter-group algorithms (half-duplex allgather between two groups). */
 typedef enum cpl_inter_algorithm {
-  CPL_INTER_AUTO = 0, /* chosen by the alpha-beta cost model              */
-  CPL_INTER_FC,       /* Kang et al., fully connected                     */
-  CPL_INTER_RING,     /* Kang et al., ring (MPI_Sendrecv between neighbours)*/
-  CPL_INTER_ROOT,     /* root gathering (what MPICH does), baseline       */
-  CPL_INTER_NATIVE,   /* MPI_Allgatherv on the intercommunicator          */
+  CPL_INTER_AUTO = 0,    /* chosen by the alpha-beta cost model              */
+  CPL_INTER_FC,          /* Kang et al., fully connected                     */
+  CPL_INTER_RING,        /* Kang et al., ring (MPI_Sendrecv between neighbours)*/
+  CPL_INTER_ROOT,        /* root gathering (what MPICH does), baseline       */
+  CPL_INTER_NATIVE,      /* MPI_Allgatherv on the intercommunicator          */
+  CPL_INTER_DIRECT_RING, /* senders feed a ring of the receivers          */
   CPL_INTER_COUNT
 } cpl_inter_algorithm;
 

@@ -509,9 +509,11 @@ int cpli_flow_fc(cpli_flow *f, int p, int q, int me, const size_t *counts, const
   size_t *cd = calloc(2 * (size_t)n, sizeof *cd);
   if (!cd) rc = nomem();
   for (int m = 0; rc == CPL_OK && m < p; m++) cd[m] = counts[m], cd[n + m] = displs[m];
+  /* members with a block of their own: all but the remainder (0: cut all) */
+  int nown = n;
+  if (modelled) nown = n == p ? p : 0;
   if (rc == CPL_OK && o->ring)
-    rc = cpli_flow_ring_cut(f, n, g, rank_of, cd, cd + n, pipe, modelled ? 0 : chunk,
-                            !modelled ? n : n == p ? p : 0);
+    rc = cpli_flow_ring_cut(f, n, g, rank_of, cd, cd + n, pipe, modelled ? 0 : chunk, nown);
   if (rc == CPL_OK && !o->ring) rc = cpli_circ_init(&c, n);
   if (rc == CPL_OK && !o->ring) rc = cpli_flow_alg7(f, &c, g, rank_of, cd, cd + n, pipe);
   f->note_why = 0;

@@ -165,6 +165,22 @@ typedef struct cpli_fc_opts {
 int cpli_flow_fc(cpli_flow *f, int p, int q, int me, const size_t *counts, const size_t *displs,
                  size_t own_bytes, const cpli_fc_opts *o);
 
+/* The direct-ring inter-group allgather as one plan, on the same merged
+ * communicator as cpli_flow_fc (coll/inter_direct_ring.c). Sender b sends
+ * its block to its home, receiver cpli_direct_ring_home(b) = floor(b q / p)
+ * (spread evenly: for p < q some receivers have none, for p > q some have
+ * several); the receivers then pass every block on around a ring,
+ * receiver j to j + 1, q - 1 steps, in step s the blocks whose home is
+ * j - s. Every step forwards what the step before brings, so with
+ * o->model all of it is one depth-2 pipeline (the direct blocks cut by
+ * their own length, the ring's streams by the largest home's bytes);
+ * o->chunk forces one cut. Receivers give all p block sizes and offsets of
+ * buffer 0 (counts, displs); senders read their own block from buffer 1
+ * and need nothing else. */
+int cpli_direct_ring_home(int b, int p, int q);
+int cpli_flow_direct_ring(cpli_flow *f, int p, int q, int me, const size_t *counts,
+                          const size_t *displs, size_t own_bytes, const cpli_fc_opts *o);
+
 /* Replay the plans of nranks ranks (plans[r], buffers buf0[r], buf1[r]) on
  * an instant network: every rank posts its receives, issues sends in plan
  * order as their dependencies complete (per peer in order), and the i-th

@@ -249,6 +249,49 @@ static void fc_case(int p, int q, int ck, int lk, size_t chunk, long long nb, in
   free(plans), free(pp), free(b0), free(b1), free(counts), free(displs), free(packed);
 }
 
+/* ---------------------------------------------------------- direct-ring */
+
+/* chunk > 0: that fixed cut; 0: the model's cuts with 1-byte pieces
+ * allowed, so the small test blocks are cut too. */
+static void direct_ring_case(int p, int q, int ck, int lk, size_t chunk) {
+  const cpli_fc_opts o = {.chunk = chunk,
+                          .model = 1,
+                          .cut = {.alpha = 1e-6, .beta = 1e-6, .overhead = 1e-6, .min_piece = 1}};
+  const int N = p + q;
+  size_t *counts = malloc(sizeof *counts * p), *displs = malloc(sizeof *displs * p);
+  for (int j = 0; j < p; j++) counts[j] = count_of(ck, j, p);
+  const size_t size = layout(lk, p, counts, displs);
+  cpli_flow *plans = malloc(sizeof *plans * N);
+  cpli_flow **pp = malloc(sizeof *pp * N);
+  unsigned char **b0 = calloc(N, sizeof *b0), **b1 = calloc(N, sizeof *b1);
+  if (!plans || !pp || !b0 || !b1) abort();
+  char why[256] = "";
+  int ok = 1;
+  for (int r = 0; r < N; r++) {
+    cpli_flow_init(&plans[r]);
+    pp[r] = &plans[r];
+    if (r < p) {
+      b1[r] = malloc(counts[r] + 1);
+      for (size_t i = 0; i < counts[r]; i++) b1[r][i] = pat(r, i);
+    } else {
+      b0[r] = buffer(size, p, counts, displs, -2);
+    }
+    ok = ok &&
+         cpli_flow_direct_ring(&plans[r], p, q, r, r < p ? NULL : counts, r < p ? NULL : displs,
+                               r < p ? counts[r] : 0, &o) == CPL_OK &&
+         cpli_flow_resolve(&plans[r], why, sizeof why) == CPL_OK;
+    if (!ok && !why[0]) snprintf(why, sizeof why, "rank %d: %s", r, cpl_last_error());
+  }
+  ok = ok && cpli_flow_simulate(N, pp, b0, b1, why, sizeof why) == 0;
+  for (int r = p; r < N && ok; r++)
+    if (!(ok = full(b0[r], size, p, counts, displs)))
+      snprintf(why, sizeof why, "rank %d does not hold every block", r);
+  CHECK(ok, "direct-ring %d|%d counts %d layout %d chunk %zu: %s", p, q, ck, lk, chunk, why);
+  cases++;
+  for (int r = 0; r < N; r++) cpli_flow_free(&plans[r]), free(b0[r]), free(b1[r]);
+  free(plans), free(pp), free(b0), free(b1), free(counts), free(displs);
+}
+
 /* ---------------------------------------------------------- faults */
 
 static void broken_plans(void) {
@@ -349,6 +392,14 @@ int main(void) {
     fc_case(big[i][0], big[i][1], COUNTS_IRREGULAR, LAYOUT_GAPS, 3, 2, 1);
     fc_case(big[i][0], big[i][1], COUNTS_ONE_BIG, LAYOUT_CONTIG, 0, 1, 1);
   }
+  for (int p = 1; p <= 9; p++)
+    for (int q = 1; q <= 9; q++)
+      for (int ck = 0; ck < COUNTS_KINDS; ck++)
+        for (int lk = 0; lk < LAYOUT_KINDS; lk++)
+          for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++)
+            direct_ring_case(p, q, ck, lk, chunks[c]);
+  for (size_t i = 0; i < sizeof big / sizeof *big; i++)
+    direct_ring_case(big[i][0], big[i][1], COUNTS_IRREGULAR, LAYOUT_REVERSED, 0);
   printf("flow: %d cases, %d failures\n", cases, failures);
   return failures ? 1 : 0;
 }

@@ -1,0 +1,64 @@
+/*
+ * Direct-ring inter-group allgather, p senders, q receivers, any sizes:
+ * each sender sends its block to one receiver (its home, spread evenly),
+ * and the receivers pass every block on around a ring. One dataflow plan
+ * (sched/flow.h: cpli_flow_direct_ring) on the merged communicator.
+ *
+ * Why, next to Kang et al.'s fc: on a full-duplex network the bound is a
+ * receiver's incoming link, p k bytes, and this plan puts exactly that on
+ * every receiver's link (its home blocks from the senders, the rest from
+ * its left neighbour), while every node talks to one peer per direction,
+ * plus the senders of its home blocks. fc's p < q broadcasts keep several
+ * peers per direction busy on every receiver (Traff's circulant rounds),
+ * and its p > q extra senders relay every block; on the emulated cluster
+ * (TCP over shaped veths, where several peers per node cost rate) both
+ * stay further from the bound. The price is the pipeline's depth: a block
+ * crosses up to q - 1 hops, so start-ups and the pipeline's fill grow with
+ * q, and auto weighs it by the model (cost.c).
+ */
+#include <stdlib.h>
+
+#include "coll/link.h"
+#include "coll/tuning.h"
+#include "sched/flow.h"
+
+int cpli_inter_direct_ring(const cpli_inter_args *a) {
+  cpli_dir *d;
+  CPLI_TRY(cpli_link_dir(a->link, a->sender, a->ctx, &d));
+  int lrank;
+  MPI_Comm_rank(d->local, &lrank);
+  const int p = a->p, q = a->q, me = a->sender ? lrank : p + lrank;
+  const cpli_tuning *t = cpli_tuning_now();
+  const cpli_fc_opts o = {.chunk = t->chunk,
+                          .model = 1,
+                          .cut = {.alpha = t->alpha, .beta = t->beta, .overhead = t->overhead}};
+  /* Everything the plan depends on; fc's plans in the same cache start
+   * with their chunk (>= 0), so -1 keeps the two apart. */
+  const double param[] = {-1,         (double)o.chunk, o.cut.alpha,
+                          o.cut.beta, o.cut.overhead,  (double)(a->sender ? a->own_bytes : 0)};
+  const size_t *counts = a->sender ? NULL : a->blk.counts,
+               *displs = a->sender ? NULL : a->blk.displs;
+  cpli_plan_key key;
+  const cpli_flow *plan = NULL;
+  if (cpli_plan_key_make(&key, param, 6, a->sender ? 0 : p, counts, displs) == CPL_OK)
+    plan = cpli_plan_cache_find(&d->plans, &key);
+  cpli_flow f;
+  cpli_flow_init(&f);
+  a->ctx->xstep = 0;
+  int rc = CPL_OK;
+  if (!plan) {
+    rc = cpli_flow_direct_ring(&f, p, q, me, counts, displs, a->own_bytes, &o);
+    char why[256];
+    if (rc == CPL_OK && cpli_flow_resolve(&f, why, sizeof why) != CPL_OK)
+      rc = cpli_fail(CPL_ERR_INTERNAL,
+                     "direct-ring: invalid plan for rank %d of %d|%d: %s (a bug in Coupler)", me, p,
+                     q, why);
+    if (rc == CPL_OK) plan = cpli_plan_cache_put(&d->plans, &key, &f);
+  }
+  if (rc == CPL_OK)
+    rc = cpli_flow_run(plan, d->merged, a->sender ? NULL : a->blk.base, a->sender ? a->own : NULL,
+                       a->ctx);
+  cpli_flow_free(&f);
+  cpli_plan_key_free(&key);
+  return rc;
+}
