@@ -13,6 +13,11 @@
  *  - native's inter-group cost is receiver 0's port (the p messages
  *    arrive at once, measured at the bound on the emulated cluster), so
  *    for q = 1 and p >= 2 auto picks it;
+ *  - direct-ring is fc's p = q plan plus a pipeline's fill, so it never
+ *    wins at p = q; with the emulated cluster's calibrated parameters auto
+ *    takes it for one sender and many receivers with large blocks (1|7 at
+ *    1 MiB measured 1.25-1.30 of the bound against fc's 1.55-1.64) and
+ *    leaves 2|6 to fc (direct-ring 1.46, its homes take two streams);
  *  - the inter-group choice depends on p, q and the shared byte size only:
  *    both groups' views of one call choose alike.
  */
@@ -157,6 +162,25 @@ static void test_inter(void) {
   printf("cost: %d inter choices\n", cases);
 }
 
+static void test_direct_ring(void) {
+  for (size_t mo = 0; mo < NMODELS; mo++)
+    for (int p = 1; p <= 40; p++)
+      for (size_t k = 1; k <= ((size_t)1 << 30); k *= 8) {
+        const size_t m = k * (size_t)p;
+        const double al = models[mo].alpha, be = models[mo].beta;
+        CHECK(cpli_inter_cost(CPL_INTER_DIRECT_RING, p, p, m, al, be) >=
+                  cpli_inter_cost(CPL_INTER_FC, p, p, m, al, be) * (1 - 1e-9),
+              "%s: direct-ring cheaper than fc at %d|%d, k = %zu", models[mo].what, p, p, k);
+      }
+  const double al = 1.24e-5, be = 2.04e-8; /* calibrated, 8 nodes */
+  CHECK(cpli_inter_pick_ab(1, 7, (size_t)1 << 20, al, be) == CPL_INTER_DIRECT_RING,
+        "1|7 at 1 MiB: auto does not take direct-ring");
+  CHECK(cpli_inter_pick_ab(2, 6, (size_t)2 << 20, al, be) == CPL_INTER_FC,
+        "2|6 at 1 MiB: auto does not take fc");
+  CHECK(cpli_inter_pick_ab(1, 7, 1024, al, be) != CPL_INTER_DIRECT_RING,
+        "1|7 at 1 KiB: auto takes direct-ring's seven start-ups");
+}
+
 int main(void) {
   unsetenv("CPL_ALPHA");
   unsetenv("CPL_BETA");
@@ -166,6 +190,7 @@ int main(void) {
   test_tables();
   test_intra_no_bruck();
   test_inter();
+  test_direct_ring();
   if (failures) fprintf(stderr, "%d failures\n", failures);
   return failures != 0;
 }
