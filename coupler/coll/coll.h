@@ -75,6 +75,17 @@ const char *cpli_ctx_where(const cpli_ctx *ctx, MPI_Comm comm, char *buf, size_t
  * Deadline per wait as for cpli_waitall, restarted by any progress. */
 int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *base1, cpli_ctx *ctx);
 
+/* Run the plan kept under key in cache (both may be NULL: no caching);
+ * on a miss build it with build(f, arg), resolve it and keep it. A plan
+ * that does not resolve is a bug in Coupler, reported with `what` (the
+ * algorithm, rank and shape). */
+struct cpli_plan_cache;
+struct cpli_plan_key;
+typedef int (*cpli_flow_build_fn)(cpli_flow *f, const void *arg);
+int cpli_flow_run_cached(struct cpli_plan_cache *cache, const struct cpli_plan_key *key,
+                         cpli_flow_build_fn build, const void *arg, const char *what, MPI_Comm comm,
+                         char *base0, const char *base1, cpli_ctx *ctx);
+
 /* Largest message of the MPI calls that take int counts (the dataflow
  * executor, the broadcast's blocks): algorithms cut pieces at this size.
  * cpli_xfer and cpli_xferv use large-count calls and take any size. */

@@ -25,3 +25,8 @@ void cpli_fc_plan_opts(int p, int q, size_t k, size_t total, cpl_intra_algorithm
     o->nblocks = cpli_flow_fc_nblocks(p, q, k, o);
   }
 }
+
+int cpli_inter_plan_build(cpli_flow *f, const void *plan) {
+  const cpli_inter_plan *a = plan;
+  return a->fn(f, a->p, a->q, a->me, a->counts, a->displs, a->own_bytes, a->o);
+}

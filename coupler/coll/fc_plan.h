@@ -19,4 +19,17 @@
 void cpli_fc_plan_opts(int p, int q, size_t k, size_t total, cpl_intra_algorithm intra, int pure,
                        cpli_fc_opts *o);
 
+/* An inter-group plan builder (cpli_flow_fc, cpli_flow_direct_ring) with
+ * its arguments, for cpli_flow_run_cached: cpli_inter_plan_build(f, &plan). */
+typedef int (*cpli_inter_plan_fn)(cpli_flow *f, int p, int q, int me, const size_t *counts,
+                                  const size_t *displs, size_t own_bytes, const cpli_fc_opts *o);
+typedef struct cpli_inter_plan {
+  cpli_inter_plan_fn fn;
+  int p, q, me;
+  const size_t *counts, *displs;
+  size_t own_bytes;
+  const cpli_fc_opts *o;
+} cpli_inter_plan;
+int cpli_inter_plan_build(cpli_flow *f, const void *plan);
+
 #endif

@@ -32,6 +32,7 @@
 
 #include "coll/coll.h"
 #include "core/wait.h"
+#include "sched/plan_cache.h"
 
 #define FLOW_TAG 7723
 #define FLOW_PACK_MAX ((size_t)1 << 20)
@@ -268,5 +269,24 @@ out:
   for (size_t i = 0; i < nm; i++) free_type(&type[i]);
   for (size_t i = 0; i < nm; i++) free(stage[i]);
   free(arena);
+  return rc;
+}
+
+int cpli_flow_run_cached(cpli_plan_cache *cache, const cpli_plan_key *key, cpli_flow_build_fn build,
+                         const void *arg, const char *what, MPI_Comm comm, char *base0,
+                         const char *base1, cpli_ctx *ctx) {
+  const cpli_flow *plan = key ? cpli_plan_cache_find(cache, key) : NULL;
+  cpli_flow f;
+  cpli_flow_init(&f);
+  int rc = CPL_OK;
+  if (!plan) {
+    rc = build(&f, arg);
+    char why[256];
+    if (rc == CPL_OK && cpli_flow_resolve(&f, why, sizeof why) != CPL_OK)
+      rc = cpli_fail(CPL_ERR_INTERNAL, "%s: invalid plan: %s (a bug in Coupler)", what, why);
+    if (rc == CPL_OK) plan = key ? cpli_plan_cache_put(cache, key, &f) : &f;
+  }
+  if (rc == CPL_OK) rc = cpli_flow_run(plan, comm, base0, base1, ctx);
+  cpli_flow_free(&f);
   return rc;
 }

@@ -16,11 +16,12 @@
  * crosses up to q - 1 hops, so start-ups and the pipeline's fill grow with
  * q, and auto weighs it by the model (cost.c).
  */
-#include <stdlib.h>
+#include <stdio.h>
 
+#include "coll/fc_plan.h"
 #include "coll/link.h"
 #include "coll/tuning.h"
-#include "sched/flow.h"
+#include "sched/plan_cache.h"
 
 int cpli_inter_direct_ring(const cpli_inter_args *a) {
   cpli_dir *d;
@@ -38,27 +39,15 @@ int cpli_inter_direct_ring(const cpli_inter_args *a) {
                           o.cut.beta, o.cut.overhead,  (double)(a->sender ? a->own_bytes : 0)};
   const size_t *counts = a->sender ? NULL : a->blk.counts,
                *displs = a->sender ? NULL : a->blk.displs;
-  cpli_plan_key key;
-  const cpli_flow *plan = NULL;
-  if (cpli_plan_key_make(&key, param, 6, a->sender ? 0 : p, counts, displs) == CPL_OK)
-    plan = cpli_plan_cache_find(&d->plans, &key);
-  cpli_flow f;
-  cpli_flow_init(&f);
+  cpli_plan_key key; /* a key without memory caches nothing */
+  cpli_plan_key_make(&key, param, 6, a->sender ? 0 : p, counts, displs);
+  const cpli_inter_plan plan = {cpli_flow_direct_ring, p, q, me, counts, displs, a->own_bytes, &o};
+  char what[64];
+  snprintf(what, sizeof what, "direct-ring, rank %d of %d|%d", me, p, q);
   a->ctx->xstep = 0;
-  int rc = CPL_OK;
-  if (!plan) {
-    rc = cpli_flow_direct_ring(&f, p, q, me, counts, displs, a->own_bytes, &o);
-    char why[256];
-    if (rc == CPL_OK && cpli_flow_resolve(&f, why, sizeof why) != CPL_OK)
-      rc = cpli_fail(CPL_ERR_INTERNAL,
-                     "direct-ring: invalid plan for rank %d of %d|%d: %s (a bug in Coupler)", me, p,
-                     q, why);
-    if (rc == CPL_OK) plan = cpli_plan_cache_put(&d->plans, &key, &f);
-  }
-  if (rc == CPL_OK)
-    rc = cpli_flow_run(plan, d->merged, a->sender ? NULL : a->blk.base, a->sender ? a->own : NULL,
-                       a->ctx);
-  cpli_flow_free(&f);
+  const int rc =
+      cpli_flow_run_cached(&d->plans, &key, cpli_inter_plan_build, &plan, what, d->merged,
+                           a->sender ? NULL : a->blk.base, a->sender ? a->own : NULL, a->ctx);
   cpli_plan_key_free(&key);
   return rc;
 }

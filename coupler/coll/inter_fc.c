@@ -36,6 +36,7 @@
  * runs the lockstep phases below; so does an intra-group algorithm other
  * than circulant or ring asked for by name (a->intra).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -219,29 +220,23 @@ static int dataflow(const cpli_inter_args *a, cpli_dir *d, int lrank) {
                           o.cut.beta,
                           o.cut.overhead,
                           (double)(a->sender ? a->own_bytes : 0)};
-  cpli_plan_key key;
-  const cpli_flow *plan = NULL;
-  if (cpli_plan_key_make(&key, param, 7, pure ? 0 : p, pure ? NULL : blk.counts,
-                         pure ? NULL : blk.displs) == CPL_OK)
-    plan = cpli_plan_cache_find(&d->plans, &key);
-  cpli_flow f;
-  cpli_flow_init(&f);
+  cpli_plan_key key; /* a key without memory caches nothing */
+  cpli_plan_key_make(&key, param, 7, pure ? 0 : p, pure ? NULL : blk.counts,
+                     pure ? NULL : blk.displs);
+  const cpli_inter_plan plan = {cpli_flow_fc,
+                                p,
+                                q,
+                                me,
+                                pure ? NULL : blk.counts,
+                                pure ? NULL : blk.displs,
+                                a->sender ? a->own_bytes : 0,
+                                &o};
+  char what[64];
+  snprintf(what, sizeof what, "fc, rank %d of %d|%d", me, p, q);
   a->ctx->xstep = 0;
-  int rc = CPL_OK;
-  if (!plan) {
-    rc = cpli_flow_fc(&f, p, q, me, pure ? NULL : blk.counts, pure ? NULL : blk.displs,
-                      a->sender ? a->own_bytes : 0, &o);
-    char why[256];
-    if (rc == CPL_OK && cpli_flow_resolve(&f, why, sizeof why) != CPL_OK)
-      rc = cpli_fail(CPL_ERR_INTERNAL,
-                     "fc: invalid plan for rank %d of %d|%d: %s "
-                     "(a bug in Coupler)",
-                     me, p, q, why);
-    if (rc == CPL_OK) plan = cpli_plan_cache_put(&d->plans, &key, &f);
-  }
-  if (rc == CPL_OK)
-    rc = cpli_flow_run(plan, d->merged, pure ? NULL : blk.base, a->sender ? a->own : NULL, a->ctx);
-  cpli_flow_free(&f);
+  const int rc =
+      cpli_flow_run_cached(&d->plans, &key, cpli_inter_plan_build, &plan, what, d->merged,
+                           pure ? NULL : blk.base, a->sender ? a->own : NULL, a->ctx);
   cpli_plan_key_free(&key);
   free(tmp);
   free(mem);

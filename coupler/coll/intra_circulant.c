@@ -51,6 +51,7 @@
 #include "coll/intra_circulant.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "coll/tuning.h"
@@ -136,34 +137,33 @@ static int alg7(const cpli_intra_args *a, const cpli_circ *c, int r) {
   return rc;
 }
 
+typedef struct alg7_plan {
+  const cpli_intra_args *a;
+  const cpli_circ *c;
+  int r, ring;
+  size_t chunk;
+} alg7_plan;
+
+static int alg7_build(cpli_flow *f, const void *arg) {
+  const alg7_plan *x = arg;
+  const cpli_blocks *b = &x->a->blk;
+  f->cut_fixed = x->chunk > 0; /* CPL_CHUNK; else whole streams */
+  CPLI_TRY(cpli_flow_have(f, 0, b->displs[x->r], b->counts[x->r]));
+  if (x->ring) return cpli_flow_ring(f, x->c->p, x->r, NULL, b->counts, b->displs, x->chunk);
+  return cpli_flow_alg7(f, x->c, x->r, NULL, b->counts, b->displs, x->chunk);
+}
+
 /* Alg. 7 (or the ring) as a dataflow plan, built once per layout and
  * kept in the communicator's plan cache. */
 static int alg7_flow(const cpli_intra_args *a, const cpli_circ *c, int r, int ring) {
-  const size_t chunk = cpli_flow_chunk();
-  const double param[] = {ring ? 1 : 7, (double)chunk};
-  cpli_plan_key key;
-  const cpli_flow *plan = NULL;
-  if (cpli_plan_key_make(&key, param, 2, c->p, a->blk.counts, a->blk.displs) == CPL_OK)
-    plan = cpli_plan_cache_find(a->plans, &key);
-  cpli_flow f;
-  cpli_flow_init(&f);
-  f.cut_fixed = chunk > 0; /* CPL_CHUNK; else whole streams */
-  int rc = CPL_OK;
-  if (!plan) {
-    rc = cpli_flow_have(&f, 0, a->blk.displs[r], a->blk.counts[r]);
-    if (rc == CPL_OK && ring)
-      rc = cpli_flow_ring(&f, c->p, r, NULL, a->blk.counts, a->blk.displs, chunk);
-    else if (rc == CPL_OK) rc = cpli_flow_alg7(&f, c, r, NULL, a->blk.counts, a->blk.displs, chunk);
-    char why[256];
-    if (rc == CPL_OK && cpli_flow_resolve(&f, why, sizeof why) != CPL_OK)
-      rc = cpli_fail(CPL_ERR_INTERNAL,
-                     "circulant: invalid plan for rank %d of %d: %s "
-                     "(a bug in Coupler)",
-                     r, c->p, why);
-    if (rc == CPL_OK) plan = cpli_plan_cache_put(a->plans, &key, &f);
-  }
-  if (rc == CPL_OK) rc = cpli_flow_run(plan, a->comm, a->blk.base, NULL, a->ctx);
-  cpli_flow_free(&f);
+  const alg7_plan x = {a, c, r, ring, cpli_flow_chunk()};
+  const double param[] = {ring ? 1 : 7, (double)x.chunk};
+  cpli_plan_key key; /* a key without memory caches nothing */
+  cpli_plan_key_make(&key, param, 2, c->p, a->blk.counts, a->blk.displs);
+  char what[64];
+  snprintf(what, sizeof what, "circulant, rank %d of %d", r, c->p);
+  const int rc = cpli_flow_run_cached(a->plans, &key, alg7_build, &x, what, a->comm, a->blk.base,
+                                      NULL, a->ctx);
   cpli_plan_key_free(&key);
   return rc;
 }
