@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/coll.h"
 #include "core/error.h"
 #include "core/launch.h"
 #include "core/trace.h"
@@ -141,8 +142,8 @@ int cpli_step_send(cpl_output *o, olink *ol, pstep *st) {
   for (int k = 0; ol->plan.mode == CPLI_MODE_ALLGATHER && k < st->desc->nd && rc == CPL_OK; k++) {
     const cpli_dset *s = &st->desc->d[k];
     if (s->total == 0) continue;
-    rc = cpl_inter_allgatherv(st->block[k], (int)s->bytes[o->rank], MPI_BYTE, NULL, NULL, NULL,
-                              MPI_BYTE, CPL_SENDER, inter, &opt);
+    rc = cpli_inter_allgatherv_bytes(st->block[k], s->bytes[o->rank], NULL, NULL, NULL,
+                                     CPL_SENDER, inter, &opt);
     if (rc != CPL_OK) cpli_error_prefix("dataset \"%s\": ", s->name);
     sent += s->bytes[o->rank];
   }
