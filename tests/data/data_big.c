@@ -29,16 +29,19 @@
 
 #include <coupler.h>
 
-#define BIG (((size_t)1 << 31) + 17)
 #define SMALL1 ((size_t)4099)
 #define SMALL2 ((size_t)1000)
 #define TOTAL (BIG + SMALL1 + SMALL2)
 #define PERIOD 4093 /* prime: a shifted block shows at once */
 #define CHUNK ((size_t)64 << 20)
 
+/* argv[1], if given: another size of the big block (the same paths with
+ * small data, for a fast test); CROSS: where consumer 1's box starts. */
+static size_t BIG = ((size_t)1 << 31) + 17, CROSS = ((size_t)1 << 31) - 5000;
+
 static int failures;
 static const char *who = "?";
-static unsigned char base[PERIOD + CHUNK];
+static unsigned char base[PERIOD + 4096];
 
 #define OK(call)                                                                                   \
   do {                                                                                             \
@@ -78,6 +81,7 @@ static void produce(cpl_context *ctx, int r, const char *port, int seed) {
   pattern(b, start[0], count[0], seed);
   OK(cpl_output_begin_step(out, -1));
   OK(cpl_output_put(out, "x", H5T_NATIVE_UINT8, 1, dims, start, count, b));
+  MPI_Barrier(MPI_COMM_WORLD); /* the consumer's request is here: see consume */
   OK(cpl_output_end_step(out));
   free(b); /* a step still queued or in flight has its own copy */
   OK(cpl_output_close(out));
@@ -111,7 +115,14 @@ static void consume(cpl_context *ctx, int r, const char *port, int seed, size_t 
     const hsize_t start[1] = {lo}, count[1] = {hi - lo};
     OK(cpl_input_select(in, "x", 1, 1, start, count));
   }
+  /* Ask for the step before the producer ends it, so end_step serves the
+   * request at once: the step goes on the port's own path (under latest
+   * the scatter, not the allgather close would use) with no queued copy.
+   * The request is sent before the barrier, on one node it is there after. */
   long step;
+  int rc = cpl_input_try_step(in, 0, &step);
+  if (rc != CPL_ERR_TIMEOUT) OK(rc == CPL_OK ? CPL_ERR_STATE : rc);
+  MPI_Barrier(MPI_COMM_WORLD);
   OK(cpl_input_begin_step(in, &step));
   cpl_dataset_info info;
   OK(cpl_input_inquire(in, "x", &info));
@@ -137,7 +148,12 @@ static void consume(cpl_context *ctx, int r, const char *port, int seed, size_t 
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
-  for (size_t i = 0; i < sizeof base; i++) base[i] = (unsigned char)((i * 2654435761u) >> 13);
+  if (argc > 1) {
+    BIG = strtoull(argv[1], NULL, 10);
+    CROSS = BIG / 2;
+  }
+  for (size_t i = 0; i < sizeof base; i++) /* periodic: any run may start anywhere */
+    base[i] = (unsigned char)(((i % PERIOD) * 2654435761u) >> 13);
   cpl_context *ctx;
   OK(cpl_init(MPI_COMM_WORLD, NULL, NULL, &ctx));
   static char name[80];
@@ -163,9 +179,8 @@ int main(int argc, char **argv) {
     if (!got || !want) MPI_Abort(MPI_COMM_WORLD, 3);
     consume(ctx, r, "all", 1, 0, TOTAL, 0, got, want);
     consume(ctx, r, "latest", 2, 0, TOTAL, 0, got, want);
-    const size_t two31 = (size_t)1 << 31;
     if (r == 0) consume(ctx, r, "sel", 3, 0, BIG + 100, 1, got, want);
-    else consume(ctx, r, "sel", 3, two31 - 5000, BIG + SMALL1 + 7, 1, got, want);
+    else consume(ctx, r, "sel", 3, CROSS, BIG + SMALL1 + 7, 1, got, want);
     free(got);
     free(want);
   }
