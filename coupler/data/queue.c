@@ -34,7 +34,7 @@ void cpli_step_unref(cpl_output *o, pstep *st) {
 }
 
 /* Make the step independent of the caller's buffers. */
-int cpli_step_copy(cpl_output *o, pstep *st) {
+static int copy_local(cpl_output *o, pstep *st) {
   if (st->copied) return CPL_OK;
   st->copied = 1;
   o->held++;
@@ -56,6 +56,42 @@ int cpli_step_copy(cpl_output *o, pstep *st) {
     off += b;
   }
   return CPL_OK;
+}
+
+/* One rank out of memory for a huge step must not leave the others
+ * sending: the consumers would wait for its part until the link timeout.
+ * So the ranks share their outcomes, and all fail naming the rank; the
+ * callers then send the consumers the ERROR header. Only steps that are
+ * copied pay for this small allgather. */
+int cpli_step_copy(cpl_output *o, pstep *st) {
+  if (st->copied) return CPL_OK;
+  int rc = copy_local(o, st);
+  if (o->size == 1) return rc;
+  char why[600];
+  snprintf(why, sizeof why, "%s", rc != CPL_OK ? cpl_last_error() : "");
+  int64_t *rec = calloc(2 * (size_t)o->size, sizeof *rec);
+  if (!rec) return cpli_fail(CPL_ERR_NOMEM, "out of memory");
+  rec[2 * o->rank] = rc;
+  rec[2 * o->rank + 1] = (int64_t)st->copy_bytes;
+  cpl_coll_options opt;
+  cpl_coll_options_init(&opt);
+  opt.timeout = o->timeout;
+  opt.label = o->port->name;
+  opt.step = st->step;
+  int arc =
+      cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rec, 2, MPI_INT64_T, o->comm, &opt);
+  int bad = -1;
+  for (int r = 0; arc == CPL_OK && r < o->size && bad < 0; r++)
+    if (rec[2 * r] != CPL_OK) bad = r;
+  if (arc != CPL_OK) rc = arc;
+  else if (rc != CPL_OK) rc = cpli_fail(rc, "%s", why); /* its own message stands */
+  else if (bad >= 0)
+    rc = cpli_fail((int)rec[2 * bad],
+                   "port %s.%s, step %ld: producer rank %d could not hold its %lld bytes of "
+                   "the step (out of memory), so no rank sends it",
+                   o->comp->name, o->port->name, st->step, bad, (long long)rec[2 * bad + 1]);
+  free(rec);
+  return rc;
 }
 
 /* -------------------------------------------------------- transfers */
