@@ -294,8 +294,7 @@ int cpli_inter_allgatherv_bytes(const void *own, size_t own_bytes, void *recvbuf
   if (role == CPL_RECEIVER && (!counts || !displs))
     return cpli_fail(CPL_ERR_ARG, "counts and displs must not be NULL");
   raw_blocks raw = {own, own_bytes, {recvbuf, counts, displs}};
-  return inter_run(NULL, 0, MPI_BYTE, NULL, NULL, NULL, MPI_BYTE, role, intercomm, opt, 0, 0,
-                   &raw);
+  return inter_run(NULL, 0, MPI_BYTE, NULL, NULL, NULL, MPI_BYTE, role, intercomm, opt, 0, 0, &raw);
 }
 
 int cpl_inter_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -388,7 +387,8 @@ static int intra_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
     if (rc == CPL_OK && own_bytes) memmove(own_place, own, own_bytes);
     free(tmp);
   }
-  if (rc == CPL_OK) rc = intra_dispatch(priv, plans, &ctx, v.blk, p, v.total, v.maxb, v.regular, opt);
+  if (rc == CPL_OK)
+    rc = intra_dispatch(priv, plans, &ctx, v.blk, p, v.total, v.maxb, v.regular, opt);
   int frc = recv_view_finish(&v, recvbuf, recvcounts, displs, recvtype, p, in_place ? r : -1, comm,
                              rc == CPL_OK);
   return rc != CPL_OK ? rc : frc;

@@ -178,8 +178,8 @@ int cpli_step_send(cpl_output *o, olink *ol, pstep *st) {
   for (int k = 0; ol->plan.mode == CPLI_MODE_ALLGATHER && k < st->desc->nd && rc == CPL_OK; k++) {
     const cpli_dset *s = &st->desc->d[k];
     if (s->total == 0) continue;
-    rc = cpli_inter_allgatherv_bytes(st->block[k], s->bytes[o->rank], NULL, NULL, NULL,
-                                     CPL_SENDER, inter, &opt);
+    rc = cpli_inter_allgatherv_bytes(st->block[k], s->bytes[o->rank], NULL, NULL, NULL, CPL_SENDER,
+                                     inter, &opt);
     if (rc != CPL_OK) cpli_error_prefix("dataset \"%s\": ", s->name);
     sent += s->bytes[o->rank];
   }

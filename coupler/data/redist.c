@@ -415,10 +415,10 @@ int cpli_scatter_recv(const cpli_desc *d, const cpl_coll_options *opt, MPI_Comm 
     for (int i = lo; rc == CPL_OK && i < hi; i++) {
       const cpli_dset *s = &d->d[k];
       if (s->bytes[i] == 0) continue;
-      rc = cpli_mpi_check(
-          MPI_Irecv_c(buf[k] + s->offset[i], (MPI_Count)s->bytes[i], MPI_BYTE, i, tag, comm,
-                      &m.reqs[m.n]),
-          "MPI_Irecv", "%s: dataset \"%s\" from producer rank %d", where, s->name, i);
+      rc = cpli_mpi_check(MPI_Irecv_c(buf[k] + s->offset[i], (MPI_Count)s->bytes[i], MPI_BYTE, i,
+                                      tag, comm, &m.reqs[m.n]),
+                          "MPI_Irecv", "%s: dataset \"%s\" from producer rank %d", where, s->name,
+                          i);
       if (rc == CPL_OK) m.peer[m.n++] = i;
     }
   if (rc == CPL_OK) rc = cpli_posted_wait(&m, opt->timeout, where, "producer");

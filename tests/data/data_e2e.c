@@ -275,14 +275,17 @@ static void refused_step(cpl_context *ctx, int r, int producer, hsize_t n, int b
     OK(cpl_output_open(ctx, "out", &out));
     static unsigned char x[8];
     const hsize_t big_start = big_rank == 0 ? 0 : 8;
-    hsize_t dims[1] = {n}, start[1] = {r == big_rank ? big_start : big_rank == 0 ? n - 8 : 0},
+    hsize_t dims[1] = {n},
+            start[1] = {r == big_rank   ? big_start
+                        : big_rank == 0 ? n - 8
+                                        : 0},
             count[1] = {r == big_rank ? n - 8 : 8};
     OK(cpl_output_begin_step(out, -1));
     OK(cpl_output_put(out, "x", H5T_NATIVE_UINT8, 1, dims, start, count, x));
     rc = cpl_output_end_step(out);
     const char *m = cpl_last_error();
-    CHECK(rc == want_rc && has(m, "port prod.out, step 0") && has(m, prod_want),
-          "producer: %s: %s", cpl_strerror(rc), m);
+    CHECK(rc == want_rc && has(m, "port prod.out, step 0") && has(m, prod_want), "producer: %s: %s",
+          cpl_strerror(rc), m);
     if (r == 0) printf("producer: %s\n", m);
     OK(cpl_output_close(out));
   } else {
