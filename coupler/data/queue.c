@@ -78,8 +78,10 @@ int cpli_step_copy(cpl_output *o, pstep *st) {
   opt.timeout = o->timeout;
   opt.label = o->port->name;
   opt.step = st->step;
+  double t0 = MPI_Wtime(); /* waiting for a rank a consumer holds is waiting too */
   int arc =
       cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rec, 2, MPI_INT64_T, o->comm, &opt);
+  o->port_st.wait_s += MPI_Wtime() - t0;
   int bad = -1;
   for (int r = 0; arc == CPL_OK && r < o->size && bad < 0; r++)
     if (rec[2 * r] != CPL_OK) bad = r;
@@ -139,7 +141,9 @@ static void report_sent(cpl_output *o, olink *ol, const pstep *st, const cpl_col
   if (ol->plan.mode == CPLI_MODE_ALLGATHER && ol->fly.st != st &&
       cpl_inter_select(st->desc->nblocks, o->ctx->ends[ol->end].remote_size, big, opt, &a) ==
           CPL_OK)
-    e.alg = cpl_inter_algorithm_name(a);
+    e.alg = cpl_inter_algorithm_name(a == CPL_INTER_NATIVE && big > CPLI_NATIVE_MAX
+                                         ? CPL_INTER_FC /* the engine's switch (inter_native.c) */
+                                         : a);
   cpli_report_step(o->ctx, &e);
 }
 
