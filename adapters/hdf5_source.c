@@ -255,9 +255,10 @@ static int dataset_size_ok(int rank, const hsize_t dims[], size_t esize) {
                      db, esize);
   if (bytes > CPLI_DATASET_MAX_BYTES)
     return cpli_fail(CPL_ERR_UNSUPPORTED,
-                     "dims %s of %zu-byte elements are %llu bytes: datasets over 2 GiB "
-                     "cannot travel yet (split it); nothing was read",
-                     db, esize, (unsigned long long)bytes);
+                     "dims %s of %zu-byte elements are %llu bytes, more than the %llu bytes "
+                     "(64 TiB) a dataset may have; nothing was read",
+                     db, esize, (unsigned long long)bytes,
+                     (unsigned long long)CPLI_DATASET_MAX_BYTES);
   return CPL_OK;
 }
 

@@ -210,10 +210,18 @@ cpli_intra_fn cpli_intra_fn_of(cpl_intra_algorithm a) {
   return a > CPL_INTRA_AUTO && a < CPL_INTRA_COUNT ? intra_runs[a] : cpli_intra_native;
 }
 
+/* Blocks already as bytes (the data layer's entry points): the sender's
+ * own block, or the receiver's blocks; NULL: typed buffers, made views. */
+typedef struct raw_blocks {
+  const void *own;
+  size_t own_bytes;
+  cpli_blocks blk;
+} raw_blocks;
+
 static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                      const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                      cpl_role role, MPI_Comm intercomm, const cpl_coll_options *opt, size_t block,
-                     int regular) {
+                     int regular, const raw_blocks *raw) {
   cpli_ctx ctx;
   CPLI_TRY(make_ctx(opt, &ctx));
   CPLI_TRY(check_comm(intercomm, 1));
@@ -245,7 +253,11 @@ static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
   snprintf(ctx.who, sizeof ctx.who, "%s %d", sender ? "sender" : "receiver", link->lrank);
   char *tmp = NULL;
   recv_view v = {0};
-  if (sender) {
+  if (raw) {
+    a.own = raw->own;
+    a.own_bytes = raw->own_bytes;
+    a.blk = raw->blk;
+  } else if (sender) {
     CPLI_TRY(send_view(sendbuf, sendcount, sendtype, intercomm, &a.own, &a.own_bytes, &tmp));
   } else {
     CPLI_TRY(recv_view_make(recvbuf, recvcounts, displs, recvtype, p, &v));
@@ -257,7 +269,7 @@ static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
     cpli_ctx_where(&ctx, link->inter, where, sizeof where);
     if (!strstr(cpl_last_error(), ctx.who)) cpli_error_prefix("%s: ", where);
   }
-  if (!sender) {
+  if (!sender && !raw) {
     int frc =
         recv_view_finish(&v, recvbuf, recvcounts, displs, recvtype, p, -1, intercomm, rc == CPL_OK);
     if (rc == CPL_OK) rc = frc;
@@ -271,7 +283,18 @@ int cpl_inter_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendty
                          cpl_role role, MPI_Comm intercomm, const cpl_coll_options *opt) {
   if (role == CPL_RECEIVER && !displs) return cpli_fail(CPL_ERR_ARG, "displs must not be NULL");
   return inter_run(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, role,
-                   intercomm, opt, 0, 0);
+                   intercomm, opt, 0, 0, NULL);
+}
+
+int cpli_inter_allgatherv_bytes(const void *own, size_t own_bytes, void *recvbuf,
+                                const size_t counts[], const size_t displs[], cpl_role role,
+                                MPI_Comm intercomm, const cpl_coll_options *opt) {
+  if (role == CPL_SENDER && own_bytes > 0 && !own)
+    return cpli_fail(CPL_ERR_ARG, "own block is NULL with %zu bytes", own_bytes);
+  if (role == CPL_RECEIVER && (!counts || !displs))
+    return cpli_fail(CPL_ERR_ARG, "counts and displs must not be NULL");
+  raw_blocks raw = {own, own_bytes, {recvbuf, counts, displs}};
+  return inter_run(NULL, 0, MPI_BYTE, NULL, NULL, NULL, MPI_BYTE, role, intercomm, opt, 0, 0, &raw);
 }
 
 int cpl_inter_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -299,12 +322,30 @@ int cpl_inter_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
   }
   if (rc == CPL_OK)
     rc = inter_run(sendbuf, sendcount, sendtype, recvbuf, counts, NULL, recvtype, role, intercomm,
-                   opt, block, 1);
+                   opt, block, 1, NULL);
   free(counts);
   return rc;
 }
 
 /* --------------------------------------------------------------- intra */
+
+/* Pick the algorithm (auto: by shape; native only within int counts) and
+ * run it on the byte blocks. */
+static int intra_dispatch(MPI_Comm priv, cpli_plan_cache *plans, cpli_ctx *ctx, cpli_blocks blk,
+                          int p, size_t total, size_t maxb, int regular,
+                          const cpl_coll_options *opt) {
+  cpl_intra_algorithm alg = CPL_INTRA_AUTO;
+  CPLI_TRY(cpli_intra_requested(opt, &alg));
+  if (alg == CPL_INTRA_AUTO) {
+    alg = cpli_intra_pick(p, total, maxb, regular);
+    size_t sum; /* the same counts on every rank: all switch alike */
+    if (alg == CPL_INTRA_NATIVE && (cpli_native_total(&blk, p, &sum), sum > CPLI_NATIVE_MAX))
+      alg = CPL_INTRA_CIRCULANT;
+  }
+  ctx->alg = cpl_intra_algorithm_name(alg);
+  cpli_intra_args a = {priv, blk, ctx, plans};
+  return cpli_intra_fn_of(alg)(&a);
+}
 
 /* The intra-group allgatherv; displs NULL: the regular layout. */
 static int intra_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -346,19 +387,8 @@ static int intra_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
     if (rc == CPL_OK && own_bytes) memmove(own_place, own, own_bytes);
     free(tmp);
   }
-  cpl_intra_algorithm alg = CPL_INTRA_AUTO;
-  if (rc == CPL_OK) rc = cpli_intra_requested(opt, &alg);
-  if (rc == CPL_OK && alg == CPL_INTRA_AUTO) {
-    alg = cpli_intra_pick(p, v.total, v.maxb, v.regular);
-    size_t total; /* the same counts on every rank: all switch alike */
-    if (alg == CPL_INTRA_NATIVE && (cpli_native_total(&v.blk, p, &total), total > CPLI_NATIVE_MAX))
-      alg = CPL_INTRA_CIRCULANT;
-  }
-  if (rc == CPL_OK) {
-    ctx.alg = cpl_intra_algorithm_name(alg);
-    cpli_intra_args a = {priv, v.blk, &ctx, plans};
-    rc = cpli_intra_fn_of(alg)(&a);
-  }
+  if (rc == CPL_OK)
+    rc = intra_dispatch(priv, plans, &ctx, v.blk, p, v.total, v.maxb, v.regular, opt);
   int frc = recv_view_finish(&v, recvbuf, recvcounts, displs, recvtype, p, in_place ? r : -1, comm,
                              rc == CPL_OK);
   return rc != CPL_OK ? rc : frc;
@@ -369,6 +399,29 @@ int cpl_intra_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendty
                          MPI_Comm comm, const cpl_coll_options *opt) {
   if (!displs) return cpli_fail(CPL_ERR_ARG, "displs must not be NULL");
   return intra_run(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, opt);
+}
+
+int cpli_intra_allgatherv_bytes(void *buf, const size_t counts[], const size_t displs[],
+                                MPI_Comm comm, const cpl_coll_options *opt) {
+  cpli_ctx ctx;
+  CPLI_TRY(make_ctx(opt, &ctx));
+  CPLI_TRY(check_comm(comm, 0));
+  if (!counts || !displs) return cpli_fail(CPL_ERR_ARG, "counts and displs must not be NULL");
+  MPI_Comm priv;
+  cpli_plan_cache *plans;
+  CPLI_TRY(cpli_intra_comm_get(comm, &priv, &plans));
+  int p;
+  MPI_Comm_size(priv, &p);
+  size_t total = 0, maxb = 0;
+  int regular = 1;
+  for (int i = 0; i < p; i++) {
+    total += counts[i];
+    maxb = counts[i] > maxb ? counts[i] : maxb;
+    regular &= counts[i] == counts[0];
+  }
+  if (total > 0 && !buf) return cpli_fail(CPL_ERR_ARG, "buffer is NULL with %zu bytes", total);
+  return intra_dispatch(priv, plans, &ctx, (cpli_blocks){buf, counts, displs}, p, total, maxb,
+                        regular, opt);
 }
 
 int cpl_intra_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,

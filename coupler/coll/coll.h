@@ -99,6 +99,17 @@ int cpli_flow_run_cached(struct cpli_plan_cache *cache, const struct cpli_plan_k
  * is decided alike everywhere. */
 #define CPLI_NATIVE_MAX ((size_t)0x7fffffff)
 
+/* The data layer's entry points: blocks as bytes of any size (size_t
+ * counts and displacements, no datatypes, no copy), with the algorithm
+ * choice and checks of cpl_inter_allgatherv / cpl_intra_allgatherv. The
+ * sender passes its own block; receivers the p blocks. The intra one is
+ * in place: every rank's own block is already at its displacement. */
+int cpli_inter_allgatherv_bytes(const void *own, size_t own_bytes, void *recvbuf,
+                                const size_t counts[], const size_t displs[], cpl_role role,
+                                MPI_Comm intercomm, const cpl_coll_options *opt);
+int cpli_intra_allgatherv_bytes(void *buf, const size_t counts[], const size_t displs[],
+                                MPI_Comm comm, const cpl_coll_options *opt);
+
 /* --------------------------------------------------------- intra-group */
 
 /* Allgatherv inside comm (a private communicator). On entry the calling

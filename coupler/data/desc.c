@@ -391,19 +391,19 @@ int cpli_desc_finish(cpli_desc *desc, const char *where) {
       if (s->esize == 0 || cpli_box_volume(s->rank, s->count + (size_t)b * s->rank, &v) != 0 ||
           v > CPLI_DATASET_MAX_BYTES / s->esize)
         return cpli_fail(CPL_ERR_UNSUPPORTED,
-                         "%s: dataset \"%s\": the block "
-                         "of rank %d is %llu elements of %zu bytes; blocks "
-                         "over 2 GiB cannot travel yet: split the dataset",
-                         where, s->name, b, (unsigned long long)v, s->esize);
+                         "%s: dataset \"%s\": the block of rank %d, %s elements of %zu "
+                         "bytes, is more than the %llu bytes (64 TiB) a dataset may have",
+                         where, s->name, b,
+                         cpli_dims_str(s->rank, s->count + (size_t)b * s->rank, msg, sizeof msg),
+                         s->esize, (unsigned long long)CPLI_DATASET_MAX_BYTES);
       s->bytes[b] = (size_t)v * s->esize;
       s->offset[b] = off;
       off += s->bytes[b];
       if (off > CPLI_DATASET_MAX_BYTES)
         return cpli_fail(CPL_ERR_UNSUPPORTED,
-                         "%s: dataset \"%s\" is over "
-                         "2 GiB; datasets that large cannot travel yet: "
-                         "split it",
-                         where, s->name);
+                         "%s: dataset \"%s\" is more than the %llu bytes (64 TiB) a "
+                         "dataset may have",
+                         where, s->name, (unsigned long long)CPLI_DATASET_MAX_BYTES);
     }
     s->total = off;
   }

@@ -99,10 +99,12 @@ typedef struct cpli_attrs {
 #define CPLI_ATTR_MAX_BYTES 65536      /* one attribute's value        */
 #define CPLI_ATTRS_MAX_BYTES (1 << 20) /* all of a step's attributes   */
 
-/* One dataset's global size and one rank's block (cpli_desc_finish; the
- * engine's counts are int), and the datasets of one step. The HDF5 source
- * checks the limits from a file's metadata before reading. */
-#define CPLI_DATASET_MAX_BYTES ((uint64_t)INT_MAX)
+/* One dataset's global size (so also one rank's block; cpli_desc_finish),
+ * and the datasets of one step. Blocks and datasets move as bytes of any
+ * size (large-count MPI calls); the bound only keeps absurd sizes a clear
+ * error and every sum of a step's sizes (65536 datasets) inside 63 bits.
+ * The HDF5 source checks the limits from a file's metadata before reading. */
+#define CPLI_DATASET_MAX_BYTES ((uint64_t)1 << 46) /* 64 TiB */
 #define CPLI_DATASETS_MAX (1 << 16)
 
 /* Set (or replace) an attribute; value copied. */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/coll.h"
 #include "core/error.h"
 #include "core/trace.h"
 #include "data/data.h"
@@ -37,7 +38,7 @@ struct cpl_input {
   size_t *cap;        /*   another                                 */
   cpli_boxes *pieces; /* per dataset: this rank's pieces           */
   int nbuf;
-  int *counts; /* nblocks counts, then displacements        */
+  size_t *counts; /* nblocks byte counts, then displacements */
   cpli_attrs attrs;
   cpli_sel sel;      /* as the user set it                        */
   cpli_sel sel_used; /* as last sent: what the producer serves    */
@@ -274,7 +275,8 @@ static int set_desc(cpl_input *in, const unsigned char *data, size_t len, const 
     }
     if (rc == CPL_OK) in->nbuf = d->nd;
   }
-  int *counts = rc == CPL_OK ? realloc(in->counts, 2 * (size_t)d->nblocks * sizeof *counts) : NULL;
+  size_t *counts =
+      rc == CPL_OK ? realloc(in->counts, 2 * (size_t)d->nblocks * sizeof *counts) : NULL;
   if (rc == CPL_OK && !counts) rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
   if (counts) in->counts = counts;
   if (rc != CPL_OK) {
@@ -335,17 +337,17 @@ static int receive(cpl_input *in, long step, const char *where) {
     in->st.bytes += got;
     return rc;
   }
-  int *counts = in->counts, *displs = in->counts + d->nblocks;
+  size_t *counts = in->counts, *displs = in->counts + d->nblocks;
   MPI_Comm inter = in->ctx->ends[in->end].intercomm;
   for (int k = 0; k < d->nd; k++) {
     const cpli_dset *s = &d->d[k];
     if (s->total == 0) continue;
     for (int b = 0; b < d->nblocks; b++) {
-      counts[b] = (int)s->bytes[b];
-      displs[b] = (int)s->offset[b];
+      counts[b] = s->bytes[b];
+      displs[b] = s->offset[b];
     }
-    int rc = cpl_inter_allgatherv(NULL, 0, MPI_BYTE, in->buf[k], counts, displs, MPI_BYTE,
-                                  CPL_RECEIVER, inter, &opt);
+    int rc =
+        cpli_inter_allgatherv_bytes(NULL, 0, in->buf[k], counts, displs, CPL_RECEIVER, inter, &opt);
     if (rc != CPL_OK) {
       cpli_error_prefix("dataset \"%s\": ", s->name);
       return rc;

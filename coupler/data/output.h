@@ -110,7 +110,9 @@ int cpli_links_sync(cpl_output *o, int wait_on, double seconds);
 /* Root: answer link ol's request with MISSING and this message. */
 int cpli_queue_send_missing(cpl_output *o, olink *ol, const char *why);
 void cpli_step_unref(cpl_output *o, pstep *st);
-/* Make the step independent of the caller's buffers (counted as held). */
+/* Make the step independent of the caller's buffers (counted as held),
+ * on every producer rank with one outcome (collective): a rank that cannot
+ * hold its blocks fails them all, before any transfer of the step. */
 int cpli_step_copy(cpl_output *o, pstep *st);
 /* Policy for link li after a step was enqueued on it: drop, serve
  * credits, wait (all ranks, same decisions). */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/coll.h"
 #include "core/error.h"
 #include "core/launch.h"
 #include "core/trace.h"
@@ -33,7 +34,7 @@ void cpli_step_unref(cpl_output *o, pstep *st) {
 }
 
 /* Make the step independent of the caller's buffers. */
-int cpli_step_copy(cpl_output *o, pstep *st) {
+static int copy_local(cpl_output *o, pstep *st) {
   if (st->copied) return CPL_OK;
   st->copied = 1;
   o->held++;
@@ -55,6 +56,44 @@ int cpli_step_copy(cpl_output *o, pstep *st) {
     off += b;
   }
   return CPL_OK;
+}
+
+/* One rank out of memory for a huge step must not leave the others
+ * sending: the consumers would wait for its part until the link timeout.
+ * So the ranks share their outcomes, and all fail naming the rank; the
+ * callers then send the consumers the ERROR header. Only steps that are
+ * copied pay for this small allgather. */
+int cpli_step_copy(cpl_output *o, pstep *st) {
+  if (st->copied) return CPL_OK;
+  int rc = copy_local(o, st);
+  if (o->size == 1) return rc;
+  char why[600];
+  snprintf(why, sizeof why, "%s", rc != CPL_OK ? cpl_last_error() : "");
+  int64_t *rec = calloc(2 * (size_t)o->size, sizeof *rec);
+  if (!rec) return cpli_fail(CPL_ERR_NOMEM, "out of memory");
+  rec[2 * o->rank] = rc;
+  rec[2 * o->rank + 1] = (int64_t)st->copy_bytes;
+  cpl_coll_options opt;
+  cpl_coll_options_init(&opt);
+  opt.timeout = o->timeout;
+  opt.label = o->port->name;
+  opt.step = st->step;
+  double t0 = MPI_Wtime(); /* waiting for a rank a consumer holds is waiting too */
+  int arc =
+      cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rec, 2, MPI_INT64_T, o->comm, &opt);
+  o->port_st.wait_s += MPI_Wtime() - t0;
+  int bad = -1;
+  for (int r = 0; arc == CPL_OK && r < o->size && bad < 0; r++)
+    if (rec[2 * r] != CPL_OK) bad = r;
+  if (arc != CPL_OK) rc = arc;
+  else if (rc != CPL_OK) rc = cpli_fail(rc, "%s", why); /* its own message stands */
+  else if (bad >= 0)
+    rc = cpli_fail((int)rec[2 * bad],
+                   "port %s.%s, step %ld: producer rank %d could not hold its %lld bytes of "
+                   "the step (out of memory), so no rank sends it",
+                   o->comp->name, o->port->name, st->step, bad, (long long)rec[2 * bad + 1]);
+  free(rec);
+  return rc;
 }
 
 /* -------------------------------------------------------- transfers */
@@ -102,7 +141,9 @@ static void report_sent(cpl_output *o, olink *ol, const pstep *st, const cpl_col
   if (ol->plan.mode == CPLI_MODE_ALLGATHER && ol->fly.st != st &&
       cpl_inter_select(st->desc->nblocks, o->ctx->ends[ol->end].remote_size, big, opt, &a) ==
           CPL_OK)
-    e.alg = cpl_inter_algorithm_name(a);
+    e.alg = cpl_inter_algorithm_name(a == CPL_INTER_NATIVE && big > CPLI_NATIVE_MAX
+                                         ? CPL_INTER_FC /* the engine's switch (inter_native.c) */
+                                         : a);
   cpli_report_step(o->ctx, &e);
 }
 
@@ -141,8 +182,8 @@ int cpli_step_send(cpl_output *o, olink *ol, pstep *st) {
   for (int k = 0; ol->plan.mode == CPLI_MODE_ALLGATHER && k < st->desc->nd && rc == CPL_OK; k++) {
     const cpli_dset *s = &st->desc->d[k];
     if (s->total == 0) continue;
-    rc = cpl_inter_allgatherv(st->block[k], (int)s->bytes[o->rank], MPI_BYTE, NULL, NULL, NULL,
-                              MPI_BYTE, CPL_SENDER, inter, &opt);
+    rc = cpli_inter_allgatherv_bytes(st->block[k], s->bytes[o->rank], NULL, NULL, NULL, CPL_SENDER,
+                                     inter, &opt);
     if (rc != CPL_OK) cpli_error_prefix("dataset \"%s\": ", s->name);
     sent += s->bytes[o->rank];
   }

@@ -2,10 +2,12 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/coll.h"
 #include "coll/tuning.h"
 #include "core/error.h"
 #include "core/wait.h"
@@ -69,7 +71,7 @@ int cpli_rplan_build(cpli_rplan *pl, const cpli_desc *d, int me, int q, const cp
   unsigned char *pair = calloc((size_t)p, 1);
   pl->first = calloc((size_t)q + 1, sizeof *pl->first);
   cpli_boxes pieces = {0};
-  int rc = CPL_OK, feasible = 1;
+  int rc = CPL_OK;
   if (!send || !recv || !msgs_out || !msgs_in || !pair || !pl->first)
     rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory planning delivery", where);
   size_t needed = 0;
@@ -99,7 +101,6 @@ int cpli_rplan_build(cpli_rplan *pl, const cpli_desc *d, int me, int q, const cp
           send[i] += b;
           recv[j] += b;
           pair[i] = 1;
-          for (int dd = 0; dd < s->rank; dd++) feasible &= ic[dd] <= INT_MAX;
           if (i == me && add_part(pl, k, s->rank, is, ic) < 0)
             rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory planning delivery", where);
         }
@@ -128,7 +129,7 @@ int cpli_rplan_build(cpli_rplan *pl, const cpli_desc *d, int me, int q, const cp
     pl->bytes_needed = needed;
     int any = 0;
     for (int j = 0; sels && j < q; j++) any |= sels[j].active;
-    if (delivery == CPLI_DELIVERY_ALLGATHER || !feasible) pl->mode = CPLI_MODE_ALLGATHER;
+    if (delivery == CPLI_DELIVERY_ALLGATHER) pl->mode = CPLI_MODE_ALLGATHER;
     else if (delivery == CPLI_DELIVERY_SELECT) pl->mode = CPLI_MODE_SELECT;
     else /* auto: nobody selected means everyone reads everything */
       pl->mode =
@@ -148,7 +149,9 @@ int cpli_rplan_build(cpli_rplan *pl, const cpli_desc *d, int me, int q, const cp
 
 /* The sub-box (ss, sc) of a row-major buffer holding box (os, oc): a type
  * and the byte displacement of its first element. Trailing dimensions the
- * sub-box covers whole merge into one contiguous run. */
+ * sub-box covers whole merge into one contiguous run. Large-count
+ * constructors: a run, a count or a stride may pass 2^31 (every size is
+ * within the dataset limit, far inside MPI_Count and MPI_Aint). */
 static int sub_type(int rank, size_t esize, const hsize_t *os, const hsize_t *oc, const hsize_t *ss,
                     const hsize_t *sc, MPI_Aint *disp, MPI_Datatype *out) {
   MPI_Aint stride[CPL_MAX_RANK];
@@ -161,16 +164,16 @@ static int sub_type(int rank, size_t esize, const hsize_t *os, const hsize_t *oc
   for (int d = 0; d < rank; d++) *disp += (MPI_Aint)(ss[d] - os[d]) * stride[d];
   int k = rank - 1;
   hsize_t run = sc[k];
-  while (k > 0 && sc[k] == oc[k] && run * sc[k - 1] <= INT_MAX) {
+  while (k > 0 && sc[k] == oc[k]) {
     k--;
     run *= sc[k];
   }
   MPI_Datatype elem, t, u;
-  int rc = MPI_Type_contiguous((int)esize, MPI_BYTE, &elem);
-  if (rc == MPI_SUCCESS) rc = MPI_Type_contiguous((int)run, elem, &t);
+  int rc = MPI_Type_contiguous_c((MPI_Count)esize, MPI_BYTE, &elem);
+  if (rc == MPI_SUCCESS) rc = MPI_Type_contiguous_c((MPI_Count)run, elem, &t);
   MPI_Type_free(&elem);
   for (int d = k - 1; rc == MPI_SUCCESS && d >= 0; d--) {
-    rc = MPI_Type_create_hvector((int)sc[d], 1, stride[d], t, &u);
+    rc = MPI_Type_create_hvector_c((MPI_Count)sc[d], 1, (MPI_Count)stride[d], t, &u);
     MPI_Type_free(&t);
     t = u;
   }
@@ -382,7 +385,7 @@ int cpli_scatter_post(const cpli_desc *d, int me, int q, const void *const *bloc
   for (int k = 0; k < d->nd; k++) {
     size_t b = d->d[k].bytes[me];
     if (b == 0) continue; /* the receiver skips it the same way */
-    int rc = MPI_Isend(blocks[k], (int)b, MPI_BYTE, to, tag, comm, &m->reqs[m->n]);
+    int rc = MPI_Isend_c(blocks[k], (MPI_Count)b, MPI_BYTE, to, tag, comm, &m->reqs[m->n]);
     if (rc != MPI_SUCCESS) {
       cpli_posted_drop(m);
       return cpli_mpi_check(rc, "MPI_Isend", "%s: dataset \"%s\" to consumer rank %d", where,
@@ -412,29 +415,29 @@ int cpli_scatter_recv(const cpli_desc *d, const cpl_coll_options *opt, MPI_Comm 
     for (int i = lo; rc == CPL_OK && i < hi; i++) {
       const cpli_dset *s = &d->d[k];
       if (s->bytes[i] == 0) continue;
-      rc = cpli_mpi_check(
-          MPI_Irecv(buf[k] + s->offset[i], (int)s->bytes[i], MPI_BYTE, i, tag, comm, &m.reqs[m.n]),
-          "MPI_Irecv", "%s: dataset \"%s\" from producer rank %d", where, s->name, i);
+      rc = cpli_mpi_check(MPI_Irecv_c(buf[k] + s->offset[i], (MPI_Count)s->bytes[i], MPI_BYTE, i,
+                                      tag, comm, &m.reqs[m.n]),
+                          "MPI_Irecv", "%s: dataset \"%s\" from producer rank %d", where, s->name,
+                          i);
       if (rc == CPL_OK) m.peer[m.n++] = i;
     }
   if (rc == CPL_OK) rc = cpli_posted_wait(&m, opt->timeout, where, "producer");
   else cpli_posted_drop(&m);
-  int *counts = malloc(2 * (size_t)q * sizeof *counts);
+  size_t *counts = malloc(2 * (size_t)q * sizeof *counts);
   if (rc == CPL_OK && !counts) rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
   for (int k = 0; rc == CPL_OK && k < d->nd; k++) {
     const cpli_dset *s = &d->d[k];
     if (s->total == 0) continue;
     /* Consumer j holds the blocks of its producers, one contiguous run. */
-    for (int j = 0; j < q; j++) counts[j] = 0, counts[q + j] = -1;
+    for (int j = 0; j < q; j++) counts[j] = 0, counts[q + j] = SIZE_MAX;
     for (int i = 0; i < p; i++) {
       int j = cpli_scatter_owner(i, p, q);
-      if (counts[q + j] < 0) counts[q + j] = (int)s->offset[i];
-      counts[j] += (int)s->bytes[i];
+      if (counts[q + j] == SIZE_MAX) counts[q + j] = s->offset[i];
+      counts[j] += s->bytes[i];
     }
     for (int j = 0; j < q; j++)
-      if (counts[q + j] < 0) counts[q + j] = 0;
-    rc = cpl_intra_allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf[k], counts, counts + q,
-                              MPI_BYTE, group, opt);
+      if (counts[q + j] == SIZE_MAX) counts[q + j] = 0;
+    rc = cpli_intra_allgatherv_bytes(buf[k], counts, counts + q, group, opt);
     if (rc != CPL_OK)
       cpli_error_prefix("%s: dataset \"%s\", sharing it in the group: ", where, s->name);
     *bytes += s->total;

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <sys/resource.h>
+
 #include <coupler.h>
 
 static int wrank;
@@ -260,6 +262,45 @@ static void stats(cpl_output *out, int link, cpl_output_stats *st) {
 static int has(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
 
 /* ---------------------------------------------------------- scenarios */
+
+/* One step of a 1-D uint8 dataset of n elements that cannot be sent:
+ * producer rank big_rank puts n - 8 of them (never read), the other 8.
+ * Both sides must fail with want_rc, the producer saying prod_want, the
+ * consumer the producer's message, naming link, rank and step. */
+static void refused_step(cpl_context *ctx, int r, int producer, hsize_t n, int big_rank,
+                         int want_rc, const char *prod_want, const char *cons_want) {
+  int rc;
+  if (producer) {
+    cpl_output *out;
+    OK(cpl_output_open(ctx, "out", &out));
+    static unsigned char x[8];
+    const hsize_t big_start = big_rank == 0 ? 0 : 8;
+    hsize_t dims[1] = {n},
+            start[1] = {r == big_rank   ? big_start
+                        : big_rank == 0 ? n - 8
+                                        : 0},
+            count[1] = {r == big_rank ? n - 8 : 8};
+    OK(cpl_output_begin_step(out, -1));
+    OK(cpl_output_put(out, "x", H5T_NATIVE_UINT8, 1, dims, start, count, x));
+    rc = cpl_output_end_step(out);
+    const char *m = cpl_last_error();
+    CHECK(rc == want_rc && has(m, "port prod.out, step 0") && has(m, prod_want), "producer: %s: %s",
+          cpl_strerror(rc), m);
+    if (r == 0) printf("producer: %s\n", m);
+    OK(cpl_output_close(out));
+  } else {
+    cpl_input *in;
+    OK(cpl_input_open(ctx, "in", NULL, &in));
+    long step;
+    rc = cpl_input_begin_step(in, &step);
+    const char *m = cpl_last_error();
+    CHECK(rc == want_rc && has(m, "link prod.out->cons.in, receiver ") &&
+              has(m, "producer: port prod.out, step 0") && has(m, cons_want),
+          "consumer: %s: %s", cpl_strerror(rc), m);
+    if (r == 0) printf("consumer: %s\n", m);
+    OK(cpl_input_close(in));
+  }
+}
 
 /* Flow-control runs publish this many bytes per rank per step. */
 #define FLOW_STEPS 12
@@ -749,6 +790,32 @@ int main(int argc, char **argv) {
       CHECK(cpl_input_begin_step(in, &step) == CPL_ERR_SHAPE, "sticky");
       OK(cpl_input_close(in));
     }
+  } else if (!strcmp(sc, "huge")) {
+    /* A step over the data layer's size limit (64 TiB; the blocks are
+     * never read): refused alike on every producer rank before anything
+     * moves, and the consumer gets the producer's reason at once, from the
+     * step's header, not by waiting out the link timeout (120 s here, more
+     * than the test's). */
+    const char *want = "dataset \"x\": the block of rank 0, [140737488355320] elements of 1 "
+                       "bytes, is more than the 70368744177664 bytes (64 TiB)";
+    refused_step(ctx, r, producer, (hsize_t)1 << 47, 0, CPL_ERR_UNSUPPORTED, want, want);
+  } else if (!strcmp(sc, "nomem")) {
+    /* A step producer rank 1 cannot copy (policy latest copies every step
+     * it posts): a 32 TiB block, within the size limit, under an address
+     * space limit of 1 TiB so the allocation fails on any machine (the
+     * block is never read). Every producer rank fails before anything
+     * moves, and the consumer gets the reason at once, naming the rank. */
+    const char *want = "producer rank 1 could not hold its 35184372088832 bytes of the step";
+    if (producer) {
+      struct rlimit lim;
+      getrlimit(RLIMIT_AS, &lim);
+      if (lim.rlim_cur == RLIM_INFINITY || lim.rlim_cur > ((rlim_t)1 << 40)) {
+        lim.rlim_cur = (rlim_t)1 << 40;
+        setrlimit(RLIMIT_AS, &lim);
+      }
+    }
+    refused_step(ctx, r, producer, ((hsize_t)1 << 45) + 8, 1, CPL_ERR_NOMEM,
+                 r == 0 ? want : "out of memory queueing 35184372088832 bytes", want);
   } else if (!strcmp(sc, "select") || !strcmp(sc, "select_forced")) {
     /* Consumer ranks read only what they declare, changing every step. */
     if (producer) {

@@ -166,7 +166,7 @@ int main(int argc, char **argv) {
     H5Gclose(g);
   } else if (!strcmp(c, "big")) {
     hid_t g = step(f, 0);
-    hsize_t dims[1] = {300000000}; /* 8-byte elements: 2.4 GB */
+    hsize_t dims[1] = {(hsize_t)1 << 44}; /* 8-byte elements: 128 TiB */
     unwritten(g, 1, dims, H5T_IEEE_F64LE);
     H5Gclose(g);
   } else if (!strcmp(c, "absurd")) {
