@@ -37,8 +37,12 @@ if [ "${valgrind:-0}" = 1 ]; then
   rc=$?; echo "valgrind 2-rank cpl-bench fc: exit $rc"; [ $rc -ne 0 ] && status=1
   exit $status
 fi
-cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCPL_SANITIZE=ON >/dev/null || exit 2
-cmake --build "$build" -j "$jobs" >/dev/null || exit 2
+# The build's output goes to BUILD_DIR/sanitize-build.log, shown if it fails.
+mkdir -p "$build" || exit 2
+log=$build/sanitize-build.log
+{ cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCPL_SANITIZE=ON &&
+  cmake --build "$build" -j "$jobs"; } >"$log" 2>&1 ||
+  { tail -n 40 "$log"; echo "sanitize.sh: the sanitized build failed (whole log: $log)" >&2; exit 2; }
 # The CI subset: every decoder and parser fed hostile input (fuzz replays,
 # the workflow tests, the source's bad files), the unit tests but the two
 # exhaustive schedule checks (75-100 s each under ASan), and the MPI
