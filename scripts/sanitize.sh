@@ -43,6 +43,7 @@ log=$build/sanitize-build.log
 { cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCPL_SANITIZE=ON &&
   cmake --build "$build" -j "$jobs"; } >"$log" 2>&1 ||
   { tail -n 40 "$log"; echo "sanitize.sh: the sanitized build failed (whole log: $log)" >&2; exit 2; }
+echo "sanitize.sh: built $build"
 # The CI subset: every decoder and parser fed hostile input (fuzz replays,
 # the workflow tests, the source's bad files), the unit tests but the two
 # exhaustive schedule checks (75-100 s each under ASan), and the MPI

@@ -38,18 +38,22 @@ fi
 
 build=${BUILD_DIR:-build}
 jobs=${JOBS:-$(nproc)}
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
-cmake --build "$build" -j "$jobs"
+# Runs a part of the set-up and says how long it took (wall and CPU).
+timed() {
+  local TIMEFORMAT="setup.sh: $1: %0R s (CPU: %0U s user, %0S s system)"
+  shift
+  time "$@"
+}
+timed configure cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+timed build cmake --build "$build" -j "$jobs"
 
 if [[ $mode == test ]]; then
   # MPI tests declare PROCESSORS, so ctest never oversubscribes past -j.
   # Both parts run even if the first fails; either failing fails the command.
-  status=0 start=$SECONDS
-  ctest --test-dir "$build" --output-on-failure -j "$jobs" || status=1
-  echo "setup.sh: test suite: $((SECONDS - start)) s"
-  start=$SECONDS
-  bash scripts/sanitize.sh -b "$build-asan" -j "$jobs" --ci || status=1
-  echo "setup.sh: sanitized build and subset: $((SECONDS - start)) s"
+  status=0
+  timed "test suite" ctest --test-dir "$build" --output-on-failure -j "$jobs" || status=1
+  timed "sanitized build and subset" \
+    bash scripts/sanitize.sh -b "$build-asan" -j "$jobs" --ci || status=1
   exit $status
 else
   exec scripts/example.sh "$build"
