@@ -240,9 +240,9 @@ static void inter_case(const phase *ph, const char *alg, int dropin) {
   if (dropin) {
     /* Both directions at once; the receivers contribute nothing. */
     static const int zero[64];
-    rc = MPI_Allgatherv(own, ph->sender ? ph->counts[ph->lr] : 0, t, ph->sender ? NULL : buf,
-                        ph->sender ? zero : ph->counts, ph->sender ? zero : ph->displs, t,
-                        ph->comm);
+    rc =
+        MPI_Allgatherv(own, ph->sender ? ph->counts[ph->lr] : 0, t, ph->sender ? NULL : buf,
+                       ph->sender ? zero : ph->counts, ph->sender ? zero : ph->displs, t, ph->comm);
     rc = dropin_rc(what, rc, calls);
   } else if (ph->sender) {
     rc = cpl_inter_allgatherv(own, ph->counts[ph->lr], t, NULL, NULL, NULL, t, CPL_SENDER, ph->comm,
@@ -253,7 +253,8 @@ static void inter_case(const phase *ph, const char *alg, int dropin) {
   }
   agree(what, rc, want, t0);
   if (rc == CPL_OK && !ph->sender)
-    for (int i = 0; i < ph->p; i++) check(what, buf + (size_t)ph->displs[i] * ESIZE, bytes_of(i), i);
+    for (int i = 0; i < ph->p; i++)
+      check(what, buf + (size_t)ph->displs[i] * ESIZE, bytes_of(i), i);
 }
 
 static void intra_case(const phase *ph, const char *alg, int dropin) {
