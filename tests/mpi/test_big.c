@@ -26,7 +26,8 @@
  * "native" named explicitly cannot move it (MPICH's own allgatherv); every
  * rank must then fail with CPL_ERR_UNSUPPORTED before any transfer, never
  * one side waiting for the other. Memory: about 2.2 GB per rank that holds
- * the big block (sending or receiving); 6.5 GB for inter:1:2 on 3 ranks.
+ * the big block (sending, receiving, or relaying it inside the engine, as
+ * fc's second sender of 2|1 does): 4.3 GB on 2 ranks, 6.5 GB on 3.
  * Rank 0 prints each case with its time (information, not checked).
  */
 #include <stdint.h>
