@@ -2,8 +2,10 @@
 # Set up Coupler on a fresh Debian machine: install what is missing, build,
 # then run the main example (default) or the whole test suite (--test).
 #   bash scripts/setup.sh          install, build, run the example
-#   bash scripts/setup.sh --test   install, build, run every test
-# Environment: BUILD_DIR (default build), JOBS (default nproc).
+#   bash scripts/setup.sh --test   install, build, run every test, then the
+#                                  sanitized subset (scripts/sanitize.sh --ci)
+# Environment: BUILD_DIR (default build; the sanitized one is BUILD_DIR-asan),
+# JOBS (default nproc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,7 +13,7 @@ mode=example
 case "${1:-}" in
   "") ;;
   --test) mode=test ;;
-  -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
   *) echo "setup.sh: unknown argument '$1' (expected --test or nothing)" >&2; exit 2 ;;
 esac
 
@@ -36,12 +38,23 @@ fi
 
 build=${BUILD_DIR:-build}
 jobs=${JOBS:-$(nproc)}
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
-cmake --build "$build" -j "$jobs"
+# Runs a part of the set-up and says how long it took (wall and CPU).
+timed() {
+  local TIMEFORMAT="setup.sh: $1: %0R s (CPU: %0U s user, %0S s system)"
+  shift
+  time "$@"
+}
+timed configure cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+timed build cmake --build "$build" -j "$jobs"
 
 if [[ $mode == test ]]; then
   # MPI tests declare PROCESSORS, so ctest never oversubscribes past -j.
-  ctest --test-dir "$build" --output-on-failure -j "$jobs"
+  # Both parts run even if the first fails; either failing fails the command.
+  status=0
+  timed "test suite" ctest --test-dir "$build" --output-on-failure -j "$jobs" || status=1
+  timed "sanitized build and subset" \
+    bash scripts/sanitize.sh -b "$build-asan" -j "$jobs" --ci || status=1
+  exit $status
 else
   exec scripts/example.sh "$build"
 fi
