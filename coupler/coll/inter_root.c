@@ -92,8 +92,10 @@ static int receivers(const cpli_inter_args *a, cpli_dir *d) {
   int in_place = 1;
   for (int i = 0; i < a->p; i++)
     if (a->blk.counts[i] && a->blk.displs[i] != a->blk.displs[0] + off[i]) in_place = 0;
-  char *buf = in_place ? a->blk.base + (a->p ? a->blk.displs[0] : 0) : malloc(total ? total : 1);
-  int rc = buf ? CPL_OK : cpli_fail(CPL_ERR_NOMEM, "root: out of memory for %zu bytes", total);
+  /* no bytes: maybe no buffer either (MPI allows NULL for zero counts) */
+  char *buf = total == 0 ? NULL : in_place ? a->blk.base + a->blk.displs[0] : malloc(total);
+  int rc = buf || total == 0 ? CPL_OK
+                             : cpli_fail(CPL_ERR_NOMEM, "root: out of memory for %zu bytes", total);
   if (rc == CPL_OK && lrank == 0) {
     a->ctx->xstep = 1;
     rc = cpli_xfer(d->merged, NULL, 0, MPI_PROC_NULL, buf, total, 0, a->ctx);

@@ -104,8 +104,10 @@ static void one_call(MPI_Comm inter, int sending, int p, int me, enum pattern pt
       /* regular: contiguous blocks, no gaps */
       const int c = counts[0];
       for (int i = 0; i < p; i++) displs[i] = i * c;
-      rc = cpl_inter_allgather(NULL, 0, MPI_INT, buf, c, pt == P_STRIDED_RECV ? strided : MPI_INT,
-                               CPL_RECEIVER, inter, &opt);
+      /* zero counts: no buffer at all, as MPI allows (the drop-in passes
+       * NULL for the direction whose group sends nothing) */
+      rc = cpl_inter_allgather(NULL, 0, MPI_INT, pt == P_ZERO ? NULL : buf, c,
+                               pt == P_STRIDED_RECV ? strided : MPI_INT, CPL_RECEIVER, inter, &opt);
     } else rc = CPL_ERR_INTERNAL;
     if (rc == CPL_OK) {
       int bad = 0;
