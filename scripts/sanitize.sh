@@ -49,7 +49,7 @@ echo "sanitize.sh: built $build"
 # tests but the two exhaustive schedule checks (75-100 s each under ASan;
 # CI_SKIP, so a new unit test is in without editing this), and the MPI
 # paths at small rank counts. Left to the full run: the larger MPI
-# shapes (mpi.inter.upto6 and up, chunked, ringchain, lockstep: 50-120 s
+# shapes (mpi.inter.upto6 and up, chunked, ringphase, lockstep: 50-120 s
 # each), the drop-in (dropin.linked.np4 and dropin.preload.np4: over
 # 195 s each), the fault tests that wait out a timeout or inject a fault
 # (tens of seconds each), wf_run_netns_hosts (network namespaces) and

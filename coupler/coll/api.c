@@ -237,8 +237,7 @@ static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
   const int p = sender ? link->lsize : link->rsize, q = sender ? link->rsize : link->lsize;
   cpl_intra_algorithm intra;
   CPLI_TRY(cpli_intra_requested(opt, &intra));
-  cpl_inter_algorithm alg, env;
-  CPLI_TRY(cpli_inter_choose(p, q, block, regular, opt, &alg)); /* both groups alike */
+  cpl_inter_algorithm alg = CPL_INTER_AUTO, env;
   CPLI_TRY(cpli_env_inter(&env));
 
   cpli_inter_args a = {.link = link,
@@ -249,7 +248,6 @@ static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
                        .intra = intra,
                        .by_auto = (!opt || opt->inter == CPL_INTER_AUTO) && env == CPL_INTER_AUTO,
                        .ctx = &ctx};
-  ctx.alg = cpl_inter_algorithm_name(alg);
   snprintf(ctx.who, sizeof ctx.who, "%s %d", sender ? "sender" : "receiver", link->lrank);
   char *tmp = NULL;
   recv_view v = {0};
@@ -263,7 +261,13 @@ static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
     CPLI_TRY(recv_view_make(recvbuf, recvcounts, displs, recvtype, p, &v));
     a.blk = v.blk;
   }
-  int rc = inter_fn(alg)(&a);
+  /* Both groups must choose alike, from what both know: a regular call's
+   * block, and with one sender its block whatever the call (the sender's
+   * own, the receivers' only count); otherwise a nominal block. */
+  if (!regular && p == 1) block = sender ? a.own_bytes : a.blk.counts[0];
+  int rc = cpli_inter_choose(p, q, block, regular || p == 1, opt, &alg);
+  ctx.alg = cpl_inter_algorithm_name(alg);
+  if (rc == CPL_OK) rc = inter_fn(alg)(&a);
   if (rc != CPL_OK) {
     char where[256];
     cpli_ctx_where(&ctx, link->inter, where, sizeof where);
