@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (t < 0) __builtin_trap(); /* a decoded type must be usable */
         cpli_type_convertible(t, H5T_NATIVE_DOUBLE);
         H5Tclose(t);
-        if (d->d[i].total > (size_t)1 << 31) __builtin_trap();
+        if (d->d[i].total > CPLI_DATASET_MAX_BYTES) __builtin_trap(); /* the limit holds */
       }
     }
     cpli_desc_unref(d);
