@@ -282,7 +282,9 @@ double cpli_cost_inter_direct_ring(int p, int q, size_t bytes, double alpha, dou
   /* A receiver's port takes every byte once (its home blocks from the
    * senders, the others from its ring neighbour), in one pipeline of q
    * hops cut as the plan cuts it (sched/cut.h, by the largest home's
-   * bytes): q start-ups and q - 1 pieces of fill (inter_direct_ring.c). */
+   * bytes; the per-message overhead taken as alpha, which is all this
+   * signature knows): q start-ups and q - 1 pieces of fill
+   * (inter_direct_ring.c). */
   const size_t k = bytes / (size_t)p, home = k * (size_t)((p + q - 1) / q);
   const cpli_cut_model cut = {.alpha = alpha, .beta = beta, .overhead = alpha};
   size_t c = cpli_cut_chunk(home, cpli_cut_pieces(&cut, home, 2));
