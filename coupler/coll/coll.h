@@ -169,5 +169,15 @@ int cpli_inter_ring(const cpli_inter_args *a);
 int cpli_inter_root(const cpli_inter_args *a);
 int cpli_inter_native(const cpli_inter_args *a);
 int cpli_inter_direct_ring(const cpli_inter_args *a);
+int cpli_inter_two_hop(const cpli_inter_args *a);
+
+/* Run an inter-group plan cut by the model (direct-ring, two-hop): build
+ * it with fn from the tuning snapshot, keep it in the link's plan cache
+ * under `tag` (negative: fc's keys start with its chunk) and run it. */
+int cpli_inter_run_model_plan(const cpli_inter_args *a,
+                              int (*fn)(cpli_flow *f, int p, int q, int me, const size_t *counts,
+                                        const size_t *displs, size_t own_bytes,
+                                        const cpli_fc_opts *o),
+                              int tag, const char *name);
 
 #endif

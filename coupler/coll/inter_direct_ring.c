@@ -24,6 +24,11 @@
 #include "sched/plan_cache.h"
 
 int cpli_inter_direct_ring(const cpli_inter_args *a) {
+  return cpli_inter_run_model_plan(a, cpli_flow_direct_ring, -1, "direct-ring");
+}
+
+int cpli_inter_run_model_plan(const cpli_inter_args *a, cpli_inter_plan_fn fn, int tag,
+                              const char *name) {
   cpli_dir *d;
   CPLI_TRY(cpli_link_dir(a->link, a->sender, a->ctx, &d));
   int lrank;
@@ -34,16 +39,16 @@ int cpli_inter_direct_ring(const cpli_inter_args *a) {
                           .model = 1,
                           .cut = {.alpha = t->alpha, .beta = t->beta, .overhead = t->overhead}};
   /* Everything the plan depends on; fc's plans in the same cache start
-   * with their chunk (>= 0), so -1 keeps the two apart. */
-  const double param[] = {-1,         (double)o.chunk, o.cut.alpha,
+   * with their chunk (>= 0), the others with their negative tag. */
+  const double param[] = {tag,        (double)o.chunk, o.cut.alpha,
                           o.cut.beta, o.cut.overhead,  (double)(a->sender ? a->own_bytes : 0)};
   const size_t *counts = a->sender ? NULL : a->blk.counts,
                *displs = a->sender ? NULL : a->blk.displs;
   cpli_plan_key key; /* a key without memory caches nothing */
   cpli_plan_key_make(&key, param, 6, a->sender ? 0 : p, counts, displs);
-  const cpli_inter_plan plan = {cpli_flow_direct_ring, p, q, me, counts, displs, a->own_bytes, &o};
+  const cpli_inter_plan plan = {fn, p, q, me, counts, displs, a->own_bytes, &o};
   char what[64];
-  snprintf(what, sizeof what, "direct-ring, rank %d of %d|%d", me, p, q);
+  snprintf(what, sizeof what, "%s, rank %d of %d|%d", name, me, p, q);
   a->ctx->xstep = 0;
   const int rc =
       cpli_flow_run_cached(&d->plans, &key, cpli_inter_plan_build, &plan, what, d->merged,

@@ -3,10 +3,10 @@
  * which takes the cheapest algorithm under the alpha-beta model (the
  * formulas: coll/cost.c).
  *
- * For the inter-group operation fc is never worse than root or native in
- * either term, and ring is for ring networks, so on the fully connected
- * networks Coupler assumes `auto` resolves to fc; the model is still
- * evaluated, so the choice stays right if the formulas change. Both groups
+ * For the inter-group operation `auto` weighs every row but ring (for
+ * ring networks): on the fully connected networks Coupler assumes it
+ * takes two-hop for p > q and q = 1, fc for p = q and most p < q with
+ * large blocks, direct-ring for one sender and many receivers. Both groups
  * must pick the same algorithm, and senders of an allgatherv do not know
  * the other senders' sizes, so the inter-group choice depends on p, q and
  * a byte size both sides know: the exact total for regular calls, and a

@@ -73,6 +73,7 @@ typedef enum cpl_inter_algorithm {
   CPL_INTER_ROOT,        /* root gathering (what MPICH does), baseline       */
   CPL_INTER_NATIVE,      /* MPI_Allgatherv on the intercommunicator          */
   CPL_INTER_DIRECT_RING, /* senders feed a ring of the receivers          */
+  CPL_INTER_TWO_HOP,     /* every block in at most two hops               */
   CPL_INTER_COUNT
 } cpl_inter_algorithm;
 

@@ -181,6 +181,26 @@ int cpli_direct_ring_home(int b, int p, int q);
 int cpli_flow_direct_ring(cpli_flow *f, int p, int q, int me, const size_t *counts,
                           const size_t *displs, size_t own_bytes, const cpli_fc_opts *o);
 
+/* The two-hop inter-group allgather as one plan, on the same merged
+ * communicator as cpli_flow_fc (coll/inter_two_hop.c). Block b goes
+ * straight from sender b to r = cpli_two_hop_holders(p, q) receivers, its
+ * holders, floor(b q / p) and the r - 1 after it in ring order; every
+ * other receiver takes it from one holder (cpli_two_hop_source), so each
+ * byte crosses at most two hops and every receiver takes each block on
+ * exactly one stream. p > q: r = q, every receiver gets every block from
+ * its sender. p <= q: r = p - 1 if then no receiver feeds more than p
+ * streams (cpli_two_hop_fanout), so that only the receivers' ports are
+ * full; else r = p. With o->model a relayed block is a depth-2
+ * pipeline (cut by its own length, the holder's receive and its sends
+ * alike), the others move whole; o->chunk forces one cut on relayed
+ * blocks. Receivers give all p block sizes and offsets of buffer 0;
+ * senders read their own block from buffer 1 and need nothing else. */
+int cpli_two_hop_holders(int p, int q);
+long long cpli_two_hop_fanout(int p, int q, int r); /* busiest receiver's streams out */
+int cpli_two_hop_source(int b, int j, int p, int q, int r); /* -1: j holds b */
+int cpli_flow_two_hop(cpli_flow *f, int p, int q, int me, const size_t *counts,
+                      const size_t *displs, size_t own_bytes, const cpli_fc_opts *o);
+
 /* Replay the plans of nranks ranks (plans[r], buffers buf0[r], buf1[r]) on
  * an instant network: every rank posts its receives, issues sends in plan
  * order as their dependencies complete (per peer in order), and the i-th

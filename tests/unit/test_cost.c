@@ -10,9 +10,14 @@
  *    Bruck for a 64 MiB block among 1-element ones, 1.01 s against the
  *    circulant's 0.52 s), and its cost with one huge block counts that
  *    block once per round;
- *  - native's inter-group cost is receiver 0's port (the p messages
- *    arrive at once, measured at the bound on the emulated cluster), so
- *    for q = 1 and p >= 2 auto picks it;
+ *  - for q = 1 and p >= 2 auto picks two-hop: the p streams arrive at
+ *    once and receiver 0's port is the bound (measured at the bound on
+ *    the emulated cluster, as native is, which adds its nonblocking
+ *    schedule's start-ups);
+ *  - for p > q two-hop is the fully connected exchange and always
+ *    cheapest; at p = q it pays the several-peers rate and fc wins from
+ *    4 KiB (emulated cluster, 1 MiB: 4|4 two-hop 1.18 of the bound, fc
+ *    1.11; 5|3 1.04 and 1.10, 6|2 1.01 and 1.06);
  *  - direct-ring is fc's p = q plan plus a pipeline's fill, so it never
  *    wins at p = q; with the emulated cluster's calibrated parameters auto
  *    takes it for one sender and many receivers with large blocks (1|7 at
@@ -114,9 +119,9 @@ static void test_intra_no_bruck(void) {
   printf("cost: %d intra choices\n", cases);
 }
 
-/* Inter: native's receiver 0 takes the p messages at once (its port is
- * the bound), so for q = 1 and p >= 2 auto takes native, never a dearer
- * row. Both views of a call choose alike. */
+/* Inter: for q = 1 and p >= 2 auto takes two-hop (receiver 0's port is
+ * the bound), never a dearer row; for p > q two-hop as well, and fc at
+ * p = q from 4 KiB. Both views of a call choose alike. */
 static void test_inter(void) {
   int cases = 0;
   for (size_t mo = 0; mo < NMODELS; mo++) {
@@ -126,15 +131,19 @@ static void test_inter(void) {
         const size_t m = k * (size_t)p;
         const double nat = cpli_inter_cost(CPL_INTER_NATIVE, p, 1, m, al, be);
         const double fc = cpli_inter_cost(CPL_INTER_FC, p, 1, m, al, be);
-        CHECK(fabs(nat - (al + be * (double)m)) <= 1e-12 * nat,
-              "native %d|1: %g is not one start-up and m bytes at receiver 0", p, nat);
+        const double th = cpli_inter_cost(CPL_INTER_TWO_HOP, p, 1, m, al, be);
+        CHECK(fabs(th - (al + be * (double)m)) <= 1e-12 * th,
+              "two-hop %d|1: %g is not one start-up and m bytes at receiver 0", p, th);
         const cpl_inter_algorithm a = cpli_inter_pick_ab(p, 1, m, al, be);
         const double ca = cpli_inter_cost(a, p, 1, m, al, be);
         CHECK(ca <= nat && ca <= fc, "%s: %d|1 k=%zu picks %s at %g (native %g, fc %g)",
               models[mo].what, p, k, cpl_inter_algorithm_name(a), ca, nat, fc);
         if (p >= 2)
-          CHECK(a == CPL_INTER_NATIVE, "%s: %d|1 k=%zu picks %s, not native", models[mo].what, p, k,
-                cpl_inter_algorithm_name(a));
+          CHECK(a == CPL_INTER_TWO_HOP, "%s: %d|1 k=%zu picks %s, not two-hop", models[mo].what, p,
+                k, cpl_inter_algorithm_name(a));
+        for (int q = 2; q < p; q++)
+          CHECK(cpli_inter_pick_ab(p, q, m, al, be) == CPL_INTER_TWO_HOP,
+                "%s: %d|%d k=%zu does not pick two-hop", models[mo].what, p, q, k);
         cases++;
       }
   }
@@ -181,6 +190,23 @@ static void test_direct_ring(void) {
         "1|7 at 1 KiB: auto takes direct-ring's seven start-ups");
 }
 
+/* two-hop at p <= q pays the several-peers rate: with the emulated
+ * cluster's calibration fc keeps p = q from 64 KiB (4|4 at 1 MiB: two-hop
+ * 1.18 of the bound, fc 1.11), and two-hop is never cheaper than its
+ * own port. */
+static void test_two_hop(void) {
+  const double al = 2.25e-5, be = 1.94e-8; /* calibrated, 8 nodes */
+  for (int p = 2; p <= 8; p++)
+    for (size_t k = 65536; k <= ((size_t)16 << 20); k *= 4)
+      CHECK(cpli_inter_pick_ab(p, p, k * (size_t)p, al, be) == CPL_INTER_FC,
+            "%d|%d at k = %zu: auto does not take fc", p, p, k);
+  for (int p = 1; p <= 12; p++)
+    for (int q = 1; q <= 12; q++)
+      CHECK(cpli_inter_cost(CPL_INTER_TWO_HOP, p, q, (size_t)p << 20, al, be) >=
+                be * (double)((size_t)p << 20),
+            "%d|%d: two-hop cheaper than a receiver's port", p, q);
+}
+
 int main(void) {
   unsetenv("CPL_ALPHA");
   unsetenv("CPL_BETA");
@@ -191,6 +217,7 @@ int main(void) {
   test_intra_no_bruck();
   test_inter();
   test_direct_ring();
+  test_two_hop();
   if (failures) fprintf(stderr, "%d failures\n", failures);
   return failures != 0;
 }

@@ -249,11 +249,15 @@ static void fc_case(int p, int q, int ck, int lk, size_t chunk, long long nb, in
   free(plans), free(pp), free(b0), free(b1), free(counts), free(displs), free(packed);
 }
 
-/* ---------------------------------------------------------- direct-ring */
+/* ------------------------------------------- direct-ring and two-hop */
+
+typedef int (*inter_builder)(cpli_flow *f, int p, int q, int me, const size_t *counts,
+                             const size_t *displs, size_t own_bytes, const cpli_fc_opts *o);
 
 /* chunk > 0: that fixed cut; 0: the model's cuts with 1-byte pieces
  * allowed, so the small test blocks are cut too. */
-static void direct_ring_case(int p, int q, int ck, int lk, size_t chunk) {
+static void inter_case(inter_builder build, const char *name, int p, int q, int ck, int lk,
+                       size_t chunk) {
   const cpli_fc_opts o = {.chunk = chunk,
                           .model = 1,
                           .cut = {.alpha = 1e-6, .beta = 1e-6, .overhead = 1e-6, .min_piece = 1}};
@@ -277,8 +281,8 @@ static void direct_ring_case(int p, int q, int ck, int lk, size_t chunk) {
       b0[r] = buffer(size, p, counts, displs, -2);
     }
     ok = ok &&
-         cpli_flow_direct_ring(&plans[r], p, q, r, r < p ? NULL : counts, r < p ? NULL : displs,
-                               r < p ? counts[r] : 0, &o) == CPL_OK &&
+         build(&plans[r], p, q, r, r < p ? NULL : counts, r < p ? NULL : displs,
+               r < p ? counts[r] : 0, &o) == CPL_OK &&
          cpli_flow_resolve(&plans[r], why, sizeof why) == CPL_OK;
     if (!ok && !why[0]) snprintf(why, sizeof why, "rank %d: %s", r, cpl_last_error());
   }
@@ -286,10 +290,40 @@ static void direct_ring_case(int p, int q, int ck, int lk, size_t chunk) {
   for (int r = p; r < N && ok; r++)
     if (!(ok = full(b0[r], size, p, counts, displs)))
       snprintf(why, sizeof why, "rank %d does not hold every block", r);
-  CHECK(ok, "direct-ring %d|%d counts %d layout %d chunk %zu: %s", p, q, ck, lk, chunk, why);
+  CHECK(ok, "%s %d|%d counts %d layout %d chunk %zu: %s", name, p, q, ck, lk, chunk, why);
   cases++;
   for (int r = 0; r < N; r++) cpli_flow_free(&plans[r]), free(b0[r]), free(b1[r]);
   free(plans), free(pp), free(b0), free(b1), free(counts), free(displs);
+}
+
+/* two-hop's shape: every receiver takes exactly p streams (one per
+ * block), a sender sends r, and the busiest receiver sends what
+ * cpli_two_hop_fanout says (the cost model reads it); for p > q no
+ * receiver sends anything. */
+static void two_hop_shape(int p, int q) {
+  const cpli_fc_opts o = {.model = 1, .cut = {.alpha = 1e-6, .beta = 1e-6, .overhead = 1e-6}};
+  size_t *counts = malloc(sizeof *counts * p), *displs = malloc(sizeof *displs * p);
+  for (int b = 0; b < p; b++) counts[b] = 3, displs[b] = 3 * (size_t)b;
+  const int r = cpli_two_hop_holders(p, q);
+  long long most = 0;
+  int ok = r >= 1 && r <= (p < q ? p : q) && (p <= q || r == q);
+  for (int me = 0; me < p + q && ok; me++) {
+    cpli_flow f;
+    cpli_flow_init(&f);
+    ok = cpli_flow_two_hop(&f, p, q, me, me < p ? NULL : counts, me < p ? NULL : displs,
+                           me < p ? counts[me] : 0, &o) == CPL_OK;
+    int sends = 0, recvs = 0;
+    for (size_t i = 0; i < f.nnote && ok; i++) f.note[i].send ? sends++ : recvs++;
+    if (me < p) ok = ok && sends == r && recvs == 0;
+    else ok = ok && recvs == p;
+    if (me >= p) most = sends > most ? sends : most;
+    cpli_flow_free(&f);
+  }
+  CHECK(ok && most == cpli_two_hop_fanout(p, q, r) && (p <= q || most == 0),
+        "two-hop %d|%d: r %d, busiest receiver sends %lld streams, fanout says %lld", p, q, r, most,
+        cpli_two_hop_fanout(p, q, r));
+  cases++;
+  free(counts), free(displs);
 }
 
 /* ---------------------------------------------------------- faults */
@@ -396,10 +430,18 @@ int main(void) {
     for (int q = 1; q <= 9; q++)
       for (int ck = 0; ck < COUNTS_KINDS; ck++)
         for (int lk = 0; lk < LAYOUT_KINDS; lk++)
-          for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++)
-            direct_ring_case(p, q, ck, lk, chunks[c]);
-  for (size_t i = 0; i < sizeof big / sizeof *big; i++)
-    direct_ring_case(big[i][0], big[i][1], COUNTS_IRREGULAR, LAYOUT_REVERSED, 0);
+          for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++) {
+            inter_case(cpli_flow_direct_ring, "direct-ring", p, q, ck, lk, chunks[c]);
+            inter_case(cpli_flow_two_hop, "two-hop", p, q, ck, lk, chunks[c]);
+          }
+  for (size_t i = 0; i < sizeof big / sizeof *big; i++) {
+    inter_case(cpli_flow_direct_ring, "direct-ring", big[i][0], big[i][1], COUNTS_IRREGULAR,
+               LAYOUT_REVERSED, 0);
+    inter_case(cpli_flow_two_hop, "two-hop", big[i][0], big[i][1], COUNTS_IRREGULAR,
+               LAYOUT_REVERSED, 0);
+  }
+  for (int p = 1; p <= 24; p++)
+    for (int q = 1; q <= 40; q++) two_hop_shape(p, q);
   printf("flow: %d cases, %d failures\n", cases, failures);
   return failures ? 1 : 0;
 }

@@ -1,0 +1,109 @@
+/*
+ * The two-hop inter-group allgather as one dataflow plan; see flow.h
+ * (cpli_flow_two_hop) for what it does and coll/inter_two_hop.c for why.
+ */
+#include <stdlib.h>
+
+#include "core/error.h"
+#include "coupler.h"
+#include "sched/flow.h"
+
+static int first_holder(int b, int p, int q) { return (int)((long long)b * q / p); }
+
+/* Streams the busiest receiver sends with r holders per block: holder
+ * index e of block b feeds the non-holders d = r + ((e - b) mod r) + r t
+ * < q (see cpli_two_hop_source). O(p r) time, O(q) memory. */
+long long cpli_two_hop_fanout(int p, int q, int r) {
+  if (r >= q) return 0;
+  if ((long long)p * r > 100000) /* bound it: blocks held x fan per block */
+    return ((long long)p * r + q - 1) / q * ((q - r + r - 1) / r);
+  long long *out = calloc((size_t)q, sizeof *out), most = 0;
+  if (!out) return ((long long)p * r + q - 1) / q * ((q - r + r - 1) / r);
+  for (int b = 0; b < p; b++)
+    for (int e = 0; e < r; e++) {
+      const int d0 = r + ((e - b) % r + r) % r;
+      if (d0 < q) out[(first_holder(b, p, q) + e) % q] += (q - 1 - d0) / r + 1;
+    }
+  for (int j = 0; j < q; j++) most = out[j] > most ? out[j] : most;
+  free(out);
+  return most;
+}
+
+int cpli_two_hop_holders(int p, int q) {
+  if (p > q || p <= 1) return p < q ? p : q; /* p > q: all direct */
+  /* p <= q: r = p - 1 leaves a sender's port room, so that only the
+   * receivers' ports are full, if no receiver then feeds more than p
+   * streams (fewer holders only feed more); else r = p */
+  return cpli_two_hop_fanout(p, q, p - 1) <= p ? p - 1 : p;
+}
+
+int cpli_two_hop_source(int b, int j, int p, int q, int r) {
+  const int h0 = first_holder(b, p, q), d = ((j - h0) % q + q) % q;
+  if (d < r) return -1;
+  /* the non-holders, in ring order after the holders, take turns over the
+   * holders, rotated by b so that one holder-receiver pair rarely carries
+   * two blocks */
+  return (h0 + ((d - r) + b) % r) % q;
+}
+
+/* The cut of block b's streams: relayed blocks are depth-2 pipelines, the
+ * others move whole. Both ends compute it from the same values. */
+static size_t cut(const cpli_fc_opts *o, size_t bytes, int relayed) {
+  if (!relayed) return 0;
+  if (!o->model || o->chunk) return o->chunk;
+  return cpli_cut_chunk(bytes, cpli_cut_pieces(&o->cut, bytes, 2));
+}
+
+/* Holder h of block b (index e = h - first holder) passes it on to the
+ * non-holders d = r + ((e - b) mod r) + r t < q (ring order after the
+ * first holder), the inverse of cpli_two_hop_source; returns the first
+ * such d, or q if none. */
+static int first_target(int b, int h, int p, int q, int r) {
+  const int e = ((h - first_holder(b, p, q)) % q + q) % q;
+  if (e >= r) return q;
+  return r + ((e - b) % r + r) % r;
+}
+
+static int relays(int b, int h, int p, int q, int r) { return first_target(b, h, p, q, r) < q; }
+
+static int stream(cpli_flow *f, int send, int peer, int buf, size_t off, size_t len, size_t c,
+                  int relayed) {
+  f->note_why = relayed ? CPLI_CUT_PIPE : CPLI_CUT_LAST;
+  f->note_depth = relayed ? 2 : 1;
+  return cpli_flow_stream(f, send, peer, buf, 1, &off, &len, c);
+}
+
+int cpli_flow_two_hop(cpli_flow *f, int p, int q, int me, const size_t *counts,
+                      const size_t *displs, size_t own_bytes, const cpli_fc_opts *o) {
+  if (p < 1 || q < 1 || me < 0 || me >= p + q)
+    return cpli_fail(CPL_ERR_ARG, "two-hop plan: rank %d of %d senders + %d receivers", me, p, q);
+  if (me >= p && (!counts || !displs))
+    return cpli_fail(CPL_ERR_ARG, "two-hop plan: receiver %d needs the block sizes", me - p);
+  f->cut_fixed = o->chunk > 0;
+  const int r = cpli_two_hop_holders(p, q);
+  if (me < p) { /* sender: its block to its r holders */
+    CPLI_TRY(cpli_flow_have(f, 1, 0, own_bytes));
+    for (int i = 0; i < r; i++) {
+      const int h = (first_holder(me, p, q) + i) % q, rel = relays(me, h, p, q, r);
+      CPLI_TRY(stream(f, 1, p + h, 1, 0, own_bytes, cut(o, own_bytes, rel), rel));
+    }
+    return CPL_OK;
+  }
+  /* Receiver j: every block from its sender or from one holder, and the
+   * blocks it holds on to the receivers that take them from it. Between
+   * two receivers both ends list their streams by block. */
+  const int j = me - p;
+  for (int b = 0; b < p; b++) {
+    const int src = cpli_two_hop_source(b, j, p, q, r);
+    if (src < 0) {
+      const int rel = relays(b, j, p, q, r);
+      CPLI_TRY(stream(f, 0, b, 0, displs[b], counts[b], cut(o, counts[b], rel), rel));
+    } else {
+      CPLI_TRY(stream(f, 0, p + src, 0, displs[b], counts[b], cut(o, counts[b], 1), 1));
+    }
+    const int h0 = first_holder(b, p, q);
+    for (int d = first_target(b, j, p, q, r); d < q; d += r)
+      CPLI_TRY(stream(f, 1, p + (h0 + d) % q, 0, displs[b], counts[b], cut(o, counts[b], 1), 1));
+  }
+  return CPL_OK;
+}
