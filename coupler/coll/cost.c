@@ -311,8 +311,18 @@ double cpli_cost_inter_two_hop(int p, int q, size_t bytes, double alpha, double 
    * (sched/flow.h: cpli_flow_two_hop). The busiest port sets the rate; a
    * relayed block adds a start-up and one piece of fill. */
   const size_t k = bytes / (size_t)p;
-  const int r = cpli_two_hop_holders(p, q);
-  const long long fan = cpli_two_hop_fanout(p, q, r);
+  /* r and the fanout take O(p r) to count; auto asks on every call */
+  static _Thread_local struct {
+    int p, q, r;
+    long long fan;
+  } last;
+  if (last.p != p || last.q != q) {
+    last.r = cpli_two_hop_holders(p, q);
+    last.fan = cpli_two_hop_fanout(p, q, last.r);
+    last.p = p, last.q = q;
+  }
+  const int r = last.r;
+  const long long fan = last.fan;
   const double port = (double)(fan > p ? fan : p) * (double)k;
   /* With r = p > 1 the senders' ports are as full as the receivers',
    * each shared by p streams, and the fair shares at the two ends of a

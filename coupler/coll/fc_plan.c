@@ -26,6 +26,13 @@ void cpli_fc_plan_opts(int p, int q, size_t k, size_t total, cpl_intra_algorithm
   }
 }
 
+void cpli_model_plan_opts(cpli_fc_opts *o) {
+  const cpli_tuning *t = cpli_tuning_now();
+  *o = (cpli_fc_opts){.chunk = t->chunk,
+                      .model = 1,
+                      .cut = {.alpha = t->alpha, .beta = t->beta, .overhead = t->overhead}};
+}
+
 int cpli_inter_plan_build(cpli_flow *f, const void *plan) {
   const cpli_inter_plan *a = plan;
   return a->fn(f, a->p, a->q, a->me, a->counts, a->displs, a->own_bytes, a->o);

@@ -19,6 +19,10 @@
 void cpli_fc_plan_opts(int p, int q, size_t k, size_t total, cpl_intra_algorithm intra, int pure,
                        cpli_fc_opts *o);
 
+/* The options of the plans cut by the model alone (direct-ring, two-hop):
+ * the tuning snapshot's cut parameters and fixed chunk. */
+void cpli_model_plan_opts(cpli_fc_opts *o);
+
 /* An inter-group plan builder (cpli_flow_fc, cpli_flow_direct_ring) with
  * its arguments, for cpli_flow_run_cached: cpli_inter_plan_build(f, &plan). */
 typedef int (*cpli_inter_plan_fn)(cpli_flow *f, int p, int q, int me, const size_t *counts,

@@ -20,7 +20,6 @@
 
 #include "coll/fc_plan.h"
 #include "coll/link.h"
-#include "coll/tuning.h"
 #include "sched/plan_cache.h"
 
 int cpli_inter_direct_ring(const cpli_inter_args *a) {
@@ -34,10 +33,8 @@ int cpli_inter_run_model_plan(const cpli_inter_args *a, cpli_inter_plan_fn fn, i
   int lrank;
   MPI_Comm_rank(d->local, &lrank);
   const int p = a->p, q = a->q, me = a->sender ? lrank : p + lrank;
-  const cpli_tuning *t = cpli_tuning_now();
-  const cpli_fc_opts o = {.chunk = t->chunk,
-                          .model = 1,
-                          .cut = {.alpha = t->alpha, .beta = t->beta, .overhead = t->overhead}};
+  cpli_fc_opts o;
+  cpli_model_plan_opts(&o);
   /* Everything the plan depends on; fc's plans in the same cache start
    * with their chunk (>= 0), the others with their negative tag. */
   const double param[] = {tag,        (double)o.chunk, o.cut.alpha,

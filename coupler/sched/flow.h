@@ -196,7 +196,7 @@ int cpli_flow_direct_ring(cpli_flow *f, int p, int q, int me, const size_t *coun
  * blocks. Receivers give all p block sizes and offsets of buffer 0;
  * senders read their own block from buffer 1 and need nothing else. */
 int cpli_two_hop_holders(int p, int q);
-long long cpli_two_hop_fanout(int p, int q, int r); /* busiest receiver's streams out */
+long long cpli_two_hop_fanout(int p, int q, int r);         /* busiest receiver's streams out */
 int cpli_two_hop_source(int b, int j, int p, int q, int r); /* -1: j holds b */
 int cpli_flow_two_hop(cpli_flow *f, int p, int q, int me, const size_t *counts,
                       const size_t *displs, size_t own_bytes, const cpli_fc_opts *o);

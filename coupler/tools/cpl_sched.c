@@ -18,7 +18,8 @@
 static void usage(FILE *f) {
   fprintf(f, "usage: cpl-sched ring P Q [--check] [--no-header]\n"
              "       cpl-sched circulant P [--check] [--no-header]\n"
-             "       cpl-sched fc P Q [--size BYTES] [--explain] [--check] [--no-header]\n"
+             "       cpl-sched fc|direct-ring|two-hop P Q [--size BYTES] [--explain] [--check]\n"
+             "                 [--no-header]\n"
              "Print the schedules Coupler runs (no MPI is started).\n"
              "  ring P Q       Kang et al.'s ring inter-group allgather, P senders to\n"
              "                 Q receivers: a header line \"step from to message\", then\n"
@@ -35,7 +36,10 @@ static void usage(FILE *f) {
              "                 (CPL_ALPHA, CPL_BETA, CPL_OVERHEAD, CPL_CHUNK,\n"
              "                 CPL_TUNING_FILE): a header, then \"rank dir peer bytes\"\n"
              "                 per message\n"
-             "  --explain      fc: instead of the messages, how each stream is cut: per\n"
+             "  direct-ring P Q, two-hop P Q\n"
+             "                 the same for those inter-group algorithms' plans\n"
+             "  --explain      fc, direct-ring, two-hop: instead of the messages, how each stream "
+             "is cut: per\n"
              "                 rank, direction and peer the streams, bytes, whether the\n"
              "                 receiving end forwards them, the pipeline depth, messages,\n"
              "                 chunk and why (the reasons are listed in the header)\n"
@@ -136,15 +140,16 @@ int main(int argc, char **argv) {
                                   args[1], args[2]);
     return ring(p, q, check, header);
   }
-  if (!strcmp(args[0], "fc")) {
-    if (n != 3) return cpli_cli_usage_error("cpl-sched", usage, "fc takes P and Q");
+  if (!strcmp(args[0], "fc") || !strcmp(args[0], "direct-ring") || !strcmp(args[0], "two-hop")) {
+    if (n != 3) return cpli_cli_usage_error("cpl-sched", usage, "%s takes P and Q", args[0]);
     if (!positive(args[1], &p) || !positive(args[2], &q) || p > 4096 || q > 4096)
       return cpli_cli_usage_error("cpl-sched", usage,
-                                  "fc %s %s: P and Q must be integers from 1 to 4096", args[1],
-                                  args[2]);
-    return cpli_explain_fc(p, q, size, explain, check, header);
+                                  "%s %s %s: P and Q must be integers from 1 to 4096", args[0],
+                                  args[1], args[2]);
+    return cpli_explain_inter(args[0], p, q, size, explain, check, header);
   }
-  if (explain) return cpli_cli_usage_error("cpl-sched", usage, "--explain is for fc");
+  if (explain)
+    return cpli_cli_usage_error("cpl-sched", usage, "--explain is for fc, direct-ring, two-hop");
   if (!strcmp(args[0], "circulant")) {
     if (n != 2) return cpli_cli_usage_error("cpl-sched", usage, "circulant takes P");
     if (!positive(args[1], &p))
@@ -154,6 +159,7 @@ int main(int argc, char **argv) {
                                   args[1]);
     return circulant(p, check, header);
   }
-  return cpli_cli_usage_error("cpl-sched", usage, "unknown schedule %s (ring, circulant or fc)",
+  return cpli_cli_usage_error("cpl-sched", usage,
+                              "unknown schedule %s (ring, circulant, fc, direct-ring or two-hop)",
                               args[0]);
 }

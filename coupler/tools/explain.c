@@ -1,7 +1,8 @@
 /*
- * cpl-sched fc: the dataflow plan of Kang et al.'s fc allgather as the
- * library builds it (coll/fc_plan.c, sched/flow.c), for every rank of a
- * p|q shape with k bytes per sender, and how each stream is cut and why
+ * cpl-sched fc|direct-ring|two-hop: the dataflow plan of an inter-group
+ * allgather as the library builds it (coll/fc_plan.c, sched/flow.c,
+ * sched/direct_ring.c, sched/two_hop.c), for every rank of a p|q shape
+ * with k bytes per sender, and how each stream is cut and why
  * (--explain). No MPI.
  */
 #include "tools/explain.h"
@@ -70,8 +71,12 @@ static void explain_rank(int r, int p, cpli_flow *const *plans, int n) {
   free(fwd), free(relay);
 }
 
-int cpli_explain_fc(int p, int q, size_t k, int explain, int check, int header) {
-  const int n = p + q;
+int cpli_explain_inter(const char *alg, int p, int q, size_t k, int explain, int check,
+                       int header) {
+  const int n = p + q, fc = !strcmp(alg, "fc"), two_hop = !strcmp(alg, "two-hop");
+  const cpli_inter_plan_fn build = fc        ? cpli_flow_fc
+                                   : two_hop ? cpli_flow_two_hop
+                                             : cpli_flow_direct_ring;
   cpli_tuning_refresh();
   const cpli_tuning *t = cpli_tuning_now();
   if (t->file_error) {
@@ -92,29 +97,37 @@ int cpli_explain_fc(int p, int q, size_t k, int explain, int check, int header) 
   char why[512] = "";
   for (int r = 0; r < n && !rc; r++) {
     pp[r] = &plans[r];
-    const int relay = r < p && p > q && r >= q, pure = r < p && !relay;
-    cpli_fc_plan_opts(p, q, k, total, CPL_INTRA_AUTO, pure, &o);
-    if (r == p) { /* a receiver's options describe the run */
+    const int relay = fc && r < p && p > q && r >= q, pure = r < p && !relay;
+    if (fc) cpli_fc_plan_opts(p, q, k, total, CPL_INTRA_AUTO, pure, &o);
+    else cpli_model_plan_opts(&o);
+    if (r == p && header) { /* a receiver's options describe the run */
       char hc[32];
-      if (header) {
-        printf("# fc %d|%d, %zu bytes per sender; alpha %.3g s (%s), beta %.3g s/B (%s, %.1f MB/s),"
-               "\n# overhead %.3g s (%s), cut: %s%s%s\n",
-               p, q, k, t->alpha, t->alpha_from, t->beta, t->beta_from, 1e-6 / t->beta, t->overhead,
-               t->overhead_from, t->chunk ? "fixed at " : "the model",
-               t->chunk ? human(t->chunk, hc, sizeof hc) : "",
-               t->chunk ? (t->chunk_from[0] == 'f' ? " (tuning file)" : " (CPL_CHUNK)") : "");
+      printf("# %s %d|%d, %zu bytes per sender; alpha %.3g s (%s), beta %.3g s/B (%s, %.1f MB/s),"
+             "\n# overhead %.3g s (%s), cut: %s%s%s\n",
+             alg, p, q, k, t->alpha, t->alpha_from, t->beta, t->beta_from, 1e-6 / t->beta,
+             t->overhead, t->overhead_from, t->chunk ? "fixed at " : "the model",
+             t->chunk ? human(t->chunk, hc, sizeof hc) : "",
+             t->chunk ? (t->chunk_from[0] == 'f' ? " (tuning file)" : " (CPL_CHUNK)") : "");
+      if (fc) {
         printf("# allgather phase: %s", o.ring ? "pipelined ring" : "Alg. 7");
         if (p < q)
           printf("; broadcasts: Alg. 6, %lld blocks of %zu bytes", o.nblocks,
                  o.nblocks > 0 ? (k + (size_t)o.nblocks - 1) / (size_t)o.nblocks : k);
-        if (t->file) printf("\n# tuning file: %s", t->file);
-        printf("\n");
+      } else if (two_hop) {
+        const int h = cpli_two_hop_holders(p, q);
+        printf("# %d holder%s per block; the busiest receiver passes on %lld stream%s", h,
+               h == 1 ? "" : "s", cpli_two_hop_fanout(p, q, h),
+               cpli_two_hop_fanout(p, q, h) == 1 ? "" : "s");
+      } else {
+        printf("# sender b's home: receiver floor(b q / p); a ring of the %d receivers", q);
       }
+      if (t->file) printf("\n# tuning file: %s", t->file);
+      printf("\n");
     }
-    if (cpli_flow_fc(&plans[r], p, q, r, pure ? NULL : counts, pure ? NULL : displs, r < p ? k : 0,
-                     &o) != CPL_OK ||
+    if (build(&plans[r], p, q, r, pure ? NULL : counts, pure ? NULL : displs, r < p ? k : 0, &o) !=
+            CPL_OK ||
         cpli_flow_resolve(&plans[r], why, sizeof why) != CPL_OK) {
-      fprintf(stderr, "cpl-sched: fc %d|%d rank %d: %s\n", p, q, r,
+      fprintf(stderr, "cpl-sched: %s %d|%d rank %d: %s\n", alg, p, q, r,
               why[0] ? why : cpl_last_error());
       rc = 1;
     }
@@ -145,7 +158,7 @@ int cpli_explain_fc(int p, int q, size_t k, int explain, int check, int header) 
       b1[r] = r < p ? malloc(k + 1) : NULL;
       ok = b0[r] && (r >= p || b1[r]);
       for (size_t i = 0; ok && r < p && i < k; i++) b1[r][i] = (unsigned char)(r * 31 + i);
-      if (ok && r < p && p > q && r >= q) memcpy(b0[r] + displs[r], b1[r], k);
+      if (ok && fc && r < p && p > q && r >= q) memcpy(b0[r] + displs[r], b1[r], k);
     }
     ok = ok && cpli_flow_simulate(n, pp, b0, b1, why, sizeof why) == 0;
     for (int r = p; r < n && ok; r++)
@@ -153,7 +166,7 @@ int cpli_explain_fc(int p, int q, size_t k, int explain, int check, int header) 
         for (size_t i = 0; i < k && ok; i++)
           if (b0[r][displs[j] + i] != (unsigned char)(j * 31 + i))
             ok = 0, snprintf(why, sizeof why, "receiver %d lacks block %d", r - p, j);
-    fprintf(stderr, "fc %d|%d: %zu bytes per sender: %s\n", p, q, k,
+    fprintf(stderr, "%s %d|%d: %zu bytes per sender: %s\n", alg, p, q, k,
             ok ? "valid (simulated, every receiver holds every block)" : why);
     rc = !ok;
     for (int r = 0; b0 && b1 && r < n; r++) free(b0[r]), free(b1[r]);
