@@ -24,6 +24,9 @@
  * allgather (ring or Alg. 7, CPL_RING; also for the intra-group
  * circulant), e.g. --inter fc,fc@step,fc@c1M,fc@alg7. The settings reach
  * the library through its environment, set on every rank around each run.
+ * Inter-group runs call cpl_inter_allgather (the blocks are regular, so
+ * auto chooses by their size); NAME@v calls cpl_inter_allgatherv, whose
+ * auto chooses for a nominal block (senders do not know the others').
  */
 #include <math.h>
 #include <stdio.h>
@@ -78,11 +81,20 @@ static int variant(const char *name, char *alg, size_t n, int apply) {
       if (apply) setenv("CPL_CHUNK", o + 1, 1);
     } else if (o[0] == 'i' && o[1]) {
       if (apply) setenv("CPL_INTRA_ALGORITHM", o + 1, 1);
+    } else if (!strcmp(o, "v")) { /* run_inter reads it */
     } else {
       return -1;
     }
     o = next;
   }
+  return 0;
+}
+
+/* Whether variant "ALG@opt@opt" has option o. */
+static int variant_has(const char *name, const char *o) {
+  const size_t n = strlen(o);
+  for (const char *at = strchr(name, '@'); at; at = strchr(at + 1, '@'))
+    if (!strncmp(at + 1, o, n) && (at[1 + n] == '\0' || at[1 + n] == '@')) return 1;
   return 0;
 }
 
@@ -111,7 +123,8 @@ static void usage(FILE *f) {
              "                   NAME@step: lockstep execution, NAME@cSIZE: dataflow\n"
              "                   streams cut at SIZE bytes, NAME@iALG: fc's intra-group\n"
              "                   phases with ALG, NAME@ring|alg7: the dataflow\n"
-             "                   allgather; e.g. fc@step, fc@alg7@c64K, circulant@c1M)\n"
+             "                   allgather, NAME@v: inter through the allgatherv;\n"
+             "                   e.g. fc@step, fc@alg7@c64K, circulant@c1M, auto@v)\n"
              "  --shape P:Q,...  inter shapes (default: N/2:N-N/2)\n"
              "  --procs P,...    intra group sizes (default: N)\n"
              "  --sizes LIST     bytes per process: 32K,1M or a range 32K..4M (x2 steps)\n"
@@ -277,9 +290,12 @@ static double run_inter(const bench *b, int v, int sender, MPI_Comm inter, MPI_C
                        inter) == MPI_SUCCESS
              ? CPL_OK
              : CPL_ERR_MPI;
-  } else {
+  } else if (variant_has(name, "v")) {
     rc = cpl_inter_allgatherv(sbuf, sender ? (int)k : 0, MPI_BYTE, rbuf, counts, displs, MPI_BYTE,
                               sender ? CPL_SENDER : CPL_RECEIVER, inter, &opt);
+  } else {
+    rc = cpl_inter_allgather(sbuf, sender ? (int)k : 0, MPI_BYTE, rbuf, sender ? 0 : (int)k,
+                             MPI_BYTE, sender ? CPL_SENDER : CPL_RECEIVER, inter, &opt);
   }
   double t = MPI_Wtime() - t0, tmax;
   restore_env();
