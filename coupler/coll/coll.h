@@ -75,16 +75,22 @@ const char *cpli_ctx_where(const cpli_ctx *ctx, MPI_Comm comm, char *buf, size_t
  * Deadline per wait as for cpli_waitall, restarted by any progress. */
 int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *base1, cpli_ctx *ctx);
 
+/* Which plan: the algorithm, this rank and the shape (q < 0: one group of
+ * p), named only when building it fails (a cache hit formats nothing). */
+typedef struct cpli_plan_what {
+  const char *alg;
+  int rank, p, q;
+} cpli_plan_what;
+
 /* Run the plan kept under key in cache (both may be NULL: no caching);
  * on a miss build it with build(f, arg), resolve it and keep it. A plan
- * that does not resolve is a bug in Coupler, reported with `what` (the
- * algorithm, rank and shape). */
+ * that does not resolve is a bug in Coupler, reported with `what`. */
 struct cpli_plan_cache;
 struct cpli_plan_key;
 typedef int (*cpli_flow_build_fn)(cpli_flow *f, const void *arg);
 int cpli_flow_run_cached(struct cpli_plan_cache *cache, const struct cpli_plan_key *key,
-                         cpli_flow_build_fn build, const void *arg, const char *what, MPI_Comm comm,
-                         char *base0, const char *base1, cpli_ctx *ctx);
+                         cpli_flow_build_fn build, const void *arg, cpli_plan_what what,
+                         MPI_Comm comm, char *base0, const char *base1, cpli_ctx *ctx);
 
 /* Largest message of the MPI calls that take int counts (the dataflow
  * executor, the broadcast's blocks): algorithms cut pieces at this size.

@@ -273,7 +273,7 @@ out:
 }
 
 int cpli_flow_run_cached(cpli_plan_cache *cache, const cpli_plan_key *key, cpli_flow_build_fn build,
-                         const void *arg, const char *what, MPI_Comm comm, char *base0,
+                         const void *arg, cpli_plan_what what, MPI_Comm comm, char *base0,
                          const char *base1, cpli_ctx *ctx) {
   const cpli_flow *plan = key ? cpli_plan_cache_find(cache, key) : NULL;
   cpli_flow f;
@@ -282,8 +282,13 @@ int cpli_flow_run_cached(cpli_plan_cache *cache, const cpli_plan_key *key, cpli_
   if (!plan) {
     rc = build(&f, arg);
     char why[256];
-    if (rc == CPL_OK && cpli_flow_resolve(&f, why, sizeof why) != CPL_OK)
-      rc = cpli_fail(CPL_ERR_INTERNAL, "%s: invalid plan: %s (a bug in Coupler)", what, why);
+    if (rc == CPL_OK && cpli_flow_resolve(&f, why, sizeof why) != CPL_OK) {
+      char shape[32];
+      if (what.q < 0) snprintf(shape, sizeof shape, "%d", what.p);
+      else snprintf(shape, sizeof shape, "%d|%d", what.p, what.q);
+      rc = cpli_fail(CPL_ERR_INTERNAL, "%s, rank %d of %s: invalid plan: %s (a bug in Coupler)",
+                     what.alg, what.rank, shape, why);
+    }
     if (rc == CPL_OK) plan = key ? cpli_plan_cache_put(cache, key, &f) : &f;
   }
   if (rc == CPL_OK) rc = cpli_flow_run(plan, comm, base0, base1, ctx);

@@ -16,7 +16,6 @@
  * crosses up to q - 1 hops, so start-ups and the pipeline's fill grow with
  * q, and auto weighs it by the model (cost.c).
  */
-#include <stdio.h>
 
 #include "coll/fc_plan.h"
 #include "coll/link.h"
@@ -44,12 +43,10 @@ int cpli_inter_run_model_plan(const cpli_inter_args *a, cpli_inter_plan_fn fn, i
   cpli_plan_key key; /* a key without memory caches nothing */
   cpli_plan_key_make(&key, param, 6, a->sender ? 0 : p, counts, displs);
   const cpli_inter_plan plan = {fn, p, q, me, counts, displs, a->own_bytes, &o};
-  char what[64];
-  snprintf(what, sizeof what, "%s, rank %d of %d|%d", name, me, p, q);
   a->ctx->xstep = 0;
-  const int rc =
-      cpli_flow_run_cached(&d->plans, &key, cpli_inter_plan_build, &plan, what, d->merged,
-                           a->sender ? NULL : a->blk.base, a->sender ? a->own : NULL, a->ctx);
+  const int rc = cpli_flow_run_cached(
+      &d->plans, &key, cpli_inter_plan_build, &plan, (cpli_plan_what){name, me, p, q}, d->merged,
+      a->sender ? NULL : a->blk.base, a->sender ? a->own : NULL, a->ctx);
   cpli_plan_key_free(&key);
   return rc;
 }

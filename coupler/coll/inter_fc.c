@@ -36,7 +36,6 @@
  * runs the lockstep phases below; so does an intra-group algorithm other
  * than circulant or ring asked for by name (a->intra).
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -231,12 +230,10 @@ static int dataflow(const cpli_inter_args *a, cpli_dir *d, int lrank) {
                                 pure ? NULL : blk.displs,
                                 a->sender ? a->own_bytes : 0,
                                 &o};
-  char what[64];
-  snprintf(what, sizeof what, "fc, rank %d of %d|%d", me, p, q);
   a->ctx->xstep = 0;
-  const int rc =
-      cpli_flow_run_cached(&d->plans, &key, cpli_inter_plan_build, &plan, what, d->merged,
-                           pure ? NULL : blk.base, a->sender ? a->own : NULL, a->ctx);
+  const int rc = cpli_flow_run_cached(&d->plans, &key, cpli_inter_plan_build, &plan,
+                                      (cpli_plan_what){"fc", me, p, q}, d->merged,
+                                      pure ? NULL : blk.base, a->sender ? a->own : NULL, a->ctx);
   cpli_plan_key_free(&key);
   free(tmp);
   free(mem);

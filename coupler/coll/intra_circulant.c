@@ -51,7 +51,6 @@
 #include "coll/intra_circulant.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "coll/tuning.h"
@@ -160,10 +159,9 @@ static int alg7_flow(const cpli_intra_args *a, const cpli_circ *c, int r, int ri
   const double param[] = {ring ? 1 : 7, (double)x.chunk};
   cpli_plan_key key; /* a key without memory caches nothing */
   cpli_plan_key_make(&key, param, 2, c->p, a->blk.counts, a->blk.displs);
-  char what[64];
-  snprintf(what, sizeof what, "circulant, rank %d of %d", r, c->p);
-  const int rc = cpli_flow_run_cached(a->plans, &key, alg7_build, &x, what, a->comm, a->blk.base,
-                                      NULL, a->ctx);
+  const int rc = cpli_flow_run_cached(a->plans, &key, alg7_build, &x,
+                                      (cpli_plan_what){"circulant", r, c->p, -1}, a->comm,
+                                      a->blk.base, NULL, a->ctx);
   cpli_plan_key_free(&key);
   return rc;
 }
