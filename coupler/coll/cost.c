@@ -311,26 +311,19 @@ double cpli_cost_inter_two_hop(int p, int q, size_t bytes, double alpha, double 
    * (sched/flow.h: cpli_flow_two_hop). The busiest port sets the rate; a
    * relayed block adds a start-up and one piece of fill. */
   const size_t k = bytes / (size_t)p;
-  /* r and the fanout take O(p r) to count; auto asks on every call */
-  static _Thread_local struct {
-    int p, q, r;
-    long long fan;
-  } last;
-  if (last.p != p || last.q != q) {
-    last.r = cpli_two_hop_holders(p, q);
-    last.fan = cpli_two_hop_fanout(p, q, last.r);
-    last.p = p, last.q = q;
-  }
-  const int r = last.r;
-  const long long fan = last.fan;
+  const int r = cpli_two_hop_holders(p, q, k, beta);
+  const long long fan = cpli_two_hop_fanout(p, q, r);
   const double port = (double)(fan > p ? fan : p) * (double)k;
   /* With r = p > 1 the senders' ports are as full as the receivers',
    * each shared by p streams, and the fair shares at the two ends of a
-   * stream do not line up: rate is lost as several peers per node lose
-   * it elsewhere (emulated cluster, 1 MiB: 4|4 1.18 of the bound, 3|5
-   * 1.21, 2|6 1.26-1.43; with room at the senders, p > q, 1.00-1.04 at
-   * every size from 128 KiB). */
-  const double bb = p > 1 && r == p ? (1 + CPLI_RING_SHARE) * beta : beta;
+   * stream do not line up at first: rate is lost as several peers per
+   * node lose it elsewhere (emulated cluster, 1 MiB: 4|4 1.18 of the
+   * bound, 3|5 1.21, 2|6 1.26-1.43; with room at the senders, p > q,
+   * 1.00-1.04 at every size from 128 KiB). Blocks long enough to go to p
+   * holders by choice outlast that (4|4 at 16 MiB: 1.03). */
+  const double bb = p > 1 && r == p && (double)k * beta < CPLI_TWO_HOP_DIRECT_S
+                        ? (1 + CPLI_RING_SHARE) * beta
+                        : beta;
   double t = alpha + bb * port;
   if (r < q) {
     const cpli_cut_model cut = {.alpha = alpha, .beta = beta, .overhead = alpha};

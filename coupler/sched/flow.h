@@ -183,19 +183,26 @@ int cpli_flow_direct_ring(cpli_flow *f, int p, int q, int me, const size_t *coun
 
 /* The two-hop inter-group allgather as one plan, on the same merged
  * communicator as cpli_flow_fc (coll/inter_two_hop.c). Block b goes
- * straight from sender b to r = cpli_two_hop_holders(p, q) receivers, its
- * holders, floor(b q / p) and the r - 1 after it in ring order; every
- * other receiver takes it from one holder (cpli_two_hop_source), so each
- * byte crosses at most two hops and every receiver takes each block on
- * exactly one stream. p > q: r = q, every receiver gets every block from
- * its sender. p <= q: r = p - 1 if then no receiver feeds more than p
- * streams (cpli_two_hop_fanout), so that only the receivers' ports are
- * full; else r = p. With o->model a relayed block is a depth-2
- * pipeline (cut by its own length, the holder's receive and its sends
- * alike), the others move whole; o->chunk forces one cut on relayed
- * blocks. Receivers give all p block sizes and offsets of buffer 0;
- * senders read their own block from buffer 1 and need nothing else. */
-int cpli_two_hop_holders(int p, int q);
+ * straight from sender b to r = cpli_two_hop_holders(p, q, counts[b],
+ * o->cut.beta) receivers, its holders, floor(b q / p) and the r - 1
+ * after it in ring order; every other receiver takes it from one holder
+ * (cpli_two_hop_source), so each byte crosses at most two hops and every
+ * receiver takes each block on exactly one stream. p > q: r = q, every
+ * receiver gets every block from its sender. p <= q: r = p - 1 if then
+ * no receiver feeds more than p streams (cpli_two_hop_fanout), so that
+ * only the receivers' ports are full, and r = p otherwise or for a block
+ * that takes CPLI_TWO_HOP_DIRECT_S or more at rate 1 / beta. With o->model a
+ * relayed block is a depth-2 pipeline (cut by its own length, the
+ * holder's receive and its sends alike), the others move whole; o->chunk
+ * forces one cut on relayed blocks. Receivers give all p block sizes and
+ * offsets of buffer 0; senders read their own block from buffer 1 and
+ * need nothing else. */
+/* From this transfer time on (s), a block goes to p holders: on the
+ * emulated cluster 4|4 took 1.16-1.18 of the bound with r = p and
+ * 1.07-1.08 with r = p - 1 at 1 MiB per block (20 ms), 1.03 and 1.12-1.14
+ * at 16 MiB (330 ms), about even at 2-4 MiB. */
+#define CPLI_TWO_HOP_DIRECT_S 0.08
+int cpli_two_hop_holders(int p, int q, size_t k, double beta);
 long long cpli_two_hop_fanout(int p, int q, int r);         /* busiest receiver's streams out */
 int cpli_two_hop_source(int b, int j, int p, int q, int r); /* -1: j holds b */
 int cpli_flow_two_hop(cpli_flow *f, int p, int q, int me, const size_t *counts,

@@ -13,7 +13,7 @@ static int first_holder(int b, int p, int q) { return (int)((long long)b * q / p
 /* Streams the busiest receiver sends with r holders per block: holder
  * index e of block b feeds the non-holders d = r + ((e - b) mod r) + r t
  * < q (see cpli_two_hop_source). O(p r) time, O(q) memory. */
-long long cpli_two_hop_fanout(int p, int q, int r) {
+static long long count_fanout(int p, int q, int r) {
   if (r >= q) return 0;
   if ((long long)p * r > 100000) /* bound it: blocks held x fan per block */
     return ((long long)p * r + q - 1) / q * ((q - r + r - 1) / r);
@@ -29,11 +29,25 @@ long long cpli_two_hop_fanout(int p, int q, int r) {
   return most;
 }
 
-int cpli_two_hop_holders(int p, int q) {
+long long cpli_two_hop_fanout(int p, int q, int r) {
+  /* plans ask once per block, auto on every call: remember the last */
+  static _Thread_local struct {
+    int p, q, r;
+    long long fan;
+  } last = {-1, -1, -1, 0};
+  if (last.p != p || last.q != q || last.r != r)
+    last.fan = count_fanout(p, q, r), last.p = p, last.q = q, last.r = r;
+  return last.fan;
+}
+
+int cpli_two_hop_holders(int p, int q, size_t k, double beta) {
   if (p > q || p <= 1) return p < q ? p : q; /* p > q: all direct */
   /* p <= q: r = p - 1 leaves a sender's port room, so that only the
    * receivers' ports are full, if no receiver then feeds more than p
-   * streams (fewer holders only feed more); else r = p */
+   * streams (fewer holders only feed more); but a block that takes
+   * CPLI_TWO_HOP_DIRECT_S or more goes to p holders (fewer relays: the
+   * loss of full ports at both ends is a start-up of TCP's shares) */
+  if (beta > 0 && (double)k * beta >= CPLI_TWO_HOP_DIRECT_S) return p;
   return cpli_two_hop_fanout(p, q, p - 1) <= p ? p - 1 : p;
 }
 
@@ -80,8 +94,8 @@ int cpli_flow_two_hop(cpli_flow *f, int p, int q, int me, const size_t *counts,
   if (me >= p && (!counts || !displs))
     return cpli_fail(CPL_ERR_ARG, "two-hop plan: receiver %d needs the block sizes", me - p);
   f->cut_fixed = o->chunk > 0;
-  const int r = cpli_two_hop_holders(p, q);
   if (me < p) { /* sender: its block to its r holders */
+    const int r = cpli_two_hop_holders(p, q, own_bytes, o->cut.beta);
     CPLI_TRY(cpli_flow_have(f, 1, 0, own_bytes));
     for (int i = 0; i < r; i++) {
       const int h = (first_holder(me, p, q) + i) % q, rel = relays(me, h, p, q, r);
@@ -94,6 +108,7 @@ int cpli_flow_two_hop(cpli_flow *f, int p, int q, int me, const size_t *counts,
    * two receivers both ends list their streams by block. */
   const int j = me - p;
   for (int b = 0; b < p; b++) {
+    const int r = cpli_two_hop_holders(p, q, counts[b], o->cut.beta);
     const int src = cpli_two_hop_source(b, j, p, q, r);
     if (src < 0) {
       const int rel = relays(b, j, p, q, r);

@@ -114,7 +114,7 @@ int cpli_explain_inter(const char *alg, int p, int q, size_t k, int explain, int
           printf("; broadcasts: Alg. 6, %lld blocks of %zu bytes", o.nblocks,
                  o.nblocks > 0 ? (k + (size_t)o.nblocks - 1) / (size_t)o.nblocks : k);
       } else if (two_hop) {
-        const int h = cpli_two_hop_holders(p, q);
+        const int h = cpli_two_hop_holders(p, q, k, o.cut.beta);
         printf("# %d holder%s per block; the busiest receiver passes on %lld stream%s", h,
                h == 1 ? "" : "s", cpli_two_hop_fanout(p, q, h),
                cpli_two_hop_fanout(p, q, h) == 1 ? "" : "s");

@@ -15,9 +15,9 @@
  *    the emulated cluster, as native is, which adds its nonblocking
  *    schedule's start-ups);
  *  - for p > q two-hop is the fully connected exchange and always
- *    cheapest; at p = q it pays the several-peers rate and fc wins from
- *    4 KiB (emulated cluster, 1 MiB: 4|4 two-hop 1.18 of the bound, fc
- *    1.11; 5|3 1.04 and 1.10, 6|2 1.01 and 1.06);
+ *    cheapest (emulated cluster, 1 MiB: 5|3 1.03 of the bound, fc 1.09;
+ *    6|2 1.00 and 1.04); at p = q fc keeps medium blocks and two-hop
+ *    takes blocks of 80 ms and more (see test_two_hop);
  *  - direct-ring is fc's p = q plan plus a pipeline's fill, so it never
  *    wins at p = q; with the emulated cluster's calibrated parameters auto
  *    takes it for one sender and many receivers with large blocks (1|7 at
@@ -33,6 +33,7 @@
 #include "check.h"
 #include "coll/algorithms.h"
 #include "coll/select.h"
+#include "sched/flow.h"
 
 static const struct {
   const char *what;
@@ -190,16 +191,22 @@ static void test_direct_ring(void) {
         "1|7 at 1 KiB: auto takes direct-ring's seven start-ups");
 }
 
-/* two-hop at p <= q pays the several-peers rate: with the emulated
- * cluster's calibration fc keeps p = q from 64 KiB (4|4 at 1 MiB: two-hop
- * 1.18 of the bound, fc 1.11), and two-hop is never cheaper than its
- * own port. */
+/* two-hop at p <= q: with the emulated cluster's calibration fc keeps
+ * p = q from 64 KiB to 1 MiB (4|4 at 1 MiB: two-hop with r = p 1.18 of
+ * the bound, with r = p - 1 1.07, fc 1.07-1.16), and blocks of 80 ms and
+ * more go to every receiver straight (r = p, no relays: 4|4 at 16 MiB
+ * 1.03, fc 1.05-1.18); two-hop is never cheaper than its own port. */
 static void test_two_hop(void) {
   const double al = 2.25e-5, be = 1.94e-8; /* calibrated, 8 nodes */
   for (int p = 2; p <= 8; p++)
-    for (size_t k = 65536; k <= ((size_t)16 << 20); k *= 4)
-      CHECK(cpli_inter_pick_ab(p, p, k * (size_t)p, al, be) == CPL_INTER_FC,
-            "%d|%d at k = %zu: auto does not take fc", p, p, k);
+    for (size_t k = 65536; k <= ((size_t)16 << 20); k *= 4) {
+      const cpl_inter_algorithm want =
+          (double)k * be >= CPLI_TWO_HOP_DIRECT_S ? CPL_INTER_TWO_HOP : CPL_INTER_FC;
+      CHECK(cpli_inter_pick_ab(p, p, k * (size_t)p, al, be) == want,
+            "%d|%d at k = %zu: auto does not take %s", p, p, k, cpl_inter_algorithm_name(want));
+      CHECK(cpli_two_hop_holders(p, p, k, be) == (want == CPL_INTER_TWO_HOP ? p : p - 1),
+            "%d|%d at k = %zu: two-hop's holders", p, p, k);
+    }
   for (int p = 1; p <= 12; p++)
     for (int q = 1; q <= 12; q++)
       CHECK(cpli_inter_cost(CPL_INTER_TWO_HOP, p, q, (size_t)p << 20, al, be) >=

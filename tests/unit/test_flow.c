@@ -299,14 +299,15 @@ static void inter_case(inter_builder build, const char *name, int p, int q, int 
 /* two-hop's shape: every receiver takes exactly p streams (one per
  * block), a sender sends r, and the busiest receiver sends what
  * cpli_two_hop_fanout says (the cost model reads it); for p > q no
- * receiver sends anything. */
-static void two_hop_shape(int p, int q) {
-  const cpli_fc_opts o = {.model = 1, .cut = {.alpha = 1e-6, .beta = 1e-6, .overhead = 1e-6}};
+ * receiver sends anything; for p <= q a long block has p holders. */
+static void two_hop_shape(int p, int q, double beta) {
+  const cpli_fc_opts o = {.model = 1, .cut = {.alpha = 1e-6, .beta = beta, .overhead = 1e-6}};
   size_t *counts = malloc(sizeof *counts * p), *displs = malloc(sizeof *displs * p);
   for (int b = 0; b < p; b++) counts[b] = 3, displs[b] = 3 * (size_t)b;
-  const int r = cpli_two_hop_holders(p, q);
+  const int r = cpli_two_hop_holders(p, q, 3, beta);
   long long most = 0;
-  int ok = r >= 1 && r <= (p < q ? p : q) && (p <= q || r == q);
+  int ok = r >= 1 && r <= (p < q ? p : q) && (p <= q || r == q) &&
+           (p > q || p < 2 || r == (3 * beta >= CPLI_TWO_HOP_DIRECT_S ? p : r));
   for (int me = 0; me < p + q && ok; me++) {
     cpli_flow f;
     cpli_flow_init(&f);
@@ -441,7 +442,10 @@ int main(void) {
                LAYOUT_REVERSED, 0);
   }
   for (int p = 1; p <= 24; p++)
-    for (int q = 1; q <= 40; q++) two_hop_shape(p, q);
+    for (int q = 1; q <= 40; q++) {
+      two_hop_shape(p, q, 1e-6); /* 3-byte blocks: short, r = p - 1 where it fits */
+      two_hop_shape(p, q, 1);    /* 3 s per block: long, r = p for p <= q */
+    }
   printf("flow: %d cases, %d failures\n", cases, failures);
   return failures ? 1 : 0;
 }
