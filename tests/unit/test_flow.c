@@ -257,10 +257,10 @@ typedef int (*inter_builder)(cpli_flow *f, int p, int q, int me, const size_t *c
 /* chunk > 0: that fixed cut; 0: the model's cuts with 1-byte pieces
  * allowed, so the small test blocks are cut too. */
 static void inter_case(inter_builder build, const char *name, int p, int q, int ck, int lk,
-                       size_t chunk) {
+                       size_t chunk, double beta) {
   const cpli_fc_opts o = {.chunk = chunk,
                           .model = 1,
-                          .cut = {.alpha = 1e-6, .beta = 1e-6, .overhead = 1e-6, .min_piece = 1}};
+                          .cut = {.alpha = 1e-6, .beta = beta, .overhead = 1e-6, .min_piece = 1}};
   const int N = p + q;
   size_t *counts = malloc(sizeof *counts * p), *displs = malloc(sizeof *displs * p);
   for (int j = 0; j < p; j++) counts[j] = count_of(ck, j, p);
@@ -432,14 +432,17 @@ int main(void) {
       for (int ck = 0; ck < COUNTS_KINDS; ck++)
         for (int lk = 0; lk < LAYOUT_KINDS; lk++)
           for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++) {
-            inter_case(cpli_flow_direct_ring, "direct-ring", p, q, ck, lk, chunks[c]);
-            inter_case(cpli_flow_two_hop, "two-hop", p, q, ck, lk, chunks[c]);
+            inter_case(cpli_flow_direct_ring, "direct-ring", p, q, ck, lk, chunks[c], 1e-6);
+            inter_case(cpli_flow_two_hop, "two-hop", p, q, ck, lk, chunks[c], 1e-6);
+            /* blocks of 9 bytes and more take 80 ms: p holders for those */
+            inter_case(cpli_flow_two_hop, "two-hop (mixed holders)", p, q, ck, lk, chunks[c],
+                       CPLI_TWO_HOP_DIRECT_S / 9);
           }
   for (size_t i = 0; i < sizeof big / sizeof *big; i++) {
     inter_case(cpli_flow_direct_ring, "direct-ring", big[i][0], big[i][1], COUNTS_IRREGULAR,
-               LAYOUT_REVERSED, 0);
+               LAYOUT_REVERSED, 0, 1e-6);
     inter_case(cpli_flow_two_hop, "two-hop", big[i][0], big[i][1], COUNTS_IRREGULAR,
-               LAYOUT_REVERSED, 0);
+               LAYOUT_REVERSED, 0, CPLI_TWO_HOP_DIRECT_S / 9);
   }
   for (int p = 1; p <= 24; p++)
     for (int q = 1; q <= 40; q++) {
