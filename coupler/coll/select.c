@@ -87,15 +87,30 @@ int cpli_inter_choose(int p, int q, size_t block, int regular, const cpl_coll_op
 
 int cpli_native_to_fc(int by_auto, size_t total) { return by_auto && total > CPLI_NATIVE_MAX; }
 
-int cpli_inter_bytes_algorithm(int p, int q, const size_t counts[], const cpl_coll_options *opt,
-                               cpl_inter_algorithm *out) {
+int cpli_inter_bytes_algorithm(int p, int q, size_t first, size_t total,
+                               const cpl_coll_options *opt, cpl_inter_algorithm *out) {
   cpl_inter_algorithm asked;
   CPLI_TRY(cpli_inter_requested(opt, &asked));
-  CPLI_TRY(cpli_inter_choose(p, q, p > 0 ? counts[0] : 0, 0, opt, out));
-  size_t total = 0;
-  for (int i = 0; i < p; i++) total += counts[i];
+  CPLI_TRY(cpli_inter_choose(p, q, first, 0, opt, out));
   if (*out == CPL_INTER_NATIVE && cpli_native_to_fc(asked == CPL_INTER_AUTO, total))
     *out = CPL_INTER_FC;
+  return CPL_OK;
+}
+
+void cpli_inter_algs_add(char algs[CPLI_ALGS_LEN], cpl_inter_algorithm a) {
+  const char *name = cpl_inter_algorithm_name(a);
+  size_t n = strlen(name), len = strlen(algs);
+  for (const char *at = algs; (at = strstr(at, name)) != NULL; at += n)
+    if ((at == algs || at[-1] == '+') && (at[n] == '\0' || at[n] == '+')) return;
+  snprintf(algs + len, CPLI_ALGS_LEN - len, "%s%s", len ? "+" : "", name);
+}
+
+int cpli_inter_dataset_algs_add(int p, int q, size_t total, const cpl_coll_options *opt,
+                                char algs[CPLI_ALGS_LEN]) {
+  cpli_tuning_refresh();
+  cpl_inter_algorithm a;
+  CPLI_TRY(cpli_inter_bytes_algorithm(p, q, total, total, opt, &a));
+  cpli_inter_algs_add(algs, a);
   return CPL_OK;
 }
 

@@ -38,11 +38,26 @@ int cpli_inter_choose(int p, int q, size_t block, int regular, const cpl_coll_op
  * (CPLI_NATIVE_MAX); asked for by name, native refuses such a call. */
 int cpli_native_to_fc(int by_auto, size_t total);
 
-/* The algorithm cpli_inter_allgatherv_bytes will run for p blocks of
- * counts[] bytes: its choice (cpli_inter_choose on an irregular call) and
- * native's switch to fc. For planners that know every block (the data
- * layer's cost of the allgather delivery); the engine reports what ran. */
-int cpli_inter_bytes_algorithm(int p, int q, const size_t counts[], const cpl_coll_options *opt,
-                               cpl_inter_algorithm *out);
+/* The algorithm cpli_inter_allgatherv_bytes will run for p blocks, the
+ * first of `first` bytes, together `total`: its choice (cpli_inter_choose
+ * on an irregular call) and native's switch to fc. For planners (the data
+ * layer's cost of the allgather delivery, the tools' dry runs); the
+ * engine reports what ran. */
+int cpli_inter_bytes_algorithm(int p, int q, size_t first, size_t total,
+                               const cpl_coll_options *opt, cpl_inter_algorithm *out);
+
+/* A list of inter-group algorithms, e.g. what one step's allgathers ran
+ * (one per dataset): each name once, in the order added, joined by "+"
+ * ("fc", "fc+direct-ring"). Room for every algorithm's name. */
+#define CPLI_ALGS_LEN 96
+void cpli_inter_algs_add(char algs[CPLI_ALGS_LEN], cpl_inter_algorithm a);
+
+/* Add to algs what the data layer's allgather of a dataset of `total`
+ * bytes will run from p to q ranks, known before any run (a workflow's
+ * declarations, the current environment): one producer's block is the
+ * whole dataset; several producers' blocks do not matter (auto chooses for
+ * nominal blocks). */
+int cpli_inter_dataset_algs_add(int p, int q, size_t total, const cpl_coll_options *opt,
+                                char algs[CPLI_ALGS_LEN]);
 
 #endif

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "coll/coll.h"
+#include "coll/select.h"
 #include "core/error.h"
 #include "core/trace.h"
 #include "data/data.h"
@@ -352,7 +353,7 @@ static int receive(cpl_input *in, long step, const char *where) {
     cpl_inter_algorithm ran;
     int rc = cpli_inter_allgatherv_bytes(NULL, 0, in->buf[k], counts, displs, CPL_RECEIVER, inter,
                                          &opt, &ran);
-    if (rc == CPL_OK) cpli_alg_add(in->algs, ran);
+    if (rc == CPL_OK) cpli_inter_algs_add(in->algs, ran);
     if (rc != CPL_OK) {
       cpli_error_prefix("dataset \"%s\": ", s->name);
       return rc;

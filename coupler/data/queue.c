@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "coll/coll.h"
+#include "coll/select.h"
 #include "core/error.h"
 #include "core/launch.h"
 #include "core/trace.h"
@@ -119,7 +120,7 @@ static int plan_for(cpl_output *o, olink *ol, const pstep *st, const cpl_coll_op
 }
 
 /* The trace record and progress line of a step sent; algs: what its
- * allgathers ran (cpli_alg_add), NULL or "" if none ran. */
+ * allgathers ran (cpli_inter_algs_add), NULL or "" if none ran. */
 static void report_sent(cpl_output *o, olink *ol, const pstep *st, const char *algs, size_t sent,
                         double t_start) {
   cpli_event e = {.link = ol->l->label,
@@ -177,7 +178,7 @@ int cpli_step_send(cpl_output *o, olink *ol, pstep *st) {
     cpl_inter_algorithm ran;
     rc = cpli_inter_allgatherv_bytes(st->block[k], s->bytes[o->rank], NULL, NULL, NULL, CPL_SENDER,
                                      inter, &opt, &ran);
-    if (rc == CPL_OK) cpli_alg_add(algs, ran);
+    if (rc == CPL_OK) cpli_inter_algs_add(algs, ran);
     else cpli_error_prefix("dataset \"%s\": ", s->name);
     sent += s->bytes[o->rank];
   }

@@ -55,7 +55,8 @@ static double allgather_cost(const cpli_desc *d, int q, const cpl_coll_options *
   for (int k = 0; k < d->nd; k++) {
     if (d->d[k].total == 0) continue;
     cpl_inter_algorithm a;
-    if (cpli_inter_bytes_algorithm(d->nblocks, q, d->d[k].bytes, opt, &a) != CPL_OK)
+    if (cpli_inter_bytes_algorithm(d->nblocks, q, d->d[k].bytes[0], d->d[k].total, opt, &a) !=
+        CPL_OK)
       a = CPL_INTER_FC;
     cost += cpl_inter_cost(a, d->nblocks, q, d->d[k].total, t->alpha, t->beta);
   }

@@ -15,14 +15,6 @@ static int rank_of(cpl_context *ctx) {
 
 static const char *comp_name(cpl_context *ctx) { return ctx->wf->comps[ctx->comp].name; }
 
-void cpli_alg_add(char algs[CPLI_ALGS_LEN], cpl_inter_algorithm a) {
-  const char *name = cpl_inter_algorithm_name(a);
-  size_t n = strlen(name), len = strlen(algs);
-  for (const char *at = algs; (at = strstr(at, name)) != NULL; at += n)
-    if ((at == algs || at[-1] == '+') && (at[n] == '\0' || at[n] == '+')) return;
-  snprintf(algs + len, CPLI_ALGS_LEN - len, "%s%s", len ? "+" : "", name);
-}
-
 int cpli_report_on(cpl_context *ctx) {
   cpli_data_state *s = ctx->data;
   return s && (s->trace || s->progress);

@@ -21,18 +21,12 @@ typedef struct cpli_event {
   size_t bytes;                  /* this rank's bytes                            */
   size_t step_bytes;             /* the step's global bytes                      */
   const char *mode;              /* "allgather" or "select"                      */
-  const char *alg;               /* inter-group algorithms that ran (cpli_alg_add) */
+  const char *alg;               /* what its allgathers ran (cpli_inter_algs_add) */
   double t_wait, t_start, t_end; /* waiting (credit / data) from t_wait */
   double t_done;                 /* consumer: end_step (compute from t_end)      */
   int queue;                     /* producer: steps still queued on the link     */
   long dropped;                  /* producer: dropped so far on the link         */
 } cpli_event;
-
-/* The inter-group algorithms a step's allgathers ran (one per dataset), as
- * the engine reports them: each name once, in the order first run, joined
- * by "+" ("fc", "fc+direct-ring"). Room for every algorithm's name. */
-#define CPLI_ALGS_LEN 96
-void cpli_alg_add(char algs[CPLI_ALGS_LEN], cpl_inter_algorithm a);
 
 /* Is anything listening (trace open or progress on)? */
 int cpli_report_on(cpl_context *ctx);
