@@ -51,6 +51,11 @@ static int make_ctx(const cpl_coll_options *opt, cpli_ctx *ctx) {
   return CPL_OK;
 }
 
+void cpli_ctx_inter(cpli_ctx *ctx, cpl_inter_algorithm a) {
+  ctx->inter = a;
+  ctx->alg = cpl_inter_algorithm_name(a);
+}
+
 /* ------------------------------------------------------------ type views */
 
 typedef struct type_info {
@@ -221,7 +226,7 @@ typedef struct raw_blocks {
 static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                      const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                      cpl_role role, MPI_Comm intercomm, const cpl_coll_options *opt, size_t block,
-                     int regular, const raw_blocks *raw) {
+                     int regular, const raw_blocks *raw, cpl_inter_algorithm *ran) {
   cpli_ctx ctx;
   CPLI_TRY(make_ctx(opt, &ctx));
   CPLI_TRY(check_comm(intercomm, 1));
@@ -237,8 +242,8 @@ static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
   const int p = sender ? link->lsize : link->rsize, q = sender ? link->rsize : link->lsize;
   cpl_intra_algorithm intra;
   CPLI_TRY(cpli_intra_requested(opt, &intra));
-  cpl_inter_algorithm alg = CPL_INTER_AUTO, env;
-  CPLI_TRY(cpli_env_inter(&env));
+  cpl_inter_algorithm alg = CPL_INTER_AUTO, asked;
+  CPLI_TRY(cpli_inter_requested(opt, &asked));
 
   cpli_inter_args a = {.link = link,
                        .sender = sender,
@@ -246,7 +251,7 @@ static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
                        .q = q,
                        .regular = regular,
                        .intra = intra,
-                       .by_auto = (!opt || opt->inter == CPL_INTER_AUTO) && env == CPL_INTER_AUTO,
+                       .by_auto = asked == CPL_INTER_AUTO,
                        .ctx = &ctx};
   snprintf(ctx.who, sizeof ctx.who, "%s %d", sender ? "sender" : "receiver", link->lrank);
   char *tmp = NULL;
@@ -265,9 +270,10 @@ static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
    * block, and with one sender its block whatever the call (the sender's
    * own, the receivers' only count); otherwise a nominal block. */
   if (!regular && p == 1) block = sender ? a.own_bytes : a.blk.counts[0];
-  int rc = cpli_inter_choose(p, q, block, regular || p == 1, opt, &alg);
-  ctx.alg = cpl_inter_algorithm_name(alg);
+  int rc = cpli_inter_choose(p, q, block, regular, opt, &alg);
+  cpli_ctx_inter(&ctx, alg);
   if (rc == CPL_OK) rc = inter_fn(alg)(&a);
+  if (rc == CPL_OK && ran) *ran = ctx.inter; /* after any switch (native's to fc) */
   if (rc != CPL_OK) {
     char where[256];
     cpli_ctx_where(&ctx, link->inter, where, sizeof where);
@@ -287,18 +293,20 @@ int cpl_inter_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendty
                          cpl_role role, MPI_Comm intercomm, const cpl_coll_options *opt) {
   if (role == CPL_RECEIVER && !displs) return cpli_fail(CPL_ERR_ARG, "displs must not be NULL");
   return inter_run(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, role,
-                   intercomm, opt, 0, 0, NULL);
+                   intercomm, opt, 0, 0, NULL, NULL);
 }
 
 int cpli_inter_allgatherv_bytes(const void *own, size_t own_bytes, void *recvbuf,
                                 const size_t counts[], const size_t displs[], cpl_role role,
-                                MPI_Comm intercomm, const cpl_coll_options *opt) {
+                                MPI_Comm intercomm, const cpl_coll_options *opt,
+                                cpl_inter_algorithm *ran) {
   if (role == CPL_SENDER && own_bytes > 0 && !own)
     return cpli_fail(CPL_ERR_ARG, "own block is NULL with %zu bytes", own_bytes);
   if (role == CPL_RECEIVER && (!counts || !displs))
     return cpli_fail(CPL_ERR_ARG, "counts and displs must not be NULL");
   raw_blocks raw = {own, own_bytes, {recvbuf, counts, displs}};
-  return inter_run(NULL, 0, MPI_BYTE, NULL, NULL, NULL, MPI_BYTE, role, intercomm, opt, 0, 0, &raw);
+  return inter_run(NULL, 0, MPI_BYTE, NULL, NULL, NULL, MPI_BYTE, role, intercomm, opt, 0, 0, &raw,
+                   ran);
 }
 
 int cpl_inter_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -326,7 +334,7 @@ int cpl_inter_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
   }
   if (rc == CPL_OK)
     rc = inter_run(sendbuf, sendcount, sendtype, recvbuf, counts, NULL, recvtype, role, intercomm,
-                   opt, block, 1, NULL);
+                   opt, block, 1, NULL, NULL);
   free(counts);
   return rc;
 }

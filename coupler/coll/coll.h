@@ -31,7 +31,13 @@ typedef struct cpli_ctx {
   const char *alg;   /* algorithm running                                */
   int xstep;         /* schedule step inside the algorithm, for messages */
   char who[32];      /* "sender 3", "receiver 0": the caller's own rank  */
+  /* inter-group call: the algorithm running, after auto and any switch */
+  cpl_inter_algorithm inter;
 } cpli_ctx;
+
+/* An inter-group call runs algorithm a from now on: what its messages
+ * name (alg) and what the entry point reports as run (inter). */
+void cpli_ctx_inter(cpli_ctx *ctx, cpl_inter_algorithm a);
 
 /* A byte block list: block i is counts[i] bytes at base + displs[i]. */
 typedef struct cpli_blocks {
@@ -109,10 +115,13 @@ int cpli_flow_run_cached(struct cpli_plan_cache *cache, const struct cpli_plan_k
  * counts and displacements, no datatypes, no copy), with the algorithm
  * choice and checks of cpl_inter_allgatherv / cpl_intra_allgatherv. The
  * sender passes its own block; receivers the p blocks. The intra one is
- * in place: every rank's own block is already at its displacement. */
+ * in place: every rank's own block is already at its displacement.
+ * *ran (unless NULL) is set on success to the inter-group algorithm that
+ * moved the blocks, after auto and native's switch to fc. */
 int cpli_inter_allgatherv_bytes(const void *own, size_t own_bytes, void *recvbuf,
                                 const size_t counts[], const size_t displs[], cpl_role role,
-                                MPI_Comm intercomm, const cpl_coll_options *opt);
+                                MPI_Comm intercomm, const cpl_coll_options *opt,
+                                cpl_inter_algorithm *ran);
 int cpli_intra_allgatherv_bytes(void *buf, const size_t counts[], const size_t displs[],
                                 MPI_Comm comm, const cpl_coll_options *opt);
 

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "coll/link.h"
+#include "coll/select.h"
 
 /* The total bytes of all p blocks, known alike on both sides. */
 static int all_bytes(const cpli_inter_args *a, size_t *total, int *in_range) {
@@ -50,16 +51,15 @@ int cpli_inter_native(const cpli_inter_args *a) {
   size_t total;
   int in_range;
   CPLI_TRY(all_bytes(a, &total, &in_range));
-  if (total > CPLI_NATIVE_MAX) {
-    if (a->by_auto) {
-      a->ctx->alg = "fc";
-      return cpli_inter_fc(a);
-    }
+  if (cpli_native_to_fc(a->by_auto, total)) {
+    cpli_ctx_inter(a->ctx, CPL_INTER_FC);
+    return cpli_inter_fc(a);
+  }
+  if (total > CPLI_NATIVE_MAX)
     return cpli_fail(CPL_ERR_UNSUPPORTED,
                      "native: %zu bytes from all senders exceed the %zu that MPICH's own "
                      "allgatherv moves (int counts); fc, ring and root move any size",
                      total, CPLI_NATIVE_MAX);
-  }
   const int remote = a->sender ? a->q : a->p;
   int *cnt = calloc(2 * (size_t)remote, sizeof *cnt);
   char *stage = in_range ? NULL : malloc(total ? total : 1);

@@ -9,8 +9,9 @@
  * large blocks, direct-ring for one sender and many receivers. Both groups
  * must pick the same algorithm, and senders of an allgatherv do not know
  * the other senders' sizes, so the inter-group choice depends on p, q and
- * a byte size both sides know: the exact total for regular calls, and a
- * nominal 64 KiB per block for irregular ones (cpli_inter_choose).
+ * a byte size both sides know: the exact total for regular calls and calls
+ * with one sender, and a nominal 64 KiB per block for other irregular ones
+ * (cpli_inter_choose).
  */
 #include <math.h>
 #include <stdio.h>
@@ -55,13 +56,20 @@ double cpl_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes, double 
   return cpli_inter_cost(a, p, q, bytes, alpha, beta);
 }
 
-int cpli_inter_select(int p, int q, size_t bytes, const cpl_coll_options *opt,
-                      cpl_inter_algorithm *out) {
+int cpli_inter_requested(const cpl_coll_options *opt, cpl_inter_algorithm *out) {
   cpl_inter_algorithm a = opt ? opt->inter : CPL_INTER_AUTO, env;
   CPLI_TRY(cpli_env_inter(&env));
   if (env != CPL_INTER_AUTO) a = env;
   if (a < 0 || a >= CPL_INTER_COUNT)
     return cpli_fail(CPL_ERR_ARG, "invalid inter-group algorithm %d", (int)a);
+  *out = a;
+  return CPL_OK;
+}
+
+int cpli_inter_select(int p, int q, size_t bytes, const cpl_coll_options *opt,
+                      cpl_inter_algorithm *out) {
+  cpl_inter_algorithm a;
+  CPLI_TRY(cpli_inter_requested(opt, &a));
   if (a == CPL_INTER_AUTO) {
     double alpha, beta;
     cpli_model_params(&alpha, &beta);
@@ -73,7 +81,37 @@ int cpli_inter_select(int p, int q, size_t bytes, const cpl_coll_options *opt,
 
 int cpli_inter_choose(int p, int q, size_t block, int regular, const cpl_coll_options *opt,
                       cpl_inter_algorithm *out) {
+  regular = regular || p == 1; /* one sender: both sides know its block */
   return cpli_inter_select(p, q, (size_t)p * (regular ? block : CPLI_NOMINAL_BLOCK), opt, out);
+}
+
+int cpli_native_to_fc(int by_auto, size_t total) { return by_auto && total > CPLI_NATIVE_MAX; }
+
+int cpli_inter_bytes_algorithm(int p, int q, size_t first, size_t total,
+                               const cpl_coll_options *opt, cpl_inter_algorithm *out) {
+  cpl_inter_algorithm asked;
+  CPLI_TRY(cpli_inter_requested(opt, &asked));
+  CPLI_TRY(cpli_inter_choose(p, q, first, 0, opt, out));
+  if (*out == CPL_INTER_NATIVE && cpli_native_to_fc(asked == CPL_INTER_AUTO, total))
+    *out = CPL_INTER_FC;
+  return CPL_OK;
+}
+
+void cpli_inter_algs_add(char algs[CPLI_ALGS_LEN], cpl_inter_algorithm a) {
+  const char *name = cpl_inter_algorithm_name(a);
+  size_t n = strlen(name), len = strlen(algs);
+  for (const char *at = algs; (at = strstr(at, name)) != NULL; at += n)
+    if ((at == algs || at[-1] == '+') && (at[n] == '\0' || at[n] == '+')) return;
+  snprintf(algs + len, CPLI_ALGS_LEN - len, "%s%s", len ? "+" : "", name);
+}
+
+int cpli_inter_dataset_algs_add(int p, int q, size_t total, const cpl_coll_options *opt,
+                                char algs[CPLI_ALGS_LEN]) {
+  cpli_tuning_refresh();
+  cpl_inter_algorithm a;
+  CPLI_TRY(cpli_inter_bytes_algorithm(p, q, total, total, opt, &a));
+  cpli_inter_algs_add(algs, a);
+  return CPL_OK;
 }
 
 int cpl_inter_select(int p, int q, size_t bytes, const cpl_coll_options *opt,

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "coll/coll.h"
+#include "coll/select.h"
 #include "core/error.h"
 #include "core/trace.h"
 #include "data/data.h"
@@ -45,6 +46,8 @@ struct cpl_input {
   int sel_dirty;
   cpl_input_stats st;
   cpli_event ev; /* the current step, for the trace           */
+  /* ev.alg: what the step's allgathers ran */
+  char algs[CPLI_ALGS_LEN];
 };
 
 int cpl_input_open(cpl_context *ctx, const char *port, const char *peer, cpl_input **out) {
@@ -322,6 +325,7 @@ static int receive(cpl_input *in, long step, const char *where) {
   cpl_coll_options opt;
   cpli_link_options(in->l, step, &opt);
   const cpli_desc *d = in->desc;
+  in->algs[0] = '\0';
   if (in->mode == CPLI_MODE_SELECT) {
     size_t got = 0;
     int rc = cpli_redist_recv(d, in->pieces, in->buf, in->ctx->ends[in->end].ctl, CPLI_TAG_DATA,
@@ -346,8 +350,10 @@ static int receive(cpl_input *in, long step, const char *where) {
       counts[b] = s->bytes[b];
       displs[b] = s->offset[b];
     }
-    int rc =
-        cpli_inter_allgatherv_bytes(NULL, 0, in->buf[k], counts, displs, CPL_RECEIVER, inter, &opt);
+    cpl_inter_algorithm ran;
+    int rc = cpli_inter_allgatherv_bytes(NULL, 0, in->buf[k], counts, displs, CPL_RECEIVER, inter,
+                                         &opt, &ran);
+    if (rc == CPL_OK) cpli_inter_algs_add(in->algs, ran);
     if (rc != CPL_OK) {
       cpli_error_prefix("dataset \"%s\": ", s->name);
       return rc;
@@ -427,7 +433,8 @@ static int begin(cpl_input *in, double wait, long want, long *step) {
                           .t_end = cpli_trace_now_us(),
                           .mode = in->mode == CPLI_MODE_SELECT    ? "select"
                                   : in->mode == CPLI_MODE_SCATTER ? "scatter"
-                                                                  : "allgather"};
+                                                                  : "allgather",
+                          .alg = *in->algs ? in->algs : NULL};
     for (int k = 0; k < in->desc->nd; k++) in->ev.step_bytes += in->desc->d[k].total;
     cpli_report_step(in->ctx, &in->ev);
   }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "coll/coll.h"
+#include "coll/select.h"
 #include "core/error.h"
 #include "core/launch.h"
 #include "core/trace.h"
@@ -118,9 +119,10 @@ static int plan_for(cpl_output *o, olink *ol, const pstep *st, const cpl_coll_op
   return CPL_OK;
 }
 
-/* The trace record and progress line of a step sent. */
-static void report_sent(cpl_output *o, olink *ol, const pstep *st, const cpl_coll_options *opt,
-                        size_t sent, double t_start) {
+/* The trace record and progress line of a step sent; algs: what its
+ * allgathers ran (cpli_inter_algs_add), NULL or "" if none ran. */
+static void report_sent(cpl_output *o, olink *ol, const pstep *st, const char *algs, size_t sent,
+                        double t_start) {
   cpli_event e = {.link = ol->l->label,
                   .producer = 1,
                   .step = st->step,
@@ -130,20 +132,10 @@ static void report_sent(cpl_output *o, olink *ol, const pstep *st, const cpl_col
                   .t_end = cpli_trace_now_us(),
                   .queue = ol->qn,
                   .dropped = ol->st.dropped};
-  size_t big = 0;
-  for (int k = 0; k < st->desc->nd; k++) {
-    e.step_bytes += st->desc->d[k].total;
-    big = st->desc->d[k].total > big ? st->desc->d[k].total : big;
-  }
+  for (int k = 0; k < st->desc->nd; k++) e.step_bytes += st->desc->d[k].total;
   e.mode = ol->plan.mode == CPLI_MODE_SELECT ? "select" : "allgather";
   if (ol->fly.st == st) e.mode = ol->fly.mode == CPLI_MODE_SELECT ? "select" : "scatter";
-  cpl_inter_algorithm a;
-  if (ol->plan.mode == CPLI_MODE_ALLGATHER && ol->fly.st != st &&
-      cpl_inter_select(st->desc->nblocks, o->ctx->ends[ol->end].remote_size, big, opt, &a) ==
-          CPL_OK)
-    e.alg = cpl_inter_algorithm_name(a == CPL_INTER_NATIVE && big > CPLI_NATIVE_MAX
-                                         ? CPL_INTER_FC /* the engine's switch (inter_native.c) */
-                                         : a);
+  e.alg = algs && *algs ? algs : NULL;
   cpli_report_step(o->ctx, &e);
 }
 
@@ -172,6 +164,7 @@ int cpli_step_send(cpl_output *o, olink *ol, pstep *st) {
   ol->desc_sent = st->desc->version;
   double t_start = cpli_report_on(ctx) ? cpli_trace_now_us() : 0;
   size_t sent = 0;
+  char algs[CPLI_ALGS_LEN] = "";
   if (ol->plan.mode == CPLI_MODE_SELECT) {
     char where[300];
     snprintf(where, sizeof where, "link %s, sender %d, step %ld", ol->l->label, o->rank, st->step);
@@ -182,9 +175,11 @@ int cpli_step_send(cpl_output *o, olink *ol, pstep *st) {
   for (int k = 0; ol->plan.mode == CPLI_MODE_ALLGATHER && k < st->desc->nd && rc == CPL_OK; k++) {
     const cpli_dset *s = &st->desc->d[k];
     if (s->total == 0) continue;
+    cpl_inter_algorithm ran;
     rc = cpli_inter_allgatherv_bytes(st->block[k], s->bytes[o->rank], NULL, NULL, NULL, CPL_SENDER,
-                                     inter, &opt);
-    if (rc != CPL_OK) cpli_error_prefix("dataset \"%s\": ", s->name);
+                                     inter, &opt, &ran);
+    if (rc == CPL_OK) cpli_inter_algs_add(algs, ran);
+    else cpli_error_prefix("dataset \"%s\": ", s->name);
     sent += s->bytes[o->rank];
   }
   if (rc != CPL_OK)
@@ -194,7 +189,7 @@ int cpli_step_send(cpl_output *o, olink *ol, pstep *st) {
     ol->st.delivered++;
     ol->last_step = st->step;
   }
-  if (rc == CPL_OK && t_start > 0) report_sent(o, ol, st, &opt, sent, t_start);
+  if (rc == CPL_OK && t_start > 0) report_sent(o, ol, st, algs, sent, t_start);
   return rc;
 }
 
@@ -297,11 +292,7 @@ static void fly_done(cpl_output *o, olink *ol) {
   ol->st.delivered++;
   ol->last_step = st->step;
   cpli_posted_drop(&fl->msgs); /* frees the bookkeeping: nothing is pending */
-  if (fl->t_start_us > 0) {
-    cpl_coll_options opt;
-    cpli_link_options(ol->l, st->step, &opt);
-    report_sent(o, ol, st, &opt, fl->sent, fl->t_start_us);
-  }
+  if (fl->t_start_us > 0) report_sent(o, ol, st, NULL, fl->sent, fl->t_start_us);
   fly_free(o, fl);
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "coll/coll.h"
+#include "coll/select.h"
 #include "coll/tuning.h"
 #include "core/error.h"
 #include "core/wait.h"
@@ -46,14 +47,17 @@ size_t cpli_pieces_bytes(const cpli_boxes *pieces, size_t esize) {
   return t;
 }
 
-/* The model's time of the allgather delivery of every dataset. */
+/* The model's time of the allgather delivery of every dataset, each by
+ * the algorithm the engine will run for its blocks. */
 static double allgather_cost(const cpli_desc *d, int q, const cpl_coll_options *opt) {
   const cpli_tuning *t = cpli_tuning_now();
   double cost = 0;
   for (int k = 0; k < d->nd; k++) {
     if (d->d[k].total == 0) continue;
-    cpl_inter_algorithm a = CPL_INTER_FC;
-    if (cpl_inter_select(d->nblocks, q, d->d[k].total, opt, &a) != CPL_OK) a = CPL_INTER_FC;
+    cpl_inter_algorithm a;
+    if (cpli_inter_bytes_algorithm(d->nblocks, q, d->d[k].bytes[0], d->d[k].total, opt, &a) !=
+        CPL_OK)
+      a = CPL_INTER_FC;
     cost += cpl_inter_cost(a, d->nblocks, q, d->d[k].total, t->alpha, t->beta);
   }
   return cost;

@@ -21,7 +21,7 @@ typedef struct cpli_event {
   size_t bytes;                  /* this rank's bytes                            */
   size_t step_bytes;             /* the step's global bytes                      */
   const char *mode;              /* "allgather" or "select"                      */
-  const char *alg;               /* the inter-group algorithm of the allgather   */
+  const char *alg;               /* what its allgathers ran (cpli_inter_algs_add) */
   double t_wait, t_start, t_end; /* waiting (credit / data) from t_wait */
   double t_done;                 /* consumer: end_step (compute from t_end)      */
   int queue;                     /* producer: steps still queued on the link     */

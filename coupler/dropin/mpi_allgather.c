@@ -220,7 +220,10 @@ static int cpli_mpi_inter(const cpli_mpi_call *c) {
 
   const int regular = !c->v;
   const size_t sbytes = cpli_mpi_bytes(c->sendcount, c->sendtype);
-  const size_t rblock = regular ? cpli_mpi_bytes(c->recvcount, c->recvtype) : 0;
+  /* One remote sender: its block decides even an allgatherv's choice. */
+  size_t rblock = 0;
+  if (regular) rblock = cpli_mpi_bytes(c->recvcount, c->recvtype);
+  else if (rsize == 1) rblock = cpli_mpi_bytes(c->recvcounts[0], c->recvtype);
   /* Same byte figure the engine uses to choose, so both groups agree and
    * the verbose line names what actually ran. */
   cpl_inter_algorithm out_alg = CPL_INTER_AUTO, in_alg = CPL_INTER_AUTO;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/select.h"
 #include "coupler.h"
 #include "tools/cli.h"
 #include "workflow/model.h"
@@ -30,14 +31,20 @@ static void print_link(const cpli_workflow *wf, const cpli_link *l) {
   if (l->inter != CPL_INTER_AUTO) {
     snprintf(inter, sizeof inter, "%s", cpl_inter_algorithm_name(l->inter));
   } else {
-    /* Ask the same cost model the run will use (environment included). */
+    /* Ask the same cost model and rule the run will use (environment
+     * included): one allgather per dataset. */
     size_t bytes = cpli_port_bytes(fp);
     int known = bytes > 0;
+    char algs[CPLI_ALGS_LEN] = "";
+    int rc = CPL_OK;
+    for (int d = 0; known && d < fp->ndatasets && rc == CPL_OK; d++)
+      rc = cpli_inter_dataset_algs_add(fc->nprocs, tc->nprocs, cpli_dataset_bytes(&fp->datasets[d]),
+                                       NULL, algs);
     if (!known) bytes = 1 << 20;
-    cpl_inter_algorithm a = CPL_INTER_AUTO;
-    if (cpl_inter_select(fc->nprocs, tc->nprocs, bytes, NULL, &a) == CPL_OK)
-      snprintf(inter, sizeof inter, "auto -> %s (%s %zu bytes per step)",
-               cpl_inter_algorithm_name(a), known ? "for" : "if", bytes);
+    if (!known) rc = cpli_inter_dataset_algs_add(fc->nprocs, tc->nprocs, bytes, NULL, algs);
+    if (rc == CPL_OK)
+      snprintf(inter, sizeof inter, "auto -> %s (%s %zu bytes per step)", algs,
+               known ? "for" : "if", bytes);
     else snprintf(inter, sizeof inter, "auto (chosen per step)");
   }
   char policy[32];

@@ -17,6 +17,7 @@
 
 #include "tools/launch.h"
 
+#include "coll/select.h"
 #include "core/error.h"
 
 #include <errno.h>
@@ -644,13 +645,17 @@ void cpli_launch_print(const cpli_launch *l, const cpli_workflow *wf, FILE *f) {
     char ranks[32];
     snprintf(ranks, sizeof ranks, "%d->%d", fc->nprocs, tc->nprocs);
     put(&t, "%-32s %-9s ", k->label, ranks);
-    size_t bytes = cpli_port_bytes(&fc->ports[k->from_port]);
-    cpl_inter_algorithm a = k->inter;
+    const cpli_port *fp = &fc->ports[k->from_port];
+    size_t bytes = cpli_port_bytes(fp);
+    char algs[CPLI_ALGS_LEN] = ""; /* what the run's allgathers will run */
+    int rc = CPL_OK;
+    for (int d = 0; k->inter == CPL_INTER_AUTO && bytes && d < fp->ndatasets && rc == CPL_OK; d++)
+      rc = cpli_inter_dataset_algs_add(fc->nprocs, tc->nprocs, cpli_dataset_bytes(&fp->datasets[d]),
+                                       NULL, algs);
     if (k->inter != CPL_INTER_AUTO)
       put(&t, "%s (set in the file)", cpl_inter_algorithm_name(k->inter));
     else if (bytes == 0) put(&t, "auto (sizes not declared)");
-    else if (cpl_inter_select(fc->nprocs, tc->nprocs, bytes, NULL, &a) == CPL_OK)
-      put(&t, "auto -> %s for %zu bytes per step", cpl_inter_algorithm_name(a), bytes);
+    else if (rc == CPL_OK) put(&t, "auto -> %s for %zu bytes per step", algs, bytes);
     else put(&t, "auto (model: %s)", cpl_last_error());
     put(&t, "\n");
   }

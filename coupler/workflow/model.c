@@ -35,16 +35,19 @@ static size_t dtype_size(const char *t) {
   return 0;
 }
 
+size_t cpli_dataset_bytes(const cpli_dataset *d) {
+  if (!d->type || d->ndims < 0) return 0;
+  double n = (double)dtype_size(d->type);
+  for (int k = 0; k < d->ndims; k++) n *= (double)d->dims[k];
+  return n > 1e18 ? 0 : (size_t)n;
+}
+
 size_t cpli_port_bytes(const cpli_port *p) {
   size_t total = 0;
-  if (p->ndatasets == 0) return 0;
   for (int i = 0; i < p->ndatasets; i++) {
-    const cpli_dataset *d = &p->datasets[i];
-    if (!d->type || d->ndims < 0) return 0;
-    double n = (double)dtype_size(d->type);
-    for (int k = 0; k < d->ndims; k++) n *= (double)d->dims[k];
-    if (n > 1e18) return 0;
-    total += (size_t)n;
+    size_t b = cpli_dataset_bytes(&p->datasets[i]);
+    if (b == 0) return 0;
+    total += b;
   }
   return total;
 }

@@ -172,8 +172,9 @@ extern const char *const cpli_dtype_names[CPLI_DT_COUNT];
 int cpli_dtype_find(const char *name);
 size_t cpli_dtype_size(const char *name);
 
-/* Bytes one step of a port carries when every dataset declares type and
- * dims; 0 when unknown. */
+/* Bytes of one dataset (one step of a port) as declared by type and dims;
+ * 0 when unknown. */
+size_t cpli_dataset_bytes(const cpli_dataset *d);
 size_t cpli_port_bytes(const cpli_port *p);
 
 /* Index of a port by name in a component, or -1. */

@@ -150,7 +150,8 @@ static void test_inter(void) {
   }
   /* Both groups of a call: the senders know their own block (regular:
    * everyone's), the receivers know recvcount (regular) or nothing about
-   * the others (irregular). The choice may use only what both share. */
+   * the others (irregular), except with one sender, whose block is their
+   * only count. The choice may use only what both share. */
   for (size_t e = 0; e < NENVS; e++) {
     set_env(e);
     for (int p = 1; p <= 24; p++)
@@ -162,8 +163,10 @@ static void test_inter(void) {
                 "regular %d|%d k=%zu: the two sides choose differently", p, q, k);
           /* irregular: a sender's own block against a receiver's view */
           CHECK(cpli_inter_choose(p, q, k, 0, NULL, &s2) == CPL_OK &&
-                    cpli_inter_choose(p, q, 0, 0, NULL, &r2) == CPL_OK && s2 == r2,
+                    cpli_inter_choose(p, q, p == 1 ? k : 0, 0, NULL, &r2) == CPL_OK && s2 == r2,
                 "irregular %d|%d own block %zu: the two sides choose differently", p, q, k);
+          CHECK(p > 1 || s2 == s, "irregular 1|%d block %zu: %s, not %s as for its size", q, k,
+                cpl_inter_algorithm_name(s2), cpl_inter_algorithm_name(s));
           CHECK(s != CPL_INTER_RING && s2 != CPL_INTER_RING, "auto picked the ring");
           cases += 2;
         }
