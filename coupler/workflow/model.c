@@ -35,19 +35,26 @@ static size_t dtype_size(const char *t) {
   return 0;
 }
 
-size_t cpli_dataset_bytes(const cpli_dataset *d) {
-  if (!d->type || d->ndims < 0) return 0;
+/* A dataset's bytes as declared; -1 when unknown (no type or dims, or
+ * beyond any real size). */
+static double declared_bytes(const cpli_dataset *d) {
+  if (!d->type || d->ndims < 0) return -1;
   double n = (double)dtype_size(d->type);
   for (int k = 0; k < d->ndims; k++) n *= (double)d->dims[k];
-  return n > 1e18 ? 0 : (size_t)n;
+  return n > 1e18 ? -1 : n;
+}
+
+size_t cpli_dataset_bytes(const cpli_dataset *d) {
+  const double n = declared_bytes(d);
+  return n < 0 ? 0 : (size_t)n;
 }
 
 size_t cpli_port_bytes(const cpli_port *p) {
   size_t total = 0;
   for (int i = 0; i < p->ndatasets; i++) {
-    size_t b = cpli_dataset_bytes(&p->datasets[i]);
-    if (b == 0) return 0;
-    total += b;
+    const double n = declared_bytes(&p->datasets[i]);
+    if (n < 0) return 0; /* one unknown dataset: the step's size is unknown */
+    total += (size_t)n;
   }
   return total;
 }
