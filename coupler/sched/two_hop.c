@@ -30,14 +30,17 @@ static long long count_fanout(int p, int q, int r) {
 }
 
 long long cpli_two_hop_fanout(int p, int q, int r) {
-  /* plans ask once per block, auto on every call: remember the last */
+  /* plans ask once per block, auto on every call, for r = p - 1 and then
+   * often r = p: remember the last two */
   static _Thread_local struct {
     int p, q, r;
     long long fan;
-  } last = {-1, -1, -1, 0};
-  if (last.p != p || last.q != q || last.r != r)
-    last.fan = count_fanout(p, q, r), last.p = p, last.q = q, last.r = r;
-  return last.fan;
+  } last[2] = {{-1, -1, -1, 0}, {-1, -1, -1, 0}};
+  for (int i = 0; i < 2; i++)
+    if (last[i].p == p && last[i].q == q && last[i].r == r) return last[i].fan;
+  last[1] = last[0];
+  last[0].fan = count_fanout(p, q, r), last[0].p = p, last[0].q = q, last[0].r = r;
+  return last[0].fan;
 }
 
 int cpli_two_hop_holders(int p, int q, size_t k, double beta) {
