@@ -146,7 +146,8 @@ int cpli_tuning_file_write(const char *path, const cpli_tuning_vals *v, const ch
       fprintf(f, "# %.*s\n", n, c);
       c += n + (nl ? 1 : 0);
     }
-  if (v->alpha > 0) fprintf(f, "alpha = %.6g     # s, start-up of one message\n", v->alpha);
+  if (v->alpha > 0)
+    fprintf(f, "alpha = %.6g     # s, start-up of one message in a round\n", v->alpha);
   if (v->beta > 0)
     fprintf(f, "beta = %.6g      # s per byte (%.1f MB/s)\n", v->beta, 1e-6 / v->beta);
   if (v->overhead > 0)

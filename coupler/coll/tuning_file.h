@@ -5,7 +5,8 @@
  *
  * Format: one "key = value" per line; '#' starts a comment; blank lines
  * are allowed. Keys (each at most once):
- *   alpha     seconds: start-up of one message (latency)
+ *   alpha     seconds: start-up of one message, as a round of a
+ *             collective pays it (every rank sending at once)
  *   beta      seconds per byte
  *   overhead  seconds: what one more message of a stream costs (the gap
  *             between back-to-back messages)

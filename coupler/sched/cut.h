@@ -22,7 +22,7 @@
  * with o = alpha this is (m + d - 1)(alpha + beta L / m)), minimal at
  *   m* = sqrt(beta L (d - 1) / o),
  * clamped to at least ceil(L / CPLI_FLOW_MAX_MSG) pieces and pieces of at
- * least CPLI_CUT_MIN_PIECE bytes (32 KiB). Every input is known to both ends of
+ * least CPLI_CUT_MIN_PIECE bytes (8 KiB). Every input is known to both ends of
  * every message (sizes, p, q, the model parameters), so both cut alike.
  */
 #ifndef CPLI_SCHED_CUT_H
@@ -32,10 +32,16 @@
 
 /* No piece below this many bytes: every piece also costs the executor a
  * dependency, a post and polls, which the calibrated per-message overhead
- * (a plain MPI stream) misses. On the emulated cluster 1 KiB pieces lost
- * 2x at 2-8 KiB per sender (4|4, 8 KiB: 1.56 ms in 2 KiB pieces, 0.64 ms
- * whole), and 16-32 KiB pieces measured best at 1 MiB. */
-#define CPLI_CUT_MIN_PIECE ((size_t)32 * 1024)
+ * (a plain MPI stream) misses. On the emulated cluster (8 nodes, the
+ * libraries alternating, ratios to the bound):
+ *  - 1 KiB pieces lost 2x at 2-8 KiB per sender (4|4, 8 KiB: 1.56 ms in
+ *    2 KiB pieces, 0.64 ms whole); 4 KiB pieces lost at 16 KiB per sender
+ *    (2|6, 3|5, 4|4: 1.2-1.9 against 0.8-1.1 with 8 KiB);
+ *  - 8 KiB pieces beat 32 KiB ones on deep pipelines (1|7 at 128 KiB:
+ *    direct-ring 1.25-1.29 against 1.87-1.88, auto 1.3 against 2.3; 2|6
+ *    at 128 KiB, auto 1.13-1.23 against 1.50; 1|7 at 1 MiB 1.2-1.25
+ *    against 1.3-1.4) and were even elsewhere (p >= q, 3|5, 4 MiB). */
+#define CPLI_CUT_MIN_PIECE ((size_t)8 * 1024)
 
 typedef struct cpli_cut_model {
   double alpha;     /* s: start-up of one message (latency)        */

@@ -3,15 +3,26 @@
  * machine the job runs on and write the tuning file the library reads
  * (coll/tuning_file.h).
  *
- * Ranks pair up (0-1, 2-3, ...; an odd last rank idles) and all pairs
- * measure at once, so the numbers include the load of a full job (on
- * oversubscribed cores, the scheduling of the other ranks). Per size, the
- * median over repetitions of each pair, then the median over pairs:
- *  - ping-pong: half the round trip of one message of n bytes, fitted by
- *    least squares to alpha + beta n (weights 1/t^2: every size counts
- *    alike). alpha is the fit's intercept, or the smallest message's time
- *    where the intercept is not positive (a shaper's idle credit makes
- *    large messages after a pause look faster than a stream);
+ * Every measurement runs on all ranks at once, so the numbers include the
+ * load of a full job (on oversubscribed cores, the scheduling of the
+ * other ranks). Per size, the median over repetitions on each rank or
+ * pair, then the median over them:
+ *  - shift: every rank sends n bytes to its right neighbour and receives
+ *    n from its left, CPLI_SHIFT_ROUNDS rounds back to back; one round's
+ *    time. A collective's round is such a shift (the ring's steps, Alg.
+ *    7's and Bruck's rounds), so alpha is the smallest size's shift round
+ *    less its bytes' beta n. A ping-pong between two idle peers is no
+ *    estimate of it: on the emulated cluster (8 ranks, 2 cores) a 1-byte
+ *    shift round took 70-80 us where the half round trip took 22-35 us,
+ *    and the ping-pong fit's intercept ranged from 9 to 42 us from one
+ *    calibration to the next;
+ *  - ping-pong (ranks pair up, 0-1, 2-3, ...; an odd last rank idles):
+ *    half the round trip of one message of n bytes, fitted by least
+ *    squares to a + b n (weights 1/t^2: every size counts alike), for
+ *    beta where the stream fit fails and for alpha where the shift gives
+ *    no positive latency (the fit's intercept, else the smallest
+ *    message's time: a shaper's idle credit makes large messages after a
+ *    pause look faster than a stream);
  *  - streaming: B and 2B back-to-back messages of n bytes one way, then a
  *    1-byte answer; (T(2B) - T(B)) / B is one more message of a stream
  *    (start-up and answer cancel), fitted to overhead + beta n: beta is
@@ -34,6 +45,9 @@
 
 #define TAG 5150
 #define MAXS CPLI_CALIBRATE_MAXS
+/* Shift rounds per timed run: enough that the run's start (the barrier's
+ * skew) is a small part of it. */
+#define CPLI_SHIFT_ROUNDS 16
 
 static int cmp_double(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
@@ -110,13 +124,35 @@ static double measure(MPI_Comm comm, int me, int peer, long n, int stream, int r
   return m;
 }
 
-/* Median over the pairs of every rank's value (rank 0's result). */
-static double over_pairs(double v, int inpair, MPI_Comm world) {
+/* One round of a shift on comm, n bytes each way: median seconds over
+ * reps runs of CPLI_SHIFT_ROUNDS rounds. */
+static double measure_shift(MPI_Comm comm, long n, int reps, char *buf) {
+  int me, size;
+  MPI_Comm_rank(comm, &me);
+  MPI_Comm_size(comm, &size);
+  const int right = (me + 1) % size, left = (me + size - 1) % size;
+  double *t = malloc(sizeof *t * (size_t)reps);
+  if (!t) MPI_Abort(MPI_COMM_WORLD, 1);
+  for (int r = -2; r < reps; r++) { /* two warm-ups */
+    MPI_Barrier(comm);
+    const double t0 = MPI_Wtime();
+    for (int i = 0; i < CPLI_SHIFT_ROUNDS; i++)
+      MPI_Sendrecv(buf, (int)n, MPI_BYTE, right, TAG + 1, buf + n, (int)n, MPI_BYTE, left, TAG + 1,
+                   comm, MPI_STATUS_IGNORE);
+    if (r >= 0) t[r] = (MPI_Wtime() - t0) / CPLI_SHIFT_ROUNDS;
+  }
+  const double m = median(t, reps);
+  free(t);
+  return m;
+}
+
+/* Median over the ranks that took part (rank 0's result). */
+static double over_ranks(double v, int took_part, MPI_Comm world) {
   int n, me;
   MPI_Comm_size(world, &n);
   MPI_Comm_rank(world, &me);
   double *all = me == 0 ? malloc(sizeof *all * (size_t)n) : NULL;
-  double x = inpair ? v : -1;
+  double x = took_part ? v : -1;
   MPI_Gather(&x, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, 0, world);
   double m = 0;
   if (me == 0) {
@@ -175,7 +211,7 @@ int cpli_calibrate(const char *out, const long *sizes, int nsizes, int reps, int
   MPI_Comm pair;
   MPI_Comm_split(MPI_COMM_WORLD, inpair ? me / 2 : MPI_UNDEFINED, me, &pair);
   const int pme = me & 1, ppeer = pme ^ 1;
-  double x[MAXS], pp[MAXS], st[MAXS], per[MAXS];
+  double x[MAXS], pp[MAXS], st[MAXS], per[MAXS], sh[MAXS];
   for (int i = 0; inpair && i < nsizes; i++) /* connections, buffers, caches */
     measure(pair, pme, ppeer, sizes[i], 0, 1, buf, req, sts);
   for (int i = 0; i < nsizes; i++) {
@@ -186,16 +222,17 @@ int cpli_calibrate(const char *out, const long *sizes, int nsizes, int reps, int
       c = measure(pair, pme, ppeer, s, bs[i], reps, buf, req, sts);
       c2 = measure(pair, pme, ppeer, s, 2 * bs[i], reps, buf, req, sts);
     }
+    const double shift = measure_shift(MPI_COMM_WORLD, s, reps, buf);
     x[i] = (double)s;
-    pp[i] = over_pairs(a, inpair, MPI_COMM_WORLD);
-    st[i] = over_pairs(c2, inpair, MPI_COMM_WORLD);
-    per[i] = over_pairs((c2 - c) / bs[i], inpair, MPI_COMM_WORLD);
+    sh[i] = over_ranks(shift, 1, MPI_COMM_WORLD);
+    pp[i] = over_ranks(a, inpair, MPI_COMM_WORLD);
+    st[i] = over_ranks(c2, inpair, MPI_COMM_WORLD);
+    per[i] = over_ranks((c2 - c) / bs[i], inpair, MPI_COMM_WORLD);
     if (me == 0 && !quiet) fprintf(stderr, "[%d/%d] %ld bytes done\n", i + 1, nsizes, s);
   }
   if (pair != MPI_COMM_NULL) MPI_Comm_free(&pair);
   int rc = 0;
   if (me == 0) {
-    /* one message's latency: the smallest size's half round trip */
     int smallest = 0;
     for (int i = 1; i < nsizes; i++)
       if (x[i] < x[smallest]) smallest = i;
@@ -205,28 +242,33 @@ int cpli_calibrate(const char *out, const long *sizes, int nsizes, int reps, int
     const fit fs = lsq(x, per, nsizes);
     const int stream_ok = fs.b > 0 && fs.r2 >= 0.5;
     cpli_tuning_vals v = {0};
-    v.alpha = fp.a > 0 ? fp.a : t1;
     v.beta = stream_ok ? fs.b : fp.b;
-    v.overhead = stream_ok && fs.a > 0 ? fs.a : 0; /* else the library uses alpha */
     int largest = 0;
     for (int i = 1; i < nsizes; i++)
       if (x[i] > x[largest]) largest = i;
     const int crude = !(v.beta > 0) && x[largest] > 0; /* noise swamped both fits */
     if (crude) v.beta = pp[largest] / x[largest];
+    const double shift_alpha = sh[smallest] - (v.beta > 0 ? v.beta * x[smallest] : 0);
+    v.alpha = shift_alpha > 0 ? shift_alpha : fp.a > 0 ? fp.a : t1;
+    v.overhead = stream_ok && fs.a > 0 ? fs.a : 0; /* else the library uses alpha */
     printf("# cpl-bench --calibrate: %d ranks, %d pair%s measuring at once, %d runs per size "
            "(medians)\n",
            n, n / 2, n / 2 == 1 ? "" : "s", reps);
-    printf("%10s %14s %8s %14s %14s\n", "bytes", "pingpong_us", "stream", "stream_us",
-           "per_msg_us");
+    printf("%10s %10s %14s %8s %14s %14s\n", "bytes", "shift_us", "pingpong_us", "stream",
+           "stream_us", "per_msg_us");
     for (int i = 0; i < nsizes; i++)
-      printf("%10.0f %14.3f %8d %14.3f %14.3f\n", x[i], pp[i] * 1e6, 2 * bs[i], st[i] * 1e6,
-             per[i] * 1e6);
-    printf("(pingpong: half a round trip; stream: that many messages one way and an answer;\n"
-           " per_msg: one more message of a stream, from streams of %s and half as many)\n",
-           "that many");
-    printf("ping-pong fit: alpha %.4g s + %.4g s/B (R^2 %.4f, largest residual %.1f%%)%s\n", fp.a,
-           fp.b, fp.r2, 100 * fp.maxrel,
-           fp.a > 0 ? "" : "; intercept not positive: alpha = the smallest message's time");
+      printf("%10.0f %10.3f %14.3f %8d %14.3f %14.3f\n", x[i], sh[i] * 1e6, pp[i] * 1e6, 2 * bs[i],
+             st[i] * 1e6, per[i] * 1e6);
+    printf("(shift: one round of all ranks sending to the right and receiving from the left;\n"
+           " pingpong: half a round trip; stream: that many messages one way and an answer;\n"
+           " per_msg: one more message of a stream, from streams of that many and half as many)\n");
+    printf("alpha: %s\n", shift_alpha > 0 ? "the smallest size's shift round, less its bytes"
+                          : fp.a > 0 ? "the shift gave no positive latency: the ping-pong fit's"
+                                       " intercept"
+                                     : "the shift gave no positive latency: the smallest "
+                                       "message's ping-pong");
+    printf("ping-pong fit: %.4g s + %.4g s/B (R^2 %.4f, largest residual %.1f%%)\n", fp.a, fp.b,
+           fp.r2, 100 * fp.maxrel);
     printf("stream fit: overhead %.4g s per message + %.4g s/B = %.2f MB/s (R^2 %.4f, largest "
            "residual %.1f%%)%s\n",
            fs.a, fs.b, fs.b > 0 ? 1e-6 / fs.b : 0, fs.r2, 100 * fs.maxrel,

@@ -22,7 +22,11 @@ rc=$?
 ((rc == 0)) || fail "calibrate exited $rc: $(cat "$tmp/err")"
 file=$tmp/xdg/coupler/tuning
 [[ -s $file ]] || fail "no tuning file at $file"
-grep -q "ping-pong fit: alpha .* (R^2 " "$tmp/out" || fail "no ping-pong fit quality: $(cat "$tmp/out")"
+grep -q "ping-pong fit: .* (R^2 " "$tmp/out" || fail "no ping-pong fit quality: $(cat "$tmp/out")"
+grep -q "^alpha: " "$tmp/out" || fail "does not say where alpha comes from"
+# the shift column: every size's round took a positive time
+awk '$1 ~ /^[0-9]+$/ && NF == 6 { n++; if ($2 <= 0) bad++ } END { exit !(n == 4 && !bad) }' \
+  "$tmp/out" || fail "no shift round per size: $(cat "$tmp/out")"
 grep -q "stream fit: overhead .* (R^2 " "$tmp/out" || fail "no stream fit quality"
 grep -q "^wrote $file" "$tmp/out" || fail "does not say where it wrote"
 grep -Eq '^alpha = [0-9.e+-]+ ' "$file" && grep -Eq '^beta = [0-9.e+-]+ ' "$file" ||
