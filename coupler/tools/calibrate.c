@@ -212,8 +212,10 @@ int cpli_calibrate(const char *out, const long *sizes, int nsizes, int reps, int
   MPI_Comm_split(MPI_COMM_WORLD, inpair ? me / 2 : MPI_UNDEFINED, me, &pair);
   const int pme = me & 1, ppeer = pme ^ 1;
   double x[MAXS], pp[MAXS], st[MAXS], per[MAXS], sh[MAXS];
-  for (int i = 0; inpair && i < nsizes; i++) /* connections, buffers, caches */
-    measure(pair, pme, ppeer, sizes[i], 0, 1, buf, req, sts);
+  for (int i = 0; i < nsizes; i++) { /* connections, buffers, caches */
+    measure_shift(MPI_COMM_WORLD, sizes[i], 1, buf);
+    if (inpair) measure(pair, pme, ppeer, sizes[i], 0, 1, buf, req, sts);
+  }
   for (int i = 0; i < nsizes; i++) {
     const long s = sizes[i];
     double a = 0, c = 0, c2 = 0;

@@ -4,7 +4,12 @@
  * Method: for every shape and message size, each variant runs `warmup`
  * times, then `reps` rounds in which the variants take turns (interleaved,
  * so drift on a noisy machine hits them alike; each round starts one
- * variant later, so none always runs after the same one). One run is timed from a
+ * variant later). Each timed run comes right after `prime` untimed runs of
+ * the same variant, so it meets the network state its own pattern leaves
+ * (TCP windows cut by a shaper's drops, queues), as a repeated call does,
+ * not the one the variant before it left: on the emulated cluster, at 4|4
+ * and 1 MiB, whichever variant ran right after two-hop took 1.12-1.23 of
+ * the bound where it took 1.05-1.08 after others. One run is timed from a
  * barrier to the slowest rank's return (MPI_MAX of the per-rank time).
  * Reported: median and minimum per variant, the ratio of the baseline's
  * median to the variant's, and with --rate the bound p*k/B (inter) or
@@ -133,6 +138,9 @@ static void usage(FILE *f) {
              "                   block 1 byte (an allgatherv with one huge block)\n"
              "  --reps N         measured runs per variant (default 10)\n"
              "  --warmup N       untimed runs per variant (default 2)\n"
+             "  --prime N        untimed runs of a variant right before each of its\n"
+             "                   timed ones (default 1; 0: a run follows the variant\n"
+             "                   before it in the round)\n"
              "  --baseline ALG   variant the ratios refer to (default: the last one)\n"
              "  --rate MBPS      link rate in MB/s (1e6 B/s): print the bound p*k/B\n"
              "  --csv FILE       also write every point as CSV\n"
@@ -249,7 +257,7 @@ typedef struct bench {
   char names[MAXV][32];
   long sizes[64];
   int nsizes;
-  int reps, warmup, verify, quiet, baseline;
+  int reps, warmup, prime, verify, quiet, baseline;
   int one_big; /* --one-big: intra blocks of 1 byte but rank 0's */
   double rate; /* bytes/s, 0 = unknown */
   FILE *csv;
@@ -395,12 +403,12 @@ static void point(const bench *b, const char *shape, int p, int q, long k, int l
   const int reps = b->reps > 256 ? 256 : b->reps;
   for (int v = 0; v < b->nv; v++)
     for (int w = 0; w < b->warmup; w++) run(b, v, -1 - w, ctx);
-  /* Round r starts at variant r mod nv: what runs before a variant
-   * matters (on the emulated cluster the one right after MPICH's ran 3-6%
-   * slower with identical plans), so no variant always follows the same. */
+  /* Round r starts at variant r mod nv; what ran before a timed run is
+   * the variant itself (see the top of this file). */
   for (int r = 0; r < reps; r++)
     for (int i = 0; i < b->nv; i++) {
       const int v = (r + i) % b->nv;
+      for (int w = 0; w < b->prime; w++) run(b, v, -1 - w, ctx);
       t[v][r] = run(b, v, r, ctx);
     }
   if (!leader) return;
@@ -474,7 +482,7 @@ int main(int argc, char **argv) {
   int wrank, wsize;
   MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
   MPI_Comm_size(MPI_COMM_WORLD, &wsize);
-  bench b = {.reps = 10, .warmup = 2, .verify = 1, .baseline = -1, .wrank = wrank};
+  bench b = {.reps = 10, .warmup = 2, .prime = 1, .verify = 1, .baseline = -1, .wrank = wrank};
   char shapes[32][32], procs[32][32];
   int nshapes = 0, nprocs = 0;
   const char *csvpath = NULL, *baseline = NULL, *out = NULL;
@@ -483,9 +491,9 @@ int main(int argc, char **argv) {
   int bad = 0;
   for (int i = 1; i < argc && !bad; i++) {
     const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-    static const char *const valued[] = {"--inter", "--intra", "--shape",  "--procs",
-                                         "--sizes", "--reps",  "--warmup", "--baseline",
-                                         "--rate",  "--csv",   "--out"};
+    static const char *const valued[] = {"--inter",    "--intra", "--shape",  "--procs",
+                                         "--sizes",    "--reps",  "--warmup", "--prime",
+                                         "--baseline", "--rate",  "--csv",    "--out"};
     int takes = 1, known = 0;
     for (size_t j = 0; j < sizeof valued / sizeof *valued; j++) known |= !strcmp(a, valued[j]);
     if (!strcmp(a, "--no-verify")) b.verify = 0, takes = 0;
@@ -505,6 +513,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--out")) out = val;
     else if (!strcmp(a, "--reps")) bad = (b.reps = atoi(val)) < 1;
     else if (!strcmp(a, "--warmup")) bad = (b.warmup = atoi(val)) < 0;
+    else if (!strcmp(a, "--prime")) bad = (b.prime = atoi(val)) < 0;
     else if (!strcmp(a, "--baseline")) baseline = val;
     else if (!strcmp(a, "--rate")) bad = (b.rate = atof(val) * 1e6) <= 0;
     else if (!strcmp(a, "--csv")) csvpath = val;
@@ -572,9 +581,11 @@ int main(int argc, char **argv) {
   }
   const int npoints = (b.inter_mode ? nshapes : nprocs) * b.nsizes;
   if (wrank == 0) {
-    printf("# cpl-bench %s: %d ranks, %d runs per variant (interleaved), %d warm-up; times in ms,\n"
-           "# median and min of the slowest rank; ratio = median(%s) / median(variant)\n",
-           CPL_VERSION_STRING, wsize, b.reps, b.warmup, b.names[b.baseline]);
+    printf("# cpl-bench %s: %d ranks, %d runs per variant (interleaved), %d warm-up, %d untimed "
+           "run%s\n# before each; times in ms, median and min of the slowest rank; ratio = "
+           "median(%s) / median(variant)\n",
+           CPL_VERSION_STRING, wsize, b.reps, b.warmup, b.prime, b.prime == 1 ? "" : "s",
+           b.names[b.baseline]);
     printf("%-7s %9s  %-15s %10s %10s  %7s%s\n", "shape", "size", "algorithm", "median", "min",
            "ratio", b.rate > 0 ? "   bound   med/bnd" : "");
   }
