@@ -13,7 +13,7 @@
  *    7's and Bruck's rounds), so alpha is the smallest size's shift round
  *    less its bytes' beta n. A ping-pong between two idle peers is no
  *    estimate of it: on the emulated cluster (8 ranks, 2 cores) a 1-byte
- *    shift round took 70-80 us where the half round trip took 22-35 us,
+ *    shift round took 44-80 us where the half round trip took 13-40 us,
  *    and the ping-pong fit's intercept ranged from 9 to 42 us from one
  *    calibration to the next;
  *  - ping-pong (ranks pair up, 0-1, 2-3, ...; an odd last rank idles):

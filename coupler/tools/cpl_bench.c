@@ -6,10 +6,12 @@
  * so drift on a noisy machine hits them alike; each round starts one
  * variant later). Each timed run comes right after `prime` untimed runs of
  * the same variant, so it meets the network state its own pattern leaves
- * (TCP windows cut by a shaper's drops, queues), as a repeated call does,
- * not the one the variant before it left: on the emulated cluster, at 4|4
- * and 1 MiB, whichever variant ran right after two-hop took 1.12-1.23 of
- * the bound where it took 1.05-1.08 after others. One run is timed from a
+ * (TCP windows, the shapers' queues), as a repeated call does,
+ * not the one the variant before it left (the cyclic order puts the same
+ * variant before it in nearly every round): on the emulated cluster, at
+ * 4|4 and 1 MiB, fc right after two-hop took 1.09-1.20 of the bound
+ * (median of five runs 1.17), right after direct-ring 1.05-1.08, and
+ * primed 1.04-1.17 (median of six 1.10). One run is timed from a
  * barrier to the slowest rank's return (MPI_MAX of the per-rank time).
  * Reported: median and minimum per variant, the ratio of the baseline's
  * median to the variant's, and with --rate the bound p*k/B (inter) or
