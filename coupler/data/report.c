@@ -100,10 +100,11 @@ static void progress(cpl_context *ctx, const cpli_event *e) {
            e->alg ? e->alg : "", (e->t_start - e->t_wait) / 1e3, (e->t_end - e->t_start) / 1e3,
            e->queue, e->dropped, more);
   else
-    printf("[%s] %s: step %ld received, %s of %s (%s), wait %.1f ms, "
+    printf("[%s] %s: step %ld received, %s of %s (%s%s%s), wait %.1f ms, "
            "transfer %.1f ms%s\n",
            comp_name(ctx), e->link, e->step, human(e->bytes, b1), human(e->step_bytes, b2), e->mode,
-           (e->t_start - e->t_wait) / 1e3, (e->t_end - e->t_start) / 1e3, more);
+           e->alg ? " " : "", e->alg ? e->alg : "", (e->t_start - e->t_wait) / 1e3,
+           (e->t_end - e->t_start) / 1e3, more);
   fflush(stdout);
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Run a workflow of data_e2e's algs scenario (tests/data/data_e2e.c:
 datasets of 64 B and 1 MiB per producer rank, 3 steps, declared in the
-workflow) and check that the producer's progress lines and every trace
+workflow) and check that the progress lines of both ends and every trace
 record name the inter-group algorithms the engine ran, and that cpl-run's
 dry run foretold the same.
 
@@ -85,9 +85,13 @@ if proc.returncode:
 bad = []
 if dry.returncode or not foretold or foretold.group(1) != want:
     bad.append(f"cpl-run --dry-run foretold {foretold and foretold.group(1)}, want {want}")
-lines = re.findall(r"^\[prod\] prod\.out->cons\.in: step \d+ sent, .*$", proc.stdout, re.M)
-if not lines:
-    bad.append("no progress line of the producer")
+lines = []
+for comp, verb in (("prod", "sent"), ("cons", "received")):
+    mine = re.findall(rf"^\[{comp}\] prod\.out->cons\.in: step \d+ {verb}, .*$", proc.stdout,
+                      re.M)
+    if not mine:
+        bad.append(f"no progress line of {comp}")
+    lines += mine
 for l in lines:
     if f"(allgather {want})" not in l:
         bad.append(f"progress line names another algorithm than {want}: {l}")
