@@ -36,7 +36,7 @@
  * libraries alternating, ratios to the bound):
  *  - 1 KiB pieces lost 2x at 2-8 KiB per sender (4|4, 8 KiB: 1.56 ms in
  *    2 KiB pieces, 0.64 ms whole); 4 KiB pieces lost at 16 KiB per sender
- *    (2|6, 3|5, 4|4: 1.2-1.9 against 0.8-1.1 with 8 KiB);
+ *    (2|6, 3|5, 4|4, auto: 0.93-1.51 against 0.69-1.07 with 8 KiB);
  *  - 8 KiB pieces beat 32 KiB ones on deep pipelines (1|7 at 128 KiB:
  *    direct-ring 1.25-1.29 against 1.87-1.88, auto 1.3 against 2.3; 2|6
  *    at 128 KiB, auto 1.13-1.23 against 1.50; 1|7 at 1 MiB 1.2-1.25
