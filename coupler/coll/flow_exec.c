@@ -39,6 +39,23 @@
 #define FLOW_WINDOW ((size_t)64)
 #define FLOW_FULL_POLL 16u
 
+/* The executor's bookkeeping arena (see cpli_flow_run): one kept per
+ * thread up to FLOW_ARENA_KEEP bytes, larger ones allocated per call. */
+#define FLOW_ARENA_KEEP ((size_t)16 << 10)
+static _Thread_local char arena_kept[FLOW_ARENA_KEEP];
+static _Thread_local int arena_busy;
+
+static char *arena_get(size_t bytes) {
+  if (bytes > FLOW_ARENA_KEEP || arena_busy) return calloc(1, bytes);
+  arena_busy = 1;
+  return memset(arena_kept, 0, bytes);
+}
+
+static void arena_put(char *a) {
+  if (a == arena_kept) arena_busy = 0;
+  else free(a);
+}
+
 static void free_type(MPI_Datatype *t) {
   if (*t != MPI_DATATYPE_NULL) MPI_Type_free(t);
 }
@@ -123,7 +140,8 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
   int np;
   MPI_Comm_size(comm, &np);
   /* All bookkeeping in one zeroed allocation: a small collective should
-   * not pay a dozen malloc/free pairs. */
+   * not pay a dozen malloc/free pairs; up to FLOW_ARENA_KEEP bytes, the
+   * thread's last arena is reused (nothing in it outlives the call). */
   const size_t sz[] = {sizeof(MPI_Request) * nm,  sizeof(MPI_Datatype) * nm,
                        sizeof(char *) * nm,       sizeof(MPI_Status) * nm,
                        sizeof(int) * nm,          sizeof(int) * nm,
@@ -133,7 +151,7 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
   enum { REQ, TYPE, STAGE, ST, IDX, PEND, ORD, NEXTORD, RSTART, RLIST, FILL, STATE, NARR };
   size_t at[NARR], total = 0;
   for (int i = 0; i < NARR; i++) at[i] = total, total += (sz[i] + 15) & ~(size_t)15;
-  char *arena = calloc(1, total);
+  char *arena = arena_get(total);
   if (!arena) return cpli_fail(CPL_ERR_NOMEM, "dataflow: out of memory for %zu messages", nm);
   MPI_Request *req = (MPI_Request *)(arena + at[REQ]);
   MPI_Datatype *type = (MPI_Datatype *)(arena + at[TYPE]);
@@ -268,7 +286,7 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
 out:
   for (size_t i = 0; i < nm; i++) free_type(&type[i]);
   for (size_t i = 0; i < nm; i++) free(stage[i]);
-  free(arena);
+  arena_put(arena);
   return rc;
 }
 
@@ -276,21 +294,19 @@ int cpli_flow_run_cached(cpli_plan_cache *cache, const cpli_plan_key *key, cpli_
                          const void *arg, cpli_plan_what what, MPI_Comm comm, char *base0,
                          const char *base1, cpli_ctx *ctx) {
   const cpli_flow *plan = key ? cpli_plan_cache_find(cache, key) : NULL;
+  if (plan) return cpli_flow_run(plan, comm, base0, base1, ctx);
   cpli_flow f;
   cpli_flow_init(&f);
-  int rc = CPL_OK;
-  if (!plan) {
-    rc = build(&f, arg);
-    char why[256];
-    if (rc == CPL_OK && cpli_flow_resolve(&f, why, sizeof why) != CPL_OK) {
-      char shape[32];
-      if (what.q < 0) snprintf(shape, sizeof shape, "%d", what.p);
-      else snprintf(shape, sizeof shape, "%d|%d", what.p, what.q);
-      rc = cpli_fail(CPL_ERR_INTERNAL, "%s, rank %d of %s: invalid plan: %s (a bug in Coupler)",
-                     what.alg, what.rank, shape, why);
-    }
-    if (rc == CPL_OK) plan = key ? cpli_plan_cache_put(cache, key, &f) : &f;
+  int rc = build(&f, arg);
+  char why[256];
+  if (rc == CPL_OK && cpli_flow_resolve(&f, why, sizeof why) != CPL_OK) {
+    char shape[32];
+    if (what.q < 0) snprintf(shape, sizeof shape, "%d", what.p);
+    else snprintf(shape, sizeof shape, "%d|%d", what.p, what.q);
+    rc = cpli_fail(CPL_ERR_INTERNAL, "%s, rank %d of %s: invalid plan: %s (a bug in Coupler)",
+                   what.alg, what.rank, shape, why);
   }
+  if (rc == CPL_OK) plan = key ? cpli_plan_cache_put(cache, key, &f) : &f;
   if (rc == CPL_OK) rc = cpli_flow_run(plan, comm, base0, base1, ctx);
   cpli_flow_free(&f);
   return rc;
