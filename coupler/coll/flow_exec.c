@@ -26,6 +26,7 @@
  * requests from the first one not done, and every FLOW_FULL_POLL-th (or
  * after a few idle ones) all of them.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,9 +41,10 @@
 #define FLOW_FULL_POLL 16u
 
 /* The executor's bookkeeping arena (see cpli_flow_run): one kept per
- * thread up to FLOW_ARENA_KEEP bytes, larger ones allocated per call. */
+ * thread up to FLOW_ARENA_KEEP bytes (aligned as malloc's memory, which the
+ * arrays in it need), larger ones allocated per call. */
 #define FLOW_ARENA_KEEP ((size_t)16 << 10)
-static _Thread_local char arena_kept[FLOW_ARENA_KEEP];
+static _Thread_local _Alignas(max_align_t) char arena_kept[FLOW_ARENA_KEEP];
 static _Thread_local int arena_busy;
 
 static char *arena_get(size_t bytes) {
