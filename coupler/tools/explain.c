@@ -115,9 +115,9 @@ int cpli_explain_inter(const char *alg, int p, int q, size_t k, int explain, int
                  o.nblocks > 0 ? (k + (size_t)o.nblocks - 1) / (size_t)o.nblocks : k);
       } else if (two_hop) {
         const int h = cpli_two_hop_holders(p, q, k, o.cut.beta);
+        const long long fan = cpli_two_hop_fanout(p, q, h);
         printf("# %d holder%s per block; the busiest receiver passes on %lld stream%s", h,
-               h == 1 ? "" : "s", cpli_two_hop_fanout(p, q, h),
-               cpli_two_hop_fanout(p, q, h) == 1 ? "" : "s");
+               h == 1 ? "" : "s", fan, fan == 1 ? "" : "s");
       } else {
         printf("# sender b's home: receiver floor(b q / p); a ring of the %d receivers", q);
       }

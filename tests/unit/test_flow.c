@@ -307,7 +307,7 @@ static void two_hop_shape(int p, int q, double beta) {
   const int r = cpli_two_hop_holders(p, q, 3, beta);
   long long most = 0;
   int ok = r >= 1 && r <= (p < q ? p : q) && (p <= q || r == q) &&
-           (p > q || p < 2 || r == (3 * beta >= CPLI_TWO_HOP_DIRECT_S ? p : r));
+           (p > q || p < 2 || 3 * beta < CPLI_TWO_HOP_DIRECT_S || r == p);
   for (int me = 0; me < p + q && ok; me++) {
     cpli_flow f;
     cpli_flow_init(&f);
