@@ -41,10 +41,20 @@ int cpli_h5_fail(const char *fmt, ...) {
 static hid_t file_access(MPI_Comm comm) {
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
   if (fapl < 0) return -1;
+  /* No data sieving on writes. HDF5 flushes a step's metadata as one
+   * write of scattered pieces (the root group's index near the start of
+   * the file, the new objects at its end); with sieving, ROMIO reads and
+   * rewrites everything in between in 512 KiB buffers: megabytes per step
+   * and a long window in which a killed sink leaves the index torn. */
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "romio_ds_write", "disable");
   /* Metadata collective too: every rank makes the same calls anyway, and
    * it saves each rank from reading the same metadata on its own. */
-  if (H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL) < 0 ||
-      H5Pset_all_coll_metadata_ops(fapl, 1) < 0 || H5Pset_coll_metadata_write(fapl, 1) < 0) {
+  herr_t rc = H5Pset_fapl_mpio(fapl, comm, info); /* keeps a copy */
+  MPI_Info_free(&info);
+  if (rc < 0 || H5Pset_all_coll_metadata_ops(fapl, 1) < 0 ||
+      H5Pset_coll_metadata_write(fapl, 1) < 0) {
     H5Pclose(fapl);
     return -1;
   }

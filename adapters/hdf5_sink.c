@@ -10,7 +10,8 @@
  * With several input links (fan-in) the step groups of each link sit under
  * a group "<producer component>.<producer port>". Each sink rank writes a
  * disjoint slab of dim 0 with a collective H5Dwrite; the file is flushed
- * after every step so a crash leaves every finished step readable.
+ * after every step so a crash leaves every finished step readable (unless
+ * it strikes inside a flush: see h5util.c on keeping that window short).
  *
  * After a failure no further collective HDF5 call is made (closes
  * included): the failing rank returns at once and cpl-component aborts the
