@@ -2,17 +2,19 @@
  * cpl-bench: time Coupler's collective algorithms side by side.
  *
  * Method: for every shape and message size, each variant runs `warmup`
- * times, then `reps` rounds in which the variants take turns (interleaved,
- * so drift on a noisy machine hits them alike; each round starts one
- * variant later). Each timed run comes right after `prime` untimed runs of
- * the same variant, so it meets the network state its own pattern leaves
- * (TCP windows, the shapers' queues), as a repeated call does,
- * not the one the variant before it left (the cyclic order puts the same
- * variant before it in nearly every round): on the emulated cluster, at
- * 4|4 and 1 MiB, fc right after two-hop took 1.09-1.20 of the bound
- * (median of five runs 1.17), right after direct-ring 1.05-1.08, and
- * primed 1.04-1.17 (median of six 1.10). One run is timed from a
- * barrier to the slowest rank's return (MPI_MAX of the per-rank time).
+ * times, then `reps` rounds (more, up to MAX_REPS, if the warm-up's times
+ * say they would take under `min_time`: short runs scatter most) in which
+ * the variants take turns (interleaved, so drift on a noisy machine hits
+ * them alike; each round starts one variant later). Each timed run comes
+ * right after `prime` untimed runs of the same variant, so it meets the
+ * network state its own pattern leaves (TCP windows, the shapers' queues),
+ * as a repeated call does, not the one the variant before it left (the
+ * cyclic order puts the same variant before it in nearly every round):
+ * on the emulated cluster, at 4|4 and 1 MiB, fc right after two-hop took
+ * 1.09-1.20 of the bound (median of five runs 1.17), right after
+ * direct-ring 1.05-1.08, and primed 1.04-1.17 (median of six 1.10). One
+ * run is timed from a barrier to the slowest rank's return (MPI_MAX of
+ * the per-rank time).
  * Reported: median and minimum per variant, the ratio of the baseline's
  * median to the variant's, and with --rate the bound p*k/B (inter) or
  * (p-1)*k/B (intra). Every run's data is verified outside the timing.
@@ -47,6 +49,7 @@
 #include "tools/cli.h"
 
 #define MAXV 16
+#define MAX_REPS 256
 
 /* Environment the library read before cpl-bench changed it. */
 #define NENV 4
@@ -138,7 +141,9 @@ static void usage(FILE *f) {
              "                   (default 32K..4M)\n"
              "  --one-big        --intra only: rank 0's block has the size, every other\n"
              "                   block 1 byte (an allgatherv with one huge block)\n"
-             "  --reps N         measured runs per variant (default 10)\n"
+             "  --reps N         measured runs per variant, at least (default 10)\n"
+             "  --min-time S     more runs, up to 256, until a point's timed rounds\n"
+             "                   take S seconds by the warm-up's times (default 0.5)\n"
              "  --warmup N       untimed runs per variant (default 2)\n"
              "  --prime N        untimed runs of a variant right before each of its\n"
              "                   timed ones (default 1; 0: a run follows the variant\n"
@@ -260,8 +265,9 @@ typedef struct bench {
   long sizes[64];
   int nsizes;
   int reps, warmup, prime, verify, quiet, baseline;
-  int one_big; /* --one-big: intra blocks of 1 byte but rank 0's */
-  double rate; /* bytes/s, 0 = unknown */
+  double min_time; /* s of timed rounds per point, at least (reps permitting) */
+  int one_big;     /* --one-big: intra blocks of 1 byte but rank 0's */
+  double rate;     /* bytes/s, 0 = unknown */
   FILE *csv;
   int wrank;
 } bench;
@@ -401,10 +407,20 @@ static const char *human(long bytes, char *buf) {
 /* Time all variants at one size on one shape; rank `leader` prints. */
 static void point(const bench *b, const char *shape, int p, int q, long k, int leader,
                   double (*run)(const bench *, int, int, void *), void *ctx, int index, int total) {
-  double t[MAXV][256];
-  const int reps = b->reps > 256 ? 256 : b->reps;
-  for (int v = 0; v < b->nv; v++)
-    for (int w = 0; w < b->warmup; w++) run(b, v, -1 - w, ctx);
+  double t[MAXV][MAX_REPS];
+  double round = 0; /* one round's time, from the last warm-up runs */
+  for (int v = 0; v < b->nv; v++) {
+    double last = 0;
+    for (int w = 0; w < b->warmup; w++) last = run(b, v, -1 - w, ctx);
+    round += (1 + b->prime) * last;
+  }
+  /* Short runs scatter most (README.md, "Measuring": at 1-16 KiB a ratio
+   * moved by a median 6% between 11 rounds and 201, 3% with 0.5 s of
+   * rounds): as many rounds as fill min_time. Every rank has the same
+   * times (MPI_MAX), so all run as many. */
+  int reps = b->reps;
+  if (round > 0 && b->min_time > round * reps) reps = (int)ceil(b->min_time / round);
+  if (reps > MAX_REPS) reps = MAX_REPS;
   /* Round r starts at variant r mod nv; what ran before a timed run is
    * the variant itself (see the top of this file). */
   for (int r = 0; r < reps; r++)
@@ -427,7 +443,7 @@ static void point(const bench *b, const char *shape, int p, int q, long k, int l
     printf("%-7s %9s  %-15s %10.3f %10.3f  %6.2fx", shape, human(k, hs), b->names[v], med[v] * 1e3,
            mn[v] * 1e3, ratio);
     if (bound > 0) printf(" %10.3f %7.2f", bound * 1e3, med[v] / bound);
-    printf("\n");
+    printf(" %5d\n", reps);
     if (b->csv)
       fprintf(b->csv, "%s,%d,%d,%s,%s,%ld,%.9f,%.9f,%.4f,%.9f,%d\n", shape, p, q,
               b->inter_mode ? "inter" : "intra", b->names[v], k, med[v], mn[v], ratio, bound, reps);
@@ -484,7 +500,13 @@ int main(int argc, char **argv) {
   int wrank, wsize;
   MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
   MPI_Comm_size(MPI_COMM_WORLD, &wsize);
-  bench b = {.reps = 10, .warmup = 2, .prime = 1, .verify = 1, .baseline = -1, .wrank = wrank};
+  bench b = {.reps = 10,
+             .min_time = 0.5,
+             .warmup = 2,
+             .prime = 1,
+             .verify = 1,
+             .baseline = -1,
+             .wrank = wrank};
   char shapes[32][32], procs[32][32];
   int nshapes = 0, nprocs = 0;
   const char *csvpath = NULL, *baseline = NULL, *out = NULL;
@@ -493,9 +515,9 @@ int main(int argc, char **argv) {
   int bad = 0;
   for (int i = 1; i < argc && !bad; i++) {
     const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-    static const char *const valued[] = {"--inter",    "--intra", "--shape",  "--procs",
-                                         "--sizes",    "--reps",  "--warmup", "--prime",
-                                         "--baseline", "--rate",  "--csv",    "--out"};
+    static const char *const valued[] = {
+        "--inter", "--intra",    "--shape", "--procs", "--sizes", "--reps",    "--warmup",
+        "--prime", "--baseline", "--rate",  "--csv",   "--out",   "--min-time"};
     int takes = 1, known = 0;
     for (size_t j = 0; j < sizeof valued / sizeof *valued; j++) known |= !strcmp(a, valued[j]);
     if (!strcmp(a, "--no-verify")) b.verify = 0, takes = 0;
@@ -514,6 +536,7 @@ int main(int argc, char **argv) {
       bad = (b.nsizes = parse_sizes(val, b.sizes, 64)) <= 0, sizes_given = 1;
     else if (!strcmp(a, "--out")) out = val;
     else if (!strcmp(a, "--reps")) bad = (b.reps = atoi(val)) < 1;
+    else if (!strcmp(a, "--min-time")) bad = !((b.min_time = atof(val)) >= 0);
     else if (!strcmp(a, "--warmup")) bad = (b.warmup = atoi(val)) < 0;
     else if (!strcmp(a, "--prime")) bad = (b.prime = atoi(val)) < 0;
     else if (!strcmp(a, "--baseline")) baseline = val;
@@ -583,13 +606,13 @@ int main(int argc, char **argv) {
   }
   const int npoints = (b.inter_mode ? nshapes : nprocs) * b.nsizes;
   if (wrank == 0) {
-    printf("# cpl-bench %s: %d ranks, %d runs per variant (interleaved), %d warm-up, %d untimed "
-           "run%s\n# before each; times in ms, median and min of the slowest rank; ratio = "
-           "median(%s) / median(variant)\n",
-           CPL_VERSION_STRING, wsize, b.reps, b.warmup, b.prime, b.prime == 1 ? "" : "s",
-           b.names[b.baseline]);
-    printf("%-7s %9s  %-15s %10s %10s  %7s%s\n", "shape", "size", "algorithm", "median", "min",
-           "ratio", b.rate > 0 ? "   bound   med/bnd" : "");
+    printf("# cpl-bench %s: %d ranks, at least %d runs per variant (interleaved; more to fill "
+           "%g s), %d warm-up,\n# %d untimed run%s before each; times in ms, median and min of the "
+           "slowest rank; ratio = median(%s) / median(variant)\n",
+           CPL_VERSION_STRING, wsize, b.reps, b.min_time, b.warmup, b.prime,
+           b.prime == 1 ? "" : "s", b.names[b.baseline]);
+    printf("%-7s %9s  %-15s %10s %10s  %7s%s  runs\n", "shape", "size", "algorithm", "median",
+           "min", "ratio", b.rate > 0 ? "   bound   med/bnd" : "");
   }
   long maxk = 0;
   for (int s = 0; s < b.nsizes; s++) maxk = b.sizes[s] > maxk ? b.sizes[s] : maxk;
