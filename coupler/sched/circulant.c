@@ -10,13 +10,13 @@
  */
 #include "sched/circulant.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "coupler.h"
+#include "sched/sched.h"
 
 #define BIT(v) ((uint64_t)1 << (v))
 
@@ -273,25 +273,16 @@ int cpli_circ_full_init(cpli_circ_full *f, int p) {
 
 /* ------------------------------------------------------------ verifier */
 
-static int bad(char *why, size_t whylen, const char *fmt, ...) {
-  if (why && whylen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-  }
-  return CPL_ERR_INTERNAL;
-}
-
 static int check_structure(const cpli_circ *c, const int *base, const int *recv, char *why,
                            size_t whylen) {
   const int p = c->p, q = c->q;
   if (base[0] != q)
-    return bad(why, whylen, "p=%d: root baseblock %d, expected q=%d", p, base[0], q);
+    return cpli_sched_invalid(why, whylen, "p=%d: root baseblock %d, expected q=%d", p, base[0], q);
   for (int r = 0; r < p; r++) {
     const int *row = recv + (size_t)r * q;
     if (r > 0 && (base[r] < 0 || base[r] >= q))
-      return bad(why, whylen, "p=%d: rank %d baseblock %d outside 0..%d", p, r, base[r], q - 1);
+      return cpli_sched_invalid(why, whylen, "p=%d: rank %d baseblock %d outside 0..%d", p, r,
+                                base[r], q - 1);
     uint64_t seen = 0;
     int own = 0;
     for (int k = 0; k < q; k++) {
@@ -299,24 +290,26 @@ static int check_structure(const cpli_circ *c, const int *base, const int *recv,
       const int home = r > 0 && c->skips[k] <= r && r < c->skips[k + 1];
       if (home) {
         if (e != base[r])
-          return bad(why, whylen,
-                     "p=%d: rank %d round %d (its homerange) receives %d, not "
-                     "its baseblock %d",
-                     p, r, k, e, base[r]);
+          return cpli_sched_invalid(why, whylen,
+                                    "p=%d: rank %d round %d (its homerange) receives %d, not "
+                                    "its baseblock %d",
+                                    p, r, k, e, base[r]);
         own++;
         continue;
       }
       if (e < -q || e > -1)
-        return bad(why, whylen,
-                   "p=%d: rank %d round %d receives %d, expected a "
-                   "previous-phase block in %d..-1",
-                   p, r, k, e, -q);
+        return cpli_sched_invalid(why, whylen,
+                                  "p=%d: rank %d round %d receives %d, expected a "
+                                  "previous-phase block in %d..-1",
+                                  p, r, k, e, -q);
       if (seen & BIT(e + q))
-        return bad(why, whylen, "p=%d: rank %d receives block %d twice in a phase", p, r, e);
+        return cpli_sched_invalid(why, whylen, "p=%d: rank %d receives block %d twice in a phase",
+                                  p, r, e);
       seen |= BIT(e + q);
     }
     if (r > 0 && own != 1)
-      return bad(why, whylen, "p=%d: rank %d receives its baseblock %d times", p, r, own);
+      return cpli_sched_invalid(why, whylen, "p=%d: rank %d receives its baseblock %d times", p, r,
+                                own);
   }
   return 0;
 }
@@ -335,10 +328,10 @@ int cpli_circ_verify(const cpli_circ *c, const int *base, const int *recv, const
     for (int k = 0; k < q; k++) {
       const int t = (int)(((long long)r + c->skips[k]) % p);
       if (send[(size_t)r * q + k] != recv[(size_t)t * q + k])
-        return bad(why, whylen,
-                   "p=%d: edge %d->%d round %d: sender sends %d, receiver "
-                   "expects %d",
-                   p, r, t, k, send[(size_t)r * q + k], recv[(size_t)t * q + k]);
+        return cpli_sched_invalid(why, whylen,
+                                  "p=%d: edge %d->%d round %d: sender sends %d, receiver "
+                                  "expects %d",
+                                  p, r, t, k, send[(size_t)r * q + k], recv[(size_t)t * q + k]);
     }
   if (p == 1) return 0; /* the root holds everything, zero rounds */
 
@@ -362,31 +355,31 @@ int cpli_circ_verify(const cpli_circ *c, const int *base, const int *recv, const
       const long long br = cpli_circ_block(q, recv[(size_t)r * q + k], v, x, n);
       const long long bs = cpli_circ_block(q, send[(size_t)f * q + k], v, x, n);
       if (br != bs)
-        rc = bad(why, whylen,
-                 "p=%d n=%lld round %lld: %d sends block %lld, %d "
-                 "expects %lld",
-                 p, n, v - x, f, bs, r, br);
+        rc = cpli_sched_invalid(why, whylen,
+                                "p=%d n=%lld round %lld: %d sends block %lld, %d "
+                                "expects %lld",
+                                p, n, v - x, f, bs, r, br);
       else if (br < 0) continue;
       else if (got[(size_t)f * n + br] >= v)
-        rc = bad(why, whylen,
-                 "p=%d n=%lld round %lld: %d sends block %lld to %d "
-                 "before holding it",
-                 p, n, v - x, f, br, r);
+        rc = cpli_sched_invalid(why, whylen,
+                                "p=%d n=%lld round %lld: %d sends block %lld to %d "
+                                "before holding it",
+                                p, n, v - x, f, br, r);
       else if (got[(size_t)r * n + br] != NEVER)
-        rc = bad(why, whylen,
-                 "p=%d n=%lld round %lld: %d receives block %lld "
-                 "again (from %d)",
-                 p, n, v - x, r, br, f);
+        rc = cpli_sched_invalid(why, whylen,
+                                "p=%d n=%lld round %lld: %d receives block %lld "
+                                "again (from %d)",
+                                p, n, v - x, r, br, f);
       else got[(size_t)r * n + br] = v;
     }
   }
   for (int r = 1; r < p && !rc; r++)
     for (long long b = 0; b < n; b++)
       if (got[(size_t)r * n + b] == NEVER) {
-        rc = bad(why, whylen,
-                 "p=%d n=%lld: rank %d lacks block %lld after %lld "
-                 "rounds",
-                 p, n, r, b, n + q - 1);
+        rc = cpli_sched_invalid(why, whylen,
+                                "p=%d n=%lld: rank %d lacks block %lld after %lld "
+                                "rounds",
+                                p, n, r, b, n + q - 1);
         break;
       }
   free(got);

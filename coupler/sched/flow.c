@@ -3,23 +3,12 @@
  */
 #include "sched/flow.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "coupler.h"
-
-static int fault(char *why, size_t n, const char *fmt, ...) {
-  if (why && n) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, n, fmt, ap);
-    va_end(ap);
-  }
-  return CPL_ERR_INTERNAL;
-}
+#include "sched/sched.h"
 
 void cpli_flow_init(cpli_flow *f) { memset(f, 0, sizeof *f); }
 
@@ -199,8 +188,8 @@ int cpli_flow_resolve(cpli_flow *f, char *why, size_t whylen) {
   qsort(rs, nr, sizeof *rs, cmp_span);
   for (size_t i = 1; i < nr; i++)
     if (rs[i - 1].off + rs[i - 1].len > rs[i].off) {
-      rc = fault(why, whylen, "receives %zu and %zu both write byte %zu", rs[i - 1].msg, rs[i].msg,
-                 rs[i].off);
+      rc = cpli_sched_invalid(why, whylen, "receives %zu and %zu both write byte %zu",
+                              rs[i - 1].msg, rs[i].msg, rs[i].off);
       goto out;
     }
   nh[0] = nh[1] = 0;
@@ -216,8 +205,9 @@ int cpli_flow_resolve(cpli_flow *f, char *why, size_t whylen) {
   for (size_t i = 0, h = 0; i < nr; i++) {
     while (h < nh[0] && hs[0][h].off + hs[0][h].len <= rs[i].off) h++;
     if (h < nh[0] && hs[0][h].off < rs[i].off + rs[i].len) {
-      rc = fault(why, whylen, "receive %zu writes byte %zu, which holds data from the start",
-                 rs[i].msg, rs[i].off > hs[0][h].off ? rs[i].off : hs[0][h].off);
+      rc = cpli_sched_invalid(why, whylen,
+                              "receive %zu writes byte %zu, which holds data from the start",
+                              rs[i].msg, rs[i].off > hs[0][h].off ? rs[i].off : hs[0][h].off);
       goto out;
     }
   }
@@ -231,8 +221,9 @@ int cpli_flow_resolve(cpli_flow *f, char *why, size_t whylen) {
       const size_t pc = m->p0 + (size_t)j, a = f->off[pc], b = a + f->len[pc];
       if (m->buf == 1) {
         if (!covered(hs[1], nh[1], a, b)) {
-          rc = fault(why, whylen, "send %zu reads bytes %zu..%zu of the own buffer, not all valid",
-                     i, a, b - 1);
+          rc = cpli_sched_invalid(why, whylen,
+                                  "send %zu reads bytes %zu..%zu of the own buffer, not all valid",
+                                  i, a, b - 1);
           goto out;
         }
         continue;
@@ -246,7 +237,8 @@ int cpli_flow_resolve(cpli_flow *f, char *why, size_t whylen) {
       size_t cur = a;
       for (size_t k = lo; k < nr && rs[k].off < b; k++) {
         if (!covered(hs[0], nh[0], cur, rs[k].off)) {
-          rc = fault(why, whylen, "send %zu reads byte %zu, which nothing provides", i, cur);
+          rc = cpli_sched_invalid(why, whylen, "send %zu reads byte %zu, which nothing provides", i,
+                                  cur);
           goto out;
         }
         if (rs[k].off + rs[k].len > cur) cur = rs[k].off + rs[k].len;
@@ -263,7 +255,8 @@ int cpli_flow_resolve(cpli_flow *f, char *why, size_t whylen) {
         }
       }
       if (cur < b && !covered(hs[0], nh[0], cur, b)) {
-        rc = fault(why, whylen, "send %zu reads byte %zu, which nothing provides", i, cur);
+        rc = cpli_sched_invalid(why, whylen, "send %zu reads byte %zu, which nothing provides", i,
+                                cur);
         goto out;
       }
     }
@@ -596,7 +589,7 @@ int cpli_flow_simulate(int nranks, cpli_flow *const *plans, unsigned char *const
   for (int r = 0; r < nranks; r++) {
     const cpli_flow *f = plans[r];
     if (!f->resolved) {
-      rc = fault(why, whylen, "rank %d: plan not resolved", r);
+      rc = cpli_sched_invalid(why, whylen, "rank %d: plan not resolved", r);
       goto out;
     }
     size_t *cnt_s = calloc((size_t)nranks, sizeof *cnt_s),
@@ -616,7 +609,7 @@ int cpli_flow_simulate(int nranks, cpli_flow *const *plans, unsigned char *const
       if (m->peer < 0 || m->peer >= nranks || m->peer == r) {
         free(cnt_s);
         free(cnt_r);
-        rc = fault(why, whylen, "rank %d message %zu: bad peer %d", r, i, m->peer);
+        rc = cpli_sched_invalid(why, whylen, "rank %d message %zu: bad peer %d", r, i, m->peer);
         goto out;
       }
       if (m->send) sord[r][i] = cnt_s[m->peer]++;
@@ -642,16 +635,17 @@ int cpli_flow_simulate(int nranks, cpli_flow *const *plans, unsigned char *const
         key want = {r, sord[r][i], 0};
         key *hit = bsearch(&want, recvs[y], nrecv[y], sizeof(key), cmp_key);
         if (!hit) {
-          rc = fault(why, whylen, "send %zu of rank %d (#%zu to rank %d) has no matching receive",
-                     i, r, sord[r][i], y);
+          rc = cpli_sched_invalid(why, whylen,
+                                  "send %zu of rank %d (#%zu to rank %d) has no matching receive",
+                                  i, r, sord[r][i], y);
           goto out;
         }
         const cpli_fmsg *t = &plans[y]->m[hit->msg];
         if (t->bytes != m->bytes) {
-          rc = fault(why, whylen,
-                     "send %zu of rank %d carries %zu bytes, receive %zu of rank %d "
-                     "expects %zu",
-                     i, r, m->bytes, hit->msg, y, t->bytes);
+          rc = cpli_sched_invalid(why, whylen,
+                                  "send %zu of rank %d carries %zu bytes, receive %zu of rank %d "
+                                  "expects %zu",
+                                  i, r, m->bytes, hit->msg, y, t->bytes);
           goto out;
         }
         if (m->bytes > tmpcap) {
@@ -686,8 +680,9 @@ int cpli_flow_simulate(int nranks, cpli_flow *const *plans, unsigned char *const
     for (size_t i = 0; i < plans[r]->nm; i++)
       if (!done[r][i]) {
         const cpli_fmsg *m = &plans[r]->m[i];
-        rc = fault(why, whylen, "stuck: rank %d %s %zu %s rank %d (%zu bytes) never completes", r,
-                   m->send ? "send" : "receive", i, m->send ? "to" : "from", m->peer, m->bytes);
+        rc = cpli_sched_invalid(
+            why, whylen, "stuck: rank %d %s %zu %s rank %d (%zu bytes) never completes", r,
+            m->send ? "send" : "receive", i, m->send ? "to" : "from", m->peer, m->bytes);
         goto out;
       }
 out:

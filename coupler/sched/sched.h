@@ -35,4 +35,9 @@ static inline void cpli_schedule_free(cpli_schedule *s) {
   s->nsteps = 0;
 }
 
+/* A verifier's verdict "invalid": writes the reason (printf-style) to
+ * why[whylen] when given, and returns CPL_ERR_INTERNAL. */
+int cpli_sched_invalid(char *why, size_t whylen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 #endif

@@ -15,7 +15,7 @@
 
 #include "coupler.h"
 
-static int bad(char *why, size_t whylen, const char *fmt, ...) {
+int cpli_sched_invalid(char *why, size_t whylen, const char *fmt, ...) {
   if (why && whylen) {
     va_list ap;
     va_start(ap, fmt);
@@ -44,8 +44,9 @@ int cpli_ring_verify_stats(int p, int q, const cpli_schedule *s, cpli_ring_stats
   }
   const int n = p + q;
   st.nsteps = s->nsteps;
-  if (s->nprocs != n) return bad(why, whylen, "nprocs=%d, expected p+q=%d", s->nprocs, n);
-  if (s->nsteps < 0) return bad(why, whylen, "nsteps=%d < 0", s->nsteps);
+  if (s->nprocs != n)
+    return cpli_sched_invalid(why, whylen, "nprocs=%d, expected p+q=%d", s->nprocs, n);
+  if (s->nsteps < 0) return cpli_sched_invalid(why, whylen, "nsteps=%d < 0", s->nsteps);
 
   int *held = malloc(sizeof *held * (size_t)n * (size_t)p);
   int *sent = malloc(sizeof *sent * (size_t)n); /* last step with a send */
@@ -66,10 +67,10 @@ int cpli_ring_verify_stats(int p, int q, const cpli_schedule *s, cpli_ring_stats
     const cpli_transfer *u = &s->t[k - 1], *t = &s->t[k];
     if (u->step > t->step ||
         (u->step == t->step && (u->from > t->from || (u->from == t->from && u->to > t->to)))) {
-      rc = bad(why, whylen,
-               "transfer %zu (step %d, %d->%d) is out of order after "
-               "(step %d, %d->%d)",
-               k, t->step, t->from, t->to, u->step, u->from, u->to);
+      rc = cpli_sched_invalid(why, whylen,
+                              "transfer %zu (step %d, %d->%d) is out of order after "
+                              "(step %d, %d->%d)",
+                              k, t->step, t->from, t->to, u->step, u->from, u->to);
       goto out;
     }
   }
@@ -77,48 +78,49 @@ int cpli_ring_verify_stats(int p, int q, const cpli_schedule *s, cpli_ring_stats
   for (size_t k = 0; k < s->n; k++) {
     const cpli_transfer *t = &s->t[k];
     if (t->step < 0 || t->step >= s->nsteps) {
-      rc = bad(why, whylen, "transfer %zu: step %d outside 0..%d", k, t->step, s->nsteps - 1);
+      rc = cpli_sched_invalid(why, whylen, "transfer %zu: step %d outside 0..%d", k, t->step,
+                              s->nsteps - 1);
       goto out;
     }
     if (t->from < 0 || t->from >= n || t->to < 0 || t->to >= n) {
-      rc = bad(why, whylen, "step %d: rank out of range in %d->%d (N=%d)", t->step, t->from, t->to,
-               n);
+      rc = cpli_sched_invalid(why, whylen, "step %d: rank out of range in %d->%d (N=%d)", t->step,
+                              t->from, t->to, n);
       goto out;
     }
     int d = ((t->to - t->from) % n + n) % n;
     if (t->from == t->to || (d != 1 && d != n - 1)) {
-      rc = bad(why, whylen, "step %d: %d->%d are not ring neighbours (N=%d)", t->step, t->from,
-               t->to, n);
+      rc = cpli_sched_invalid(why, whylen, "step %d: %d->%d are not ring neighbours (N=%d)",
+                              t->step, t->from, t->to, n);
       goto out;
     }
     if (t->msg < 0 || t->msg >= p) {
-      rc = bad(why, whylen, "step %d: %d->%d carries message %d, not in 0..%d", t->step, t->from,
-               t->to, t->msg, p - 1);
+      rc = cpli_sched_invalid(why, whylen, "step %d: %d->%d carries message %d, not in 0..%d",
+                              t->step, t->from, t->to, t->msg, p - 1);
       goto out;
     }
     if (sent[t->from] == t->step) {
-      rc = bad(why, whylen, "step %d: rank %d sends twice (second: m%d to %d)", t->step, t->from,
-               t->msg, t->to);
+      rc = cpli_sched_invalid(why, whylen, "step %d: rank %d sends twice (second: m%d to %d)",
+                              t->step, t->from, t->msg, t->to);
       goto out;
     }
     if (recv[t->to] == t->step) {
-      rc = bad(why, whylen, "step %d: rank %d receives twice (second: m%d from %d)", t->step, t->to,
-               t->msg, t->from);
+      rc = cpli_sched_invalid(why, whylen, "step %d: rank %d receives twice (second: m%d from %d)",
+                              t->step, t->to, t->msg, t->from);
       goto out;
     }
     sent[t->from] = recv[t->to] = t->step;
     int *hf = &held[(size_t)t->from * p + t->msg];
     if (*hf >= t->step) {
       if (*hf == INT_MAX)
-        rc = bad(why, whylen,
-                 "step %d: rank %d sends m%d to %d but never "
-                 "had it before",
-                 t->step, t->from, t->msg, t->to);
+        rc = cpli_sched_invalid(why, whylen,
+                                "step %d: rank %d sends m%d to %d but never "
+                                "had it before",
+                                t->step, t->from, t->msg, t->to);
       else
-        rc = bad(why, whylen,
-                 "step %d: rank %d sends m%d to %d but only "
-                 "receives it in step %d",
-                 t->step, t->from, t->msg, t->to, *hf);
+        rc = cpli_sched_invalid(why, whylen,
+                                "step %d: rank %d sends m%d to %d but only "
+                                "receives it in step %d",
+                                t->step, t->from, t->msg, t->to, *hf);
       goto out;
     }
     int *ht = &held[(size_t)t->to * p + t->msg];
@@ -132,13 +134,14 @@ int cpli_ring_verify_stats(int p, int q, const cpli_schedule *s, cpli_ring_stats
     if (++in_step > st.max_sends) st.max_sends = in_step;
   }
   if (s->nsteps != last + 1) {
-    rc = bad(why, whylen, "nsteps=%d but the last step used is %d", s->nsteps, last);
+    rc = cpli_sched_invalid(why, whylen, "nsteps=%d but the last step used is %d", s->nsteps, last);
     goto out;
   }
   for (int r = p; r < n; r++)
     for (int m = 0; m < p; m++)
       if (held[(size_t)r * p + m] == INT_MAX) {
-        rc = bad(why, whylen, "receiver %d never gets m%d (after %d steps)", r, m, s->nsteps);
+        rc = cpli_sched_invalid(why, whylen, "receiver %d never gets m%d (after %d steps)", r, m,
+                                s->nsteps);
         goto out;
       }
 out:
