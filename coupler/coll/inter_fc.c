@@ -22,8 +22,10 @@
  * every block moves as a stream, cut into messages where the cut model
  * (sched/cut.h; coll/fc_plan.c) says a forward would otherwise wait: p < q
  * receivers forward the pieces of their broadcast block in the allgather
- * phase while the rest is still arriving; p >= q blocks move whole (the
- * receivers' ports take p blocks each, so nothing waits). CPL_CHUNK
+ * phase while the rest is still arriving; for p > q the direct blocks
+ * and the ring after them are cut, as each ring step relays the one
+ * before; for p = q they move whole, as every receiver's port is busy
+ * throughout (sched/flow.c, cpli_flow_fc, says what was measured). CPL_CHUNK
  * forces one cut everywhere (the behaviour before the model: 32K). The
  * phases overlap and nothing waits for a step boundary. The allgather phase is
  * Traff's Alg. 7 or, where cpli_ring_preferred says its extra start-ups
