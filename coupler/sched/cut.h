@@ -10,9 +10,11 @@
  *    meanwhile (Alg. 7's rounds and the intra-group ring: in every round
  *    or ring step a member sends as many blocks as it receives, so what
  *    it forwards has arrived by the time it is needed): whole;
+ *  - forwarded by a receiver whose port is busy throughout anyway (fc at
+ *    p = q: the direct blocks, then the ring's steps): whole;
  *  - forwarded along a pipeline that would otherwise wait for it (fc's
  *    p < q broadcasts, their receivers forwarding the block they are
- *    still receiving; fc's p >= q direct blocks and the ring after them,
+ *    still receiving; fc's p > q direct blocks and the ring after them,
  *    whose every step relays what the step before brings, measured 1.26
  *    of the bound at 6|2 whole): m pieces minimising the pipeline's
  *    modelled time.
