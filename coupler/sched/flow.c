@@ -434,7 +434,7 @@ int cpli_flow_fc(cpli_flow *f, int p, int q, int me, const size_t *counts, const
      * only cost start-ups and split the port between two streams (4|4,
      * 21 rounds: 1.03-1.04 of the bound whole at 512 KiB and 1 MiB, 1.11-
      * 1.12 cut; 1.07-1.08 both at 2 MiB). */
-    const int cut = modelled && p > 1 && p > q;
+    const int cut = modelled && p > q; /* p > q >= 1: p > 1 */
     f->note_why = p > 1 ? (cut ? CPLI_CUT_PIPE : CPLI_CUT_PORT) : CPLI_CUT_LAST;
     f->note_depth = cut ? 2 : 1;
     const size_t L = sender ? own_bytes : counts[me - p];

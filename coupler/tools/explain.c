@@ -109,10 +109,8 @@ int cpli_explain_inter(const char *alg, int p, int q, size_t k, int explain, int
              t->chunk ? human(t->chunk, hc, sizeof hc) : "",
              t->chunk ? (t->chunk_from[0] == 'f' ? " (tuning file)" : " (CPL_CHUNK)") : "");
       if (fc) {
-        printf("# allgather phase: %s",
-               !o.ring               ? "Alg. 7"
-               : p == q && !t->chunk ? "ring, steps whole (p = q: every port busy throughout)"
-                                     : "pipelined ring");
+        /* how each of its streams is cut: the table below */
+        printf("# allgather phase: %s", o.ring ? "ring" : "Alg. 7");
         if (p < q)
           printf("; broadcasts: Alg. 6, %lld blocks of %zu bytes", o.nblocks,
                  o.nblocks > 0 ? (k + (size_t)o.nblocks - 1) / (size_t)o.nblocks : k);
