@@ -2,15 +2,16 @@
  * Executor of dataflow plans (sched/flow.h) over MPI.
  *
  * Every receive is posted at once, in plan order. Sends are issued in plan
- * order per destination, each as soon as the receives it depends on have
- * completed; a send to one peer may overtake an earlier send to another
- * whose data is still on its way. MPI's non-overtaking rule on one tag
- * then pairs the i-th send from X to Y with Y's i-th receive from X, as in
- * the plans. Nothing waits for a step boundary, so a late peer delays only
- * the data that really passes through it, and several messages per link
- * are in flight (on the emulated cluster an 8 MiB pair exchange as one
- * message per direction ran at half the rate when the default rendezvous
- * was used; cut into 256 KiB messages it ran at the full rate).
+ * order per destination, each as soon as the receives it depends on (and
+ * the message the plan orders before it, if any) have completed; a send
+ * to one peer may overtake an earlier send to another whose data is still
+ * on its way. MPI's non-overtaking rule on one tag then pairs the i-th
+ * send from X to Y with Y's i-th receive from X, as in the plans. Nothing
+ * waits for a step boundary, so a late peer delays only the data that
+ * really passes through it, and several messages per link are in flight
+ * (on the emulated cluster an 8 MiB pair exchange as one message per
+ * direction ran at half the rate when the default rendezvous was used;
+ * cut into 256 KiB messages it ran at the full rate).
  *
  * A message of several pieces up to FLOW_PACK_MAX bytes is packed into (or
  * received into and unpacked from) a contiguous staging buffer: with MPICH
@@ -79,8 +80,8 @@ static int msg_args(const cpli_flow *f, const cpli_fmsg *m, char *base, void **a
                     MPI_Datatype *type, char **stage) {
   *type = MPI_DATATYPE_NULL;
   *stage = NULL;
-  if (m->np == 1) {
-    *addr = base + f->off[m->p0];
+  if (m->np <= 1) { /* no piece: a signal (cpli_flow_signal) */
+    *addr = m->np ? base + f->off[m->p0] : base;
     *count = (int)m->bytes;
     return CPL_OK;
   }
@@ -160,10 +161,10 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
   char **stage = (char **)(arena + at[STAGE]);
   MPI_Status *st = (MPI_Status *)(arena + at[ST]);
   int *idx = (int *)(arena + at[IDX]);
-  int *pend = (int *)(arena + at[PEND]);             /* sends: receives still awaited */
+  int *pend = (int *)(arena + at[PEND]);             /* sends: messages still awaited */
   size_t *ord = (size_t *)(arena + at[ORD]);         /* sends: ordinal per destination */
   size_t *nextord = (size_t *)(arena + at[NEXTORD]); /* per peer: next send to issue */
-  size_t *rstart = (size_t *)(arena + at[RSTART]);   /* receive -> dependent sends */
+  size_t *rstart = (size_t *)(arena + at[RSTART]);   /* message -> dependent sends */
   size_t *rlist = (size_t *)(arena + at[RLIST]);
   size_t *fill = (size_t *)(arena + at[FILL]);
   unsigned char *state = (unsigned char *)(arena + at[STATE]); /* 0 idle, 1 active, 2 done */
@@ -172,7 +173,8 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
   for (size_t i = 0; i < nm; i++) req[i] = MPI_REQUEST_NULL, type[i] = MPI_DATATYPE_NULL;
   for (size_t i = 0; i < nm; i++) {
     const cpli_fmsg *m = &f->m[i];
-    if (m->peer < 0 || m->peer >= np || (m->buf == 1 && !base1) || (m->buf == 0 && !base0)) {
+    if (m->peer < 0 || m->peer >= np || (m->np && m->buf == 1 && !base1) ||
+        (m->np && m->buf == 0 && !base0)) {
       rc = cpli_fail(CPL_ERR_INTERNAL,
                      "dataflow: message %zu: peer %d of %d, buffer %d "
                      "(a bug in Coupler)",
@@ -258,9 +260,8 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
       if (stage[i] && !f->m[i].send) pack(f, &f->m[i], base0, stage[i], 0);
       free(stage[i]);
       stage[i] = NULL;
-      if (!f->m[i].send)
-        for (size_t k = rstart[i]; k < rstart[i + 1]; k++)
-          if (--pend[rlist[k]] == 0) dirty = 1;
+      for (size_t k = rstart[i]; k < rstart[i + 1]; k++)
+        if (--pend[rlist[k]] == 0) dirty = 1;
     }
     if (outcount > 0 || dirty) {
       cpli_wait_moved(&w);

@@ -52,10 +52,16 @@ static void say_step(const void *arg, char *buf, unsigned long n) {
   else snprintf(buf, n, "%s: %s", where, x->what);
 }
 
+/* " with rank P" for messages (formatted only when one is printed). */
+static const char *peer_text(int peer, char *buf, size_t n) {
+  if (peer < 0) return "";
+  snprintf(buf, n, " with rank %d", peer);
+  return buf;
+}
+
 int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const char *what,
                  int peer) {
-  char where[256], with[32] = "";
-  if (peer >= 0) snprintf(with, sizeof with, " with rank %d", peer);
+  char where[256], with[32];
   /* Real status arrays: gcc 12 misreads MPI_STATUSES_IGNORE as a buffer. */
   MPI_Status st[4];
   if (n > 4) return cpli_fail(CPL_ERR_INTERNAL, "cpli_waitall: %d requests, at most 4", n);
@@ -63,7 +69,8 @@ int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const c
     int rc = MPI_Waitall(n, reqs, st);
     if (rc == MPI_SUCCESS) return CPL_OK;
     return cpli_mpi_check(rc, "MPI_Waitall", "%s: %s%s",
-                          cpli_ctx_where(ctx, comm, where, sizeof where), what, with);
+                          cpli_ctx_where(ctx, comm, where, sizeof where), what,
+                          peer_text(peer, with, sizeof with));
   }
   cpli_wait w;
   cpli_wait_start(&w, ctx->timeout, 0);
@@ -74,7 +81,8 @@ int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const c
     int rc = MPI_Testall(n, reqs, &done, st);
     if (rc != MPI_SUCCESS)
       return cpli_mpi_check(rc, "MPI_Testall", "%s: %s%s",
-                            cpli_ctx_where(ctx, comm, where, sizeof where), what, with);
+                            cpli_ctx_where(ctx, comm, where, sizeof where), what,
+                            peer_text(peer, with, sizeof with));
     if (done) return CPL_OK;
     if (cpli_wait_idle(&w)) {
       /* Cancelled receives can no longer write into buffers the caller is
@@ -88,7 +96,8 @@ int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const c
       return cpli_fail(CPL_ERR_TIMEOUT,
                        "%s: %s%s did not complete within %g s "
                        "(peer dead, stuck, or not in this collective)",
-                       cpli_ctx_where(ctx, comm, where, sizeof where), what, with, ctx->timeout);
+                       cpli_ctx_where(ctx, comm, where, sizeof where), what,
+                       peer_text(peer, with, sizeof with), ctx->timeout);
     }
   }
 }
@@ -128,11 +137,13 @@ typedef struct side {
 static int pieces_type(int n, const size_t *len, const size_t *off, side *sd) {
   *sd = (side){MPI_DATATYPE_NULL, 0, 0};
   int m = 0, first = -1;
+  size_t end = 0; /* a piece starting where the last one ended extends its run */
   for (int i = 0; i < n; i++)
     if (len[i]) {
       if (first < 0) first = i;
       sd->bytes += len[i];
-      m++;
+      if (m == 0 || off[i] != end) m++;
+      end = off[i] + len[i];
     }
   if (m <= 1) {
     if (m == 1) sd->off = off[first];
@@ -144,6 +155,10 @@ static int pieces_type(int n, const size_t *len, const size_t *off, side *sd) {
   MPI_Count *disp = bl + m;
   for (int i = 0, j = 0; i < n; i++)
     if (len[i]) { /* zero-length pieces are legal but useless */
+      if (j > 0 && (size_t)(disp[j - 1] + bl[j - 1]) == off[i]) {
+        bl[j - 1] += (MPI_Count)len[i];
+        continue;
+      }
       bl[j] = (MPI_Count)len[i];
       disp[j++] = (MPI_Count)off[i];
     }

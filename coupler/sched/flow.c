@@ -78,6 +78,21 @@ static int add_piece(cpli_flow *f, size_t off, size_t len) {
   return CPL_OK;
 }
 
+int cpli_flow_signal(cpli_flow *f, int send, int peer, size_t after) {
+  size_t cm = f->cm;
+  if (grow((void **)&f->m, &cm, f->nm + 1, sizeof *f->m)) return nomem();
+  f->cm = cm;
+  f->m[f->nm++] = (cpli_fmsg){.send = send, .peer = peer, .p0 = f->npc};
+  return send && after != CPLI_FLOW_NONE ? cpli_flow_order(f, after, f->nm - 1) : CPL_OK;
+}
+
+int cpli_flow_order(cpli_flow *f, size_t j, size_t i) {
+  if (i >= f->nm || !f->m[i].send || j >= i)
+    return cpli_fail(CPL_ERR_ARG, "dataflow plan: message %zu cannot wait for message %zu", i, j);
+  f->m[i].after = j + 1;
+  return CPL_OK;
+}
+
 int cpli_flow_stream(cpli_flow *f, int send, int peer, int buf, int n, const size_t *off,
                      const size_t *len, size_t chunk) {
   if (n < 0 || (!send && buf != 0) || buf < 0 || buf > 1)
@@ -259,6 +274,16 @@ int cpli_flow_resolve(cpli_flow *f, char *why, size_t whylen) {
                                 cur);
         goto out;
       }
+    }
+    if (m->after && stamp[m->after - 1] != i) { /* the builder's order */
+      size_t cd = f->cdep;
+      if (grow((void **)&f->dep, &cd, f->ndep + 1, sizeof *f->dep)) {
+        rc = nomem();
+        goto out;
+      }
+      f->cdep = cd;
+      f->dep[f->ndep++] = m->after - 1;
+      m->nd++;
     }
   }
   f->resolved = 1;

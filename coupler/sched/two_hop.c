@@ -54,6 +54,11 @@ int cpli_two_hop_holders(int p, int q, size_t k, double beta) {
   return cpli_two_hop_fanout(p, q, p - 1) <= p ? p - 1 : p;
 }
 
+int cpli_two_hop_staggered(int p, int q, size_t k, const cpli_cut_model *m) {
+  return p > q && q >= 3 && p % q == 0 && m->alpha > 0 && m->beta > 0 &&
+         2 * q * m->alpha <= (double)(p - q) * (double)k * m->beta;
+}
+
 int cpli_two_hop_source(int b, int j, int p, int q, int r) {
   const int h0 = first_holder(b, p, q), d = ((j - h0) % q + q) % q;
   if (d < r) return -1;
@@ -99,10 +104,18 @@ int cpli_flow_two_hop(cpli_flow *f, int p, int q, int me, const size_t *counts,
   f->cut_fixed = o->chunk > 0;
   if (me < p) { /* sender: its block to its r holders */
     const int r = cpli_two_hop_holders(p, q, own_bytes, o->cut.beta);
+    const int one_by_one = cpli_two_hop_staggered(p, q, own_bytes, &o->cut);
     CPLI_TRY(cpli_flow_have(f, 1, 0, own_bytes));
+    size_t ack = CPLI_FLOW_NONE;
     for (int i = 0; i < r; i++) {
       const int h = (first_holder(me, p, q) + i) % q, rel = relays(me, h, p, q, r);
+      const size_t m0 = f->nm;
       CPLI_TRY(stream(f, 1, p + h, 1, 0, own_bytes, cut(o, own_bytes, rel), rel));
+      if (ack != CPLI_FLOW_NONE) CPLI_TRY(cpli_flow_order(f, ack, m0));
+      if (one_by_one && i < r - 1) {
+        ack = f->nm;
+        CPLI_TRY(cpli_flow_signal(f, 0, p + h, CPLI_FLOW_NONE));
+      }
     }
     return CPL_OK;
   }
@@ -116,6 +129,10 @@ int cpli_flow_two_hop(cpli_flow *f, int p, int q, int me, const size_t *counts,
     if (src < 0) {
       const int rel = relays(b, j, p, q, r);
       CPLI_TRY(stream(f, 0, b, 0, displs[b], counts[b], cut(o, counts[b], rel), rel));
+      /* a staggered sender's next stream waits for this one to arrive */
+      if (cpli_two_hop_staggered(p, q, counts[b], &o->cut) &&
+          ((j - first_holder(b, p, q)) % q + q) % q < q - 1)
+        CPLI_TRY(cpli_flow_signal(f, 1, b, f->nm - 1));
     } else {
       CPLI_TRY(stream(f, 0, p + src, 0, displs[b], counts[b], cut(o, counts[b], 1), 1));
     }

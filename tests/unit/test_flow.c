@@ -306,6 +306,8 @@ static void two_hop_shape(int p, int q, double beta) {
   for (int b = 0; b < p; b++) counts[b] = 3, displs[b] = 3 * (size_t)b;
   const int r = cpli_two_hop_holders(p, q, 3, beta);
   long long most = 0;
+  const int stag = cpli_two_hop_staggered(p, q, 3, &o.cut);
+  int acks = 0;
   int ok = r >= 1 && r <= (p < q ? p : q) && (p <= q || r == q) &&
            (p > q || p < 2 || 3 * beta < CPLI_TWO_HOP_DIRECT_S || r == p);
   for (int me = 0; me < p + q && ok; me++) {
@@ -313,13 +315,22 @@ static void two_hop_shape(int p, int q, double beta) {
     cpli_flow_init(&f);
     ok = cpli_flow_two_hop(&f, p, q, me, me < p ? NULL : counts, me < p ? NULL : displs,
                            me < p ? counts[me] : 0, &o) == CPL_OK;
-    int sends = 0, recvs = 0;
+    int sends = 0, recvs = 0, ordered = 0, signals = 0;
     for (size_t i = 0; i < f.nnote && ok; i++) f.note[i].send ? sends++ : recvs++;
-    if (me < p) ok = ok && sends == r && recvs == 0;
-    else ok = ok && recvs == p;
+    for (size_t i = 0; i < f.nm && ok; i++) {
+      ordered += f.m[i].after > 0;
+      signals += f.m[i].np == 0 && f.m[i].send == (me >= p);
+    }
+    /* staggered: a sender's stream after the first waits for a signal
+     * that the one before arrived, which its receiver sends on arrival */
+    if (me < p) ok = ok && sends == r && recvs == 0 && ordered == (stag ? r - 1 : 0);
+    else ok = ok && recvs == p && ordered == signals;
+    if (me < p) ok = ok && signals == ordered;
+    else acks += signals;
     if (me >= p) most = sends > most ? sends : most;
     cpli_flow_free(&f);
   }
+  ok = ok && acks == (stag ? p * (q - 1) : 0);
   CHECK(ok && most == cpli_two_hop_fanout(p, q, r) && (p <= q || most == 0),
         "two-hop %d|%d: r %d, busiest receiver sends %lld streams, fanout says %lld", p, q, r, most,
         cpli_two_hop_fanout(p, q, r));
@@ -381,6 +392,27 @@ static void broken_plans(void) {
         "deadlock not found");
   cpli_flow_free(&a);
   cpli_flow_free(&b);
+  /* an order the data does not need is still kept: each sends only after
+   * its receive, so neither ever sends */
+  cpli_flow_init(&a);
+  cpli_flow_init(&b);
+  cpli_flow_have(&a, 0, 4, 4);
+  cpli_flow_have(&b, 0, 4, 4);
+  cpli_flow_stream(&a, 0, 1, 0, 1, (size_t[]){0}, (size_t[]){4}, 0);
+  cpli_flow_stream(&a, 1, 1, 0, 1, (size_t[]){4}, (size_t[]){4}, 0);
+  cpli_flow_stream(&b, 0, 0, 0, 1, (size_t[]){0}, (size_t[]){4}, 0);
+  cpli_flow_stream(&b, 1, 0, 0, 1, (size_t[]){4}, (size_t[]){4}, 0);
+  CHECK(cpli_flow_order(&a, 0, 1) == CPL_OK && cpli_flow_order(&b, 0, 1) == CPL_OK &&
+            cpli_flow_order(&a, 1, 0) == CPL_ERR_ARG && cpli_flow_order(&a, 1, 1) == CPL_ERR_ARG,
+        "cpli_flow_order accepted a receive or a later message");
+  cpli_flow_resolve(&a, why, sizeof why);
+  cpli_flow_resolve(&b, why, sizeof why);
+  CHECK(a.m[1].nd == 1 && a.dep[a.m[1].d0] == 0, "order not among the dependencies");
+  CHECK(cpli_flow_simulate(2, pp, b0, b1, why, sizeof why) == CPL_ERR_INTERNAL &&
+            strstr(why, "stuck"),
+        "order ignored by the simulator");
+  cpli_flow_free(&a);
+  cpli_flow_free(&b);
   /* stream cuts: 10 bytes at chunk 4 -> 3 messages of 4, 3, 3 */
   cpli_flow_init(&a);
   cpli_flow_stream(&a, 0, 1, 0, 2, (size_t[]){0, 20}, (size_t[]){6, 4}, 4);
@@ -388,7 +420,7 @@ static void broken_plans(void) {
             a.m[1].np == 2 && a.off[a.m[1].p0 + 1] == 20,
         "stream cut wrong (%zu messages)", a.nm);
   cpli_flow_free(&a);
-  cases += 7;
+  cases += 10;
 }
 
 int main(void) {
@@ -448,6 +480,7 @@ int main(void) {
     for (int q = 1; q <= 40; q++) {
       two_hop_shape(p, q, 1e-6); /* 3-byte blocks: short, r = p - 1 where it fits */
       two_hop_shape(p, q, 1);    /* 3 s per block: long, r = p for p <= q */
+      two_hop_shape(p, q, 1e-7); /* p > q staggers from 3 (p - q) >= 20 q, q >= 3 | p */
     }
   printf("flow: %d cases, %d failures\n", cases, failures);
   return failures ? 1 : 0;
