@@ -22,10 +22,9 @@
  * goes to p holders, since that loss is a start-up while a relay costs
  * throughout (4|4 at 16 MiB: 1.03 against 1.12). The cost is peers: a
  * receiver talks to up to p senders and p holders at once. Where p
- * streams into one port overflow its queue (TCP incast, 12|4 at 16
- * nodes), a sender can feed its receivers one after another instead
- * (cpli_two_hop_staggered); where q does not divide p that is no cure
- * (10|6, 9|7 at 16 nodes stall in some runs either way).
+ * streams into one port overflow its queue (TCP incast: p > q at 16
+ * nodes), a sender keeps only a few of its streams going at once
+ * (cpli_two_hop_window).
  */
 #include "coll/coll.h"
 #include "coll/fc_plan.h"

@@ -204,7 +204,7 @@ int cpli_flow_direct_ring(cpli_flow *f, int p, int q, int me, const size_t *coun
  * no receiver feeds more than p streams (cpli_two_hop_fanout), so that
  * only the receivers' ports are full, and r = p otherwise or for a block
  * that takes CPLI_TWO_HOP_DIRECT_S or more at rate 1 / beta. p > q: a
- * sender may stagger its streams (cpli_two_hop_staggered). With o->model a
+ * sender may stagger its streams (cpli_two_hop_window). With o->model a
  * relayed block is a depth-2 pipeline (cut by its own length, the
  * holder's receive and its sends alike), the others move whole; o->chunk
  * forces one cut on relayed blocks. Receivers give all p block sizes and
@@ -216,21 +216,29 @@ int cpli_flow_direct_ring(cpli_flow *f, int p, int q, int me, const size_t *coun
  * at 16 MiB (330 ms), about even at 2-4 MiB. */
 #define CPLI_TWO_HOP_DIRECT_S 0.08
 int cpli_two_hop_holders(int p, int q, size_t k, double beta);
-/* p > q: does a sender feed its q receivers one after another, each
- * stream after its receiver has signalled that the one before arrived?
- * In ring order from a sender's first holder, every receiver then takes
- * p / q streams at a time instead of p (q divides p: otherwise some take
- * one more and the slots do not line up), and the acknowledgements' 2 q
- * start-ups fit in the slack of the sender's port (it moves q k bytes
- * while the receivers' ports move p k). Waiting for MPI's send completion
- * would not do: TCP takes a megabyte into its buffers and completes it.
- * Why: p streams into one port at once overflow its queue (incast). On
- * the emulated cluster at 16 nodes, 12|4 at 1 MiB dropped about 500
- * packets and hit about one TCP timeout per call, 1.29-1.39 of the
- * bound; staggered 1.05-1.09. Not for q = 2: 14|2 took 1.01-1.02 at once and
- * 1.10-1.12 staggered (the two streams of a sender add up their share's
- * unfairness). */
-int cpli_two_hop_staggered(int p, int q, size_t k, const cpli_cut_model *m);
+/* p > q: how many streams a sender keeps going at once (0: all q). With
+ * a window w < q, its stream i + w starts once the receiver of stream i
+ * has signalled that it arrived; in ring order from the sender's first
+ * holder, a receiver then takes about w p / q streams at a time instead
+ * of p. Only where p streams into one port overflow its queue (TCP
+ * incast): p > CPLI_TWO_HOP_MAX_FAN_IN; then w = floor(CPLI_TWO_HOP_FAN_IN
+ * q / p), at least 1 (0 where that is q or more, or where the signals'
+ * 2 q start-ups do not fit in the slack of a sender's port, which moves
+ * q k bytes while the receivers' ports move p k). Waiting for MPI's send
+ * completion would not do: TCP takes a megabyte into its buffers and
+ * completes it. Measured on the emulated cluster, 1 MiB, ratio to the
+ * bound (median of 9, two runs each):
+ *   16 nodes: 12|4 all at once 1.29-1.39 (about 500 packets dropped and
+ *   one TCP timeout per call), w = 1 1.05-1.09; 10|6 1.41-1.49, w = 1
+ *   1.15, 2 1.12-1.16, 3 1.11-1.14; 9|7 1.29-1.38, w = 1 1.28-1.33,
+ *   2 1.17-1.18, 3 1.11-1.17; 14|2 1.01-1.11, w = 1 1.10-1.12.
+ *   8 nodes (no drops): all at once 0.99-1.01; staggered 6|2 (w = 1) the
+ *   same, but 5|3 (w = 2) 1.11-1.19 and 5|2 (w = 1) 1.06-1.20: where q
+ *   does not divide p, some receivers take a stream more at a time and
+ *   the others then wait. */
+#define CPLI_TWO_HOP_MAX_FAN_IN 8
+#define CPLI_TWO_HOP_FAN_IN 4
+int cpli_two_hop_window(int p, int q, size_t k, const cpli_cut_model *m);
 long long cpli_two_hop_fanout(int p, int q, int r);         /* busiest receiver's streams out */
 int cpli_two_hop_source(int b, int j, int p, int q, int r); /* -1: j holds b */
 int cpli_flow_two_hop(cpli_flow *f, int p, int q, int me, const size_t *counts,

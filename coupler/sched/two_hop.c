@@ -54,9 +54,12 @@ int cpli_two_hop_holders(int p, int q, size_t k, double beta) {
   return cpli_two_hop_fanout(p, q, p - 1) <= p ? p - 1 : p;
 }
 
-int cpli_two_hop_staggered(int p, int q, size_t k, const cpli_cut_model *m) {
-  return p > q && q >= 3 && p % q == 0 && m->alpha > 0 && m->beta > 0 &&
-         2 * q * m->alpha <= (double)(p - q) * (double)k * m->beta;
+int cpli_two_hop_window(int p, int q, size_t k, const cpli_cut_model *m) {
+  if (p <= q || p <= CPLI_TWO_HOP_MAX_FAN_IN || m->alpha <= 0 || m->beta <= 0 ||
+      2 * q * m->alpha > (double)(p - q) * (double)k * m->beta)
+    return 0;
+  const long long w = (long long)CPLI_TWO_HOP_FAN_IN * q / p;
+  return w >= q ? 0 : w < 1 ? (q > 1) : (int)w;
 }
 
 int cpli_two_hop_source(int b, int j, int p, int q, int r) {
@@ -104,20 +107,23 @@ int cpli_flow_two_hop(cpli_flow *f, int p, int q, int me, const size_t *counts,
   f->cut_fixed = o->chunk > 0;
   if (me < p) { /* sender: its block to its r holders */
     const int r = cpli_two_hop_holders(p, q, own_bytes, o->cut.beta);
-    const int one_by_one = cpli_two_hop_staggered(p, q, own_bytes, &o->cut);
+    const int w = cpli_two_hop_window(p, q, own_bytes, &o->cut);
     CPLI_TRY(cpli_flow_have(f, 1, 0, own_bytes));
-    size_t ack = CPLI_FLOW_NONE;
-    for (int i = 0; i < r; i++) {
+    size_t *ack = w ? malloc(sizeof *ack * (size_t)r) : NULL; /* signal of stream i */
+    if (w && !ack) return cpli_fail(CPL_ERR_NOMEM, "two-hop plan: out of memory");
+    int rc = CPL_OK;
+    for (int i = 0; i < r && rc == CPL_OK; i++) {
       const int h = (first_holder(me, p, q) + i) % q, rel = relays(me, h, p, q, r);
       const size_t m0 = f->nm;
-      CPLI_TRY(stream(f, 1, p + h, 1, 0, own_bytes, cut(o, own_bytes, rel), rel));
-      if (ack != CPLI_FLOW_NONE) CPLI_TRY(cpli_flow_order(f, ack, m0));
-      if (one_by_one && i < r - 1) {
-        ack = f->nm;
-        CPLI_TRY(cpli_flow_signal(f, 0, p + h, CPLI_FLOW_NONE));
+      rc = stream(f, 1, p + h, 1, 0, own_bytes, cut(o, own_bytes, rel), rel);
+      if (rc == CPL_OK && w && i >= w) rc = cpli_flow_order(f, ack[i - w], m0);
+      if (rc == CPL_OK && w && i < r - w) {
+        ack[i] = f->nm;
+        rc = cpli_flow_signal(f, 0, p + h, CPLI_FLOW_NONE);
       }
     }
-    return CPL_OK;
+    free(ack);
+    return rc;
   }
   /* Receiver j: every block from its sender or from one holder, and the
    * blocks it holds on to the receivers that take them from it. Between
@@ -129,9 +135,9 @@ int cpli_flow_two_hop(cpli_flow *f, int p, int q, int me, const size_t *counts,
     if (src < 0) {
       const int rel = relays(b, j, p, q, r);
       CPLI_TRY(stream(f, 0, b, 0, displs[b], counts[b], cut(o, counts[b], rel), rel));
-      /* a staggered sender's next stream waits for this one to arrive */
-      if (cpli_two_hop_staggered(p, q, counts[b], &o->cut) &&
-          ((j - first_holder(b, p, q)) % q + q) % q < q - 1)
+      /* a staggered sender's stream w later waits for this one to arrive */
+      const int w = cpli_two_hop_window(p, q, counts[b], &o->cut);
+      if (w && ((j - first_holder(b, p, q)) % q + q) % q < q - w)
         CPLI_TRY(cpli_flow_signal(f, 1, b, f->nm - 1));
     } else {
       CPLI_TRY(stream(f, 0, p + src, 0, displs[b], counts[b], cut(o, counts[b], 1), 1));

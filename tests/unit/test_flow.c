@@ -306,7 +306,7 @@ static void two_hop_shape(int p, int q, double beta) {
   for (int b = 0; b < p; b++) counts[b] = 3, displs[b] = 3 * (size_t)b;
   const int r = cpli_two_hop_holders(p, q, 3, beta);
   long long most = 0;
-  const int stag = cpli_two_hop_staggered(p, q, 3, &o.cut);
+  const int w = cpli_two_hop_window(p, q, 3, &o.cut);
   int acks = 0;
   int ok = r >= 1 && r <= (p < q ? p : q) && (p <= q || r == q) &&
            (p > q || p < 2 || 3 * beta < CPLI_TWO_HOP_DIRECT_S || r == p);
@@ -321,16 +321,16 @@ static void two_hop_shape(int p, int q, double beta) {
       ordered += f.m[i].after > 0;
       signals += f.m[i].np == 0 && f.m[i].send == (me >= p);
     }
-    /* staggered: a sender's stream after the first waits for a signal
-     * that the one before arrived, which its receiver sends on arrival */
-    if (me < p) ok = ok && sends == r && recvs == 0 && ordered == (stag ? r - 1 : 0);
+    /* staggered: a sender's stream i + w waits for a signal that stream
+     * i arrived, which its receiver sends on arrival */
+    if (me < p) ok = ok && sends == r && recvs == 0 && ordered == (w ? r - w : 0);
     else ok = ok && recvs == p && ordered == signals;
     if (me < p) ok = ok && signals == ordered;
     else acks += signals;
     if (me >= p) most = sends > most ? sends : most;
     cpli_flow_free(&f);
   }
-  ok = ok && acks == (stag ? p * (q - 1) : 0);
+  ok = ok && acks == (w ? p * (q - w) : 0) && w >= 0 && w < q;
   CHECK(ok && most == cpli_two_hop_fanout(p, q, r) && (p <= q || most == 0),
         "two-hop %d|%d: r %d, busiest receiver sends %lld streams, fanout says %lld", p, q, r, most,
         cpli_two_hop_fanout(p, q, r));
@@ -480,7 +480,7 @@ int main(void) {
     for (int q = 1; q <= 40; q++) {
       two_hop_shape(p, q, 1e-6); /* 3-byte blocks: short, r = p - 1 where it fits */
       two_hop_shape(p, q, 1);    /* 3 s per block: long, r = p for p <= q */
-      two_hop_shape(p, q, 1e-7); /* p > q staggers from 3 (p - q) >= 20 q, q >= 3 | p */
+      two_hop_shape(p, q, 1e-7); /* p > 8 staggers from 3 (p - q) >= 20 q */
     }
   printf("flow: %d cases, %d failures\n", cases, failures);
   return failures ? 1 : 0;
