@@ -230,10 +230,10 @@ int cpli_two_hop_holders(int p, int q, size_t k, double beta);
  * bound (median of 9, two runs each):
  *   16 nodes: 12|4 all at once 1.29-1.39 (about 500 packets dropped and
  *   one TCP timeout per call), w = 1 1.05-1.09; 10|6 1.41-1.49, w = 1
- *   1.15, 2 1.12-1.16, 3 1.11-1.14; 9|7 1.29-1.38, w = 1 1.28-1.33,
- *   2 1.17-1.18, 3 1.11-1.17; 14|2 1.01-1.11, w = 1 1.10-1.12.
- *   8 nodes (no drops): all at once 0.99-1.01; staggered 6|2 (w = 1) the
- *   same, but 5|3 (w = 2) 1.11-1.19 and 5|2 (w = 1) 1.06-1.20: where q
+ *   1.15, 2 1.12-1.16, 3 1.11-1.14; 9|7 1.29-1.38, w = 1 1.33,
+ *   2 1.18-1.28, 3 1.11-1.17; 14|2 1.01-1.11, w = 1 1.10-1.12.
+ *   8 nodes (no drops): all at once 0.97-1.01; staggered 6|2 (w = 1) the
+ *   same, but 5|3 (w = 2) 1.11-1.19 and 5|2 (w = 1) 1.13-1.20 at 1-4 MiB: where q
  *   does not divide p, some receivers take a stream more at a time and
  *   the others then wait. */
 #define CPLI_TWO_HOP_MAX_FAN_IN 8
