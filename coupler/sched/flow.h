@@ -233,9 +233,9 @@ int cpli_two_hop_holders(int p, int q, size_t k, double beta);
  *   1.15, 2 1.12-1.16, 3 1.11-1.14; 9|7 1.29-1.38, w = 1 1.33,
  *   2 1.18-1.28, 3 1.11-1.17; 14|2 1.01-1.11, w = 1 1.10-1.12.
  *   8 nodes (no drops): all at once 0.97-1.01; staggered 6|2 (w = 1) the
- *   same, but 5|3 (w = 2) 1.11-1.19 and 5|2 (w = 1) 1.13-1.20 at 1-4 MiB: where q
- *   does not divide p, some receivers take a stream more at a time and
- *   the others then wait. */
+ *   same, but 5|3 (w = 2) 1.11-1.19 and 5|2 (w = 1) 1.13-1.20 at 1-4
+ *   MiB: where q does not divide p, some receivers take a stream more
+ *   at a time and the others then wait. */
 #define CPLI_TWO_HOP_MAX_FAN_IN 8
 #define CPLI_TWO_HOP_FAN_IN 4
 int cpli_two_hop_window(int p, int q, size_t k, const cpli_cut_model *m);
