@@ -24,7 +24,8 @@
  * receiver talks to up to p senders and p holders at once. Where p
  * streams into one port overflow its queue (TCP incast: p > q at 16
  * nodes), a sender keeps only a few of its streams going at once
- * (cpli_two_hop_window).
+ * (cpli_two_hop_window), and a lone receiver lets only a few senders in
+ * (cpli_two_hop_gated).
  */
 #include "coll/coll.h"
 #include "coll/fc_plan.h"

@@ -239,6 +239,12 @@ int cpli_two_hop_holders(int p, int q, size_t k, double beta);
 #define CPLI_TWO_HOP_MAX_FAN_IN 8
 #define CPLI_TWO_HOP_FAN_IN 4
 int cpli_two_hop_window(int p, int q, size_t k, const cpli_cut_model *m);
+/* q = 1 (no window: a sender has one stream): does sender b wait for the
+ * receiver's signal to start? The receiver lets CPLI_TWO_HOP_FAN_IN in at
+ * once, past CPLI_TWO_HOP_MAX_FAN_IN senders: sender b >= FAN_IN starts
+ * when block b - FAN_IN has arrived, where a signal's 2 start-ups fit in
+ * the time the other FAN_IN - 1 streams keep the port busy. */
+int cpli_two_hop_gated(int p, int q, int b, size_t k, const cpli_cut_model *m);
 long long cpli_two_hop_fanout(int p, int q, int r);         /* busiest receiver's streams out */
 int cpli_two_hop_source(int b, int j, int p, int q, int r); /* -1: j holds b */
 int cpli_flow_two_hop(cpli_flow *f, int p, int q, int me, const size_t *counts,

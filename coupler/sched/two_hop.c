@@ -62,6 +62,11 @@ int cpli_two_hop_window(int p, int q, size_t k, const cpli_cut_model *m) {
   return w >= q ? 0 : w < 1 ? (q > 1) : (int)w;
 }
 
+int cpli_two_hop_gated(int p, int q, int b, size_t k, const cpli_cut_model *m) {
+  return q == 1 && p > CPLI_TWO_HOP_MAX_FAN_IN && b >= CPLI_TWO_HOP_FAN_IN && m->alpha > 0 &&
+         m->beta > 0 && 2 * m->alpha <= (CPLI_TWO_HOP_FAN_IN - 1) * (double)k * m->beta;
+}
+
 int cpli_two_hop_source(int b, int j, int p, int q, int r) {
   const int h0 = first_holder(b, p, q), d = ((j - h0) % q + q) % q;
   if (d < r) return -1;
@@ -111,11 +116,14 @@ int cpli_flow_two_hop(cpli_flow *f, int p, int q, int me, const size_t *counts,
     CPLI_TRY(cpli_flow_have(f, 1, 0, own_bytes));
     size_t *ack = w ? malloc(sizeof *ack * (size_t)r) : NULL; /* signal of stream i */
     if (w && !ack) return cpli_fail(CPL_ERR_NOMEM, "two-hop plan: out of memory");
-    int rc = CPL_OK;
+    const size_t go = f->nm; /* q = 1: the receiver's signal to start, if gated */
+    const int gated = cpli_two_hop_gated(p, q, me, own_bytes, &o->cut);
+    int rc = gated ? cpli_flow_signal(f, 0, p, CPLI_FLOW_NONE) : CPL_OK;
     for (int i = 0; i < r && rc == CPL_OK; i++) {
       const int h = (first_holder(me, p, q) + i) % q, rel = relays(me, h, p, q, r);
       const size_t m0 = f->nm;
       rc = stream(f, 1, p + h, 1, 0, own_bytes, cut(o, own_bytes, rel), rel);
+      if (rc == CPL_OK && gated && f->nm > m0) rc = cpli_flow_order(f, go, m0);
       if (rc == CPL_OK && w && i >= w) rc = cpli_flow_order(f, ack[i - w], m0);
       if (rc == CPL_OK && w && i < r - w) {
         ack[i] = f->nm;
@@ -142,6 +150,10 @@ int cpli_flow_two_hop(cpli_flow *f, int p, int q, int me, const size_t *counts,
     } else {
       CPLI_TRY(stream(f, 0, p + src, 0, displs[b], counts[b], cut(o, counts[b], 1), 1));
     }
+    /* q = 1: sender b + CPLI_TWO_HOP_FAN_IN starts once block b is here */
+    const int g = b + CPLI_TWO_HOP_FAN_IN;
+    if (g < p && cpli_two_hop_gated(p, q, g, counts[g], &o->cut))
+      CPLI_TRY(cpli_flow_signal(f, 1, g, counts[b] ? f->nm - 1 : CPLI_FLOW_NONE));
     const int h0 = first_holder(b, p, q);
     for (int d = first_target(b, j, p, q, r); d < q; d += r)
       CPLI_TRY(stream(f, 1, p + (h0 + d) % q, 0, displs[b], counts[b], cut(o, counts[b], 1), 1));

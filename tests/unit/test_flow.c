@@ -307,7 +307,7 @@ static void two_hop_shape(int p, int q, double beta) {
   const int r = cpli_two_hop_holders(p, q, 3, beta);
   long long most = 0;
   const int w = cpli_two_hop_window(p, q, 3, &o.cut);
-  int acks = 0;
+  int acks = 0, gates = 0;
   int ok = r >= 1 && r <= (p < q ? p : q) && (p <= q || r == q) &&
            (p > q || p < 2 || 3 * beta < CPLI_TWO_HOP_DIRECT_S || r == p);
   for (int me = 0; me < p + q && ok; me++) {
@@ -322,15 +322,21 @@ static void two_hop_shape(int p, int q, double beta) {
       signals += f.m[i].np == 0 && f.m[i].send == (me >= p);
     }
     /* staggered: a sender's stream i + w waits for a signal that stream
-     * i arrived, which its receiver sends on arrival */
-    if (me < p) ok = ok && sends == r && recvs == 0 && ordered == (w ? r - w : 0);
-    else ok = ok && recvs == p && ordered == signals;
-    if (me < p) ok = ok && signals == ordered;
-    else acks += signals;
+     * i arrived, which its receiver sends on arrival; gated (q = 1): a
+     * sender's one stream waits for the receiver's signal to start */
+    const int gated = me < p && cpli_two_hop_gated(p, q, me, 3, &o.cut);
+    if (me < p) {
+      ok = ok && sends == r && recvs == 0 && ordered == (w ? r - w : 0) + gated &&
+           signals == ordered;
+      gates += gated;
+    } else {
+      ok = ok && recvs == p && ordered == signals; /* blocks of 3: every signal after one */
+      acks += signals;
+    }
     if (me >= p) most = sends > most ? sends : most;
     cpli_flow_free(&f);
   }
-  ok = ok && acks == (w ? p * (q - w) : 0) && w >= 0 && w < q;
+  ok = ok && acks == (w ? p * (q - w) : 0) + gates && w >= 0 && w < q && (!gates || q == 1);
   CHECK(ok && most == cpli_two_hop_fanout(p, q, r) && (p <= q || most == 0),
         "two-hop %d|%d: r %d, busiest receiver sends %lld streams, fanout says %lld", p, q, r, most,
         cpli_two_hop_fanout(p, q, r));
@@ -470,6 +476,11 @@ int main(void) {
             inter_case(cpli_flow_two_hop, "two-hop (mixed holders)", p, q, ck, lk, chunks[c],
                        CPLI_TWO_HOP_DIRECT_S / 9);
           }
+  /* past 8 senders: staggered (q >= 2) or gated (q = 1) */
+  for (int ck = 0; ck < COUNTS_KINDS; ck++) {
+    inter_case(cpli_flow_two_hop, "two-hop", 20, 1, ck, LAYOUT_GAPS, 0, 1e-6);
+    inter_case(cpli_flow_two_hop, "two-hop", 13, 3, ck, LAYOUT_REVERSED, 0, 1e-6);
+  }
   for (size_t i = 0; i < sizeof big / sizeof *big; i++) {
     inter_case(cpli_flow_direct_ring, "direct-ring", big[i][0], big[i][1], COUNTS_IRREGULAR,
                LAYOUT_REVERSED, 0, 1e-6);
