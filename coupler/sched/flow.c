@@ -78,11 +78,17 @@ static int add_piece(cpli_flow *f, size_t off, size_t len) {
   return CPL_OK;
 }
 
-int cpli_flow_signal(cpli_flow *f, int send, int peer, size_t after) {
+/* Append an empty message (pieces follow with add_piece). */
+static int add_msg(cpli_flow *f, int send, int peer, int buf) {
   size_t cm = f->cm;
   if (grow((void **)&f->m, &cm, f->nm + 1, sizeof *f->m)) return nomem();
   f->cm = cm;
-  f->m[f->nm++] = (cpli_fmsg){.send = send, .peer = peer, .p0 = f->npc};
+  f->m[f->nm++] = (cpli_fmsg){.send = send, .peer = peer, .buf = buf, .p0 = f->npc};
+  return CPL_OK;
+}
+
+int cpli_flow_signal(cpli_flow *f, int send, int peer, size_t after) {
+  CPLI_TRY(add_msg(f, send, peer, 0));
   return send && after != CPLI_FLOW_NONE ? cpli_flow_order(f, after, f->nm - 1) : CPL_OK;
 }
 
@@ -124,10 +130,7 @@ int cpli_flow_stream(cpli_flow *f, int send, int peer, int buf, int n, const siz
   size_t so = 0; /* bytes of segment s already used */
   for (size_t i = 0; i < m; i++) {
     size_t want = bq + (i < brem ? 1 : 0);
-    size_t cm = f->cm;
-    if (grow((void **)&f->m, &cm, f->nm + 1, sizeof *f->m)) return nomem();
-    f->cm = cm;
-    f->m[f->nm++] = (cpli_fmsg){.send = send, .peer = peer, .buf = buf, .p0 = f->npc};
+    CPLI_TRY(add_msg(f, send, peer, buf));
     while (want > 0) {
       while (so == len[s]) s++, so = 0; /* skip used and empty segments */
       size_t take = len[s] - so < want ? len[s] - so : want;
@@ -175,6 +178,19 @@ static int covered(const span *h, size_t n, size_t a, size_t b) {
     else lo = mid + 1;
   }
   return lo < n && h[lo].off <= a && h[lo].off + h[lo].len >= b;
+}
+
+/* Send i (message m) waits for message `on`, once: stamp[on] == i means
+ * it already does. */
+static int depend(cpli_flow *f, cpli_fmsg *m, size_t *stamp, size_t i, size_t on) {
+  if (stamp[on] == i) return CPL_OK;
+  stamp[on] = i;
+  size_t cd = f->cdep;
+  if (grow((void **)&f->dep, &cd, f->ndep + 1, sizeof *f->dep)) return nomem();
+  f->cdep = cd;
+  f->dep[f->ndep++] = on;
+  m->nd++;
+  return CPL_OK;
 }
 
 int cpli_flow_resolve(cpli_flow *f, char *why, size_t whylen) {
@@ -257,17 +273,7 @@ int cpli_flow_resolve(cpli_flow *f, char *why, size_t whylen) {
           goto out;
         }
         if (rs[k].off + rs[k].len > cur) cur = rs[k].off + rs[k].len;
-        if (stamp[rs[k].msg] != i) {
-          stamp[rs[k].msg] = i;
-          size_t cd = f->cdep;
-          if (grow((void **)&f->dep, &cd, f->ndep + 1, sizeof *f->dep)) {
-            rc = nomem();
-            goto out;
-          }
-          f->cdep = cd;
-          f->dep[f->ndep++] = rs[k].msg;
-          m->nd++;
-        }
+        if ((rc = depend(f, m, stamp, i, rs[k].msg)) != CPL_OK) goto out;
       }
       if (cur < b && !covered(hs[0], nh[0], cur, b)) {
         rc = cpli_sched_invalid(why, whylen, "send %zu reads byte %zu, which nothing provides", i,
@@ -275,16 +281,7 @@ int cpli_flow_resolve(cpli_flow *f, char *why, size_t whylen) {
         goto out;
       }
     }
-    if (m->after && stamp[m->after - 1] != i) { /* the builder's order */
-      size_t cd = f->cdep;
-      if (grow((void **)&f->dep, &cd, f->ndep + 1, sizeof *f->dep)) {
-        rc = nomem();
-        goto out;
-      }
-      f->cdep = cd;
-      f->dep[f->ndep++] = m->after - 1;
-      m->nd++;
-    }
+    if (m->after && (rc = depend(f, m, stamp, i, m->after - 1)) != CPL_OK) goto out; /* order */
   }
   f->resolved = 1;
 out:
