@@ -231,9 +231,24 @@ cpl_intra_algorithm cpli_intra_pick_ab(int n, size_t bytes, size_t maxb, int reg
 }
 
 cpl_intra_algorithm cpli_intra_pick(int n, size_t bytes, size_t maxb, int regular) {
-  double alpha, beta;
-  cpli_model_params(&alpha, &beta);
-  return cpli_intra_pick_ab(n, bytes, maxb, regular, alpha, beta);
+  /* Weighing every row costs more than a small allgather's own work
+   * (several circulant schedules built per call), and a loop calls with
+   * the same shape again and again: the last answer is kept per thread,
+   * as long as the tuning snapshot is the same. */
+  static _Thread_local struct {
+    unsigned version; /* 0: empty */
+    int n, regular;
+    size_t bytes, maxb;
+    cpl_intra_algorithm pick;
+  } last;
+  const cpli_tuning *t = cpli_tuning_now();
+  if (last.version != t->version || last.n != n || last.regular != regular || last.bytes != bytes ||
+      last.maxb != maxb) {
+    last.pick = cpli_intra_pick_ab(n, bytes, maxb, regular, t->alpha, t->beta);
+    last.version = t->version, last.n = n, last.regular = regular;
+    last.bytes = bytes, last.maxb = maxb;
+  }
+  return last.pick;
 }
 
 double cpli_intra_cost(cpl_intra_algorithm a, int p, size_t bytes, double alpha, double beta) {

@@ -138,8 +138,7 @@ static int alg7(const cpli_intra_args *a, const cpli_circ *c, int r) {
 
 typedef struct alg7_plan {
   const cpli_intra_args *a;
-  const cpli_circ *c;
-  int r, ring;
+  int p, r, ring;
   size_t chunk;
 } alg7_plan;
 
@@ -148,20 +147,22 @@ static int alg7_build(cpli_flow *f, const void *arg) {
   const cpli_blocks *b = &x->a->blk;
   f->cut_fixed = x->chunk > 0; /* CPL_CHUNK; else whole streams */
   CPLI_TRY(cpli_flow_have(f, 0, b->displs[x->r], b->counts[x->r]));
-  if (x->ring) return cpli_flow_ring(f, x->c->p, x->r, NULL, b->counts, b->displs, x->chunk);
-  return cpli_flow_alg7(f, x->c, x->r, NULL, b->counts, b->displs, x->chunk);
+  if (x->ring) return cpli_flow_ring(f, x->p, x->r, NULL, b->counts, b->displs, x->chunk);
+  cpli_circ c;
+  CPLI_TRY(cpli_circ_init(&c, x->p));
+  return cpli_flow_alg7(f, &c, x->r, NULL, b->counts, b->displs, x->chunk);
 }
 
 /* Alg. 7 (or the ring) as a dataflow plan, built once per layout and
  * kept in the communicator's plan cache. */
-static int alg7_flow(const cpli_intra_args *a, const cpli_circ *c, int r, int ring) {
-  const alg7_plan x = {a, c, r, ring, cpli_flow_chunk()};
+static int alg7_flow(const cpli_intra_args *a, int p, int r, int ring) {
+  const alg7_plan x = {a, p, r, ring, cpli_flow_chunk()};
   const double param[] = {ring ? 1 : 7, (double)x.chunk};
   cpli_plan_key key; /* a key without memory caches nothing */
-  cpli_plan_key_make(&key, param, 2, c->p, a->blk.counts, a->blk.displs);
-  const int rc = cpli_flow_run_cached(a->plans, &key, alg7_build, &x,
-                                      (cpli_plan_what){"circulant", r, c->p, -1}, a->comm,
-                                      a->blk.base, NULL, a->ctx);
+  cpli_plan_key_make(&key, param, 2, p, a->blk.counts, a->blk.displs);
+  const int rc =
+      cpli_flow_run_cached(a->plans, &key, alg7_build, &x, (cpli_plan_what){"circulant", r, p, -1},
+                           a->comm, a->blk.base, NULL, a->ctx);
   cpli_plan_key_free(&key);
   return rc;
 }
@@ -220,6 +221,24 @@ static int alg9(const cpli_intra_args *a, int p, int r, long long n) {
 
 /* ---------------------------------------------------------- entry points */
 
+/* cpli_circulant_plan for this shape, kept per thread while the shape and
+ * the tuning snapshot stay (see cpli_intra_pick: a loop repeats them). */
+static int plan_of(int p, size_t total, size_t maxb, long long *n) {
+  static _Thread_local struct {
+    unsigned version; /* 0: empty */
+    int p, variant;
+    size_t total, maxb;
+    long long n;
+  } last;
+  const cpli_tuning *t = cpli_tuning_now();
+  if (last.version != t->version || last.p != p || last.total != total || last.maxb != maxb) {
+    last.variant = cpli_circulant_plan(p, total, maxb, t->alpha, t->beta, &last.n);
+    last.version = t->version, last.p = p, last.total = total, last.maxb = maxb;
+  }
+  *n = last.n;
+  return last.variant;
+}
+
 int cpli_intra_circulant_v(const cpli_intra_args *a, int variant, long long nblocks) {
   if (!a || !a->ctx || a->comm == MPI_COMM_NULL)
     return cpli_fail(CPL_ERR_ARG, "circulant allgatherv: missing communicator or context");
@@ -235,21 +254,22 @@ int cpli_intra_circulant_v(const cpli_intra_args *a, int variant, long long nblo
   if (total == 0) return CPL_OK; /* every rank sees the same zero counts */
   double alpha, beta;
   cpli_model_params(&alpha, &beta);
-  cpli_circ c;
-  CPLI_TRY(cpli_circ_init(&c, p));
   if (variant == CPLI_CIRC_AUTO) {
     long long n;
-    variant = cpli_circulant_plan(p, total, maxb, alpha, beta, &n);
+    variant = plan_of(p, total, maxb, &n);
     if (nblocks <= 0) nblocks = n;
   }
   if (variant == CPLI_CIRC_RING && !cpli_flow_enabled()) variant = CPLI_CIRC_ALG7;
-  if (variant == CPLI_CIRC_RING) return alg7_flow(a, &c, r, 1);
-  if (variant == CPLI_CIRC_ALG7)
-    return cpli_flow_enabled() ? alg7_flow(a, &c, r, 0) : alg7(a, &c, r);
-  if (variant == CPLI_CIRC_ALG7_STEP) return alg7(a, &c, r);
-  if (variant != CPLI_CIRC_ALG9)
+  /* a cached plan needs no schedule: build one only for the others */
+  if (variant == CPLI_CIRC_RING || (variant == CPLI_CIRC_ALG7 && cpli_flow_enabled()))
+    return alg7_flow(a, p, r, variant == CPLI_CIRC_RING);
+  if (variant != CPLI_CIRC_ALG7 && variant != CPLI_CIRC_ALG7_STEP && variant != CPLI_CIRC_ALG9)
     return cpli_fail(CPL_ERR_ARG, "circulant allgatherv: unknown variant %d", variant);
-  return alg9(a, p, r, cpli_alg9_nblocks(&c, total, maxb, nblocks, alpha, beta));
+  cpli_circ c;
+  CPLI_TRY(cpli_circ_init(&c, p));
+  if (variant == CPLI_CIRC_ALG9)
+    return alg9(a, p, r, cpli_alg9_nblocks(&c, total, maxb, nblocks, alpha, beta));
+  return alg7(a, &c, r);
 }
 
 int cpli_intra_circulant(const cpli_intra_args *a) {

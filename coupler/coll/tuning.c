@@ -101,7 +101,8 @@ static int flag_of(const char *v) {
 }
 
 static void parse(const char *const v[NVARS], cpli_tuning *t) {
-  *t = (cpli_tuning){0};
+  static _Thread_local unsigned parses;
+  *t = (cpli_tuning){.version = ++parses};
   const cpli_tuning_vals *fv = &file_vals;
   t->file = file_found ? file_path : NULL;
   t->file_error = file_err[0] ? file_err : NULL;

@@ -42,6 +42,9 @@ typedef struct cpli_tuning {
   double timeout;
   int timeout_set;
   const char *timeout_bad;
+  /* Changes whenever the snapshot is parsed again (per thread): what is
+   * derived from it alone may be kept while the version stays. */
+  unsigned version;
 } cpli_tuning;
 
 /* Defaults: 5 us latency, 10 GB/s links. */

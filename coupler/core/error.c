@@ -45,20 +45,26 @@ int cpli_fail(int status, const char *fmt, ...) {
   return status;
 }
 
-int cpli_mpi_check(int mpi_rc, const char *what, const char *fmt, ...) {
-  if (mpi_rc == MPI_SUCCESS) return CPL_OK;
+/* The failure path of cpli_mpi_check, out of line: the check runs on every
+ * MPI call of every collective, and the buffers below made each call pay
+ * a kilobyte-sized frame. */
+CPLI_COLD static int mpi_failed(int mpi_rc, const char *what, const char *fmt, va_list ap) {
   char ctx[MSG_MAX / 2] = "";
-  if (fmt) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(ctx, sizeof ctx, fmt, ap);
-    va_end(ap);
-  }
+  if (fmt) vsnprintf(ctx, sizeof ctx, fmt, ap);
   char mpimsg[MPI_MAX_ERROR_STRING] = "";
   int len = 0;
   if (MPI_Error_string(mpi_rc, mpimsg, &len) != MPI_SUCCESS)
     snprintf(mpimsg, sizeof mpimsg, "MPI error code %d", mpi_rc);
   return cpli_fail(CPL_ERR_MPI, "%s%s%s failed: %s", ctx, ctx[0] ? ": " : "", what, mpimsg);
+}
+
+int cpli_mpi_check(int mpi_rc, const char *what, const char *fmt, ...) {
+  if (mpi_rc == MPI_SUCCESS) return CPL_OK;
+  va_list ap;
+  va_start(ap, fmt);
+  const int rc = mpi_failed(mpi_rc, what, fmt, ap);
+  va_end(ap);
+  return rc;
 }
 
 void cpli_error_prefix(const char *fmt, ...) {

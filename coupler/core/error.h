@@ -7,8 +7,10 @@
 
 #if defined(__GNUC__)
 #define CPLI_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define CPLI_COLD __attribute__((cold, noinline)) /* failure paths, kept out of line */
 #else
 #define CPLI_PRINTF(f, a)
+#define CPLI_COLD
 #endif
 
 /* Set the thread's last-error message and return `status`. */
