@@ -70,6 +70,17 @@ int cpli_tuning_agree(MPI_Comm comm, const char *where);
 int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const char *what,
                  int peer);
 
+/* Small allgathers (up to this many bytes in all) gather in a buffer in
+ * the rank's relative order, one contiguous message per step
+ * (coll/relative.c): there a message costs more than copying the blocks. */
+#define CPLI_RELATIVE_MAX ((size_t)64 << 10)
+
+/* One poll of req[0..n), as MPI_Testsome but driving MPI's progress at
+ * most once: the indices of the requests found complete (now freed) in
+ * idx[0..*outcount), starting at *at and moving it on (coll/flow_exec.c).
+ * Returns an MPI error code. */
+int cpli_poll_some(int n, MPI_Request *req, int *at, int *idx, int *outcount);
+
 /* Message header for failures inside a collective: "link L, receiver R,
  * step S (ALG step X)", naming the caller by ctx->who (its rank in its own
  * group) or else by its rank in comm. Writes into buf and returns it. */
@@ -137,6 +148,12 @@ typedef struct cpli_intra_args {
   cpli_ctx *ctx;
   struct cpli_plan_cache *plans; /* the communicator's plans; NULL: none */
 } cpli_intra_args;
+
+/* Lockstep rounds on a relative-order buffer: in round k send blocks
+ * r .. r + count[k] - 1 to r - skip[k], receive r + skip[k] ..
+ * r + skip[k] + count[k] - 1 from r + skip[k] (coll/relative.c). */
+int cpli_rounds_relative(const cpli_intra_args *a, int p, int r, int rounds, const int *skip,
+                         const int *count);
 
 typedef int (*cpli_intra_fn)(const cpli_intra_args *a);
 

@@ -48,8 +48,9 @@ int cpli_ring_preferred_ab(const cpli_circ *c, size_t total, double alpha, doubl
   if (e >= 0) return e;
   const int g = c->p;
   if (g <= 2) return 0; /* one exchange either way */
-  return (g - 1 - cpli_alg7_startups(c)) * alpha <=
-         CPLI_RING_SHARE * beta * (double)total * (g - 1) / g;
+  /* Two rounds (g = 3, 4) are two peers per direction, half the loss. */
+  const double share = c->q >= 3 ? CPLI_RING_SHARE : CPLI_RING_SHARE / 2;
+  return (g - 1 - cpli_alg7_startups(c)) * alpha <= share * beta * (double)total * (g - 1) / g;
 }
 
 int cpli_ring_preferred(int g, size_t total) {
@@ -123,7 +124,11 @@ int cpli_circulant_plan(int p, size_t total_bytes, size_t max_block, double alph
     *nblocks = n;
     return CPLI_CIRC_ALG9;
   }
-  return cpli_ring_preferred_ab(&c, total_bytes, alpha, beta) ? CPLI_CIRC_RING : CPLI_CIRC_ALG7;
+  if (cpli_ring_preferred_ab(&c, total_bytes, alpha, beta)) return CPLI_CIRC_RING;
+  /* A small allgather whose rounds form one chain gains nothing from the
+   * dataflow: lockstep on a relative-order buffer (coll/relative.c). */
+  if (total_bytes <= CPLI_RELATIVE_MAX && cpli_alg7_startups(&c) == c.q) return CPLI_CIRC_ALG7_STEP;
+  return CPLI_CIRC_ALG7;
 }
 
 double cpli_circulant_cost(int p, size_t total_bytes, size_t max_block, double alpha, double beta) {

@@ -60,8 +60,12 @@ long long cpli_alg9_nblocks(const cpli_circ *c, size_t total, size_t maxb, long 
  * transfer time, (g - 1 - D) alpha <= share * beta * total (g - 1) / g,
  * where D is Alg. 7's dependency chain as a dataflow (cpli_circ_alg7_depth;
  * ceil(log2 g) in lockstep). So for g = 3 (D = 1, the ring 2) small
- * allgathers stay on Alg. 7. CPL_RING (0 or 1) overrides; _ab takes
- * the group's schedule and explicit model parameters. */
+ * allgathers stay on Alg. 7. With two rounds (g = 3, 4) Alg. 7 keeps two
+ * peers per direction and the share is halved: at g = 4 the full share
+ * chose the ring from about 4 KiB per block, where it took 1.5 times
+ * MPICH's time, and up to 32 KiB it was never ahead of Alg. 7 (emulated
+ * cluster, alpha 58 us). CPL_RING (0 or 1) overrides; _ab takes the
+ * group's schedule and explicit model parameters. */
 #define CPLI_RING_SHARE 0.25
 int cpli_ring_preferred(int g, size_t total);
 int cpli_ring_preferred_ab(const cpli_circ *c, size_t total, double alpha, double beta);

@@ -132,6 +132,30 @@ static void say_plan(const void *arg, char *buf, unsigned long n) {
            cpli_ctx_where(a[0], *(const MPI_Comm *)a[1], where, sizeof where));
 }
 
+/* MPI_Testsome's result for req[0..n) with at most one progress call:
+ * from *at on (round robin), every request found complete is collected
+ * and freed, and the first one still pending ends the poll (its
+ * MPI_Request_get_status drove MPICH's progress once); *at is where the
+ * next poll starts. */
+int cpli_poll_some(int n, MPI_Request *req, int *at, int *idx, int *outcount) {
+  *outcount = 0;
+  int i = *at >= 0 && *at < n ? *at : 0;
+  for (int k = 0; k < n; k++, i = i + 1 == n ? 0 : i + 1) {
+    if (req[i] == MPI_REQUEST_NULL) continue;
+    int done = 0;
+    int rc = MPI_Request_get_status(req[i], &done, MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS && !done) {
+      *at = i + 1;
+      return MPI_SUCCESS;
+    }
+    if (rc == MPI_SUCCESS) rc = MPI_Wait(&req[i], MPI_STATUS_IGNORE); /* complete: frees it */
+    if (rc != MPI_SUCCESS) return rc;
+    idx[(*outcount)++] = i;
+  }
+  *at = i;
+  return MPI_SUCCESS;
+}
+
 int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *base1,
                   cpli_ctx *ctx) {
   if (!f->resolved)
@@ -145,13 +169,18 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
   /* All bookkeeping in one zeroed allocation: a small collective should
    * not pay a dozen malloc/free pairs; up to FLOW_ARENA_KEEP bytes, the
    * thread's last arena is reused (nothing in it outlives the call). */
-  const size_t sz[] = {sizeof(MPI_Request) * nm,  sizeof(MPI_Datatype) * nm,
-                       sizeof(char *) * nm,       sizeof(MPI_Status) * nm,
-                       sizeof(int) * nm,          sizeof(int) * nm,
-                       sizeof(size_t) * nm,       sizeof(size_t) * (size_t)np,
-                       sizeof(size_t) * (nm + 1), sizeof(size_t) * (f->ndep ? f->ndep : 1),
-                       sizeof(size_t) * nm,       nm};
-  enum { REQ, TYPE, STAGE, ST, IDX, PEND, ORD, NEXTORD, RSTART, RLIST, FILL, STATE, NARR };
+  const size_t sz[] = {sizeof(MPI_Request) * nm,
+                       sizeof(MPI_Datatype) * nm,
+                       sizeof(char *) * nm,
+                       sizeof(int) * nm,
+                       sizeof(int) * nm,
+                       sizeof(size_t) * nm,
+                       sizeof(size_t) * (size_t)np,
+                       sizeof(size_t) * (nm + 1),
+                       sizeof(size_t) * (f->ndep ? f->ndep : 1),
+                       sizeof(size_t) * nm,
+                       nm};
+  enum { REQ, TYPE, STAGE, IDX, PEND, ORD, NEXTORD, RSTART, RLIST, FILL, STATE, NARR };
   size_t at[NARR], total = 0;
   for (int i = 0; i < NARR; i++) at[i] = total, total += (sz[i] + 15) & ~(size_t)15;
   char *arena = arena_get(total);
@@ -159,7 +188,6 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
   MPI_Request *req = (MPI_Request *)(arena + at[REQ]);
   MPI_Datatype *type = (MPI_Datatype *)(arena + at[TYPE]);
   char **stage = (char **)(arena + at[STAGE]);
-  MPI_Status *st = (MPI_Status *)(arena + at[ST]);
   int *idx = (int *)(arena + at[IDX]);
   int *pend = (int *)(arena + at[PEND]);             /* sends: messages still awaited */
   size_t *ord = (size_t *)(arena + at[ORD]);         /* sends: ordinal per destination */
@@ -210,7 +238,7 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
                 "MPI_Irecv", "receive from", i, m->peer, comm, ctx);
     state[i] = 1;
   }
-  size_t ndone = 0, first = 0, lo = 0;
+  size_t ndone = 0, first = 0, lo = 0, cursor = 0;
   unsigned polls = 0, idle = 0;
   int dirty = 1;
   cpli_wait w;
@@ -243,14 +271,14 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
     while (lo < nm && state[lo] == 2) lo++;
     const int full = ++polls % FLOW_FULL_POLL == 0 || idle > 2 || nm - lo <= FLOW_WINDOW;
     const size_t base = full ? 0 : lo, span = full ? nm : FLOW_WINDOW;
-    int outcount = 0;
-    int mrc = MPI_Testsome((int)span, req + base, &outcount, idx, st);
+    int outcount = 0, from = cursor >= base && cursor < base + span ? (int)(cursor - base) : 0;
+    int mrc = cpli_poll_some((int)span, req + base, &from, idx, &outcount);
+    cursor = base + (size_t)from;
     if (mrc != MPI_SUCCESS) {
-      rc = cpli_mpi_check(mrc, "MPI_Testsome", "%s: waiting for messages",
+      rc = cpli_mpi_check(mrc, "MPI_Request_get_status", "%s: waiting for messages",
                           cpli_ctx_where(ctx, comm, where, sizeof where));
       break;
     }
-    if (outcount == MPI_UNDEFINED) outcount = 0;
     idle = outcount > 0 || full ? 0 : idle + 1;
     for (int j = 0; j < outcount; j++) {
       const size_t i = base + (size_t)idx[j];

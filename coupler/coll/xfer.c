@@ -76,15 +76,18 @@ int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const c
   cpli_wait_start(&w, ctx->timeout, 0);
   watched x = {ctx, comm, what, peer};
   cpli_wait_watch(&w, say_step, &x);
+  int at = 0, left = 0, idx[4];
+  for (int i = 0; i < n; i++) left += reqs[i] != MPI_REQUEST_NULL;
   for (;;) {
-    int done = 0;
-    int rc = MPI_Testall(n, reqs, &done, st);
+    int got = 0;
+    int rc = cpli_poll_some(n, reqs, &at, idx, &got);
     if (rc != MPI_SUCCESS)
-      return cpli_mpi_check(rc, "MPI_Testall", "%s: %s%s",
+      return cpli_mpi_check(rc, "MPI_Request_get_status", "%s: %s%s",
                             cpli_ctx_where(ctx, comm, where, sizeof where), what,
                             peer_text(peer, with, sizeof with));
-    if (done) return CPL_OK;
-    if (cpli_wait_idle(&w)) {
+    if ((left -= got) == 0) return CPL_OK;
+    if (got) cpli_wait_moved(&w);
+    else if (cpli_wait_idle(&w)) {
       /* Cancelled receives can no longer write into buffers the caller is
        * about to free; the link itself is unusable after this. MPI forbids
        * cancelling or freeing nonblocking collectives (peer < 0). */
