@@ -19,13 +19,22 @@
  * two-piece exchange 0.46-0.55 ms against 0.31-0.37 ms contiguous on the
  * emulated cluster). Larger ones travel as one hindexed message.
  *
- * Waiting polls MPI_Testsome under the context's timeout (core/wait.h:
- * any message's progress restarts the deadline): a peer
+ * Waiting polls (cpli_poll_some, below) under the context's timeout
+ * (core/wait.h: any message's progress restarts the deadline): a peer
  * that stops is CPL_ERR_TIMEOUT naming the first message still pending
  * (its index is reported as the step). Messages complete
- * roughly in plan order, so most polls test a window of FLOW_WINDOW
+ * roughly in plan order, so most polls look at a window of FLOW_WINDOW
  * requests from the first one not done, and every FLOW_FULL_POLL-th (or
- * after a few idle ones) all of them.
+ * after a few idle ones) at all of them.
+ *
+ * A poll asks MPI_Request_get_status, request by request from where the
+ * last poll stopped, and stops at the first one still pending: MPI's
+ * progress runs once per poll, as in MPI_Testsome, but the call is
+ * lighter, and with 8 ranks sharing 2 cores every poll's cost is taken
+ * from the ranks that have work. Hand-written Bruck rounds on the
+ * emulated cluster (p = 8, 1 KiB, median of six runs): polling
+ * MPI_Request_get_status as fast as blocking in MPI_Waitall, about 243 us
+ * a call, MPI_Testall 258 us, MPI_Test 270 us.
  */
 #include <stddef.h>
 #include <stdio.h>

@@ -3,10 +3,11 @@
  *
  * A step posts its receive and its send together (the bidirectional model:
  * a process may send and receive at once) and waits for both. Waiting polls
- * MPI_Testall (core/wait.h) instead of blocking in MPI_Waitall, so a
+ * (cpli_poll_some, core/wait.h) instead of blocking in MPI_Waitall, so a
  * peer that died or never entered the collective surfaces as
  * CPL_ERR_TIMEOUT naming link, rank and step. MPICH's progress engine
- * busy-polls inside MPI_Waitall anyway, so polling costs nothing extra.
+ * busy-polls inside MPI_Waitall anyway; polling with
+ * MPI_Request_get_status was measured as fast (coll/flow_exec.c).
  *
  * Sizes: messages use MPI 4's large-count calls (MPI_Isend_c, hindexed_c),
  * so a step moves pieces of any size, 2 GiB and more, in one message.
