@@ -1,20 +1,18 @@
 /*
  * Root gathering (the strategy of MPICH and Open MPI; Kang et al. Sec.
- * III-A), built from the library's intra-group collectives as in the
- * paper's experiments: gather to sender 0, one message sender 0 ->
- * receiver 0, broadcast among the receivers.
+ * III-A): gather to sender 0, one message sender 0 -> receiver 0,
+ * broadcast among the receivers. p + q - 1 messages in all, the fewest
+ * any allgather between the groups can send, where fc and two-hop send
+ * p q or more; with tiny blocks and ranks sharing cores, message count
+ * is what costs.
  *
- * Cost: gather log2(p) alpha + (p-1) k beta; root-to-root alpha + p k beta;
- * broadcast of p k bytes: the paper assumes scatter + allgather,
- * 2 log2(q) alpha + 2 p k beta, about 4 p k beta in all against p k beta
- * for fc; MPICH's MPI_Ibcast uses a binomial tree below 8 processes,
- * log2(q) (alpha + p k beta) (cost.c models what MPICH does).
+ * The gather is binomial, in lockstep (below); the broadcast is Traff's
+ * round-optimal one (bcast_circulant.c), pipelined in n* blocks for large
+ * totals. Both use large-count messages, so no size is refused.
  *
- * Sizes: MPICH's gather and broadcast are used while the p blocks fit int
- * counts (CPLI_NATIVE_MAX); both groups know the total (the senders
- * exchange their sizes anyway). Past it the root receives each block as
- * one large-count message and the receivers broadcast with Coupler's
- * circulant broadcast, so no size is refused.
+ * Cost: gather ceil(log2 p) alpha + (p-1) k beta; root-to-root
+ * alpha + p k beta; broadcast of m = p k bytes in n blocks among q,
+ * (n - 1 + ceil(log2 q))(alpha + beta m / n) (cost.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -32,49 +30,49 @@ static size_t prefix(const size_t *counts, int n, size_t *off) {
   return t;
 }
 
-/* Gather to sender 0: MPICH's gatherv within int counts, else one
- * message per sender. */
-static int gather(const cpli_inter_args *a, cpli_dir *d, int lrank, const size_t *counts,
-                  const size_t *off, size_t total, char *tmp) {
-  a->ctx->xstep = 0;
-  if (total > CPLI_NATIVE_MAX) {
-    if (lrank != 0)
-      return cpli_xfer(d->local, a->own, a->own_bytes, 0, NULL, 0, MPI_PROC_NULL, a->ctx);
-    if (a->own_bytes) memcpy(tmp + off[0], a->own, a->own_bytes);
-    int rc = CPL_OK;
-    for (int i = 1; i < a->p && rc == CPL_OK; i++)
-      rc = cpli_xfer(d->local, NULL, 0, MPI_PROC_NULL, tmp + off[i], counts[i], i, a->ctx);
-    return rc;
+/* Binomial gather to sender 0, in lockstep: in round k a sender whose
+ * rank has bit k set sends the blocks it holds (its own and its
+ * subtree's, ranks lrank .. lrank + 2^k - 1, contiguous in sender order)
+ * to lrank - 2^k and is done; the others receive the next 2^k blocks
+ * from lrank + 2^k. ceil(log2 p) rounds, one message per sender: p - 1 in
+ * all, as MPICH's binomial gather. `tmp` holds this rank's subtree, block
+ * lrank at tmp[0]. */
+static int gather(const cpli_inter_args *a, cpli_dir *d, int lrank, const size_t *off, char *tmp) {
+  const int p = a->p;
+  if (a->own_bytes) memcpy(tmp, a->own, a->own_bytes);
+  int rc = CPL_OK, k = 0;
+  for (int mask = 1; mask < p && rc == CPL_OK; mask <<= 1, k++) {
+    a->ctx->xstep = k;
+    const int hi = lrank + mask < p ? lrank + mask : p; /* blocks held: lrank .. hi - 1 */
+    if (lrank & mask)
+      return cpli_xfer(d->local, tmp, off[hi] - off[lrank], lrank - mask, NULL, 0, MPI_PROC_NULL,
+                       a->ctx);
+    if (hi < p) {
+      const int end = hi + mask < p ? hi + mask : p;
+      rc = cpli_xfer(d->local, NULL, 0, MPI_PROC_NULL, tmp + (off[hi] - off[lrank]),
+                     off[end] - off[hi], hi, a->ctx);
+    }
   }
-  int *ic = malloc(sizeof *ic * 2 * (size_t)a->p);
-  if (!ic) return cpli_fail(CPL_ERR_NOMEM, "root: out of memory");
-  for (int i = 0; i < a->p; i++) {
-    ic[i] = (int)counts[i];
-    ic[a->p + i] = (int)off[i];
-  }
-  MPI_Request req;
-  int rc = MPI_Igatherv(a->own, (int)a->own_bytes, MPI_BYTE, tmp, ic, ic + a->p, MPI_BYTE, 0,
-                        d->local, &req);
-  rc = rc == MPI_SUCCESS ? cpli_waitall(1, &req, a->ctx, d->local, "gather to the sender root", -1)
-                         : cpli_mpi_check(rc, "MPI_Igatherv", "root: gather");
-  free(ic);
   return rc;
 }
 
 static int senders(const cpli_inter_args *a, cpli_dir *d) {
   int lrank;
   MPI_Comm_rank(d->local, &lrank);
-  size_t *counts = malloc(sizeof *counts * 2 * (size_t)a->p);
+  size_t *counts = malloc(sizeof *counts * (2 * (size_t)a->p + 1));
   char *tmp = NULL;
   int rc = counts ? CPL_OK : cpli_fail(CPL_ERR_NOMEM, "root: out of memory");
   if (rc == CPL_OK) rc = cpli_sender_counts(d, a->own_bytes, a->regular, counts, a->ctx);
-  size_t total = 0;
-  if (rc == CPL_OK) total = prefix(counts, a->p, counts + a->p);
-  if (rc == CPL_OK && lrank == 0 && !(tmp = malloc(total ? total : 1)))
-    rc = cpli_fail(CPL_ERR_NOMEM, "root: out of memory for %zu gathered bytes", total);
-  if (rc == CPL_OK) rc = gather(a, d, lrank, counts, counts + a->p, total, tmp);
+  size_t *off = counts + a->p, total = 0;
+  if (rc == CPL_OK) off[a->p] = total = prefix(counts, a->p, off);
+  /* this rank's subtree: ranks lrank .. lrank + lowest set bit - 1 */
+  const int top = lrank == 0 || lrank + (lrank & -lrank) > a->p ? a->p : lrank + (lrank & -lrank);
+  const size_t held = rc == CPL_OK ? off[top] - off[lrank] : 0;
+  if (rc == CPL_OK && !(tmp = malloc(held ? held : 1)))
+    rc = cpli_fail(CPL_ERR_NOMEM, "root: out of memory for %zu gathered bytes", held);
+  if (rc == CPL_OK) rc = gather(a, d, lrank, off, tmp);
   if (rc == CPL_OK && lrank == 0) {
-    a->ctx->xstep = 1;
+    a->ctx->xstep = cpli_ceil_log2(a->p);
     rc = cpli_xfer(d->merged, tmp, total, a->p, NULL, 0, MPI_PROC_NULL, a->ctx);
   }
   free(tmp);
@@ -97,21 +95,11 @@ static int receivers(const cpli_inter_args *a, cpli_dir *d) {
   int rc = buf || total == 0 ? CPL_OK
                              : cpli_fail(CPL_ERR_NOMEM, "root: out of memory for %zu bytes", total);
   if (rc == CPL_OK && lrank == 0) {
-    a->ctx->xstep = 1;
+    a->ctx->xstep = cpli_ceil_log2(a->p);
     rc = cpli_xfer(d->merged, NULL, 0, MPI_PROC_NULL, buf, total, 0, a->ctx);
   }
-  if (rc == CPL_OK && a->q > 1) {
-    a->ctx->xstep = 2;
-    if (total > CPLI_NATIVE_MAX) {
-      rc = cpli_bcast_circulant(d->local, buf, total, 0, 0, a->ctx);
-    } else {
-      MPI_Request req;
-      rc = MPI_Ibcast(buf, (int)total, MPI_BYTE, 0, d->local, &req);
-      rc = rc == MPI_SUCCESS
-               ? cpli_waitall(1, &req, a->ctx, d->local, "broadcast among receivers", -1)
-               : cpli_mpi_check(rc, "MPI_Ibcast", "root: broadcast");
-    }
-  }
+  if (rc == CPL_OK && a->q > 1 && total > 0)
+    rc = cpli_bcast_circulant(d->local, buf, total, 0, 0, a->ctx);
   if (rc == CPL_OK && !in_place)
     for (int i = 0; i < a->p; i++)
       if (a->blk.counts[i]) memcpy(a->blk.base + a->blk.displs[i], buf + off[i], a->blk.counts[i]);

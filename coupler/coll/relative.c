@@ -43,7 +43,8 @@ int cpli_rounds_relative(const cpli_intra_args *a, int p, int r, int rounds, con
     rc = cpli_xfer(a->comm, tmp, rel[n], (r - s + p) % p, tmp + rel[s], rel[s + n] - rel[s],
                    (r + s) % p, a->ctx);
   }
-  for (int i = 1, j = r + 1 == p ? 0 : r + 1; i < p && rc == CPL_OK; i++, j = j + 1 == p ? 0 : j + 1)
+  for (int i = 1, j = r + 1 == p ? 0 : r + 1; i < p && rc == CPL_OK;
+       i++, j = j + 1 == p ? 0 : j + 1)
     memcpy(b->base + b->displs[j], tmp + rel[i], b->counts[j]);
   free(tmp);
   free(rel);
