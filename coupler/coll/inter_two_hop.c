@@ -23,9 +23,8 @@
  * throughout (4|4 at 16 MiB: 1.03 against 1.12). The cost is peers: a
  * receiver talks to up to p senders and p holders at once. Where p
  * streams into one port overflow its queue (TCP incast: p > q at 16
- * nodes), a sender keeps only a few of its streams going at once
- * (cpli_two_hop_window), and a lone receiver lets only a few senders in
- * (cpli_two_hop_gated).
+ * nodes), a receiver lets only a few senders in at once
+ * (cpli_two_hop_admits).
  */
 #include "coll/coll.h"
 #include "coll/fc_plan.h"

@@ -204,7 +204,7 @@ int cpli_flow_direct_ring(cpli_flow *f, int p, int q, int me, const size_t *coun
  * no receiver feeds more than p streams (cpli_two_hop_fanout), so that
  * only the receivers' ports are full, and r = p otherwise or for a block
  * that takes CPLI_TWO_HOP_DIRECT_S or more at rate 1 / beta. p > q: a
- * sender may stagger its streams (cpli_two_hop_window). With o->model a
+ * receiver may let senders in a few at a time (cpli_two_hop_admits). With o->model a
  * relayed block is a depth-2 pipeline (cut by its own length, the
  * holder's receive and its sends alike), the others move whole; o->chunk
  * forces one cut on relayed blocks. Receivers give all p block sizes and
@@ -216,35 +216,33 @@ int cpli_flow_direct_ring(cpli_flow *f, int p, int q, int me, const size_t *coun
  * at 16 MiB (330 ms), about even at 2-4 MiB. */
 #define CPLI_TWO_HOP_DIRECT_S 0.08
 int cpli_two_hop_holders(int p, int q, size_t k, double beta);
-/* p > q: how many streams a sender keeps going at once (0: all q). With
- * a window w < q, its stream i + w starts once the receiver of stream i
- * has signalled that it arrived; in ring order from the sender's first
- * holder, a receiver then takes about w p / q streams at a time instead
- * of p. Only where p streams into one port overflow its queue (TCP
- * incast): p > CPLI_TWO_HOP_MAX_FAN_IN; then w = floor(CPLI_TWO_HOP_FAN_IN
- * q / p), at least 1 (0 where that is q or more, or where the signals'
- * 2 q start-ups do not fit in the slack of a sender's port, which moves
- * q k bytes while the receivers' ports move p k). Waiting for MPI's send
+/* p > q, TCP incast: p streams into one port overflow its queue, and
+ * TCP's retransmission timeouts (200 ms) stall the transfer. Past
+ * CPLI_TWO_HOP_MAX_FAN_IN senders, a receiver lets CPLI_TWO_HOP_FAN_IN of
+ * its streams in at once: it takes them in rounds, round i from the
+ * senders whose first holder is j - i (cpli_two_hop_admit_position gives
+ * a sender's place in that order), and the stream in place k starts on
+ * the receiver's signal that the one in place k - FAN_IN has arrived.
+ * Each wait points to an earlier place, so the plan cannot deadlock.
+ * Admitted: blocks whose transfer keeps the port busy while a signal's 2
+ * start-ups pass, 2 alpha <= (FAN_IN - 1) k beta. Waiting for MPI's send
  * completion would not do: TCP takes a megabyte into its buffers and
- * completes it. Measured on the emulated cluster, 1 MiB, ratio to the
- * bound (median of 9, two runs each):
- *   16 nodes: 12|4 all at once 1.29-1.39 (about 500 packets dropped and
- *   one TCP timeout per call), w = 1 1.05-1.09; 10|6 1.41-1.49, w = 1
- *   1.15, 2 1.12-1.16, 3 1.11-1.14; 9|7 1.29-1.38, w = 1 1.33,
- *   2 1.18-1.28, 3 1.11-1.17; 14|2 1.01-1.11, w = 1 1.10-1.12.
- *   8 nodes (no drops): all at once 0.97-1.01; staggered 6|2 (w = 1) the
- *   same, but 5|3 (w = 2) 1.11-1.19 and 5|2 (w = 1) 1.13-1.20 at 1-4
- *   MiB: where q does not divide p, some receivers take a stream more
- *   at a time and the others then wait. */
+ * completes it. Measured on the emulated cluster, 16 nodes, 1 MiB per
+ * block, ratio to the bound (median of 9, two runs each):
+ *   all at once: 12|4 1.29-1.39 (about 500 packets dropped and one TCP
+ *   timeout per call), 10|6 1.41-1.49, 9|7 1.29-1.38, 15|1 1.17;
+ *   a sender keeping w of its q streams going (the previous scheme):
+ *   14|2 1.06-1.07, 13|3 1.13-1.14, 12|4 1.05-1.08, 10|6 1.19, 9|7
+ *   1.17-1.23;
+ *   admission: 15|1 1.00, 14|2 1.00, 13|3 1.00, 12|4 1.01-1.03, 10|6
+ *   1.06-1.07, 9|7 1.10.
+ *   8 nodes (no drops): staggered senders hurt where q does not divide p
+ *   (5|3 1.11-1.19, 5|2 1.13-1.20 at 1-4 MiB, all at once 0.97-1.01),
+ *   hence only past 8 senders. */
 #define CPLI_TWO_HOP_MAX_FAN_IN 8
 #define CPLI_TWO_HOP_FAN_IN 4
-int cpli_two_hop_window(int p, int q, size_t k, const cpli_cut_model *m);
-/* q = 1 (no window: a sender has one stream): does sender b wait for the
- * receiver's signal to start? The receiver lets CPLI_TWO_HOP_FAN_IN in at
- * once, past CPLI_TWO_HOP_MAX_FAN_IN senders: sender b >= FAN_IN starts
- * when block b - FAN_IN has arrived, where a signal's 2 start-ups fit in
- * the time the other FAN_IN - 1 streams keep the port busy. */
-int cpli_two_hop_gated(int p, int q, int b, size_t k, const cpli_cut_model *m);
+int cpli_two_hop_admits(int p, int q, size_t k, const cpli_cut_model *m);
+long long cpli_two_hop_admit_position(int b, int j, int p, int q);
 long long cpli_two_hop_fanout(int p, int q, int r);         /* busiest receiver's streams out */
 int cpli_two_hop_source(int b, int j, int p, int q, int r); /* -1: j holds b */
 int cpli_flow_two_hop(cpli_flow *f, int p, int q, int me, const size_t *counts,

@@ -54,17 +54,34 @@ int cpli_two_hop_holders(int p, int q, size_t k, double beta) {
   return cpli_two_hop_fanout(p, q, p - 1) <= p ? p - 1 : p;
 }
 
-int cpli_two_hop_window(int p, int q, size_t k, const cpli_cut_model *m) {
-  if (p <= q || p <= CPLI_TWO_HOP_MAX_FAN_IN || m->alpha <= 0 || m->beta <= 0 ||
-      2 * q * m->alpha > (double)(p - q) * (double)k * m->beta)
-    return 0;
-  const long long w = (long long)CPLI_TWO_HOP_FAN_IN * q / p;
-  return w >= q ? 0 : w < 1 ? (q > 1) : (int)w;
+/* Admission (p > q): receiver j takes its streams in rounds, round i
+ * from the senders whose first holder is j - i (a contiguous range of
+ * them, in sender order). */
+static int range_start(int h, int p, int q) { return (int)(((long long)h * p + q - 1) / q); }
+
+long long cpli_two_hop_admit_position(int b, int j, int p, int q) {
+  const int h0 = first_holder(b, p, q), i = ((j - h0) % q + q) % q;
+  long long k = b - range_start(h0, p, q);
+  for (int t = 0; t < i; t++) {
+    const int h = ((j - t) % q + q) % q;
+    k += range_start(h + 1, p, q) - range_start(h, p, q);
+  }
+  return k;
 }
 
-int cpli_two_hop_gated(int p, int q, int b, size_t k, const cpli_cut_model *m) {
-  return q == 1 && p > CPLI_TWO_HOP_MAX_FAN_IN && b >= CPLI_TWO_HOP_FAN_IN && m->alpha > 0 &&
-         m->beta > 0 && 2 * m->alpha <= (CPLI_TWO_HOP_FAN_IN - 1) * (double)k * m->beta;
+/* The sender in position k at receiver j (the inverse). */
+static int admit_sender(long long k, int j, int p, int q) {
+  for (int t = 0; t < q; t++) {
+    const int h = ((j - t) % q + q) % q, n = range_start(h + 1, p, q) - range_start(h, p, q);
+    if (k < n) return range_start(h, p, q) + (int)k;
+    k -= n;
+  }
+  return -1;
+}
+
+int cpli_two_hop_admits(int p, int q, size_t k, const cpli_cut_model *m) {
+  return p > q && p > CPLI_TWO_HOP_MAX_FAN_IN && m->alpha > 0 && m->beta > 0 &&
+         2 * m->alpha <= (CPLI_TWO_HOP_FAN_IN - 1) * (double)k * m->beta;
 }
 
 int cpli_two_hop_source(int b, int j, int p, int q, int r) {
@@ -112,51 +129,49 @@ int cpli_flow_two_hop(cpli_flow *f, int p, int q, int me, const size_t *counts,
   f->cut_fixed = o->chunk > 0;
   if (me < p) { /* sender: its block to its r holders */
     const int r = cpli_two_hop_holders(p, q, own_bytes, o->cut.beta);
-    const int w = cpli_two_hop_window(p, q, own_bytes, &o->cut);
+    const int admits = cpli_two_hop_admits(p, q, own_bytes, &o->cut);
     CPLI_TRY(cpli_flow_have(f, 1, 0, own_bytes));
-    size_t *ack = w ? malloc(sizeof *ack * (size_t)r) : NULL; /* signal of stream i */
-    if (w && !ack) return cpli_fail(CPL_ERR_NOMEM, "two-hop plan: out of memory");
-    const size_t go = f->nm; /* q = 1: the receiver's signal to start, if gated */
-    const int gated = cpli_two_hop_gated(p, q, me, own_bytes, &o->cut);
-    int rc = gated ? cpli_flow_signal(f, 0, p, CPLI_FLOW_NONE) : CPL_OK;
-    for (int i = 0; i < r && rc == CPL_OK; i++) {
+    for (int i = 0; i < r; i++) {
       const int h = (first_holder(me, p, q) + i) % q, rel = relays(me, h, p, q, r);
-      const size_t m0 = f->nm;
-      rc = stream(f, 1, p + h, 1, 0, own_bytes, cut(o, own_bytes, rel), rel);
-      if (rc == CPL_OK && gated && f->nm > m0) rc = cpli_flow_order(f, go, m0);
-      if (rc == CPL_OK && w && i >= w) rc = cpli_flow_order(f, ack[i - w], m0);
-      if (rc == CPL_OK && w && i < r - w) {
-        ack[i] = f->nm;
-        rc = cpli_flow_signal(f, 0, p + h, CPLI_FLOW_NONE);
+      size_t go = CPLI_FLOW_NONE; /* the receiver's signal to start */
+      if (admits && cpli_two_hop_admit_position(me, h, p, q) >= CPLI_TWO_HOP_FAN_IN) {
+        go = f->nm;
+        CPLI_TRY(cpli_flow_signal(f, 0, p + h, CPLI_FLOW_NONE));
       }
+      const size_t m0 = f->nm;
+      CPLI_TRY(stream(f, 1, p + h, 1, 0, own_bytes, cut(o, own_bytes, rel), rel));
+      if (go != CPLI_FLOW_NONE && f->nm > m0) CPLI_TRY(cpli_flow_order(f, go, m0));
     }
-    free(ack);
-    return rc;
+    return CPL_OK;
   }
   /* Receiver j: every block from its sender or from one holder, and the
    * blocks it holds on to the receivers that take them from it. Between
    * two receivers both ends list their streams by block. */
   const int j = me - p;
-  for (int b = 0; b < p; b++) {
+  size_t *last = p > q ? malloc(sizeof *last * (size_t)p) : NULL; /* stream b's last message */
+  if (p > q && !last) return cpli_fail(CPL_ERR_NOMEM, "two-hop plan: out of memory");
+  int rc = CPL_OK;
+  for (int b = 0; b < p && rc == CPL_OK; b++) {
     const int r = cpli_two_hop_holders(p, q, counts[b], o->cut.beta);
     const int src = cpli_two_hop_source(b, j, p, q, r);
     if (src < 0) {
       const int rel = relays(b, j, p, q, r);
-      CPLI_TRY(stream(f, 0, b, 0, displs[b], counts[b], cut(o, counts[b], rel), rel));
-      /* a staggered sender's stream w later waits for this one to arrive */
-      const int w = cpli_two_hop_window(p, q, counts[b], &o->cut);
-      if (w && ((j - first_holder(b, p, q)) % q + q) % q < q - w)
-        CPLI_TRY(cpli_flow_signal(f, 1, b, f->nm - 1));
+      rc = stream(f, 0, b, 0, displs[b], counts[b], cut(o, counts[b], rel), rel);
+      if (last) last[b] = counts[b] ? f->nm - 1 : CPLI_FLOW_NONE;
     } else {
-      CPLI_TRY(stream(f, 0, p + src, 0, displs[b], counts[b], cut(o, counts[b], 1), 1));
+      rc = stream(f, 0, p + src, 0, displs[b], counts[b], cut(o, counts[b], 1), 1);
     }
-    /* q = 1: sender b + CPLI_TWO_HOP_FAN_IN starts once block b is here */
-    const int g = b + CPLI_TWO_HOP_FAN_IN;
-    if (g < p && cpli_two_hop_gated(p, q, g, counts[g], &o->cut))
-      CPLI_TRY(cpli_flow_signal(f, 1, g, counts[b] ? f->nm - 1 : CPLI_FLOW_NONE));
     const int h0 = first_holder(b, p, q);
-    for (int d = first_target(b, j, p, q, r); d < q; d += r)
-      CPLI_TRY(stream(f, 1, p + (h0 + d) % q, 0, displs[b], counts[b], cut(o, counts[b], 1), 1));
+    for (int d = first_target(b, j, p, q, r); d < q && rc == CPL_OK; d += r)
+      rc = stream(f, 1, p + (h0 + d) % q, 0, displs[b], counts[b], cut(o, counts[b], 1), 1);
   }
-  return CPL_OK;
+  /* Admission: the sender in position k starts when the stream in position
+   * k - CPLI_TWO_HOP_FAN_IN has arrived (p > q: every stream is direct). */
+  for (long long k = CPLI_TWO_HOP_FAN_IN; last && k < p && rc == CPL_OK; k++) {
+    const int s = admit_sender(k, j, p, q);
+    if (cpli_two_hop_admits(p, q, counts[s], &o->cut))
+      rc = cpli_flow_signal(f, 1, s, last[admit_sender(k - CPLI_TWO_HOP_FAN_IN, j, p, q)]);
+  }
+  free(last);
+  return rc;
 }

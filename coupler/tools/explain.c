@@ -117,12 +117,10 @@ int cpli_explain_inter(const char *alg, int p, int q, size_t k, int explain, int
       } else if (two_hop) {
         const int h = cpli_two_hop_holders(p, q, k, o.cut.beta);
         const long long fan = cpli_two_hop_fanout(p, q, h);
-        const int w = cpli_two_hop_window(p, q, k, &o.cut);
         printf("# %d holder%s per block; the busiest receiver passes on %lld stream%s", h,
                h == 1 ? "" : "s", fan, fan == 1 ? "" : "s");
-        if (w) printf("; a sender keeps %d stream%s going at once (incast)", w, w == 1 ? "" : "s");
-        if (cpli_two_hop_gated(p, q, p - 1, k, &o.cut))
-          printf("; the receiver lets %d senders in at once (incast)", CPLI_TWO_HOP_FAN_IN);
+        if (cpli_two_hop_admits(p, q, k, &o.cut))
+          printf("; a receiver lets %d senders in at once (incast)", CPLI_TWO_HOP_FAN_IN);
       } else {
         printf("# sender b's home: receiver floor(b q / p); a ring of the %d receivers", q);
       }

@@ -306,10 +306,21 @@ static void two_hop_shape(int p, int q, double beta) {
   for (int b = 0; b < p; b++) counts[b] = 3, displs[b] = 3 * (size_t)b;
   const int r = cpli_two_hop_holders(p, q, 3, beta);
   long long most = 0;
-  const int w = cpli_two_hop_window(p, q, 3, &o.cut);
+  /* admission: a receiver's places are a permutation of its p senders,
+   * and the senders in places FAN_IN and later wait for its signal */
+  const int admits = cpli_two_hop_admits(p, q, 3, &o.cut);
   int acks = 0, gates = 0;
   int ok = r >= 1 && r <= (p < q ? p : q) && (p <= q || r == q) &&
-           (p > q || p < 2 || 3 * beta < CPLI_TWO_HOP_DIRECT_S || r == p);
+           (p > q || p < 2 || 3 * beta < CPLI_TWO_HOP_DIRECT_S || r == p) && (!admits || p > q);
+  for (int j = 0; j < q && admits && ok; j++) {
+    char *seen = calloc((size_t)p, 1);
+    for (int b = 0; b < p && ok; b++) {
+      const long long k = cpli_two_hop_admit_position(b, j, p, q);
+      ok = k >= 0 && k < p && !seen[k];
+      if (ok) seen[k] = 1;
+    }
+    free(seen);
+  }
   for (int me = 0; me < p + q && ok; me++) {
     cpli_flow f;
     cpli_flow_init(&f);
@@ -321,14 +332,12 @@ static void two_hop_shape(int p, int q, double beta) {
       ordered += f.m[i].after > 0;
       signals += f.m[i].np == 0 && f.m[i].send == (me >= p);
     }
-    /* staggered: a sender's stream i + w waits for a signal that stream
-     * i arrived, which its receiver sends on arrival; gated (q = 1): a
-     * sender's one stream waits for the receiver's signal to start */
-    const int gated = me < p && cpli_two_hop_gated(p, q, me, 3, &o.cut);
     if (me < p) {
-      ok = ok && sends == r && recvs == 0 && ordered == (w ? r - w : 0) + gated &&
-           signals == ordered;
-      gates += gated;
+      int waits = 0;
+      for (int j = 0; j < q && admits; j++)
+        waits += cpli_two_hop_admit_position(me, j, p, q) >= CPLI_TWO_HOP_FAN_IN;
+      ok = ok && sends == r && recvs == 0 && ordered == waits && signals == ordered;
+      gates += waits;
     } else {
       ok = ok && recvs == p && ordered == signals; /* blocks of 3: every signal after one */
       acks += signals;
@@ -336,7 +345,8 @@ static void two_hop_shape(int p, int q, double beta) {
     if (me >= p) most = sends > most ? sends : most;
     cpli_flow_free(&f);
   }
-  ok = ok && acks == (w ? p * (q - w) : 0) + gates && w >= 0 && w < q && (!gates || q == 1);
+  ok = ok && acks == gates &&
+       acks == (admits && p > CPLI_TWO_HOP_FAN_IN ? q * (p - CPLI_TWO_HOP_FAN_IN) : 0);
   CHECK(ok && most == cpli_two_hop_fanout(p, q, r) && (p <= q || most == 0),
         "two-hop %d|%d: r %d, busiest receiver sends %lld streams, fanout says %lld", p, q, r, most,
         cpli_two_hop_fanout(p, q, r));
@@ -476,7 +486,8 @@ int main(void) {
             inter_case(cpli_flow_two_hop, "two-hop (mixed holders)", p, q, ck, lk, chunks[c],
                        CPLI_TWO_HOP_DIRECT_S / 9);
           }
-  /* past 8 senders: staggered (q >= 2) or gated (q = 1) */
+  /* past 8 senders: a receiver lets 4 in at once (blocks of every size:
+   * admitted and not in one plan) */
   for (int ck = 0; ck < COUNTS_KINDS; ck++) {
     inter_case(cpli_flow_two_hop, "two-hop", 20, 1, ck, LAYOUT_GAPS, 0, 1e-6);
     inter_case(cpli_flow_two_hop, "two-hop", 13, 3, ck, LAYOUT_REVERSED, 0, 1e-6);
@@ -491,7 +502,7 @@ int main(void) {
     for (int q = 1; q <= 40; q++) {
       two_hop_shape(p, q, 1e-6); /* 3-byte blocks: short, r = p - 1 where it fits */
       two_hop_shape(p, q, 1);    /* 3 s per block: long, r = p for p <= q */
-      two_hop_shape(p, q, 1e-7); /* p > 8 staggers from 3 (p - q) >= 20 q */
+      two_hop_shape(p, q, 1e-7); /* p > 8, but too short a block to admit */
     }
   printf("flow: %d cases, %d failures\n", cases, failures);
   return failures ? 1 : 0;
