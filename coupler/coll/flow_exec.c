@@ -25,11 +25,12 @@
  * (its index is reported as the step). Messages complete
  * roughly in plan order, so most polls look at a window of FLOW_WINDOW
  * requests from the first one not done, and every FLOW_FULL_POLL-th (or
- * after a few idle ones) at all of them.
+ * after a few idle ones) MPI_Testsome sweeps all of them, so no
+ * completion outside the window waits long.
  *
- * A poll asks MPI_Request_get_status, request by request from where the
- * last poll stopped, and stops at the first one still pending: MPI's
- * progress runs once per poll, as in MPI_Testsome, but the call is
+ * A window poll asks MPI_Request_get_status, request by request from
+ * where the last poll stopped, and stops at the first one still pending:
+ * MPI's progress runs once per poll, as in MPI_Testsome, but the call is
  * lighter, and with 8 ranks sharing 2 cores every poll's cost is taken
  * from the ranks that have work. Hand-written Bruck rounds on the
  * emulated cluster (p = 8, 1 KiB, median of six runs): polling
@@ -178,18 +179,13 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
   /* All bookkeeping in one zeroed allocation: a small collective should
    * not pay a dozen malloc/free pairs; up to FLOW_ARENA_KEEP bytes, the
    * thread's last arena is reused (nothing in it outlives the call). */
-  const size_t sz[] = {sizeof(MPI_Request) * nm,
-                       sizeof(MPI_Datatype) * nm,
-                       sizeof(char *) * nm,
-                       sizeof(int) * nm,
-                       sizeof(int) * nm,
-                       sizeof(size_t) * nm,
-                       sizeof(size_t) * (size_t)np,
-                       sizeof(size_t) * (nm + 1),
-                       sizeof(size_t) * (f->ndep ? f->ndep : 1),
-                       sizeof(size_t) * nm,
-                       nm};
-  enum { REQ, TYPE, STAGE, IDX, PEND, ORD, NEXTORD, RSTART, RLIST, FILL, STATE, NARR };
+  const size_t sz[] = {sizeof(MPI_Request) * nm,  sizeof(MPI_Datatype) * nm,
+                       sizeof(char *) * nm,       sizeof(MPI_Status) * nm,
+                       sizeof(int) * nm,          sizeof(int) * nm,
+                       sizeof(size_t) * nm,       sizeof(size_t) * (size_t)np,
+                       sizeof(size_t) * (nm + 1), sizeof(size_t) * (f->ndep ? f->ndep : 1),
+                       sizeof(size_t) * nm,       nm};
+  enum { REQ, TYPE, STAGE, ST, IDX, PEND, ORD, NEXTORD, RSTART, RLIST, FILL, STATE, NARR };
   size_t at[NARR], total = 0;
   for (int i = 0; i < NARR; i++) at[i] = total, total += (sz[i] + 15) & ~(size_t)15;
   char *arena = arena_get(total);
@@ -197,6 +193,7 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
   MPI_Request *req = (MPI_Request *)(arena + at[REQ]);
   MPI_Datatype *type = (MPI_Datatype *)(arena + at[TYPE]);
   char **stage = (char **)(arena + at[STAGE]);
+  MPI_Status *st = (MPI_Status *)(arena + at[ST]);
   int *idx = (int *)(arena + at[IDX]);
   int *pend = (int *)(arena + at[PEND]);             /* sends: messages still awaited */
   size_t *ord = (size_t *)(arena + at[ORD]);         /* sends: ordinal per destination */
@@ -278,17 +275,25 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
      * first one not done, and everything every FLOW_FULL_POLL polls (or
      * when the window is idle), so polling costs O(window), not O(plan). */
     while (lo < nm && state[lo] == 2) lo++;
-    const int full = ++polls % FLOW_FULL_POLL == 0 || idle > 2 || nm - lo <= FLOW_WINDOW;
-    const size_t base = full ? 0 : lo, span = full ? nm : FLOW_WINDOW;
-    int outcount = 0, from = cursor >= base && cursor < base + span ? (int)(cursor - base) : 0;
-    int mrc = cpli_poll_some((int)span, req + base, &from, idx, &outcount);
-    cursor = base + (size_t)from;
+    const int all = nm - lo <= FLOW_WINDOW; /* the window holds what is left */
+    const int sweep = !all && (++polls % FLOW_FULL_POLL == 0 || idle > 2);
+    const size_t base = all || sweep ? 0 : lo;
+    int outcount = 0, mrc;
+    if (sweep) { /* every request, whatever the window's cursor skips */
+      mrc = MPI_Testsome((int)nm, req, &outcount, idx, st);
+      if (outcount == MPI_UNDEFINED) outcount = 0;
+    } else {
+      const size_t span = all ? nm : FLOW_WINDOW;
+      int from = cursor >= base && cursor < base + span ? (int)(cursor - base) : 0;
+      mrc = cpli_poll_some((int)span, req + base, &from, idx, &outcount);
+      cursor = base + (size_t)from;
+    }
     if (mrc != MPI_SUCCESS) {
-      rc = cpli_mpi_check(mrc, "MPI_Request_get_status", "%s: waiting for messages",
+      rc = cpli_mpi_check(mrc, "polling", "%s: waiting for messages",
                           cpli_ctx_where(ctx, comm, where, sizeof where));
       break;
     }
-    idle = outcount > 0 || full ? 0 : idle + 1;
+    idle = outcount > 0 || sweep ? 0 : idle + 1;
     for (int j = 0; j < outcount; j++) {
       const size_t i = base + (size_t)idx[j];
       state[i] = 2;

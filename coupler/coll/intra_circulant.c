@@ -160,18 +160,10 @@ static int alg7_build(cpli_flow *f, const void *arg) {
   return cpli_flow_alg7(f, &c, x->r, NULL, counts, x->displs, x->chunk);
 }
 
-/* Small allgathers run Alg. 7 on a buffer in this rank's relative order
- * (block r first, then r + 1, ...), as MPICH's Bruck does: every range
- * it sends (r ..) or receives (r + skip ..) is then one contiguous piece,
- * where in the caller's layout the ranges that wrap past rank p - 1 are
- * two, packed into a staging buffer on both sides. One copy of the blocks
- * into place at the end replaces that. Measured on the emulated cluster
- * (p = 7, 1 KiB, hand-written lockstep rounds): one message per round
- * 163-194 us a call, two where a range wraps 180-195 us. Up to
- * CPLI_RELATIVE_MAX bytes in all, where a message costs more than the copy. */
-
 /* Alg. 7 (or the ring) as a dataflow plan, built once per layout and
- * kept in the communicator's plan cache. */
+ * kept in the communicator's plan cache. Small allgathers
+ * (CPLI_RELATIVE_MAX) gather in relative order, as coll/relative.c does,
+ * so that no stream is two pieces packed into a staging buffer. */
 static int alg7_flow(const cpli_intra_args *a, int p, int r, int ring, size_t total) {
   const cpli_blocks *b = &a->blk;
   const int relative = !ring && total <= CPLI_RELATIVE_MAX;
@@ -183,7 +175,7 @@ static int alg7_flow(const cpli_intra_args *a, int p, int r, int ring, size_t to
     base = (char *)(rel + p);
     size_t at = 0;
     for (int i = 0, j = r; i < p; i++, j = j + 1 == p ? 0 : j + 1) rel[j] = at, at += b->counts[j];
-    memcpy(base, b->base + b->displs[r], b->counts[r]);
+    if (b->counts[r]) memcpy(base, b->base + b->displs[r], b->counts[r]);
   }
   const alg7_plan x = {a, relative ? rel : b->displs, p, r, ring, cpli_flow_chunk()};
   const double param[] = {ring ? 1 : 7, (double)x.chunk, relative};
@@ -194,7 +186,7 @@ static int alg7_flow(const cpli_intra_args *a, int p, int r, int ring, size_t to
                            a->comm, base, NULL, a->ctx);
   cpli_plan_key_free(&key);
   for (int j = 0; relative && rc == CPL_OK && j < p; j++)
-    if (j != r) memcpy(b->base + b->displs[j], base + rel[j], b->counts[j]);
+    if (j != r && b->counts[j]) memcpy(b->base + b->displs[j], base + rel[j], b->counts[j]);
   free(rel);
   return rc;
 }

@@ -35,7 +35,7 @@ int cpli_rounds_relative(const cpli_intra_args *a, int p, int r, int rounds, con
     free(rel);
     return cpli_fail(CPL_ERR_NOMEM, "out of memory staging %zu bytes", total);
   }
-  memcpy(tmp, b->base + b->displs[r], b->counts[r]);
+  if (b->counts[r]) memcpy(tmp, b->base + b->displs[r], b->counts[r]); /* base may be NULL */
   int rc = CPL_OK;
   for (int k = 0; k < rounds && rc == CPL_OK; k++) {
     const int s = skip[k], n = count[k];
@@ -45,7 +45,7 @@ int cpli_rounds_relative(const cpli_intra_args *a, int p, int r, int rounds, con
   }
   for (int i = 1, j = r + 1 == p ? 0 : r + 1; i < p && rc == CPL_OK;
        i++, j = j + 1 == p ? 0 : j + 1)
-    memcpy(b->base + b->displs[j], tmp + rel[i], b->counts[j]);
+    if (b->counts[j]) memcpy(b->base + b->displs[j], tmp + rel[i], b->counts[j]);
   free(tmp);
   free(rel);
   return rc;
