@@ -24,9 +24,9 @@
  * that stops is CPL_ERR_TIMEOUT naming the first message still pending
  * (its index is reported as the step). Messages complete
  * roughly in plan order, so most polls look at a window of FLOW_WINDOW
- * requests from the first one not done, and every FLOW_FULL_POLL-th (or
- * after a few idle ones) MPI_Testsome sweeps all of them, so no
- * completion outside the window waits long.
+ * requests from the first one not done, and every FLOW_FULL_POLL-th
+ * MPI_Testsome sweeps all of them, so no completion outside the window
+ * waits long.
  *
  * A window poll asks MPI_Request_get_status, request by request from
  * where the last poll stopped, and stops at the first one still pending:
@@ -245,7 +245,7 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
     state[i] = 1;
   }
   size_t ndone = 0, first = 0, lo = 0, cursor = 0;
-  unsigned polls = 0, idle = 0;
+  unsigned polls = 0;
   int dirty = 1;
   cpli_wait w;
   cpli_wait_start(&w, ctx->timeout > 0 ? ctx->timeout : CPLI_WAIT_FOREVER, 0);
@@ -272,11 +272,13 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
       if (rc != CPL_OK) break;
     }
     /* Messages complete roughly in plan order: test a window from the
-     * first one not done, and everything every FLOW_FULL_POLL polls (or
-     * when the window is idle), so polling costs O(window), not O(plan). */
+     * first one not done, and everything every FLOW_FULL_POLL polls, so
+     * polling costs O(window), not O(plan). A window poll looks at one
+     * pending request, so a few idle ones say nothing of the window and
+     * do not bring the sweep forward. */
     while (lo < nm && state[lo] == 2) lo++;
     const int all = nm - lo <= FLOW_WINDOW; /* the window holds what is left */
-    const int sweep = !all && (++polls % FLOW_FULL_POLL == 0 || idle > 2);
+    const int sweep = !all && ++polls % FLOW_FULL_POLL == 0;
     const size_t base = all || sweep ? 0 : lo;
     int outcount = 0, mrc;
     if (sweep) { /* every request, whatever the window's cursor skips */
@@ -293,7 +295,6 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
                           cpli_ctx_where(ctx, comm, where, sizeof where));
       break;
     }
-    idle = outcount > 0 || sweep ? 0 : idle + 1;
     for (int j = 0; j < outcount; j++) {
       const size_t i = base + (size_t)idx[j];
       state[i] = 2;
