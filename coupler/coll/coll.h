@@ -149,6 +149,17 @@ typedef struct cpli_intra_args {
   struct cpli_plan_cache *plans; /* the communicator's plans; NULL: none */
 } cpli_intra_args;
 
+/* A copy of the blocks in rank r's relative order (block r first, then
+ * r + 1, ...): at[j] is where block j starts in buf, at[p] the total.
+ * Open stages the rank's own block; close copies the others into the
+ * caller's layout when `ok`, and frees (coll/relative.c). */
+typedef struct cpli_relative {
+  size_t *at;
+  char *buf;
+} cpli_relative;
+int cpli_relative_open(const cpli_blocks *b, int p, int r, cpli_relative *x);
+void cpli_relative_close(cpli_relative *x, const cpli_blocks *b, int p, int r, int ok);
+
 /* Lockstep rounds on a relative-order buffer: in round k send blocks
  * r .. r + count[k] - 1 to r - skip[k], receive r + skip[k] ..
  * r + skip[k] + count[k] - 1 from r + skip[k] (coll/relative.c). */

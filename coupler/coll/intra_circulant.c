@@ -167,27 +167,17 @@ static int alg7_build(cpli_flow *f, const void *arg) {
 static int alg7_flow(const cpli_intra_args *a, int p, int r, int ring, size_t total) {
   const cpli_blocks *b = &a->blk;
   const int relative = !ring && total <= CPLI_RELATIVE_MAX;
-  size_t *rel = NULL; /* relative order: displacements, then the buffer */
-  char *base = b->base;
-  if (relative) {
-    if (!(rel = malloc(sizeof *rel * (size_t)p + total)))
-      return cpli_fail(CPL_ERR_NOMEM, "circulant: out of memory for %zu bytes", total);
-    base = (char *)(rel + p);
-    size_t at = 0;
-    for (int i = 0, j = r; i < p; i++, j = j + 1 == p ? 0 : j + 1) rel[j] = at, at += b->counts[j];
-    if (b->counts[r]) memcpy(base, b->base + b->displs[r], b->counts[r]);
-  }
-  const alg7_plan x = {a, relative ? rel : b->displs, p, r, ring, cpli_flow_chunk()};
+  cpli_relative rel = {0};
+  if (relative) CPLI_TRY(cpli_relative_open(b, p, r, &rel));
+  const alg7_plan x = {a, relative ? rel.at : b->displs, p, r, ring, cpli_flow_chunk()};
   const double param[] = {ring ? 1 : 7, (double)x.chunk, relative};
   cpli_plan_key key; /* a key without memory caches nothing */
   cpli_plan_key_make(&key, param, 3, p, b->counts, b->displs);
   int rc =
       cpli_flow_run_cached(a->plans, &key, alg7_build, &x, (cpli_plan_what){"circulant", r, p, -1},
-                           a->comm, base, NULL, a->ctx);
+                           a->comm, relative ? rel.buf : b->base, NULL, a->ctx);
   cpli_plan_key_free(&key);
-  for (int j = 0; relative && rc == CPL_OK && j < p; j++)
-    if (j != r && b->counts[j]) memcpy(b->base + b->displs[j], base + rel[j], b->counts[j]);
-  free(rel);
+  if (relative) cpli_relative_close(&rel, b, p, r, rc == CPL_OK);
   return rc;
 }
 

@@ -22,31 +22,43 @@
 
 #include "coll/coll.h"
 
+int cpli_relative_open(const cpli_blocks *b, int p, int r, cpli_relative *x) {
+  size_t total = 0;
+  for (int j = 0; j < p; j++) total += b->counts[j];
+  x->at = malloc(sizeof *x->at * ((size_t)p + 1) + (total ? total : 1));
+  if (!x->at) return cpli_fail(CPL_ERR_NOMEM, "out of memory staging %zu bytes", total);
+  x->buf = (char *)(x->at + p + 1);
+  size_t at = 0;
+  for (int i = 0, j = r; i < p; i++, j = j + 1 == p ? 0 : j + 1) x->at[j] = at, at += b->counts[j];
+  x->at[p] = total;
+  if (b->counts[r]) memcpy(x->buf, b->base + b->displs[r], b->counts[r]); /* base may be NULL */
+  return CPL_OK;
+}
+
+void cpli_relative_close(cpli_relative *x, const cpli_blocks *b, int p, int r, int ok) {
+  for (int j = 0; ok && j < p; j++)
+    if (j != r && b->counts[j]) memcpy(b->base + b->displs[j], x->buf + x->at[j], b->counts[j]);
+  free(x->at);
+  x->at = NULL;
+}
+
+/* Where the block at relative position i starts; position p is the end. */
+static size_t rel_at(const cpli_relative *x, int p, int r, int i) {
+  return i < p ? x->at[(r + i) % p] : x->at[p];
+}
+
 int cpli_rounds_relative(const cpli_intra_args *a, int p, int r, int rounds, const int *skip,
                          const int *count) {
-  const cpli_blocks *b = &a->blk;
-  size_t *rel = malloc(sizeof *rel * ((size_t)p + 1)); /* rel[i]: where block r + i starts */
-  if (!rel) return cpli_fail(CPL_ERR_NOMEM, "out of memory for %d ranks", p);
-  rel[0] = 0;
-  for (int i = 0, j = r; i < p; i++, j = j + 1 == p ? 0 : j + 1) rel[i + 1] = rel[i] + b->counts[j];
-  const size_t total = rel[p];
-  char *tmp = malloc(total ? total : 1);
-  if (!tmp) {
-    free(rel);
-    return cpli_fail(CPL_ERR_NOMEM, "out of memory staging %zu bytes", total);
-  }
-  if (b->counts[r]) memcpy(tmp, b->base + b->displs[r], b->counts[r]); /* base may be NULL */
+  cpli_relative x;
+  CPLI_TRY(cpli_relative_open(&a->blk, p, r, &x));
   int rc = CPL_OK;
   for (int k = 0; k < rounds && rc == CPL_OK; k++) {
     const int s = skip[k], n = count[k];
     a->ctx->xstep = k;
-    rc = cpli_xfer(a->comm, tmp, rel[n], (r - s + p) % p, tmp + rel[s], rel[s + n] - rel[s],
-                   (r + s) % p, a->ctx);
+    const size_t from = rel_at(&x, p, r, s);
+    rc = cpli_xfer(a->comm, x.buf, rel_at(&x, p, r, n), (r - s + p) % p, x.buf + from,
+                   rel_at(&x, p, r, s + n) - from, (r + s) % p, a->ctx);
   }
-  for (int i = 1, j = r + 1 == p ? 0 : r + 1; i < p && rc == CPL_OK;
-       i++, j = j + 1 == p ? 0 : j + 1)
-    if (b->counts[j]) memcpy(b->base + b->displs[j], tmp + rel[i], b->counts[j]);
-  free(tmp);
-  free(rel);
+  cpli_relative_close(&x, &a->blk, p, r, rc == CPL_OK);
   return rc;
 }
