@@ -32,6 +32,7 @@
  * nonblocking forms), so these wrappers cannot recurse.
  */
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +91,43 @@ static int cpli_mpi_engine_error(MPI_Comm comm, int cpl_rc, const char *fn) {
 static double cpli_mpi_timeout(void) {
   const cpli_tuning *t = cpli_tuning_now();
   return t->timeout_set ? t->timeout : -1;
+}
+
+/* MPICH reports a failed request of MPI_Testsome and friends to
+ * MPI_COMM_WORLD's handler (fatal by default), not to the communicator's.
+ * While the engine runs, world returns errors, so the engine sees them and
+ * the user's handler on the user's communicator decides (MPI semantics).
+ * Calls that go straight to PMPI leave world alone, and so do calls on
+ * world itself (its handler is the user's). Engine calls from several
+ * threads at once nest: the first one in saves world's handler, the last
+ * one out restores it. */
+static pthread_mutex_t cpli_mpi_world_lock = PTHREAD_MUTEX_INITIALIZER;
+static int cpli_mpi_world_depth, cpli_mpi_world_saved_ok;
+static MPI_Errhandler cpli_mpi_world_saved;
+
+/* Enter (returns whether world was switched, for the matching leave). */
+static int cpli_mpi_world_enter(MPI_Comm comm) {
+  int same = MPI_UNEQUAL;
+  PMPI_Comm_compare(comm, MPI_COMM_WORLD, &same);
+  if (same == MPI_IDENT) return 0;
+  pthread_mutex_lock(&cpli_mpi_world_lock);
+  if (cpli_mpi_world_depth++ == 0) {
+    cpli_mpi_world_saved_ok =
+        PMPI_Comm_get_errhandler(MPI_COMM_WORLD, &cpli_mpi_world_saved) == MPI_SUCCESS;
+    if (cpli_mpi_world_saved_ok) PMPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  }
+  pthread_mutex_unlock(&cpli_mpi_world_lock);
+  return 1;
+}
+
+static void cpli_mpi_world_leave(int entered) {
+  if (!entered) return;
+  pthread_mutex_lock(&cpli_mpi_world_lock);
+  if (--cpli_mpi_world_depth == 0 && cpli_mpi_world_saved_ok) {
+    PMPI_Comm_set_errhandler(MPI_COMM_WORLD, cpli_mpi_world_saved);
+    PMPI_Errhandler_free(&cpli_mpi_world_saved);
+  }
+  pthread_mutex_unlock(&cpli_mpi_world_lock);
 }
 
 /* ------------------------------------------------------ group ordering */
@@ -204,20 +242,11 @@ static size_t cpli_mpi_bytes(int count, MPI_Datatype t) {
   return (size_t)count * (size_t)(sz > 0 ? sz : 0);
 }
 
-static int cpli_mpi_inter(const cpli_mpi_call *c) {
-  int lsize, rsize, lrank;
-  MPI_Comm_size(c->comm, &lsize);
-  MPI_Comm_remote_size(c->comm, &rsize);
-  MPI_Comm_rank(c->comm, &lrank);
-  int code;
-  const char *why;
-  if (!cpli_mpi_inter_check(c, rsize, &code, &why))
-    return cpli_mpi_raise(c->comm, code, c->fn, why);
-
-  int first = 0, rc;
-  if ((rc = cpli_mpi_first(c->comm, c->fn, &first)) != CPL_OK)
-    return cpli_mpi_engine_error(c->comm, rc, c->fn);
-
+/* The engine's part of an inter call: both directions, in the order both
+ * groups derive; a Coupler status. */
+static int cpli_mpi_inter_run(const cpli_mpi_call *c, int lsize, int rsize, int lrank) {
+  int first = 0;
+  CPLI_TRY(cpli_mpi_first(c->comm, c->fn, &first));
   const int regular = !c->v;
   const size_t sbytes = cpli_mpi_bytes(c->sendcount, c->sendtype);
   /* One remote sender: its block decides even an allgatherv's choice. */
@@ -228,9 +257,9 @@ static int cpli_mpi_inter(const cpli_mpi_call *c) {
    * the verbose line names what actually ran. */
   cpl_inter_algorithm out_alg = CPL_INTER_AUTO, in_alg = CPL_INTER_AUTO;
   const int do_out = !regular || sbytes > 0, do_in = !regular || rblock > 0;
-  rc = cpli_inter_choose(lsize, rsize, sbytes, regular, NULL, &out_alg);
+  int rc = cpli_inter_choose(lsize, rsize, sbytes, regular, NULL, &out_alg);
   if (rc == CPL_OK) rc = cpli_inter_choose(rsize, lsize, rblock, regular, NULL, &in_alg);
-  if (rc != CPL_OK) return cpli_mpi_engine_error(c->comm, rc, c->fn);
+  if (rc != CPL_OK) return rc;
 
   if (cpli_mpi_env_on("CPL_MPI_VERBOSE"))
     fprintf(stderr, "coupler_mpi: %s inter %d|%d send:%s recv:%s (rank %d)\n", c->fn, lsize, rsize,
@@ -242,21 +271,43 @@ static int cpli_mpi_inter(const cpli_mpi_call *c) {
   opt.timeout = cpli_mpi_timeout();
   opt.label = c->fn;
   /* opt.inter stays auto: the engine derives the same choice, and only a
-   * choice of auto may leave native for fc past int counts (inter_native.c). */
-  for (int phase = 0; phase < 2 && rc == CPL_OK; phase++) {
+   * choice of auto may leave native for fc past int counts (inter_native.c).
+   * A failed first phase still runs the second, unless it timed out: a
+   * receiver that found a count mismatch must still send its own blocks,
+   * or the other group would wait for them forever (MPICH returns on both
+   * sides). The first error is the one reported. */
+  for (int phase = 0; phase < 2 && rc != CPL_ERR_TIMEOUT; phase++) {
     const int sending = (phase == 0) == (first != 0);
+    int prc = CPL_OK;
     if (sending && do_out) {
-      rc = regular ? cpl_inter_allgather(c->sendbuf, c->sendcount, c->sendtype, NULL, 0,
-                                         MPI_DATATYPE_NULL, CPL_SENDER, c->comm, &opt)
-                   : cpl_inter_allgatherv(c->sendbuf, c->sendcount, c->sendtype, NULL, NULL, NULL,
-                                          MPI_DATATYPE_NULL, CPL_SENDER, c->comm, &opt);
+      prc = regular ? cpl_inter_allgather(c->sendbuf, c->sendcount, c->sendtype, NULL, 0,
+                                          MPI_DATATYPE_NULL, CPL_SENDER, c->comm, &opt)
+                    : cpl_inter_allgatherv(c->sendbuf, c->sendcount, c->sendtype, NULL, NULL, NULL,
+                                           MPI_DATATYPE_NULL, CPL_SENDER, c->comm, &opt);
     } else if (!sending && do_in) {
-      rc = regular ? cpl_inter_allgather(NULL, 0, MPI_DATATYPE_NULL, c->recvbuf, c->recvcount,
-                                         c->recvtype, CPL_RECEIVER, c->comm, &opt)
-                   : cpl_inter_allgatherv(NULL, 0, MPI_DATATYPE_NULL, c->recvbuf, c->recvcounts,
-                                          c->displs, c->recvtype, CPL_RECEIVER, c->comm, &opt);
+      prc = regular ? cpl_inter_allgather(NULL, 0, MPI_DATATYPE_NULL, c->recvbuf, c->recvcount,
+                                          c->recvtype, CPL_RECEIVER, c->comm, &opt)
+                    : cpl_inter_allgatherv(NULL, 0, MPI_DATATYPE_NULL, c->recvbuf, c->recvcounts,
+                                           c->displs, c->recvtype, CPL_RECEIVER, c->comm, &opt);
     }
+    if (rc == CPL_OK) rc = prc;
   }
+  return rc;
+}
+
+static int cpli_mpi_inter(const cpli_mpi_call *c) {
+  int lsize, rsize, lrank;
+  MPI_Comm_size(c->comm, &lsize);
+  MPI_Comm_remote_size(c->comm, &rsize);
+  MPI_Comm_rank(c->comm, &lrank);
+  int code;
+  const char *why;
+  if (!cpli_mpi_inter_check(c, rsize, &code, &why))
+    return cpli_mpi_raise(c->comm, code, c->fn, why);
+
+  const int entered = cpli_mpi_world_enter(c->comm);
+  const int rc = cpli_mpi_inter_run(c, lsize, rsize, lrank);
+  cpli_mpi_world_leave(entered);
   if (rc != CPL_OK) return cpli_mpi_engine_error(c->comm, rc, c->fn);
   return MPI_SUCCESS;
 }
@@ -326,33 +377,17 @@ static int cpli_mpi_intra(const cpli_mpi_call *c) {
   opt.intra = a;
   opt.timeout = cpli_mpi_timeout();
   opt.label = c->fn;
+  const int entered = cpli_mpi_world_enter(c->comm);
   rc = regular ? cpl_intra_allgather(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
                                      c->recvcount, c->recvtype, c->comm, &opt)
                : cpl_intra_allgatherv(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
                                       c->recvcounts, c->displs, c->recvtype, c->comm, &opt);
+  cpli_mpi_world_leave(entered);
   if (rc != CPL_OK) return cpli_mpi_engine_error(c->comm, rc, c->fn);
   return MPI_SUCCESS;
 }
 
 /* ------------------------------------------------------------- dispatch */
-
-/* MPICH reports a failed request of MPI_Testsome and friends to
- * MPI_COMM_WORLD's handler (fatal by default), not to the communicator's.
- * While the engine runs, world returns errors, so the engine sees them and
- * the user's handler on the user's communicator decides (MPI semantics).
- * Not for programs calling MPI from several threads at once. */
-static int cpli_mpi_engine_run(int (*run)(const cpli_mpi_call *), const cpli_mpi_call *c) {
-  MPI_Errhandler saved;
-  int same = MPI_UNEQUAL;
-  PMPI_Comm_compare(c->comm, MPI_COMM_WORLD, &same);
-  if (same == MPI_IDENT) return run(c); /* world's handler is the user's */
-  if (PMPI_Comm_get_errhandler(MPI_COMM_WORLD, &saved) != MPI_SUCCESS) return run(c);
-  PMPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  int rc = run(c);
-  PMPI_Comm_set_errhandler(MPI_COMM_WORLD, saved);
-  PMPI_Errhandler_free(&saved);
-  return rc;
-}
 
 static int cpli_mpi_dispatch(const cpli_mpi_call *c) {
   atomic_fetch_add(&cpli_mpi_calls, 1);
@@ -363,8 +398,8 @@ static int cpli_mpi_dispatch(const cpli_mpi_call *c) {
   if (c->comm == MPI_COMM_NULL || cpli_mpi_env_on("CPL_MPI_DISABLE") ||
       PMPI_Comm_test_inter(c->comm, &inter) != MPI_SUCCESS)
     inter = -1;
-  if (inter == 1) return cpli_mpi_engine_run(cpli_mpi_inter, c);
-  if (inter == 0) return cpli_mpi_engine_run(cpli_mpi_intra, c);
+  if (inter == 1) return cpli_mpi_inter(c);
+  if (inter == 0) return cpli_mpi_intra(c);
   return c->v ? PMPI_Allgatherv(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf, c->recvcounts,
                                 c->displs, c->recvtype, c->comm)
               : PMPI_Allgather(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf, c->recvcount,

@@ -5,7 +5,7 @@
  * MPI library's own result, on identically pre-filled buffers (so gaps,
  * padding and buffers that must stay untouched are compared too).
  *
- * usage: test_dropin [--expect-interposed] [errors] [intra] [cycle] [verbose]
+ * usage: test_dropin [--expect-interposed] [errors] [mismatch] [intra] [cycle] [verbose]
  *                    [P:Q ...] [create]
  *   P:Q      intercommunicator from MPI_Comm_split: world ranks 0..P-1
  *            against P..P+Q-1 (other ranks idle)
@@ -13,6 +13,7 @@
  *            r % 3 == 0 against the rest (interleaved, needs >= 2 ranks)
  *   intra    intracommunicator calls (world and a split half), MPI_IN_PLACE
  *   errors   MPI_ERRORS_RETURN: bad arguments return codes, nothing aborts
+ *   mismatch only the count mismatch of `errors`, on every shape
  *   cycle    create, use and free many intercommunicators: the library's
  *            private communicators must be freed with the user's
  *   verbose  CPL_MPI_VERBOSE=1 prints a line naming the algorithm
@@ -324,6 +325,30 @@ static void fill_side(side *s, const char *shape) {
 
 /* ---------------------------------------------------------- other cases */
 
+/* Counts that do not match (group A sends 4 ints, B expects 2 from each):
+ * an error the receivers' handler decides on, MPI_ERRORS_RETURN here, so
+ * the call returns instead of aborting the job. With one rank per group
+ * every rank returns without a deadline (the failed receiver still sends
+ * its own block); in larger groups peers of a failed receiver wait for
+ * blocks it will not forward, so a deadline. On a dup of its own:
+ * messages left over by the failure die with it. */
+static void run_mismatch(const side *s) {
+  MPI_Comm bad;
+  MPI_Comm_dup(s->inter, &bad);
+  MPI_Comm_set_errhandler(bad, MPI_ERRORS_RETURN);
+  const int deadline = s->lsize > 1 || s->rsize > 1;
+  if (deadline) setenv("CPL_TIMEOUT", "1", 1);
+  int sbuf[4] = {1, 2, 3, 4}, *rb = calloc((size_t)s->rsize * 4 + 4, sizeof *rb);
+  int rc = s->in_a ? allgather(sbuf, 4, MPI_INT, rb, 4, MPI_INT, bad, "count mismatch")
+                   : allgather(sbuf, 2, MPI_INT, rb, 2, MPI_INT, bad, "count mismatch");
+  checks++;
+  if (!s->in_a && rc == MPI_SUCCESS)
+    fail("count mismatch", "the receiving side returned MPI_SUCCESS");
+  if (deadline) unsetenv("CPL_TIMEOUT");
+  free(rb);
+  MPI_Comm_free(&bad);
+}
+
 static void run_errors(const side *s) {
   MPI_Comm_set_errhandler(s->inter, MPI_ERRORS_RETURN);
   int buf[8] = {0}, rbuf[64], cnt[16], dsp[16], cls;
@@ -365,24 +390,7 @@ static void run_errors(const side *s) {
   /* And the communicator still works afterwards. */
   case_allgather(s, K_INT, 3, 2, 999);
   MPI_Comm_set_errhandler(s->inter, MPI_ERRORS_ARE_FATAL);
-  /* Counts that do not match (group A sends 4 ints, B expects 2 from each):
-   * an error the receivers' handler decides on, MPI_ERRORS_RETURN here, so
-   * the call returns instead of aborting the job. A deadline, since peers
-   * of a failed receiver wait for data that will not come. On a dup of its
-   * own: messages left over by the failure die with it. */
-  MPI_Comm bad;
-  MPI_Comm_dup(s->inter, &bad);
-  MPI_Comm_set_errhandler(bad, MPI_ERRORS_RETURN);
-  setenv("CPL_TIMEOUT", "1", 1);
-  int sbuf[4] = {1, 2, 3, 4}, *rb = calloc((size_t)s->rsize * 4 + 4, sizeof *rb);
-  int rc = s->in_a ? allgather(sbuf, 4, MPI_INT, rb, 4, MPI_INT, bad, "count mismatch")
-                   : allgather(sbuf, 2, MPI_INT, rb, 2, MPI_INT, bad, "count mismatch");
-  checks++;
-  if (!s->in_a && rc == MPI_SUCCESS)
-    fail("count mismatch", "the receiving side returned MPI_SUCCESS");
-  unsetenv("CPL_TIMEOUT");
-  free(rb);
-  MPI_Comm_free(&bad);
+  run_mismatch(s);
 }
 
 static void run_intra(MPI_Comm comm, const char *name) {
@@ -514,10 +522,11 @@ int main(int argc, char **argv) {
   make_types();
   void *self = dlopen(NULL, RTLD_NOW);
   *(void **)&interposed_calls = self ? dlsym(self, "cpl_mpi_interposed_calls") : NULL;
-  int want_errors = 0, want_intra = 0, want_cycle = 0, want_verbose = 0;
+  int want_errors = 0, want_mismatch = 0, want_intra = 0, want_cycle = 0, want_verbose = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--expect-interposed")) expect_interposed = 1;
     else if (!strcmp(argv[i], "errors")) want_errors = 1;
+    else if (!strcmp(argv[i], "mismatch")) want_mismatch = 1;
     else if (!strcmp(argv[i], "intra")) want_intra = 1;
     else if (!strcmp(argv[i], "cycle")) want_cycle = 1;
     else if (!strcmp(argv[i], "verbose")) want_verbose = 1;
@@ -555,6 +564,7 @@ int main(int argc, char **argv) {
       fill_side(&s, shape);
       run_inter(&s);
       if (!first_done && want_errors) run_errors(&s);
+      if (want_mismatch) run_mismatch(&s);
       if (!first_done && want_verbose) run_verbose(&s);
       if (!first_done && want_cycle) run_cycle(inter, 700);
       MPI_Comm_free(&inter);
