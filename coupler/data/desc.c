@@ -1,6 +1,7 @@
 #include "data/desc.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,9 +21,30 @@ int cpli_name_ok(const char *name) {
   return 1;
 }
 
+/* ----------------------------------------------------------- HDF5 lock */
+
+static pthread_mutex_t h5_lock;
+static pthread_once_t h5_lock_once = PTHREAD_ONCE_INIT;
+
+static void h5_lock_init(void) {
+  pthread_mutexattr_t a;
+  pthread_mutexattr_init(&a);
+  pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&h5_lock, &a);
+  pthread_mutexattr_destroy(&a);
+}
+
+void cpl_hdf5_lock(void) {
+  pthread_once(&h5_lock_once, h5_lock_init);
+  pthread_mutex_lock(&h5_lock);
+}
+
+void cpl_hdf5_unlock(void) { pthread_mutex_unlock(&h5_lock); }
+
 /* ------------------------------------------------------------- types */
 
 int cpli_type_check(hid_t type, const char *what) {
+  CPLI_H5_HELD;
   htri_t vl, ref, vs;
   H5E_BEGIN_TRY {
     vl = H5Tdetect_class(type, H5T_VLEN);
@@ -42,6 +64,7 @@ int cpli_type_check(hid_t type, const char *what) {
 }
 
 int cpli_type_convertible(hid_t src, hid_t dst) {
+  CPLI_H5_HELD;
   H5T_cdata_t *cdata = NULL;
   H5T_conv_t f;
   H5E_BEGIN_TRY { f = H5Tfind(src, dst, &cdata); }
@@ -50,6 +73,7 @@ int cpli_type_convertible(hid_t src, hid_t dst) {
 }
 
 const char *cpli_type_str(hid_t type, char *buf, size_t n) {
+  CPLI_H5_HELD;
   size_t size = H5Tget_size(type);
   switch (H5Tget_class(type)) {
   case H5T_INTEGER:
@@ -67,6 +91,7 @@ const char *cpli_type_str(hid_t type, char *buf, size_t n) {
 }
 
 hid_t cpli_yaml_type(const char *name) {
+  CPLI_H5_HELD;
   H5open(); /* the *_g globals are set when the library initialises */
   const hid_t native[CPLI_DT_COUNT] = {
       [CPLI_DT_INT8] = H5T_NATIVE_INT8_g,     [CPLI_DT_INT16] = H5T_NATIVE_INT16_g,
@@ -82,11 +107,13 @@ hid_t cpli_yaml_type(const char *name) {
 
 /* Same class, size and sign: what a declared `type` fixes. */
 static int same_kind(hid_t a, hid_t b) {
+  CPLI_H5_HELD;
   if (H5Tget_class(a) != H5Tget_class(b) || H5Tget_size(a) != H5Tget_size(b)) return 0;
   return H5Tget_class(a) != H5T_INTEGER || H5Tget_sign(a) == H5Tget_sign(b);
 }
 
 static int encode_type(hid_t type, cpli_wbuf *w) {
+  CPLI_H5_HELD;
   size_t n = 0;
   if (H5Tencode(type, NULL, &n) < 0 || n > UINT32_MAX)
     return cpli_fail(CPL_ERR_HDF5, "H5Tencode failed");
@@ -223,6 +250,7 @@ static int type_ok(tcur *c, int depth, uint32_t *size) {
 
 /* Does type t encode to exactly the n bytes at p? */
 static int encodes_as(hid_t t, const unsigned char *p, size_t n) {
+  CPLI_H5_HELD;
   size_t m = 0;
   unsigned char *again = NULL;
   int same = 0;
@@ -237,6 +265,7 @@ static int encodes_as(hid_t t, const unsigned char *p, size_t n) {
 }
 
 static hid_t decode_type(cpli_rbuf *r) {
+  CPLI_H5_HELD;
   uint32_t n = cpli_r_u32(r);
   const unsigned char *p = cpli_r_bytes(r, n);
   /* H5Tencode's prefix: the datatype message id (3), encoding version 0. */
@@ -280,6 +309,7 @@ cpli_desc *cpli_desc_new(int nblocks) {
 }
 
 static void dset_free(cpli_dset *s) {
+  CPLI_H5_HELD;
   free(s->name);
   if (s->type > 0) H5Tclose(s->type);
   free(s->start);
@@ -302,6 +332,7 @@ int cpli_desc_find(const cpli_desc *desc, const char *name) {
 }
 
 int cpli_desc_add(cpli_desc *desc, const char *name, hid_t type, int rank, const hsize_t *dims) {
+  CPLI_H5_HELD;
   if (desc->nd >= MAX_DATASETS) return -1;
   if (desc->nd == desc->cap) {
     int cap = desc->cap ? 2 * desc->cap : 4;
@@ -348,6 +379,7 @@ int cpli_desc_encode(const cpli_desc *desc, cpli_wbuf *w) {
 }
 
 int cpli_desc_decode(const void *data, size_t len, const char *where, cpli_desc **out) {
+  CPLI_H5_HELD;
   *out = NULL;
   cpli_rbuf r = cpli_r_init(data, len);
   uint32_t magic = cpli_r_u32(&r), nb = cpli_r_u32(&r), nd = cpli_r_u32(&r);
@@ -427,6 +459,7 @@ int cpli_desc_finish(cpli_desc *desc, const char *where) {
 
 int cpli_desc_merge(int p, const unsigned char *const *blobs, const size_t *lens, const char *where,
                     cpli_desc **out) {
+  CPLI_H5_HELD;
   *out = NULL;
   cpli_desc *m = cpli_desc_new(p);
   int *first = NULL; /* rank that first put each dataset */
@@ -528,6 +561,7 @@ int cpli_desc_check_port(const cpli_desc *desc, const cpli_component *comp, cons
 /* ------------------------------------------------------------ attributes */
 
 static void attr_free(cpli_attr *a) {
+  CPLI_H5_HELD;
   free(a->dataset);
   free(a->name);
   free(a->value);
@@ -542,6 +576,7 @@ void cpli_attrs_clear(cpli_attrs *a) {
 
 int cpli_attrs_set(cpli_attrs *a, const char *dataset, const char *name, hid_t type, size_t n,
                    const void *value) {
+  CPLI_H5_HELD;
   size_t esize = H5Tget_size(type);
   if (esize == 0 || n > CPLI_ATTR_MAX_BYTES / esize)
     return cpli_fail(CPL_ERR_ARG,
@@ -602,6 +637,7 @@ int cpli_attrs_encode(const cpli_attrs *a, cpli_wbuf *w) {
 }
 
 int cpli_attrs_decode(const void *data, size_t len, const char *where, cpli_attrs *out) {
+  CPLI_H5_HELD;
   cpli_attrs_clear(out);
   cpli_rbuf r = cpli_r_init(data, len);
   uint32_t magic = cpli_r_u32(&r), n = cpli_r_u32(&r);

@@ -19,6 +19,15 @@
 #include "data/wire.h"
 #include "workflow/model.h"
 
+/* CPLI_H5_HELD; as a function's first statement holds cpl_hdf5_lock()
+ * until the function returns, whichever way: every function of the data
+ * layer that calls HDF5 starts with it (none of them waits). */
+static inline void cpli_h5_release(int *held) {
+  if (*held) cpl_hdf5_unlock();
+}
+#define CPLI_H5_HELD                                                                               \
+  __attribute__((cleanup(cpli_h5_release))) int cpli_h5_held_ = (cpl_hdf5_lock(), 1)
+
 typedef struct cpli_dset {
   char *name;
   hid_t type;   /* owned                                         */

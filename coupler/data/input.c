@@ -616,9 +616,23 @@ int cpl_input_inquire(const cpl_input *in, const char *name, cpl_dataset_info *i
   return CPL_OK;
 }
 
+/* *same: memtype is the stored type; else HDF5 must convert between them
+ * (CPL_ERR_TYPE if it cannot). what: the call, for messages. */
+static int type_match(hid_t stored, hid_t memtype, const char *what, int *same) {
+  CPLI_H5_HELD;
+  char t1[64], t2[64];
+  *same = H5Tequal(stored, memtype);
+  if (*same < 0) return cpli_fail(CPL_ERR_ARG, "%s: memtype is not a datatype", what);
+  if (!*same && !cpli_type_convertible(stored, memtype))
+    return cpli_fail(CPL_ERR_TYPE, "%s: HDF5 cannot convert %s to %s", what,
+                     cpli_type_str(stored, t1, sizeof t1), cpli_type_str(memtype, t2, sizeof t2));
+  return CPL_OK;
+}
+
 /* Room for n elements of the larger of two types, for an in-place
  * H5Tconvert. */
 static int conv_alloc(hid_t a, hid_t b, size_t n, const char *what, char **out) {
+  CPLI_H5_HELD;
   size_t sa = H5Tget_size(a), sb = H5Tget_size(b), big = sa > sb ? sa : sb;
   if (n > SIZE_MAX / big) return cpli_fail(CPL_ERR_ARG, "%s: selection too large", what);
   *out = malloc(n > 0 ? n * big : 1);
@@ -630,6 +644,7 @@ static int conv_alloc(hid_t a, hid_t b, size_t n, const char *what, char **out) 
  * and copy the result to dst. Frees tmp. */
 static int convert_into(hid_t src_type, hid_t dst_type, size_t n, char *tmp, void *dst,
                         const char *what) {
+  CPLI_H5_HELD;
   size_t ds = H5Tget_size(dst_type);
   /* Compound conversions may read the destination's old values. */
   int compound = H5Tget_class(dst_type) == H5T_COMPOUND;
@@ -666,7 +681,7 @@ int cpl_input_get(cpl_input *in, const char *name, hid_t memtype, const hsize_t 
   int k = find(in, name, "cpl_input_get");
   if (k < 0) return CPL_ERR_ARG;
   const cpli_dset *s = &in->desc->d[k];
-  char what[400], t1[64], t2[64], b1[200], b2[200];
+  char what[400], b1[200], b2[200];
   snprintf(what, sizeof what,
            "cpl_input_get: link %s, step %ld, dataset "
            "\"%s\"",
@@ -695,11 +710,8 @@ int cpl_input_get(cpl_input *in, const char *name, hid_t memtype, const hsize_t 
                      pc->n == 1 ? "" : "s", pc->n ? ", the first " : "",
                      pc->n ? cpli_box_str(s->rank, pc->start, pc->count, b2, sizeof b2) : "");
   if (!buf) return cpli_fail(CPL_ERR_ARG, "%s: buf is NULL", what);
-  int same = H5Tequal(s->type, memtype);
-  if (same < 0) return cpli_fail(CPL_ERR_ARG, "%s: memtype is not a datatype", what);
-  if (!same && !cpli_type_convertible(s->type, memtype))
-    return cpli_fail(CPL_ERR_TYPE, "%s: HDF5 cannot convert %s to %s", what,
-                     cpli_type_str(s->type, t1, sizeof t1), cpli_type_str(memtype, t2, sizeof t2));
+  int same;
+  CPLI_TRY(type_match(s->type, memtype, what, &same));
   if (n > SIZE_MAX / s->esize) return cpli_fail(CPL_ERR_ARG, "%s: selection too large", what);
   /* Converting: assemble in a buffer the conversion then works in. */
   char *dst = buf;
@@ -789,7 +801,7 @@ int cpl_input_attr_get(const cpl_input *in, const char *dataset, const char *nam
                        size_t n, void *buf) {
   CPLI_TRY(in_step(in, "cpl_input_attr_get"));
   const cpli_attr *a = attr_find(in, dataset, name);
-  char what[400], t1[64], t2[64];
+  char what[400];
   attr_what(in, "cpl_input_attr_get", dataset, name, what, sizeof what);
   if (!a) return cpli_fail(CPL_ERR_ARG, "%s: not found", what);
   if (a->n > n)
@@ -798,15 +810,12 @@ int cpl_input_attr_get(const cpl_input *in, const char *dataset, const char *nam
                      "%zu",
                      what, a->n, n);
   if (a->n && !buf) return cpli_fail(CPL_ERR_ARG, "%s: buf is NULL", what);
-  int same = H5Tequal(a->type, memtype);
-  if (same < 0) return cpli_fail(CPL_ERR_ARG, "%s: memtype is not a datatype", what);
+  int same;
+  CPLI_TRY(type_match(a->type, memtype, what, &same));
   if (same) {
     memcpy(buf, a->value, a->bytes);
     return CPL_OK;
   }
-  if (!cpli_type_convertible(a->type, memtype))
-    return cpli_fail(CPL_ERR_TYPE, "%s: HDF5 cannot convert %s to %s", what,
-                     cpli_type_str(a->type, t1, sizeof t1), cpli_type_str(memtype, t2, sizeof t2));
   char *tmp;
   CPLI_TRY(conv_alloc(a->type, memtype, a->n, what, &tmp));
   memcpy(tmp, a->value, a->bytes);

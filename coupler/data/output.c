@@ -131,6 +131,7 @@ static put *find_put(cpl_output *o, const char *name) {
 
 int cpl_output_put(cpl_output *o, const char *name, hid_t type, int rank, const hsize_t dims[],
                    const hsize_t start[], const hsize_t count[], const void *data) {
+  CPLI_H5_HELD; /* the type is checked and copied */
   CPLI_TRY(check_usable(o, "cpl_output_put"));
   char pn[200], what[400], b1[200], b2[200];
   port_name(o, pn, sizeof pn);
@@ -340,6 +341,7 @@ static int agree(cpl_output *o, int changed, size_t len, const unsigned char *bl
 }
 
 static void clear_puts(cpl_output *o) {
+  CPLI_H5_HELD;
   for (int i = 0; i < o->nputs; i++) {
     free(o->puts[i].name);
     H5Tclose(o->puts[i].type);

@@ -321,6 +321,16 @@ CPL_API int cpl_port_link(const cpl_context *ctx, const char *port, const char *
  * cpl_finalize closes ports left open.
  */
 
+/* HDF5 and threads. Debian's HDF5, like most builds, is not thread-safe,
+ * and the data calls use it (datatypes) in put, attr, get, begin_step,
+ * end_step and close. Coupler holds this process-wide recursive lock
+ * whenever it calls HDF5, never across a wait, so ports may be used from
+ * different threads at once. A program that calls HDF5 itself while
+ * another of its threads may be inside a Coupler call holds the lock
+ * around its own HDF5 calls. */
+CPL_API void cpl_hdf5_lock(void);
+CPL_API void cpl_hdf5_unlock(void);
+
 #define CPL_MAX_RANK 32 /* most dimensions of a dataset */
 
 typedef struct cpl_output cpl_output;

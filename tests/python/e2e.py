@@ -118,6 +118,15 @@ def check_step(inp, step):
     got = inp.get("b2", out=f)  # into a given array, converted
     check(got is f and np.array_equal(f, expected(DSETS[1], step).astype(np.float32)),
           "float32 conversion into out")
+    ro = np.empty((13, 11), dtype=np.float32)
+    ro.flags.writeable = False
+    for bad, says in ((ro, "read-only"), (np.empty((13, 22), np.float32)[:, ::2], "C-contiguous"),
+                      (np.empty(12, np.float32), "out has 12 elements, the box 143")):
+        try:
+            inp.get("b2", out=bad)
+            check(False, f"get into an out that {says}: no error")
+        except ValueError as e:
+            check(says in str(e), f"get into an out that {says}: {e}")
     check(inp.attr("time") == 0.5 * step, f"step {step}: time")
     check([a.name for a in inp.attrs("b2")] == ["units"], "b2 attributes")
     check(inp.attr("units", dataset="b2") == b"kelvin", "units")

@@ -90,6 +90,9 @@ def test_ports():
         raises(ValueError, lambda: out.put("s", np.float64(1), dims=(1, 1)), "dims")
         raises(coupler.Error, lambda: out.put("big", np.zeros(4), dims=(3,)))
         out.put("x", np.arange(3.0))
+        unaligned = np.frombuffer(b"\0" + np.arange(3.0).tobytes(), dtype="f8", offset=1)
+        check(unaligned.flags.c_contiguous and not unaligned.flags.aligned, "unaligned array")
+        out.put("unaligned", unaligned)  # copied once, as any other array
         out.attr("t", 1.5)
         out.end_step()  # no links: nothing waits
         check(out.stats()["steps"] == 1, f"stats {out.stats()}")
@@ -118,7 +121,13 @@ def test_dtypes():
 def test_comm():
     w = coupler.Comm.world()
     check(w.rank == 0 and w.size == 1, "world")
-    check(w.allreduce(3) == 3 and w.allreduce(2.5, "max") == 2.5, "scalar allreduce")
+    r = w.allreduce(3)
+    check(r == 3 and np.ndim(r) == 0 and not isinstance(r, np.ndarray), f"scalar allreduce {r!r}")
+    check(w.allreduce(2.5, "max") == 2.5, "scalar allreduce max")
+    m = w.allreduce(np.array([True, False]), "max")
+    check(m.dtype == np.bool_ and list(m) == [True, False], f"bool allreduce (any) {m}")
+    check(w.allreduce(True, "min") is np.True_, "bool scalar allreduce (all)")
+    raises(TypeError, lambda: w.allreduce(np.array([True]), "sum"), "astype(int)")
     a = w.allreduce(np.array([1, 5], dtype=">i4"), "min")
     check(np.array_equal(a, [1, 5]), f"array allreduce {a}")
     raises(ValueError, lambda: w.allreduce(1, "prod"), "sum, min or max")

@@ -171,7 +171,8 @@ def _box(a, dims, start):
     if a.ndim == 0:
         a = a.reshape(1)
     if not (a.flags.c_contiguous and a.flags.aligned):
-        a = _np.ascontiguousarray(a)  # the one copy: NumPy can't hand it over
+        # the one copy ("CA": ascontiguousarray keeps an unaligned array)
+        a = _np.require(a, requirements="CA")
     if dims is None:
         dims = a.shape
     if start is None:
@@ -328,6 +329,8 @@ class Input(_Port, _core.Input):
         HDF5 to `dtype` (default: the stored type) into a new array of
         shape count; or into `out` (C-contiguous, writable, as many
         elements as the box, its dtype the conversion target)."""
+        if out is not None and not isinstance(out, _np.ndarray):
+            raise TypeError("out must be a NumPy array")
         if out is not None and dtype is not None and _np.dtype(dtype) != out.dtype:
             raise ValueError("give out or dtype, not both")
         return super().get(name, out, dtype, start, count)

@@ -72,12 +72,14 @@ class Comm:
     def allreduce(self, value, op="sum"):
         """Element-wise reduction over the ranks; op "sum", "min" or
         "max". A scalar gives a scalar, an array an array of its shape."""
+        scalar = np.ndim(value) == 0
+        # ascontiguousarray makes a 0-d value 1-d: remember the scalar.
         a = np.ascontiguousarray(value)
         if a.dtype.byteorder not in "=|":
             a = a.astype(a.dtype.newbyteorder("="))
         out = np.empty_like(a)
         _core.comm_allreduce(self.handle, a, out, op)
-        return out[()] if out.ndim == 0 else out
+        return out.reshape(())[()] if scalar else out
 
     def bcast(self, array, root=0):
         """Broadcast a NumPy array's bytes from root, in place (every rank

@@ -190,6 +190,14 @@ static PyObject *py_allreduce(PyObject *self, PyObject *args) {
   if (op == MPI_OP_NULL)
     return PyErr_Format(PyExc_ValueError, "op %s: expected sum, min or max", opname);
   MPI_Datatype t = mpi_type(PyArray_TYPE(in));
+  /* MPI defines only the logical reductions on C booleans: any is max,
+   * all is min, and a sum of truth values has no bool result. */
+  if (t == MPI_C_BOOL) {
+    if (op == MPI_SUM)
+      return PyErr_Format(PyExc_TypeError, "allreduce: sum of bool values: "
+                                           "reduce an integer array (astype(int)) instead");
+    op = op == MPI_MAX ? MPI_LOR : MPI_LAND;
+  }
   if (t == MPI_DATATYPE_NULL || PyArray_TYPE(in) != PyArray_TYPE(out) ||
       !PyArray_ISNOTSWAPPED(in) || !PyArray_ISNOTSWAPPED(out))
     return PyErr_Format(PyExc_TypeError, "allreduce takes native integers, "

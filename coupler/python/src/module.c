@@ -85,6 +85,7 @@ static PyObject *py_strerror(PyObject *self, PyObject *arg) {
 
 /* dtype -> the HDF5 type's description, for tests and error messages. */
 static PyObject *py_h5type_str(PyObject *self, PyObject *arg) {
+  CPLPY_H5_HELD;
   (void)self;
   PyArray_Descr *d = NULL;
   if (!PyArray_DescrConverter(arg, &d)) return NULL;
@@ -94,7 +95,7 @@ static PyObject *py_h5type_str(PyObject *self, PyObject *arg) {
   /* Round trip: the dtype Coupler reports for data stored in this type. */
   PyArray_Descr *back = cplpy_dtype(t);
   size_t size = H5Tget_size(t);
-  H5Tclose(t);
+  cplpy_h5close(t);
   if (!back) return NULL;
   return Py_BuildValue("(Nn)", (PyObject *)back, (Py_ssize_t)size);
 }

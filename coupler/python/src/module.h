@@ -23,6 +23,17 @@
 PyObject *cplpy_raise(int status, const char *what);
 int cplpy_errors_init(PyObject *module);
 
+/* HDF5 is not thread-safe, and Coupler calls it in threads that released
+ * the GIL: every HDF5 call of the extension holds cpl_hdf5_lock().
+ * CPLPY_H5_HELD; as a function's first statement holds it until the
+ * function returns. */
+static inline void cplpy_h5_release(int *held) {
+  if (*held) cpl_hdf5_unlock();
+}
+#define CPLPY_H5_HELD                                                                              \
+  __attribute__((cleanup(cplpy_h5_release))) int cplpy_h5_held_ = (cpl_hdf5_lock(), 1)
+void cplpy_h5close(hid_t t); /* H5Tclose under the lock */
+
 /* NumPy dtype <-> HDF5 datatype (types.c). */
 hid_t cplpy_h5type(PyArray_Descr *d); /* new hid_t, or -1 + error */
 /* The same, shared for built-in native types: close it only if *owned. */

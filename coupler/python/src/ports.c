@@ -274,7 +274,7 @@ static PyObject *Output_put(OutputObj *self, PyObject *args) {
   if (t < 0) return NULL;
   int rc = cpl_output_put(o, name, t, rank, dims, start, count,
                           PyArray_SIZE(a) ? PyArray_DATA(a) : NULL);
-  if (owned) H5Tclose(t);
+  if (owned) cplpy_h5close(t);
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_output_put");
   if (PyList_Append(self->keep, (PyObject *)a) < 0) return NULL;
   Py_RETURN_NONE;
@@ -295,7 +295,7 @@ static PyObject *Output_attr(OutputObj *self, PyObject *args) {
   hid_t t = cplpy_h5type(PyArray_DESCR(a));
   if (t < 0) return NULL;
   int rc = cpl_output_attr(o, dataset, name, t, (size_t)PyArray_SIZE(a), PyArray_DATA(a));
-  H5Tclose(t);
+  cplpy_h5close(t);
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_output_attr");
   Py_RETURN_NONE;
 }
@@ -620,13 +620,14 @@ static PyObject *Input_get(InputObj *self, PyObject *args) {
   if (out_o != Py_None) {
     if (!PyArray_Check(out_o)) return PyErr_Format(PyExc_TypeError, "out must be a NumPy array");
     out = (PyArrayObject *)out_o;
-    if (!PyArray_IS_C_CONTIGUOUS(out) || !PyArray_ISWRITEABLE(out) || !PyArray_ISALIGNED(out) ||
-        PyArray_SIZE(out) != n)
-      return PyErr_Format(PyExc_ValueError,
-                          "dataset %s: out must be a "
-                          "C-contiguous writable array of %zd elements (the "
-                          "box), not %zd",
-                          name, (Py_ssize_t)n, (Py_ssize_t)PyArray_SIZE(out));
+    const char *bad = !PyArray_IS_C_CONTIGUOUS(out) ? "is not C-contiguous"
+                      : !PyArray_ISWRITEABLE(out)   ? "is read-only"
+                      : !PyArray_ISALIGNED(out)     ? "is not aligned"
+                                                    : NULL;
+    if (bad) return PyErr_Format(PyExc_ValueError, "dataset %s: out %s", name, bad);
+    if (PyArray_SIZE(out) != n)
+      return PyErr_Format(PyExc_ValueError, "dataset %s: out has %zd elements, the box %zd", name,
+                          (Py_ssize_t)PyArray_SIZE(out), (Py_ssize_t)n);
     Py_INCREF(out);
     d = PyArray_DESCR(out);
     Py_INCREF(d);
@@ -655,7 +656,7 @@ static PyObject *Input_get(InputObj *self, PyObject *args) {
   const hsize_t *s = start_o == Py_None ? NULL : start;
   const hsize_t *c = start_o == Py_None ? NULL : count;
   Py_BEGIN_ALLOW_THREADS rc = cpl_input_get(in, name, memtype, s, c, buf);
-  Py_END_ALLOW_THREADS if (owned) H5Tclose(memtype);
+  Py_END_ALLOW_THREADS if (owned) cplpy_h5close(memtype);
   if (rc != CPL_OK) {
     Py_DECREF(out);
     return cplpy_raise(rc, "cpl_input_get");
@@ -717,11 +718,11 @@ static PyObject *Input_attr_get(InputObj *self, PyObject *args) {
   PyArrayObject *a = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, d, 1, shape, NULL, NULL,
                                                            0, NULL); /* steals d */
   if (!a) {
-    H5Tclose(memtype);
+    cplpy_h5close(memtype);
     return NULL;
   }
   int rc = cpl_input_attr_get(in, dataset, name, memtype, ai.n, PyArray_DATA(a));
-  H5Tclose(memtype);
+  cplpy_h5close(memtype);
   if (rc != CPL_OK) {
     Py_DECREF(a);
     return cplpy_raise(rc, "cpl_input_attr_get");

@@ -70,6 +70,7 @@ static hid_t compound_type(PyArray_Descr *d) {
 }
 
 hid_t cplpy_h5type(PyArray_Descr *d) {
+  CPLPY_H5_HELD;
   if (d->subarray) { /* e.g. ('<f8', (3,)) inside a structured dtype */
     PyObject *shape = d->subarray->shape;
     hsize_t dims[H5S_MAX_RANK];
@@ -154,9 +155,15 @@ hid_t cplpy_h5type(PyArray_Descr *d) {
   return unsupported(d, NULL);
 }
 
+void cplpy_h5close(hid_t t) {
+  CPLPY_H5_HELD;
+  H5Tclose(t);
+}
+
 /* Built-in dtypes in native order map to one HDF5 type each, made once:
  * a put or get then costs no type construction. */
 hid_t cplpy_h5type_shared(PyArray_Descr *d, int *owned) {
+  CPLPY_H5_HELD;
   static hid_t cache[NPY_NTYPES];
   int n = d->type_num;
   *owned = 0;
@@ -211,6 +218,7 @@ static int is_complex(hid_t t, hid_t *member) {
 }
 
 PyArray_Descr *cplpy_dtype(hid_t t) {
+  CPLPY_H5_HELD;
   size_t size = H5Tget_size(t);
   switch (H5Tget_class(t)) {
   case H5T_INTEGER:
