@@ -371,20 +371,25 @@ static int fail_link(cpl_input *in, int rc) {
 
 /* begin_step, try_step, begin_step_at: wait up to `wait` seconds for the
  * header of the step `want` asks for. */
-static int begin(cpl_input *in, double wait, long want, long *step) {
-  CPLI_TRY(usable(in, "cpl_input_begin_step"));
+static int begin(cpl_input *in, const char *call, double wait, long want, long *step) {
+  CPLI_TRY(usable(in, call));
   if (in->in_step)
     return cpli_fail(CPL_ERR_STATE,
-                     "cpl_input_begin_step: link %s: step %ld "
+                     "%s: link %s: step %ld "
                      "is still open (call cpl_input_end_step)",
-                     in->l->label, in->step);
+                     call, in->l->label, in->step);
   if (in->eos) return CPL_END_OF_STREAM;
-  if (in->credit_out && want != in->want_out)
+  if (in->credit_out && want != in->want_out) {
+    char asked[64];
+    if (in->want_out >= 0) snprintf(asked, sizeof asked, "step %ld", in->want_out);
+    else
+      snprintf(asked, sizeof asked, "%s",
+               in->want_out == CPL_STEP_LATEST ? "the newest step" : "the next step");
     return cpli_fail(CPL_ERR_STATE,
-                     "cpl_input_begin_step_at: link %s: the "
-                     "request for %ld is still unanswered (it timed out); ask "
+                     "%s: link %s: the request for %s is still unanswered (it timed out); ask "
                      "for the same until it is",
-                     in->l->label, in->want_out);
+                     call, in->l->label, asked);
+  }
   cpli_hdr h;
   unsigned char *p;
   int report = cpli_report_on(in->ctx);
@@ -446,7 +451,7 @@ static int begin(cpl_input *in, double wait, long want, long *step) {
 }
 
 int cpl_input_begin_step(cpl_input *in, long *step) {
-  return begin(in, in ? in->l->timeout : 0, CPL_STEP_NEXT, step);
+  return begin(in, "cpl_input_begin_step", in ? in->l->timeout : 0, CPL_STEP_NEXT, step);
 }
 
 int cpl_input_begin_step_at(cpl_input *in, long want, long *step) {
@@ -455,7 +460,7 @@ int cpl_input_begin_step_at(cpl_input *in, long want, long *step) {
                      "cpl_input_begin_step_at: link %s: %ld is "
                      "neither a step number nor CPL_STEP_NEXT/LATEST",
                      in->l->label, want);
-  return begin(in, in ? in->l->timeout : 0, want, step);
+  return begin(in, "cpl_input_begin_step_at", in ? in->l->timeout : 0, want, step);
 }
 
 int cpl_input_try_step(cpl_input *in, double seconds, long *step) {
@@ -464,7 +469,7 @@ int cpl_input_try_step(cpl_input *in, double seconds, long *step) {
                      "cpl_input_try_step: link %s: wait %g s is "
                      "not in [0, %g] (the link timeout)",
                      in->l->label, seconds, in->l->timeout);
-  return begin(in, seconds, CPL_STEP_NEXT, step);
+  return begin(in, "cpl_input_try_step", seconds, CPL_STEP_NEXT, step);
 }
 
 int cpl_input_end_step(cpl_input *in) {
@@ -533,6 +538,13 @@ int cpl_input_close(cpl_input *in) {
   if (!in) return CPL_OK;
   cpl_context *ctx = in->ctx;
   int rc = CPL_OK;
+  /* A request still out (a try_step that timed out) is answered first:
+   * the producer may be sending that step already, and would wait for
+   * this consumer to join until the link timeout, then fail its port. The
+   * step is taken and dropped; waiting is bounded by the link timeout. */
+  if (in->credit_out && !in->in_step && !in->eos && !in->failed &&
+      begin(in, "cpl_input_close", in->l->timeout, in->want_out, NULL) == CPL_OK)
+    cpl_input_end_step(in);
   if (in->rank == 0)
     rc = cpli_chan_send_credit(ctx, in->end, CPLI_MSG_DETACH, 0, NULL, 0, in->l->timeout);
   ctx->data->chan[in->end].detach_sent = 1;
@@ -704,11 +716,13 @@ int cpl_input_get(cpl_input *in, const char *name, hid_t memtype, const hsize_t 
   if (in->sel_used.active && covered(pc, start, count) < n)
     return cpli_fail(CPL_ERR_ARG,
                      "%s: box %s is not inside the boxes this "
-                     "rank selected (%d piece%s%s%s; select it before "
-                     "begin_step)",
+                     "rank selected (%d piece%s%s%s; %s)",
                      what, cpli_box_str(s->rank, start, count, b1, sizeof b1), pc->n,
                      pc->n == 1 ? "" : "s", pc->n ? ", the first " : "",
-                     pc->n ? cpli_box_str(s->rank, pc->start, pc->count, b2, sizeof b2) : "");
+                     pc->n ? cpli_box_str(s->rank, pc->start, pc->count, b2, sizeof b2) : "",
+                     in->sel_dirty ? "a selection made while a request was still out (a "
+                                     "try_step that timed out) takes effect from the next step"
+                                   : "select it before begin_step");
   if (!buf) return cpli_fail(CPL_ERR_ARG, "%s: buf is NULL", what);
   int same;
   CPLI_TRY(type_match(s->type, memtype, what, &same));

@@ -406,6 +406,27 @@ static void pass_over(cpl_output *o, olink *ol) {
   cpli_step_unref(o, pop(ol));
 }
 
+static void log_drop(cpl_output *o, olink *ol, const pstep *st) {
+  ol->st.dropped++;
+  cpli_report_drop(o->ctx, ol->l->label, st->step, ol->qn);
+  if (o->rank != 0 || ol->stale_logged >= 3) return;
+  ol->stale_logged++;
+  fprintf(stderr,
+          "coupler: link %s: dropped step %ld (policy latest, depth "
+          "%d: the consumer is behind)%s\n",
+          ol->l->label, st->step, ol->l->depth,
+          ol->stale_logged == 3 ? "; further drops are "
+                                  "counted and reported when the port closes"
+                                : "");
+}
+
+/* Policy latest drops the oldest queued step. */
+static void drop_oldest(cpl_output *o, olink *ol) {
+  pstep *st = pop(ol);
+  log_drop(o, ol, st);
+  cpli_step_unref(o, st);
+}
+
 int cpli_queue_send_missing(cpl_output *o, olink *ol, const char *why) {
   cpli_chan *ch = chan(o, ol);
   ch->credits--;
@@ -426,6 +447,11 @@ static int serve_credits(cpl_output *o, olink *ol, int post) {
     long want = ch->want;
     if (want == CPL_STEP_LATEST)
       while (ol->qn > 1) pass_over(o, ol);
+    /* Under policy latest the next step is the newest: the credit usually
+     * arrives between end_steps, and is served after the next one queued
+     * a newer step. */
+    if (want == CPL_STEP_NEXT && ol->l->policy == CPL_POLICY_LATEST)
+      while (ol->qn > 1) drop_oldest(o, ol);
     if (want >= 0) {
       while (ol->qn > 0 && ol->q[0]->step < want) pass_over(o, ol);
       int gone = ol->qn > 0 ? ol->q[0]->step > want : want <= o->step;
@@ -627,30 +653,12 @@ int cpli_queue_drain(cpl_output *o, int li, int limit) {
   return rc;
 }
 
-static void log_drop(cpl_output *o, olink *ol, const pstep *st) {
-  ol->st.dropped++;
-  cpli_report_drop(o->ctx, ol->l->label, st->step, ol->qn);
-  if (o->rank != 0 || ol->stale_logged >= 3) return;
-  ol->stale_logged++;
-  fprintf(stderr,
-          "coupler: link %s: dropped step %ld (policy latest, depth "
-          "%d: the consumer is behind)%s\n",
-          ol->l->label, st->step, ol->l->depth,
-          ol->stale_logged == 3 ? "; further drops are "
-                                  "counted and reported when the port closes"
-                                : "");
-}
-
 /* Policy for one link after the step was enqueued. */
 int cpli_queue_apply(cpl_output *o, int li) {
   olink *ol = &o->links[li];
   if (ol->l->policy == CPL_POLICY_LATEST) {
     /* Held: depth steps, besides the one in flight (never waited for). */
-    while (ol->qn > ol->l->depth) {
-      pstep *st = pop(ol);
-      log_drop(o, ol, st);
-      cpli_step_unref(o, st);
-    }
+    while (ol->qn > ol->l->depth) drop_oldest(o, ol);
     return ol->fly.st ? CPL_OK : serve_credits(o, ol, 1);
   }
   /* Transfers count as waiting too: a consumer may stop inside one. */

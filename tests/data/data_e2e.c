@@ -319,14 +319,19 @@ static void refused_step(cpl_context *ctx, int r, int producer, hsize_t n, int b
 #define FLOW_STEPS 12
 #define FLOW_N 4096
 
-static void flow_publish(cpl_output *out, int r, int p, int sleep_each) {
+/* Step s of the flow scenarios: one dataset "x", FLOW_N doubles a rank. */
+static void flow_step(cpl_output *out, long s, int r, int p) {
   static double blk[FLOW_N];
   hsize_t dims[1] = {(hsize_t)FLOW_N * p}, start[1] = {(hsize_t)FLOW_N * r}, count[1] = {FLOW_N};
+  for (int i = 0; i < FLOW_N; i++) blk[i] = val(s, 9, start[0] + i);
+  OK(cpl_output_begin_step(out, s));
+  OK(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 1, dims, start, count, blk));
+  OK(cpl_output_end_step(out));
+}
+
+static void flow_publish(cpl_output *out, int r, int p, int sleep_each) {
   for (long s = 0; s < FLOW_STEPS; s++) {
-    for (int i = 0; i < FLOW_N; i++) blk[i] = val(s, 9, start[0] + i);
-    OK(cpl_output_begin_step(out, -1));
-    OK(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 1, dims, start, count, blk));
-    OK(cpl_output_end_step(out));
+    flow_step(out, s, r, p);
     if (sleep_each) sleep_ms(sleep_each);
   }
 }
@@ -735,6 +740,45 @@ int main(int argc, char **argv) {
       }
       CHECK(rc == CPL_END_OF_STREAM, "algs: %s", cpl_strerror(rc));
       CHECK(n == ALGS_STEPS, "algs: %d of %d steps", n, ALGS_STEPS);
+      OK(cpl_input_close(in));
+    }
+  } else if (!strcmp(sc, "latest_newest")) {
+    /* Policy latest, depth 2: the consumer takes step 0, then asks again
+     * while the producer, having made steps 1..9, pauses. The answer, at
+     * step 10, is step 10: the newest, not the oldest queued (9). */
+    if (producer) {
+      sleep_ms(500); /* the consumer's first request is waiting */
+      OK(cpl_output_open(ctx, "out", &out));
+      for (long s = 0; s < 10; s++) flow_step(out, s, r, p), sleep_ms(20);
+      sleep_ms(1500);
+      flow_step(out, 10, r, p);
+      OK(cpl_output_close(out));
+    } else {
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      long step;
+      OK(cpl_input_begin_step(in, &step));
+      OK(cpl_input_end_step(in));
+      sleep_ms(1000);
+      int n = flow_consume(in, seen, 0);
+      CHECK(n == 1 && seen[0] == 10, "latest: after the pause %d steps, the first %ld (want 10)", n,
+            n ? seen[0] : -1L);
+      OK(cpl_input_close(in));
+    }
+  } else if (!strcmp(sc, "leave_pending")) {
+    /* The consumer's try_step times out, and it closes 2 s later: close
+     * must take the answer to that request, or the producer, sending the
+     * step by then, waits for the consumer until its link timeout (3 s). */
+    if (producer) {
+      sleep_ms(1000);
+      OK(cpl_output_open(ctx, "out", &out));
+      for (long s = 0; s < 3; s++) flow_step(out, s, r, p);
+      OK(cpl_output_close(out));
+    } else {
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      long step;
+      CHECK(cpl_input_try_step(in, 0.1, &step) == CPL_ERR_TIMEOUT, "try_step: %s",
+            cpl_last_error());
+      sleep_ms(2000);
       OK(cpl_input_close(in));
     }
   } else if (!strcmp(sc, "detach")) {
