@@ -166,13 +166,14 @@ int cpl_workflow_load(const char *path, cpl_diag *diag, cpl_workflow **out) {
     fclose(f);
     return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", path);
   }
+  errno = 0;
   size_t len = fread(buf, 1, cap, f);
-  int ioerr = ferror(f);
+  int ioerr = ferror(f) ? (errno ? errno : EIO) : 0; /* a directory: EISDIR */
   fclose(f);
   if (ioerr) {
     free(buf);
-    if (diag) cpli_diag_add(diag, path, 0, 0, "read error");
-    return cpli_fail(CPL_ERR_IO, "%s: read error", path);
+    if (diag) cpli_diag_add(diag, path, 0, 0, "cannot read: %s", strerror(ioerr));
+    return cpli_fail(CPL_ERR_IO, "%s: cannot read: %s", path, strerror(ioerr));
   }
   int rc = cpl_workflow_load_buffer(buf, len, path, diag, out);
   free(buf);
