@@ -354,6 +354,11 @@ static int split_command(S *s, const cpli_ynode *n, cpli_component *c) {
   while (*p) {
     while (*p == ' ' || *p == '\t' || *p == '\n') p++;
     if (!*p) break;
+    if (c->argc == CPLI_WF_MAX_ARGS) { /* the same limit as the list form */
+      err(s, n, "command has more than %d words", CPLI_WF_MAX_ARGS);
+      ok = 0;
+      break;
+    }
     size_t w = 0;
     char quote = 0;
     for (; *p; p++) {
