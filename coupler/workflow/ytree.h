@@ -48,6 +48,11 @@ static inline const cpli_ynode *cpli_ymap_val(const cpli_ynode *m, size_t i) {
 /* First value for key, or NULL. */
 const cpli_ynode *cpli_ymap_get(const cpli_ynode *m, const char *key);
 
+/* Sort scalars by text, then by position (duplicate checks in O(n log n):
+ * equal texts end up adjacent, the first occurrence first). */
+void cpli_y_sort_scalars(const cpli_ynode **v, size_t n);
+int cpli_y_same_text(const cpli_ynode *a, const cpli_ynode *b);
+
 /* A plain scalar that YAML reads as null: "", "~", "null". */
 int cpli_y_is_null(const cpli_ynode *n);
 
