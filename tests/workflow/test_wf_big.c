@@ -44,8 +44,8 @@ static void expect_one(const char *what, const char *yaml, const char *want) {
   clock_t t0 = clock();
   int rc = cpl_workflow_load_buffer(yaml, strlen(yaml), "big.yaml", d, &wf);
   double s = (double)(clock() - t0) / CLOCKS_PER_SEC;
-  int ok = rc != CPL_OK && !wf && cpl_diag_total(d) == 1 &&
-           strcmp(cpl_diag_message(d, 0), want) == 0;
+  int ok =
+      rc != CPL_OK && !wf && cpl_diag_total(d) == 1 && strcmp(cpl_diag_message(d, 0), want) == 0;
   printf("%s: %.2f s of CPU, %zu bytes: %s\n", what, s, strlen(yaml), ok ? "ok" : "FAILED");
   if (!ok) {
     failures++;
@@ -59,8 +59,8 @@ static void expect_one(const char *what, const char *yaml, const char *want) {
 int main(void) {
   char want[256];
   int c7 = 0, cd = 0;
-  char *keys = build("name: w\ncomponents:\n  - name: a\n    command: x\n    env: {", "%s: v%s", 'K',
-                     90000, "}\n", &c7, &cd);
+  char *keys = build("name: w\ncomponents:\n  - name: a\n    command: x\n    env: {", "%s: v%s",
+                     'K', 90000, "}\n", &c7, &cd);
   snprintf(want, sizeof want, "big.yaml:5:%d: duplicate key \"Kaaah\" (first at 5:%d)", cd, c7);
   expect_one("90,000 keys", keys, want);
   free(keys);
@@ -68,8 +68,8 @@ int main(void) {
   char *hosts = build("name: w\ncomponents:\n  - name: a\n    nprocs: 1048576\n    command: x\n"
                       "    hosts: [",
                       "%s%s", 'h', 100000, "]\n", &c7, &cd);
-  snprintf(want, sizeof want, "big.yaml:6:%d: duplicate host \"haaah\" in hosts (first at 6:%d)", cd,
-           c7);
+  snprintf(want, sizeof want, "big.yaml:6:%d: duplicate host \"haaah\" in hosts (first at 6:%d)",
+           cd, c7);
   expect_one("100,000 hosts", hosts, want);
   free(hosts);
   return failures ? 1 : 0;
