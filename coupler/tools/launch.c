@@ -104,6 +104,12 @@ static void put(text *t, const char *fmt, ...) {
   }
 }
 
+/* Text in a "#" comment line of a generated file: a line break would end
+ * the comment, so no control character goes in as is. */
+static void put_comment(text *t, const char *s) {
+  for (; *s; s++) put(t, "%c", (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+}
+
 /* Characters a POSIX shell and srun's multi-prog parser take literally
  * (a shell also takes "%"; srun substitutes %t and %o). */
 static int plain_word(const char *s, int shell) {
@@ -356,7 +362,9 @@ static void build_mpiexec(const cpli_workflow *wf, const cpli_launch_opts *o, co
   add(l, o->program);
   if (l->rank_host) {
     text t = {0};
-    put(&t, "# hydra hostfile written by cpl-run for %s: rank order\n", wf->name);
+    put(&t, "# hydra hostfile written by cpl-run for ");
+    put_comment(&t, wf->name);
+    put(&t, ": rank order\n");
     for (int r = 0; r < l->nranks;) {
       int k = r;
       while (k < l->nranks && !strcmp(l->rank_host[k], l->rank_host[r])) k++;
@@ -425,7 +433,9 @@ static int build_srun(const cpli_workflow *wf, const cpli_launch_opts *o, const 
     return -1;
   }
   text t = {0};
-  put(&t, "# srun --multi-prog configuration written by cpl-run for %s\n", wf->name);
+  put(&t, "# srun --multi-prog configuration written by cpl-run for ");
+  put_comment(&t, wf->name);
+  put(&t, "\n");
   int r = 0, rc = 0;
   for (int c = 0; c < wf->ncomps && !rc; c++) {
     const cpli_component *k = &wf->comps[c];

@@ -112,7 +112,7 @@ int cpl_workflow_load_buffer(const char *data, size_t len, const char *name, cpl
   if (!out) return cpli_fail(CPL_ERR_ARG, "cpl_workflow_load_buffer: out is NULL");
   *out = NULL;
   if (!data && len) return cpli_fail(CPL_ERR_ARG, "cpl_workflow_load_buffer: data is NULL");
-  if (!name) name = "<workflow>";
+  if (!name) name = CPLI_WF_NO_FILE;
   /* Without a caller's list we still need one to know whether we failed. */
   cpl_diag local = {0};
   cpl_diag *d = diag ? diag : &local;

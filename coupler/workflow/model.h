@@ -30,6 +30,10 @@
 #define CPLI_WF_DEFAULT_KEEP 2
 #define CPLI_WF_DEFAULT_TIMEOUT 60.0
 
+/* What messages call a buffer loaded without a name (its default
+ * workflow name is "workflow"). */
+#define CPLI_WF_NO_FILE "<workflow>"
+
 typedef struct cpli_pos {
   int line, col;
 } cpli_pos;

@@ -873,12 +873,25 @@ static void parse_link(S *s, const cpli_ynode *n, cpli_link *l) {
 
 /* ------------------------------------------------------------ top */
 
-/* File name without directory and extension: the default workflow name. */
+/* File name without directory and extension: the default workflow name.
+ * It must be a valid name like any other (it is shown in messages and
+ * written into generated files): if not, the user adds name:. */
 static char *stem(S *s, const char *path) {
   const char *b = strrchr(path, '/');
   b = b ? b + 1 : path;
   size_t n = strcspn(b, ".");
-  if (n == 0) return xstrdup(s, "workflow");
+  if (n == 0 || strcmp(path, CPLI_WF_NO_FILE) == 0) return xstrdup(s, "workflow");
+  int ok = n <= CPLI_WF_MAX_NAME;
+  for (size_t i = 0; ok && i < n; i++) ok = valid_name_char(b[i]);
+  if (!ok) {
+    cpli_ynode shown = {.kind = CPLI_Y_SCALAR, .str = (char *)b, .len = n, .quoted = 1};
+    char descbuf[128];
+    cpli_diag_add(s->d, s->file, 0, 0,
+                  "the workflow has no name: and the file name %s is not a valid name (1 to %d "
+                  "letters, digits, \"_\" or \"-\"): add name: NAME to the file",
+                  DESC(&shown), CPLI_WF_MAX_NAME);
+    return NULL;
+  }
   char *r = malloc(n + 1);
   if (!r) {
     s->oom = 1;

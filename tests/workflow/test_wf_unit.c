@@ -192,6 +192,12 @@ static void test_api_edges(void) {
   CHECK(cpl_workflow_load_buffer(lone, strlen(lone), "dir/lone.yaml", NULL, &wf) == CPL_OK);
   CHECK(wf && strcmp(cpl_workflow_name(wf), "lone") == 0 && cpl_workflow_link_count(wf) == 0);
   cpl_workflow_destroy(wf);
+  /* A buffer without a file name is "workflow"; a stem that is no name is refused. */
+  CHECK(cpl_workflow_load_buffer(lone, strlen(lone), NULL, NULL, &wf) == CPL_OK);
+  CHECK(wf && strcmp(cpl_workflow_name(wf), "workflow") == 0);
+  cpl_workflow_destroy(wf);
+  CHECK(cpl_workflow_load_buffer(lone, strlen(lone), "d/my wf.yaml", NULL, &wf) == CPL_ERR_CONFIG);
+  CHECK(strstr(cpl_last_error(), "file name \"my wf\" is not a valid name") != NULL);
   /* Quoted strings are fine where strings are expected. */
   const char *q = "name: \"w\"\ncomponents: [{name: 'a', command: \"x y\"}]\n";
   CHECK(cpl_workflow_load_buffer(q, strlen(q), "q.yaml", NULL, &wf) == CPL_OK);
