@@ -153,6 +153,19 @@ int main(int argc, char **argv) {
                          .workflow = abspath,
                          .wfdir = wfdir,
                          .files_dir = files_dir};
+  if (kind == CPLI_LAUNCHER_MPIEXEC) { /* words hydra would split the job at */
+    if (cpl_diag_create(&d) != CPL_OK) return 2;
+    cpli_wf_check_hydra_words(wf, d);
+    int n = cpl_diag_count(d);
+    for (int i = 0; i < n; i++) fprintf(stderr, "%s\n", cpl_diag_message(d, i));
+    cpl_diag_destroy(d);
+    if (n) {
+      fprintf(stderr, "cpl-run: %s: a command word cannot be passed by mpiexec; nothing started\n",
+              file);
+      cpl_workflow_destroy(wf);
+      return 1;
+    }
+  }
   cpli_launch l;
   char err[1024];
   if (cpli_launch_build(wf, &lo, &l, err, sizeof err) != 0) {

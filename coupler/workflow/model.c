@@ -63,6 +63,7 @@ static void free_component(cpli_component *c) {
   free(c->name);
   for (int i = 0; i < c->argc; i++) free(c->argv[i]);
   free(c->argv);
+  free(c->argpos);
   free(c->file);
   free(c->workdir);
   free(c->drain);

@@ -72,6 +72,7 @@ typedef struct cpli_component {
   cpl_component_kind kind;
   char **argv; /* argc words then NULL (CPL_KIND_COMMAND)     */
   int argc;
+  cpli_pos *argpos;         /* of each word (a string command: the string's) */
   char *file;               /* sink/source HDF5 file; NULL otherwise        */
   char *workdir;            /* NULL: the launcher's working directory      */
   int keep;                 /* stage: steps kept (CPLI_WF_DEFAULT_KEEP)     */
@@ -143,6 +144,11 @@ int cpli_wf_program(const cpli_component *c, const char *wfdir, char *out, size_
 /* Check that every command component's program exists and is executable
  * (programs.c); errors at the command's line:col. */
 void cpli_wf_check_programs(const cpli_workflow *wf, const char *wfdir, cpl_diag *d);
+
+/* Command words hydra's mpiexec cannot pass: ":" separates its programs
+ * (the rest of the line would start as another program, and the job
+ * hangs in MPI_Init). Errors at the word's line:col (programs.c). */
+void cpli_wf_check_hydra_words(const cpli_workflow *wf, cpl_diag *d);
 
 /* Free a model (complete or partial). */
 void cpli_wf_free(cpli_workflow *wf);

@@ -345,7 +345,8 @@ static int split_command(S *s, const cpli_ynode *n, cpli_component *c) {
   size_t len = strlen(p);
   char *word = malloc(len + 1);
   c->argv = xcalloc(s, len / 2 + 2, sizeof *c->argv);
-  if (!word || !c->argv) {
+  c->argpos = xcalloc(s, len / 2 + 2, sizeof *c->argpos);
+  if (!word || !c->argv || !c->argpos) {
     free(word);
     s->oom = 1;
     return 0;
@@ -385,6 +386,7 @@ static int split_command(S *s, const cpli_ynode *n, cpli_component *c) {
       break;
     }
     word[w] = '\0';
+    c->argpos[c->argc] = pos_of(n); /* words of a string: the string's position */
     if (!(c->argv[c->argc++] = xstrdup(s, word))) {
       ok = 0;
       break;
@@ -418,7 +420,8 @@ static void parse_command(S *s, const cpli_ynode *n, cpli_component *c) {
     return;
   }
   c->argv = xcalloc(s, n->n + 1, sizeof *c->argv);
-  if (!c->argv) return;
+  c->argpos = xcalloc(s, n->n + 1, sizeof *c->argpos);
+  if (!c->argv || !c->argpos) return;
   for (size_t i = 0; i < n->n; i++) {
     const cpli_ynode *w = n->items[i];
     if (w->bad) continue;
@@ -428,6 +431,7 @@ static void parse_command(S *s, const cpli_ynode *n, cpli_component *c) {
           DESC(w));
       continue;
     }
+    c->argpos[c->argc] = pos_of(w);
     c->argv[c->argc++] = xstrdup(s, w->str);
   }
 }
