@@ -87,7 +87,7 @@ typedef struct cpli_component {
   char **hosts; /* host names of hosts: [..]; NULL for a count   */
   int nhosts;   /* names in hosts, or N of hosts: N; 0: not set  */
   int ppn;      /* processes per node; 0: not set               */
-  cpli_pos pos, nprocs_pos, command_pos;
+  cpli_pos pos, nprocs_pos, command_pos, workdir_pos;
 } cpli_component;
 
 /* How a link moves a step to the consumer ranks (YAML `delivery`). */
@@ -144,6 +144,11 @@ int cpli_wf_program(const cpli_component *c, const char *wfdir, char *out, size_
 /* Check that every command component's program exists and is executable
  * (programs.c); errors at the command's line:col. */
 void cpli_wf_check_programs(const cpli_workflow *wf, const char *wfdir, cpl_diag *d);
+
+/* Check that every workdir is a directory this user can enter, relative
+ * to the current directory (as mpiexec -wdir takes it); errors at the
+ * workdir's line:col. For runs on this host only (programs.c). */
+void cpli_wf_check_workdirs(const cpli_workflow *wf, cpl_diag *d);
 
 /* Command words hydra's mpiexec cannot pass: ":" separates its programs
  * (the rest of the line would start as another program, and the job

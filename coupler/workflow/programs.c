@@ -97,3 +97,21 @@ void cpli_wf_check_hydra_words(const cpli_workflow *wf, cpl_diag *d) {
                       c->name, a);
   }
 }
+
+void cpli_wf_check_workdirs(const cpli_workflow *wf, cpl_diag *d) {
+  for (int i = 0; i < wf->ncomps; i++) {
+    const cpli_component *c = &wf->comps[i];
+    if (!c->workdir) continue;
+    struct stat st;
+    int rc = stat(c->workdir, &st) != 0      ? errno
+             : !S_ISDIR(st.st_mode)          ? ENOTDIR
+             : access(c->workdir, X_OK) != 0 ? errno
+                                             : 0;
+    if (rc)
+      cpli_diag_add(d, wf->path, c->workdir_pos.line, c->workdir_pos.col,
+                    "component \"%s\": workdir %s: %s%s", c->name, c->workdir, strerror(rc),
+                    c->workdir[0] == '/' ? ""
+                                         : " (a relative workdir is taken from the directory "
+                                           "cpl-run starts in)");
+  }
+}

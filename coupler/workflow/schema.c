@@ -726,8 +726,10 @@ static void parse_component(S *s, const cpli_ynode *n, cpli_component *c) {
 
   parse_stage_keys(s, n, c);
 
-  if ((v = cpli_ymap_get(n, "workdir")) && want_string(s, v, "workdir"))
+  if ((v = cpli_ymap_get(n, "workdir")) && want_string(s, v, "workdir")) {
     c->workdir = xstrdup(s, v->str);
+    c->workdir_pos = pos_of(v);
+  }
   if ((v = cpli_ymap_get(n, "env"))) parse_env(s, v, c);
   parse_placement(s, n, c);
 
