@@ -379,7 +379,7 @@ static void build_mpiexec(const cpli_workflow *wf, const cpli_launch_opts *o, co
   }
   for (int i = 0; i < o->nextra; i++) add(l, o->extra[i]);
   char num[32];
-  for (int c = 0; c < wf->ncomps; c++) {
+  for (int c = 0, first = 0; c < wf->ncomps; first += wf->comps[c++].nprocs) {
     const cpli_component *k = &wf->comps[c];
     if (c) add(l, ":");
     snprintf(num, sizeof num, "%d", k->nprocs);
@@ -391,6 +391,10 @@ static void build_mpiexec(const cpli_workflow *wf, const cpli_launch_opts *o, co
     add(l, "-env");
     add(l, "CPL_WORKFLOW");
     add(l, o->workflow);
+    snprintf(num, sizeof num, "%d", first); /* cpl-exec: rank in the component */
+    add(l, "-env");
+    add(l, "CPL_FIRST_RANK");
+    add(l, num);
     for (int e = 0; e < k->nenv; e++) {
       add(l, "-env");
       add(l, k->env[e].name);
@@ -439,6 +443,8 @@ static int build_srun(const cpli_workflow *wf, const cpli_launch_opts *o, const 
   int r = 0, rc = 0;
   for (int c = 0; c < wf->ncomps && !rc; c++) {
     const cpli_component *k = &wf->comps[c];
+    char first[16];
+    snprintf(first, sizeof first, "%d", r); /* cpl-exec: rank in the component */
     if (k->nprocs == 1) put(&t, "%d env", r);
     else put(&t, "%d-%d env", r, r + k->nprocs - 1);
     r += k->nprocs;
@@ -446,10 +452,11 @@ static int build_srun(const cpli_workflow *wf, const cpli_launch_opts *o, const 
       put(&t, " -C");
       rc |= put_srun_word(&t, k->workdir, k->name, err, esize);
     }
-    const char *vars[2][2] = {{"CPL_COMPONENT", k->name}, {"CPL_WORKFLOW", o->workflow}};
-    for (int e = 0; e < 2 + k->nenv && !rc; e++) {
-      const char *name = e < 2 ? vars[e][0] : k->env[e - 2].name;
-      const char *value = e < 2 ? vars[e][1] : k->env[e - 2].value;
+    const char *vars[3][2] = {
+        {"CPL_COMPONENT", k->name}, {"CPL_WORKFLOW", o->workflow}, {"CPL_FIRST_RANK", first}};
+    for (int e = 0; e < 3 + k->nenv && !rc; e++) {
+      const char *name = e < 3 ? vars[e][0] : k->env[e - 3].name;
+      const char *value = e < 3 ? vars[e][1] : k->env[e - 3].value;
       size_t n = strlen(name) + strlen(value) + 2;
       char *s = malloc(n);
       if (!s) oom();

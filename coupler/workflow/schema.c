@@ -456,7 +456,8 @@ static void parse_env(S *s, const cpli_ynode *n, cpli_component *c) {
           DESC(k));
       continue;
     }
-    if (strcmp(name, "CPL_COMPONENT") == 0 || strcmp(name, "CPL_WORKFLOW") == 0) {
+    if (strcmp(name, "CPL_COMPONENT") == 0 || strcmp(name, "CPL_WORKFLOW") == 0 ||
+        strcmp(name, "CPL_FIRST_RANK") == 0) {
       err(s, k, "environment variable %s is set by Coupler itself", name);
       continue;
     }
