@@ -317,17 +317,21 @@ static char **place(const cpli_workflow *wf, const cpli_launch_opts *o, char *er
   }
   char **rank_host = calloc((size_t)wf->total_procs + 1, sizeof *rank_host);
   if (!rank_host) oom();
-  int r = 0, cursor = 0; /* next pool host for components without names */
+  /* The pool's position: host cursor (mod p.n), of whose slots used are
+   * taken. */
+  int r = 0, cursor = 0, used = 0;
   for (int ci = 0; ci < wf->ncomps; ci++) {
     const cpli_component *c = &wf->comps[ci];
-    if (!placed(c)) { /* as hydra fills a hostfile: slots, in order */
-      for (int i = 0; i < c->nprocs;) {
-        int h = cursor % p.n, take = p.slots[h];
-        for (; take > 0 && i < c->nprocs; take--, i++) rank_host[r++] = xstrdup(p.host[h]);
-        cursor++;
+    if (!placed(c)) { /* as hydra fills a hostfile: slots, in order, going on
+                         where the previous component stopped */
+      for (int i = 0; i < c->nprocs; i++, used++) {
+        if (used == p.slots[cursor % p.n]) cursor++, used = 0;
+        rank_host[r++] = xstrdup(p.host[cursor % p.n]);
       }
       continue;
     }
+    /* hosts: N and ppn: take whole hosts: the next one with no rank yet. */
+    if (!c->hosts && used) cursor++, used = 0;
     int nh = c->nhosts ? c->nhosts : (c->nprocs + c->ppn - 1) / c->ppn;
     if (!c->hosts && nh > p.n) {
       fail(err, esize, "component %s needs %d hosts but %s has %d", c->name, nh, p.from, p.n);
