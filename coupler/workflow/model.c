@@ -1,5 +1,6 @@
 /* Loading entry points, the public accessors and freeing of the model. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,7 @@ size_t cpli_port_bytes(const cpli_port *p) {
   for (int i = 0; i < p->ndatasets; i++) {
     const double n = declared_bytes(&p->datasets[i]);
     if (n < 0) return 0; /* one unknown dataset: the step's size is unknown */
+    if ((size_t)n > SIZE_MAX - total) return SIZE_MAX; /* saturate, never wrap */
     total += (size_t)n;
   }
   return total;

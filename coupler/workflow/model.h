@@ -26,6 +26,9 @@
 #define CPLI_WF_MAX_ARGS 4096        /* command words                     */
 #define CPLI_WF_MAX_KEEP 1024        /* steps a stage keeps               */
 #define CPLI_WF_MAX_HOSTNAME 253     /* characters in a host name         */
+/* Largest dataset (type size x dims): 64 TiB, the data layer's
+ * CPLI_DATASET_MAX_BYTES, past which a step is CPL_ERR_UNSUPPORTED. */
+#define CPLI_WF_MAX_DATASET_BYTES ((uint64_t)1 << 46)
 #define CPLI_WF_DEFAULT_DEPTH 2
 #define CPLI_WF_DEFAULT_KEEP 2
 #define CPLI_WF_DEFAULT_TIMEOUT 60.0

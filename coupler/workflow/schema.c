@@ -511,6 +511,19 @@ static void parse_dataset(S *s, const cpli_ynode *n, cpli_dataset *ds) {
       want_enum(s, v, "dataset type", cpli_dtype_names, CPLI_DT_COUNT, &t))
     ds->type = xstrdup(s, cpli_dtype_names[t]);
   if ((v = cpli_ymap_get(n, "dims"))) parse_dims(s, v, ds);
+  if (ds->ndims < 0) return;
+  /* A declared dataset the run would refuse: say so here, at its dims. */
+  uint64_t esize = ds->type ? cpli_dtype_size(ds->type) : 1, bytes = esize;
+  for (int k = 0; k < ds->ndims && bytes <= CPLI_WF_MAX_DATASET_BYTES; k++)
+    bytes = (uint64_t)ds->dims[k] > CPLI_WF_MAX_DATASET_BYTES / bytes
+                ? CPLI_WF_MAX_DATASET_BYTES + 1
+                : bytes * (uint64_t)ds->dims[k];
+  if (bytes > CPLI_WF_MAX_DATASET_BYTES)
+    err(s, v,
+        "dataset %s: dims make more than %llu bytes (64 TiB, the most a dataset may "
+        "have)%s",
+        ds->name ? ds->name : "", (unsigned long long)CPLI_WF_MAX_DATASET_BYTES,
+        ds->type ? "" : " even at one byte per element");
 }
 
 static void parse_port(S *s, const cpli_ynode *n, int output, cpli_port *p) {
