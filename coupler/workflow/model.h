@@ -189,6 +189,10 @@ extern const char *const cpli_dtype_names[CPLI_DT_COUNT];
 /* Index of a type name, or -1; its size in bytes, or 0 if unknown. */
 int cpli_dtype_find(const char *name);
 size_t cpli_dtype_size(const char *name);
+/* Can data of type a be read as type b? What the data layer allows on a
+ * consumer's port (HDF5 conversion, data/desc.c cpli_type_convertible),
+ * without HDF5: every pair of the types above (test wf_dtype_convertible). */
+int cpli_dtype_convertible(const char *a, const char *b);
 
 /* Bytes of one dataset (one step of a port) as declared by type and dims;
  * 0 when unknown. */

@@ -322,6 +322,12 @@ size_t cpli_dtype_size(const char *name) {
   return i < 0 ? 0 : dtype_sizes[i];
 }
 
+/* All twelve are HDF5 native integers or floats, and HDF5 converts any of
+ * those to any other. */
+int cpli_dtype_convertible(const char *a, const char *b) {
+  return cpli_dtype_find(a) >= 0 && cpli_dtype_find(b) >= 0;
+}
+
 const char *cpli_kind_name(cpl_component_kind k) {
   return (unsigned)k < CPL_KIND_COUNT ? kind_names[k] : NULL;
 }
