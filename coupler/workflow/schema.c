@@ -211,6 +211,11 @@ static int want_int(S *s, const cpli_ynode *n, const char *what, const char *kin
     err(s, n, "%s must be %s, got the string %s (remove the quotes)", what, kind, DESC(n));
     return 0;
   }
+  if (n->tag != CPLI_YTAG_NONE && n->tag != CPLI_YTAG_INT) {
+    err(s, n, "%s must be %s, got %s tagged !!%s (not an integer to other YAML readers)", what,
+        kind, DESC(n), n->tag == CPLI_YTAG_FLOAT ? "float" : "bool");
+    return 0;
+  }
   const char *p = n->str;
   int neg = 0;
   if (*p == '+' || *p == '-') neg = *p++ == '-';
@@ -243,7 +248,8 @@ static int want_int(S *s, const cpli_ynode *n, const char *what, const char *kin
 static int want_seconds(S *s, const cpli_ynode *n, const char *what, double hi, double *out) {
   if (n->bad) return 0;
   char descbuf[128];
-  if (n->kind != CPLI_Y_SCALAR || n->quoted || cpli_y_is_null(n) || strlen(n->str) != n->len) {
+  if (n->kind != CPLI_Y_SCALAR || n->quoted || cpli_y_is_null(n) || strlen(n->str) != n->len ||
+      n->tag == CPLI_YTAG_BOOL) {
     err(s, n, "%s must be a number of seconds, got %s", what, DESC(n));
     return 0;
   }

@@ -65,8 +65,9 @@ const cpli_ynode *cpli_ymap_get(const cpli_ynode *m, const char *key) {
 
 int cpli_y_is_null(const cpli_ynode *n) {
   return n && n->kind == CPLI_Y_SCALAR && !n->quoted && !n->bad &&
-         (n->len == 0 || strcmp(n->str, "~") == 0 || strcmp(n->str, "null") == 0 ||
-          strcmp(n->str, "Null") == 0 || strcmp(n->str, "NULL") == 0);
+         (n->tag == CPLI_YTAG_NULL || n->len == 0 || strcmp(n->str, "~") == 0 ||
+          strcmp(n->str, "null") == 0 || strcmp(n->str, "Null") == 0 ||
+          strcmp(n->str, "NULL") == 0);
 }
 
 /* Attach a finished or just-opened node to the open container (or make it
@@ -152,11 +153,12 @@ static void anchor_error(builder *b, const yaml_mark_t *m, const yaml_char_t *an
 }
 
 /* Tags of the YAML core schema are all a workflow may carry; !!str makes
- * a scalar a string (so `nprocs: !!str 4` is refused like "4"). Any other
+ * a scalar a string (so `nprocs: !!str 4` is refused like "4"); the others
+ * are kept for the schema (!!float 4 is no integer, !!null 2 is null). Any other
  * tag (!!python/object, !local, ...) would change what a value means to
  * another reader: refused. Returns 1 if the tag is fine. */
 static int tag_ok(builder *b, const yaml_mark_t *m, const yaml_char_t *tag, cpli_ykind kind,
-                  int *is_str) {
+                  cpli_ytag *core_tag) {
   static const char core[] = "tag:yaml.org,2002:";
   static const char *const scalars[] = {"str", "int", "float", "bool", "null"};
   if (!tag) return 1;
@@ -168,7 +170,7 @@ static int tag_ok(builder *b, const yaml_mark_t *m, const yaml_char_t *tag, cpli
     if (kind == CPLI_Y_SEQ && !strcmp(name, "seq")) return 1;
     for (size_t i = 0; kind == CPLI_Y_SCALAR && i < 5; i++)
       if (!strcmp(name, scalars[i])) {
-        if (is_str) *is_str = i == 0;
+        if (core_tag) *core_tag = (cpli_ytag)(i + 1); /* scalars[] in cpli_ytag order */
         return 1;
       }
     want = kind == CPLI_Y_MAP   ? "!!map"
@@ -228,10 +230,9 @@ static void scalar(builder *b, const yaml_event_t *ev) {
   memcpy(n->str, ev->data.scalar.value, n->len);
   n->str[n->len] = '\0';
   n->quoted = ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
-  int is_str = 0;
-  if (!tag_ok(b, &ev->start_mark, ev->data.scalar.tag, CPLI_Y_SCALAR, &is_str))
+  if (!tag_ok(b, &ev->start_mark, ev->data.scalar.tag, CPLI_Y_SCALAR, &n->tag))
     n->bad = 1; /* reported: no follow-on errors */
-  if (is_str) n->quoted = 1;
+  if (n->tag == CPLI_YTAG_STR) n->quoted = 1;
   attach(b, n);
 }
 

@@ -17,6 +17,16 @@
 
 typedef enum cpli_ykind { CPLI_Y_SCALAR, CPLI_Y_SEQ, CPLI_Y_MAP } cpli_ykind;
 
+/* A scalar's core tag (!!str, ...), in tag_ok's order; NONE: untagged. */
+typedef enum cpli_ytag {
+  CPLI_YTAG_NONE,
+  CPLI_YTAG_STR,
+  CPLI_YTAG_INT,
+  CPLI_YTAG_FLOAT,
+  CPLI_YTAG_BOOL,
+  CPLI_YTAG_NULL
+} cpli_ytag;
+
 typedef struct cpli_ynode {
   cpli_ykind kind;
   int line, col; /* 1-based start of the node             */
@@ -24,7 +34,8 @@ typedef struct cpli_ynode {
   /* scalar */
   char *str;  /* NUL-terminated copy                   */
   size_t len; /* may differ from strlen: "\0" escapes  */
-  int quoted; /* any quoting or block style            */
+  int quoted; /* any quoting or block style (or !!str)  */
+  cpli_ytag tag;
   /* sequence: items[i]; mapping: items[2i] key, items[2i+1] value */
   struct cpli_ynode **items;
   size_t n, cap;
