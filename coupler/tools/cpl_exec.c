@@ -94,16 +94,29 @@ int main(int argc, char **argv) {
     return 2;
   }
   const char *comp = env_or("CPL_COMPONENT", "?");
-  const char *rank = env_or("PMI_RANK", "?");
+  /* Messages name the rank inside the component, as the library's do:
+   * the job rank minus the component's first (CPL_FIRST_RANK, from
+   * cpl-run); without it, the job rank, said to be one. */
+  const char *job = env_or("PMI_RANK", env_or("SLURM_PROCID", "?"));
+  const char *first = getenv("CPL_FIRST_RANK");
+  char rank[96], jobrank[64] = "";
+  char *e1, *e2;
+  long j = strtol(job, &e1, 10), f = first ? strtol(first, &e2, 10) : -1;
+  if (*job && !*e1 && first && *first && !*e2 && f >= 0 && j >= f) {
+    snprintf(rank, sizeof rank, "rank %ld", j - f);
+    snprintf(jobrank, sizeof jobrank, "job rank %ld, ", j);
+  } else {
+    snprintf(rank, sizeof rank, "job rank %s", job);
+  }
   int ready[2], failed[2];
   if (pipe2(ready, O_CLOEXEC) != 0 || pipe2(failed, O_CLOEXEC) != 0) {
-    fprintf(stderr, "cpl-run: component \"%s\", rank %s: pipe: %s\n", comp, rank, strerror(errno));
+    fprintf(stderr, "cpl-run: component \"%s\", %s: pipe: %s\n", comp, rank, strerror(errno));
     die_by(SIGTERM);
   }
   pid_t parent = getpid();
   child = fork();
   if (child < 0) {
-    fprintf(stderr, "cpl-run: component \"%s\", rank %s: fork: %s\n", comp, rank, strerror(errno));
+    fprintf(stderr, "cpl-run: component \"%s\", %s: fork: %s\n", comp, rank, strerror(errno));
     die_by(SIGTERM);
   }
   if (child == 0) {
@@ -131,9 +144,9 @@ int main(int argc, char **argv) {
   while (got < 0 && errno == EINTR);
   if (got == (ssize_t)sizeof exec_errno) {
     fprintf(stderr,
-            "cpl-run: component \"%s\", rank %s: cannot execute "
+            "cpl-run: component \"%s\", %s (%spid %d): cannot execute "
             "%s: %s; stopping the job\n",
-            comp, rank, argv[1], strerror(exec_errno));
+            comp, rank, jobrank, (int)child, argv[1], strerror(exec_errno));
     waitpid(child, NULL, 0);
     die_by(SIGTERM);
   }
@@ -145,8 +158,7 @@ int main(int argc, char **argv) {
     pid_t w = waitpid(child, &status, WNOHANG);
     if (w == child) break;
     if (w < 0 && errno != EINTR) {
-      fprintf(stderr, "cpl-run: component \"%s\", rank %s: waitpid: %s\n", comp, rank,
-              strerror(errno));
+      fprintf(stderr, "cpl-run: component \"%s\", %s: waitpid: %s\n", comp, rank, strerror(errno));
       die_by(SIGTERM);
     }
     struct pollfd pf = {.fd = open_fd ? ready[0] : -1, .events = POLLIN};
@@ -161,32 +173,33 @@ int main(int argc, char **argv) {
   if (!s.init) {
     if (WIFSIGNALED(status))
       fprintf(stderr,
-              "cpl-run: component \"%s\", rank %s (%s, pid %d) was "
+              "cpl-run: component \"%s\", %s (%s%s, pid %d) was "
               "killed by signal %d (%s) before it called cpl_init; "
               "stopping the job\n",
-              comp, rank, argv[1], (int)child, WTERMSIG(status), strsignal(WTERMSIG(status)));
+              comp, rank, jobrank, argv[1], (int)child, WTERMSIG(status),
+              strsignal(WTERMSIG(status)));
     else
       fprintf(stderr,
-              "cpl-run: component \"%s\", rank %s (%s, pid %d) "
+              "cpl-run: component \"%s\", %s (%s%s, pid %d) "
               "exited with status %d without calling cpl_init (every "
               "process of a workflow must); stopping the job\n",
-              comp, rank, argv[1], (int)child, WEXITSTATUS(status));
+              comp, rank, jobrank, argv[1], (int)child, WEXITSTATUS(status));
     die_by(SIGTERM);
   }
   if (WIFSIGNALED(status)) {
     fprintf(stderr,
-            "cpl-run: component \"%s\", rank %s (pid %d) was killed "
+            "cpl-run: component \"%s\", %s (%spid %d) was killed "
             "by signal %d (%s)%s%s; stopping the job\n",
-            comp, rank, (int)child, WTERMSIG(status), strsignal(WTERMSIG(status)), where,
+            comp, rank, jobrank, (int)child, WTERMSIG(status), strsignal(WTERMSIG(status)), where,
             s.finalize ? ", in cpl_finalize" : "");
     die_by(WTERMSIG(status));
   }
   if (!s.finalize) {
     fprintf(stderr,
-            "cpl-run: component \"%s\", rank %s (pid %d) exited "
+            "cpl-run: component \"%s\", %s (%spid %d) exited "
             "with status %d without calling cpl_finalize%s; stopping the "
             "job (its peers would wait for it)\n",
-            comp, rank, (int)child, WEXITSTATUS(status), where);
+            comp, rank, jobrank, (int)child, WEXITSTATUS(status), where);
     die_by(SIGTERM);
   }
   return WEXITSTATUS(status);

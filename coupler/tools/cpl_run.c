@@ -153,6 +153,19 @@ int main(int argc, char **argv) {
                          .workflow = abspath,
                          .wfdir = wfdir,
                          .files_dir = files_dir};
+  if (kind == CPLI_LAUNCHER_MPIEXEC) { /* words hydra would split the job at */
+    if (cpl_diag_create(&d) != CPL_OK) return 2;
+    cpli_wf_check_hydra_words(wf, d);
+    int n = cpl_diag_count(d);
+    for (int i = 0; i < n; i++) fprintf(stderr, "%s\n", cpl_diag_message(d, i));
+    cpl_diag_destroy(d);
+    if (n) {
+      fprintf(stderr, "cpl-run: %s: a command word cannot be passed by mpiexec; nothing started\n",
+              file);
+      cpl_workflow_destroy(wf);
+      return 1;
+    }
+  }
   cpli_launch l;
   char err[1024];
   if (cpli_launch_build(wf, &lo, &l, err, sizeof err) != 0) {
@@ -163,10 +176,14 @@ int main(int argc, char **argv) {
   /* Hydra never ends a job whose program cannot be exec'd: check first. */
   if (cpl_diag_create(&d) != CPL_OK) return 2;
   cpli_wf_check_programs(wf, wfdir, d);
+  /* Hydra fails with internal errors on a missing -wdir; check it where
+   * this host is where the processes run. */
+  if (kind == CPLI_LAUNCHER_MPIEXEC && !hostfile && !l.rank_host) cpli_wf_check_workdirs(wf, d);
   for (int i = 0; i < cpl_diag_count(d); i++)
     fprintf(stderr, "%s%s\n", dry ? "warning: " : "", cpl_diag_message(d, i));
   if (cpl_diag_count(d) && !dry) {
-    fprintf(stderr, "cpl-run: %s: a program cannot be run; nothing started\n", file);
+    fprintf(stderr, "cpl-run: %s: a program cannot be run or a workdir entered; nothing started\n",
+            file);
     cpl_diag_destroy(d);
     cpli_launch_free(&l);
     cpl_workflow_destroy(wf);

@@ -11,11 +11,14 @@
 #include "coll/select.h"
 #include "coupler.h"
 #include "tools/cli.h"
+#include "workflow/diag.h"
 #include "workflow/model.h"
 
 static void usage(FILE *f) {
   fprintf(f, "usage: cpl-validate [--quiet] FILE...\n"
-             "Check Coupler workflow files without starting MPI.\n"
+             "Check Coupler workflow files without starting MPI: the schema, that\n"
+             "every program exists and is executable, and that cpl-run's launcher\n"
+             "($CPL_LAUNCHER, else mpiexec) can pass every command word.\n"
              "  -q, --quiet    print errors only, no summary\n"
              "  -h, --help     show this help\n"
              "  -V, --version  show the version\n"
@@ -80,8 +83,9 @@ static void summary(const cpli_workflow *wf) {
   for (int i = 0; i < wf->nlinks; i++) print_link(wf, &wf->links[i]);
 }
 
-/* Programs that do not exist or cannot be executed are errors: cpl-run
- * refuses to start them (a missing program would hang the MPI job). */
+/* Programs that do not exist or cannot be executed, and words the launcher
+ * cannot pass, are errors: cpl-run refuses to start them (either would
+ * hang the MPI job). */
 static int check_programs(cpl_workflow *wf) {
   char dir[PATH_MAX];
   if (!realpath(wf->path, dir)) snprintf(dir, sizeof dir, "%s", wf->path);
@@ -91,6 +95,9 @@ static int check_programs(cpl_workflow *wf) {
   cpl_diag *d = NULL;
   if (cpl_diag_create(&d) != CPL_OK) return CPL_ERR_NOMEM;
   cpli_wf_check_programs(wf, dir, d);
+  const char *launcher = getenv("CPL_LAUNCHER"); /* cpl-run's default too */
+  if (!launcher || !*launcher || !strcmp(launcher, "mpiexec")) cpli_wf_check_hydra_words(wf, d);
+  cpli_diag_sort(d);
   int n = cpl_diag_count(d);
   for (int k = 0; k < n; k++) fprintf(stderr, "%s\n", cpl_diag_message(d, k));
   if (n) fprintf(stderr, "%s: %d error%s\n", wf->path, n, n == 1 ? "" : "s");

@@ -104,6 +104,12 @@ static void put(text *t, const char *fmt, ...) {
   }
 }
 
+/* Text in a "#" comment line of a generated file: a line break would end
+ * the comment, so no control character goes in as is. */
+static void put_comment(text *t, const char *s) {
+  for (; *s; s++) put(t, "%c", (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+}
+
 /* Characters a POSIX shell and srun's multi-prog parser take literally
  * (a shell also takes "%"; srun substitutes %t and %o). */
 static int plain_word(const char *s, int shell) {
@@ -311,17 +317,21 @@ static char **place(const cpli_workflow *wf, const cpli_launch_opts *o, char *er
   }
   char **rank_host = calloc((size_t)wf->total_procs + 1, sizeof *rank_host);
   if (!rank_host) oom();
-  int r = 0, cursor = 0; /* next pool host for components without names */
+  /* The pool's position: host cursor (mod p.n), of whose slots used are
+   * taken. */
+  int r = 0, cursor = 0, used = 0;
   for (int ci = 0; ci < wf->ncomps; ci++) {
     const cpli_component *c = &wf->comps[ci];
-    if (!placed(c)) { /* as hydra fills a hostfile: slots, in order */
-      for (int i = 0; i < c->nprocs;) {
-        int h = cursor % p.n, take = p.slots[h];
-        for (; take > 0 && i < c->nprocs; take--, i++) rank_host[r++] = xstrdup(p.host[h]);
-        cursor++;
+    if (!placed(c)) { /* as hydra fills a hostfile: slots, in order, going on
+                         where the previous component stopped */
+      for (int i = 0; i < c->nprocs; i++, used++) {
+        if (used == p.slots[cursor % p.n]) cursor++, used = 0;
+        rank_host[r++] = xstrdup(p.host[cursor % p.n]);
       }
       continue;
     }
+    /* hosts: N and ppn: take whole hosts: the next one with no rank yet. */
+    if (!c->hosts && used) cursor++, used = 0;
     int nh = c->nhosts ? c->nhosts : (c->nprocs + c->ppn - 1) / c->ppn;
     if (!c->hosts && nh > p.n) {
       fail(err, esize, "component %s needs %d hosts but %s has %d", c->name, nh, p.from, p.n);
@@ -356,7 +366,9 @@ static void build_mpiexec(const cpli_workflow *wf, const cpli_launch_opts *o, co
   add(l, o->program);
   if (l->rank_host) {
     text t = {0};
-    put(&t, "# hydra hostfile written by cpl-run for %s: rank order\n", wf->name);
+    put(&t, "# hydra hostfile written by cpl-run for ");
+    put_comment(&t, wf->name);
+    put(&t, ": rank order\n");
     for (int r = 0; r < l->nranks;) {
       int k = r;
       while (k < l->nranks && !strcmp(l->rank_host[k], l->rank_host[r])) k++;
@@ -371,7 +383,7 @@ static void build_mpiexec(const cpli_workflow *wf, const cpli_launch_opts *o, co
   }
   for (int i = 0; i < o->nextra; i++) add(l, o->extra[i]);
   char num[32];
-  for (int c = 0; c < wf->ncomps; c++) {
+  for (int c = 0, first = 0; c < wf->ncomps; first += wf->comps[c++].nprocs) {
     const cpli_component *k = &wf->comps[c];
     if (c) add(l, ":");
     snprintf(num, sizeof num, "%d", k->nprocs);
@@ -383,6 +395,10 @@ static void build_mpiexec(const cpli_workflow *wf, const cpli_launch_opts *o, co
     add(l, "-env");
     add(l, "CPL_WORKFLOW");
     add(l, o->workflow);
+    snprintf(num, sizeof num, "%d", first); /* cpl-exec: rank in the component */
+    add(l, "-env");
+    add(l, "CPL_FIRST_RANK");
+    add(l, num);
     for (int e = 0; e < k->nenv; e++) {
       add(l, "-env");
       add(l, k->env[e].name);
@@ -425,10 +441,14 @@ static int build_srun(const cpli_workflow *wf, const cpli_launch_opts *o, const 
     return -1;
   }
   text t = {0};
-  put(&t, "# srun --multi-prog configuration written by cpl-run for %s\n", wf->name);
+  put(&t, "# srun --multi-prog configuration written by cpl-run for ");
+  put_comment(&t, wf->name);
+  put(&t, "\n");
   int r = 0, rc = 0;
   for (int c = 0; c < wf->ncomps && !rc; c++) {
     const cpli_component *k = &wf->comps[c];
+    char first[16];
+    snprintf(first, sizeof first, "%d", r); /* cpl-exec: rank in the component */
     if (k->nprocs == 1) put(&t, "%d env", r);
     else put(&t, "%d-%d env", r, r + k->nprocs - 1);
     r += k->nprocs;
@@ -436,10 +456,11 @@ static int build_srun(const cpli_workflow *wf, const cpli_launch_opts *o, const 
       put(&t, " -C");
       rc |= put_srun_word(&t, k->workdir, k->name, err, esize);
     }
-    const char *vars[2][2] = {{"CPL_COMPONENT", k->name}, {"CPL_WORKFLOW", o->workflow}};
-    for (int e = 0; e < 2 + k->nenv && !rc; e++) {
-      const char *name = e < 2 ? vars[e][0] : k->env[e - 2].name;
-      const char *value = e < 2 ? vars[e][1] : k->env[e - 2].value;
+    const char *vars[3][2] = {
+        {"CPL_COMPONENT", k->name}, {"CPL_WORKFLOW", o->workflow}, {"CPL_FIRST_RANK", first}};
+    for (int e = 0; e < 3 + k->nenv && !rc; e++) {
+      const char *name = e < 3 ? vars[e][0] : k->env[e - 3].name;
+      const char *value = e < 3 ? vars[e][1] : k->env[e - 3].value;
       size_t n = strlen(name) + strlen(value) + 2;
       char *s = malloc(n);
       if (!s) oom();

@@ -1,6 +1,7 @@
 /* Checks across elements of a parsed workflow: unique names, link
  * direction and endpoints, job size. Per-key checks live in schema.c. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "workflow/diag.h"
@@ -73,6 +74,126 @@ static void check_links(cpli_workflow *wf, const char *file, cpl_diag *d) {
   }
 }
 
+/* ------------------------------------------- datasets across a link */
+
+static int cmp_by_input(const void *a, const void *b) {
+  const cpli_link *x = *(const cpli_link *const *)a, *y = *(const cpli_link *const *)b;
+  const int k[4][2] = {{x->to_comp, y->to_comp},
+                       {x->to_port, y->to_port},
+                       {x->from_comp, y->from_comp},
+                       {x->from_port, y->from_port}};
+  for (int i = 0; i < 4; i++)
+    if (k[i][0] != k[i][1]) return k[i][0] < k[i][1] ? -1 : 1;
+  return (x > y) - (x < y); /* file order */
+}
+
+static int cmp_ds_name(const void *a, const void *b) {
+  return strcmp((*(const cpli_dataset *const *)a)->name, (*(const cpli_dataset *const *)b)->name);
+}
+
+static const char *dims_str(const cpli_dataset *ds, char *buf, size_t size) {
+  size_t o = (size_t)snprintf(buf, size, "[");
+  for (int k = 0; k < ds->ndims && o < size; k++)
+    o += (size_t)snprintf(buf + o, size - o, "%s%lld", k ? ", " : "", ds->dims[k]);
+  if (o < size) snprintf(buf + o, size - o, "]");
+  return buf;
+}
+
+/* A link the checks above found sound, between ports with names. */
+static int sound(const cpli_workflow *wf, const cpli_link *l) {
+  if (l->from_comp < 0 || l->to_comp < 0 || l->from_comp == l->to_comp) return 0;
+  const cpli_port *fp = &wf->comps[l->from_comp].ports[l->from_port];
+  const cpli_port *tp = &wf->comps[l->to_comp].ports[l->to_port];
+  return fp->output && !tp->output && fp->name && tp->name;
+}
+
+/* One input port and the links into it (links[0..n), duplicates adjacent).
+ * The run checks each step against the consumer's declarations (data/desc.c
+ * cpli_desc_check_port): a dataset the producer declares must be declared
+ * here, with the same dims and a type it converts to; and a dataset
+ * declared here that no linked producer declares never arrives. */
+static void check_input(const cpli_workflow *wf, const char *file, cpl_diag *d,
+                        const cpli_link *const *links, int n) {
+  const cpli_component *tc = &wf->comps[links[0]->to_comp];
+  const cpli_port *tp = &tc->ports[links[0]->to_port];
+  if (tp->ndatasets == 0) return; /* nothing declared: nothing to compare */
+  const cpli_dataset **idx = malloc((size_t)tp->ndatasets * sizeof *idx);
+  char *sent = calloc((size_t)tp->ndatasets, 1);
+  if (!idx || !sent) {
+    free(idx);
+    free(sent);
+    return; /* a check we cannot afford; the run still makes it */
+  }
+  int m = 0, all_declared = 1;
+  for (int i = 0; i < tp->ndatasets; i++)
+    if (tp->datasets[i].name) idx[m++] = &tp->datasets[i];
+  qsort(idx, (size_t)m, sizeof *idx, cmp_ds_name); /* 1024 names x 4096 links */
+  char b1[160], b2[160];
+  for (int i = 0; i < n; i++) {
+    const cpli_link *l = links[i];
+    if (i && links[i - 1]->from_comp == l->from_comp && links[i - 1]->from_port == l->from_port)
+      continue; /* the same link twice: reported above */
+    const cpli_component *fc = &wf->comps[l->from_comp];
+    const cpli_port *fp = &fc->ports[l->from_port];
+    if (fp->ndatasets == 0) {
+      all_declared = 0;
+      continue;
+    }
+    for (int j = 0; j < fp->ndatasets; j++) {
+      const cpli_dataset *pd = &fp->datasets[j], *key = pd;
+      if (!pd->name) continue;
+      const cpli_dataset **hit = bsearch(&key, idx, (size_t)m, sizeof *idx, cmp_ds_name);
+      if (!hit) {
+        cpli_diag_add(d, file, tp->pos.line, tp->pos.col,
+                      "link %s: dataset \"%s\", declared by %s.%s (line %d), is not among the "
+                      "datasets %s.%s declares: the run would refuse it",
+                      l->label, pd->name, fc->name, fp->name, pd->pos.line, tc->name, tp->name);
+        continue;
+      }
+      const cpli_dataset *td = *hit;
+      sent[td - tp->datasets] = 1;
+      int same = 1; /* dims declared on one end only: the run checks them */
+      if (pd->ndims >= 0 && td->ndims >= 0) {
+        same = pd->ndims == td->ndims;
+        for (int k = 0; same && k < pd->ndims; k++) same = pd->dims[k] == td->dims[k];
+      }
+      if (!same)
+        cpli_diag_add(d, file, td->pos.line, td->pos.col,
+                      "link %s: dataset \"%s\" has dims %s here but %s at %s.%s (line %d)",
+                      l->label, td->name, dims_str(td, b1, sizeof b1), dims_str(pd, b2, sizeof b2),
+                      fc->name, fp->name, pd->pos.line);
+      if (pd->type && td->type && !cpli_dtype_convertible(pd->type, td->type))
+        cpli_diag_add(d, file, td->pos.line, td->pos.col,
+                      "link %s: dataset \"%s\" is %s here but %s at %s.%s (line %d), which "
+                      "cannot be converted",
+                      l->label, td->name, td->type, pd->type, fc->name, fp->name, pd->pos.line);
+    }
+  }
+  for (int i = 0; all_declared && i < tp->ndatasets; i++)
+    if (!sent[i] && tp->datasets[i].name)
+      cpli_diag_add(d, file, tp->datasets[i].pos.line, tp->datasets[i].pos.col,
+                    "dataset \"%s\" of %s.%s is declared by no output port linked to it: it "
+                    "would never arrive",
+                    tp->datasets[i].name, tc->name, tp->name);
+  free(idx);
+  free(sent);
+}
+
+/* Group the sound links by input port (sorted: O(L log L)). */
+static void check_datasets(const cpli_workflow *wf, const char *file, cpl_diag *d) {
+  const cpli_link **v = malloc((size_t)(wf->nlinks ? wf->nlinks : 1) * sizeof *v);
+  if (!v) return;
+  int n = 0;
+  for (int i = 0; i < wf->nlinks; i++)
+    if (sound(wf, &wf->links[i])) v[n++] = &wf->links[i];
+  qsort(v, (size_t)n, sizeof *v, cmp_by_input);
+  for (int i = 0, j; i < n; i = j) {
+    for (j = i + 1; j < n && v[j]->to_comp == v[i]->to_comp && v[j]->to_port == v[i]->to_port;) j++;
+    check_input(wf, file, d, v + i, j - i);
+  }
+  free(v);
+}
+
 void cpli_wf_check(cpli_workflow *wf, const char *file, cpl_diag *d) {
   dup_names(file, d, "component", NULL, wf->ncomps, comp_name, comp_pos, wf);
   long long total = 0;
@@ -95,4 +216,5 @@ void cpli_wf_check(cpli_workflow *wf, const char *file, cpl_diag *d) {
   }
   if (total <= CPLI_WF_MAX_TOTAL) wf->total_procs = (int)total;
   check_links(wf, file, d);
+  check_datasets(wf, file, d);
 }

@@ -1,5 +1,6 @@
 /* Loading entry points, the public accessors and freeing of the model. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,7 @@ size_t cpli_port_bytes(const cpli_port *p) {
   for (int i = 0; i < p->ndatasets; i++) {
     const double n = declared_bytes(&p->datasets[i]);
     if (n < 0) return 0; /* one unknown dataset: the step's size is unknown */
+    if ((size_t)n > SIZE_MAX - total) return SIZE_MAX; /* saturate, never wrap */
     total += (size_t)n;
   }
   return total;
@@ -63,6 +65,7 @@ static void free_component(cpli_component *c) {
   free(c->name);
   for (int i = 0; i < c->argc; i++) free(c->argv[i]);
   free(c->argv);
+  free(c->argpos);
   free(c->file);
   free(c->workdir);
   free(c->drain);
@@ -112,7 +115,7 @@ int cpl_workflow_load_buffer(const char *data, size_t len, const char *name, cpl
   if (!out) return cpli_fail(CPL_ERR_ARG, "cpl_workflow_load_buffer: out is NULL");
   *out = NULL;
   if (!data && len) return cpli_fail(CPL_ERR_ARG, "cpl_workflow_load_buffer: data is NULL");
-  if (!name) name = "<workflow>";
+  if (!name) name = CPLI_WF_NO_FILE;
   /* Without a caller's list we still need one to know whether we failed. */
   cpl_diag local = {0};
   cpl_diag *d = diag ? diag : &local;
@@ -166,13 +169,14 @@ int cpl_workflow_load(const char *path, cpl_diag *diag, cpl_workflow **out) {
     fclose(f);
     return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", path);
   }
+  errno = 0;
   size_t len = fread(buf, 1, cap, f);
-  int ioerr = ferror(f);
+  int ioerr = ferror(f) ? (errno ? errno : EIO) : 0; /* a directory: EISDIR */
   fclose(f);
   if (ioerr) {
     free(buf);
-    if (diag) cpli_diag_add(diag, path, 0, 0, "read error");
-    return cpli_fail(CPL_ERR_IO, "%s: read error", path);
+    if (diag) cpli_diag_add(diag, path, 0, 0, "cannot read: %s", strerror(ioerr));
+    return cpli_fail(CPL_ERR_IO, "%s: cannot read: %s", path, strerror(ioerr));
   }
   int rc = cpl_workflow_load_buffer(buf, len, path, diag, out);
   free(buf);

@@ -26,9 +26,16 @@
 #define CPLI_WF_MAX_ARGS 4096        /* command words                     */
 #define CPLI_WF_MAX_KEEP 1024        /* steps a stage keeps               */
 #define CPLI_WF_MAX_HOSTNAME 253     /* characters in a host name         */
+/* Largest dataset (type size x dims): 64 TiB, the data layer's
+ * CPLI_DATASET_MAX_BYTES, past which a step is CPL_ERR_UNSUPPORTED. */
+#define CPLI_WF_MAX_DATASET_BYTES ((uint64_t)1 << 46)
 #define CPLI_WF_DEFAULT_DEPTH 2
 #define CPLI_WF_DEFAULT_KEEP 2
 #define CPLI_WF_DEFAULT_TIMEOUT 60.0
+
+/* What messages call a buffer loaded without a name (its default
+ * workflow name is "workflow"). */
+#define CPLI_WF_NO_FILE "<workflow>"
 
 typedef struct cpli_pos {
   int line, col;
@@ -68,6 +75,7 @@ typedef struct cpli_component {
   cpl_component_kind kind;
   char **argv; /* argc words then NULL (CPL_KIND_COMMAND)     */
   int argc;
+  cpli_pos *argpos;         /* of each word (a string command: the string's) */
   char *file;               /* sink/source HDF5 file; NULL otherwise        */
   char *workdir;            /* NULL: the launcher's working directory      */
   int keep;                 /* stage: steps kept (CPLI_WF_DEFAULT_KEEP)     */
@@ -82,7 +90,7 @@ typedef struct cpli_component {
   char **hosts; /* host names of hosts: [..]; NULL for a count   */
   int nhosts;   /* names in hosts, or N of hosts: N; 0: not set  */
   int ppn;      /* processes per node; 0: not set               */
-  cpli_pos pos, nprocs_pos, command_pos;
+  cpli_pos pos, nprocs_pos, command_pos, workdir_pos;
 } cpli_component;
 
 /* How a link moves a step to the consumer ranks (YAML `delivery`). */
@@ -140,6 +148,16 @@ int cpli_wf_program(const cpli_component *c, const char *wfdir, char *out, size_
  * (programs.c); errors at the command's line:col. */
 void cpli_wf_check_programs(const cpli_workflow *wf, const char *wfdir, cpl_diag *d);
 
+/* Check that every workdir is a directory this user can enter, relative
+ * to the current directory (as mpiexec -wdir takes it); errors at the
+ * workdir's line:col. For runs on this host only (programs.c). */
+void cpli_wf_check_workdirs(const cpli_workflow *wf, cpl_diag *d);
+
+/* Command words hydra's mpiexec cannot pass: ":" separates its programs
+ * (the rest of the line would start as another program, and the job
+ * hangs in MPI_Init). Errors at the word's line:col (programs.c). */
+void cpli_wf_check_hydra_words(const cpli_workflow *wf, cpl_diag *d);
+
 /* Free a model (complete or partial). */
 void cpli_wf_free(cpli_workflow *wf);
 
@@ -171,6 +189,10 @@ extern const char *const cpli_dtype_names[CPLI_DT_COUNT];
 /* Index of a type name, or -1; its size in bytes, or 0 if unknown. */
 int cpli_dtype_find(const char *name);
 size_t cpli_dtype_size(const char *name);
+/* Can data of type a be read as type b? What the data layer allows on a
+ * consumer's port (HDF5 conversion, data/desc.c cpli_type_convertible),
+ * without HDF5: every pair of the types above (test wf_dtype_convertible). */
+int cpli_dtype_convertible(const char *a, const char *b);
 
 /* Bytes of one dataset (one step of a port) as declared by type and dims;
  * 0 when unknown. */

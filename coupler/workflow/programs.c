@@ -84,3 +84,34 @@ void cpli_wf_check_programs(const cpli_workflow *wf, const char *wfdir, cpl_diag
                                      "workflow file's directory)");
   }
 }
+
+void cpli_wf_check_hydra_words(const cpli_workflow *wf, cpl_diag *d) {
+  for (int i = 0; i < wf->ncomps; i++) {
+    const cpli_component *c = &wf->comps[i];
+    for (int a = 0; c->kind == CPL_KIND_COMMAND && a < c->argc; a++)
+      if (strcmp(c->argv[a], ":") == 0)
+        cpli_diag_add(d, wf->path, c->argpos[a].line, c->argpos[a].col,
+                      "component \"%s\": command word %d is \":\", which hydra's mpiexec takes "
+                      "for the separator between programs (the job would hang); change the "
+                      "word, or use --launcher srun",
+                      c->name, a);
+  }
+}
+
+void cpli_wf_check_workdirs(const cpli_workflow *wf, cpl_diag *d) {
+  for (int i = 0; i < wf->ncomps; i++) {
+    const cpli_component *c = &wf->comps[i];
+    if (!c->workdir) continue;
+    struct stat st;
+    int rc = stat(c->workdir, &st) != 0      ? errno
+             : !S_ISDIR(st.st_mode)          ? ENOTDIR
+             : access(c->workdir, X_OK) != 0 ? errno
+                                             : 0;
+    if (rc)
+      cpli_diag_add(d, wf->path, c->workdir_pos.line, c->workdir_pos.col,
+                    "component \"%s\": workdir %s: %s%s", c->name, c->workdir, strerror(rc),
+                    c->workdir[0] == '/' ? ""
+                                         : " (a relative workdir is taken from the directory "
+                                           "cpl-run starts in)");
+  }
+}

@@ -211,6 +211,11 @@ static int want_int(S *s, const cpli_ynode *n, const char *what, const char *kin
     err(s, n, "%s must be %s, got the string %s (remove the quotes)", what, kind, DESC(n));
     return 0;
   }
+  if (n->tag != CPLI_YTAG_NONE && n->tag != CPLI_YTAG_INT) {
+    err(s, n, "%s must be %s, got %s tagged !!%s (not an integer to other YAML readers)", what,
+        kind, DESC(n), n->tag == CPLI_YTAG_FLOAT ? "float" : "bool");
+    return 0;
+  }
   const char *p = n->str;
   int neg = 0;
   if (*p == '+' || *p == '-') neg = *p++ == '-';
@@ -243,7 +248,8 @@ static int want_int(S *s, const cpli_ynode *n, const char *what, const char *kin
 static int want_seconds(S *s, const cpli_ynode *n, const char *what, double hi, double *out) {
   if (n->bad) return 0;
   char descbuf[128];
-  if (n->kind != CPLI_Y_SCALAR || n->quoted || cpli_y_is_null(n) || strlen(n->str) != n->len) {
+  if (n->kind != CPLI_Y_SCALAR || n->quoted || cpli_y_is_null(n) || strlen(n->str) != n->len ||
+      n->tag == CPLI_YTAG_BOOL) {
     err(s, n, "%s must be a number of seconds, got %s", what, DESC(n));
     return 0;
   }
@@ -322,6 +328,12 @@ size_t cpli_dtype_size(const char *name) {
   return i < 0 ? 0 : dtype_sizes[i];
 }
 
+/* All twelve are HDF5 native integers or floats, and HDF5 converts any of
+ * those to any other. */
+int cpli_dtype_convertible(const char *a, const char *b) {
+  return cpli_dtype_find(a) >= 0 && cpli_dtype_find(b) >= 0;
+}
+
 const char *cpli_kind_name(cpl_component_kind k) {
   return (unsigned)k < CPL_KIND_COUNT ? kind_names[k] : NULL;
 }
@@ -345,7 +357,8 @@ static int split_command(S *s, const cpli_ynode *n, cpli_component *c) {
   size_t len = strlen(p);
   char *word = malloc(len + 1);
   c->argv = xcalloc(s, len / 2 + 2, sizeof *c->argv);
-  if (!word || !c->argv) {
+  c->argpos = xcalloc(s, len / 2 + 2, sizeof *c->argpos);
+  if (!word || !c->argv || !c->argpos) {
     free(word);
     s->oom = 1;
     return 0;
@@ -354,6 +367,11 @@ static int split_command(S *s, const cpli_ynode *n, cpli_component *c) {
   while (*p) {
     while (*p == ' ' || *p == '\t' || *p == '\n') p++;
     if (!*p) break;
+    if (c->argc == CPLI_WF_MAX_ARGS) { /* the same limit as the list form */
+      err(s, n, "command has more than %d words", CPLI_WF_MAX_ARGS);
+      ok = 0;
+      break;
+    }
     size_t w = 0;
     char quote = 0;
     for (; *p; p++) {
@@ -380,6 +398,7 @@ static int split_command(S *s, const cpli_ynode *n, cpli_component *c) {
       break;
     }
     word[w] = '\0';
+    c->argpos[c->argc] = pos_of(n); /* words of a string: the string's position */
     if (!(c->argv[c->argc++] = xstrdup(s, word))) {
       ok = 0;
       break;
@@ -413,7 +432,8 @@ static void parse_command(S *s, const cpli_ynode *n, cpli_component *c) {
     return;
   }
   c->argv = xcalloc(s, n->n + 1, sizeof *c->argv);
-  if (!c->argv) return;
+  c->argpos = xcalloc(s, n->n + 1, sizeof *c->argpos);
+  if (!c->argv || !c->argpos) return;
   for (size_t i = 0; i < n->n; i++) {
     const cpli_ynode *w = n->items[i];
     if (w->bad) continue;
@@ -423,6 +443,7 @@ static void parse_command(S *s, const cpli_ynode *n, cpli_component *c) {
           DESC(w));
       continue;
     }
+    c->argpos[c->argc] = pos_of(w);
     c->argv[c->argc++] = xstrdup(s, w->str);
   }
 }
@@ -447,7 +468,8 @@ static void parse_env(S *s, const cpli_ynode *n, cpli_component *c) {
           DESC(k));
       continue;
     }
-    if (strcmp(name, "CPL_COMPONENT") == 0 || strcmp(name, "CPL_WORKFLOW") == 0) {
+    if (strcmp(name, "CPL_COMPONENT") == 0 || strcmp(name, "CPL_WORKFLOW") == 0 ||
+        strcmp(name, "CPL_FIRST_RANK") == 0) {
       err(s, k, "environment variable %s is set by Coupler itself", name);
       continue;
     }
@@ -501,6 +523,19 @@ static void parse_dataset(S *s, const cpli_ynode *n, cpli_dataset *ds) {
       want_enum(s, v, "dataset type", cpli_dtype_names, CPLI_DT_COUNT, &t))
     ds->type = xstrdup(s, cpli_dtype_names[t]);
   if ((v = cpli_ymap_get(n, "dims"))) parse_dims(s, v, ds);
+  if (ds->ndims < 0) return;
+  /* A declared dataset the run would refuse: say so here, at its dims. */
+  uint64_t esize = ds->type ? cpli_dtype_size(ds->type) : 1, bytes = esize;
+  for (int k = 0; k < ds->ndims && bytes <= CPLI_WF_MAX_DATASET_BYTES; k++)
+    bytes = (uint64_t)ds->dims[k] > CPLI_WF_MAX_DATASET_BYTES / bytes
+                ? CPLI_WF_MAX_DATASET_BYTES + 1
+                : bytes * (uint64_t)ds->dims[k];
+  if (bytes > CPLI_WF_MAX_DATASET_BYTES)
+    err(s, v,
+        "dataset %s: dims make more than %llu bytes (64 TiB, the most a dataset may "
+        "have)%s",
+        ds->name ? ds->name : "", (unsigned long long)CPLI_WF_MAX_DATASET_BYTES,
+        ds->type ? "" : " even at one byte per element");
 }
 
 static void parse_port(S *s, const cpli_ynode *n, int output, cpli_port *p) {
@@ -587,26 +622,29 @@ static void parse_placement(S *s, const cpli_ynode *n, cpli_component *c) {
           "none",
           h->n, c->nprocs, c->nprocs == 1 ? "" : "es");
     } else if ((c->hosts = xcalloc(s, h->n, sizeof *c->hosts))) {
-      hosts_ok = 1;
-      for (size_t i = 0; i < h->n; i++) {
-        const char *name = want_host(s, h->items[i]);
-        if (!name) {
+      const cpli_ynode **named = xcalloc(s, h->n, sizeof *named);
+      hosts_ok = named != NULL;
+      size_t k = 0;
+      for (size_t i = 0; named && i < h->n; i++) {
+        if (!want_host(s, h->items[i])) {
           hosts_ok = 0;
           continue;
         }
-        for (size_t j = 0; j < i; j++) {
-          if (!h->items[j]->bad && h->items[j]->kind == CPLI_Y_SCALAR &&
-              strcmp(h->items[j]->str, name) == 0) {
-            err(s, h->items[i],
-                "duplicate host \"%s\" in hosts (first at "
-                "%d:%d)",
-                name, h->items[j]->line, h->items[j]->col);
-            hosts_ok = 0;
-            break;
-          }
-        }
-        c->hosts[c->nhosts++] = xstrdup(s, name);
+        named[k++] = h->items[i];
+        c->hosts[c->nhosts++] = xstrdup(s, h->items[i]->str);
       }
+      /* Sorted, duplicates are neighbours: O(n log n) for 100,000 hosts. */
+      cpli_y_sort_scalars(named, k);
+      for (size_t i = 1, first = 0; i < k; i++) {
+        if (!cpli_y_same_text(named[first], named[i])) {
+          first = i;
+          continue;
+        }
+        err(s, named[i], "duplicate host \"%s\" in hosts (first at %d:%d)", named[i]->str,
+            named[first]->line, named[first]->col);
+        hosts_ok = 0;
+      }
+      free(named);
     }
   } else if (h && !h->bad && h->kind == CPLI_Y_SCALAR && !cpli_y_is_null(h) && !h->quoted &&
              strspn(h->str, "+-0123456789") == h->len) {
@@ -714,8 +752,10 @@ static void parse_component(S *s, const cpli_ynode *n, cpli_component *c) {
 
   parse_stage_keys(s, n, c);
 
-  if ((v = cpli_ymap_get(n, "workdir")) && want_string(s, v, "workdir"))
+  if ((v = cpli_ymap_get(n, "workdir")) && want_string(s, v, "workdir")) {
     c->workdir = xstrdup(s, v->str);
+    c->workdir_pos = pos_of(v);
+  }
   if ((v = cpli_ymap_get(n, "env"))) parse_env(s, v, c);
   parse_placement(s, n, c);
 
@@ -865,12 +905,25 @@ static void parse_link(S *s, const cpli_ynode *n, cpli_link *l) {
 
 /* ------------------------------------------------------------ top */
 
-/* File name without directory and extension: the default workflow name. */
+/* File name without directory and extension: the default workflow name.
+ * It must be a valid name like any other (it is shown in messages and
+ * written into generated files): if not, the user adds name:. */
 static char *stem(S *s, const char *path) {
   const char *b = strrchr(path, '/');
   b = b ? b + 1 : path;
   size_t n = strcspn(b, ".");
-  if (n == 0) return xstrdup(s, "workflow");
+  if (n == 0 || strcmp(path, CPLI_WF_NO_FILE) == 0) return xstrdup(s, "workflow");
+  int ok = n <= CPLI_WF_MAX_NAME;
+  for (size_t i = 0; ok && i < n; i++) ok = valid_name_char(b[i]);
+  if (!ok) {
+    cpli_ynode shown = {.kind = CPLI_Y_SCALAR, .str = (char *)b, .len = n, .quoted = 1};
+    char descbuf[128];
+    cpli_diag_add(s->d, s->file, 0, 0,
+                  "the workflow has no name: and the file name %s is not a valid name (1 to %d "
+                  "letters, digits, \"_\" or \"-\"): add name: NAME to the file",
+                  DESC(&shown), CPLI_WF_MAX_NAME);
+    return NULL;
+  }
   char *r = malloc(n + 1);
   if (!r) {
     s->oom = 1;

@@ -65,12 +65,13 @@ const cpli_ynode *cpli_ymap_get(const cpli_ynode *m, const char *key) {
 
 int cpli_y_is_null(const cpli_ynode *n) {
   return n && n->kind == CPLI_Y_SCALAR && !n->quoted && !n->bad &&
-         (n->len == 0 || strcmp(n->str, "~") == 0 || strcmp(n->str, "null") == 0 ||
-          strcmp(n->str, "Null") == 0 || strcmp(n->str, "NULL") == 0);
+         (n->tag == CPLI_YTAG_NULL || n->len == 0 || strcmp(n->str, "~") == 0 ||
+          strcmp(n->str, "null") == 0 || strcmp(n->str, "Null") == 0 ||
+          strcmp(n->str, "NULL") == 0);
 }
 
 /* Attach a finished or just-opened node to the open container (or make it
- * the root). Keys of a mapping must be scalars; duplicates are reported. */
+ * the root). Keys of a mapping must be scalars (duplicates: close_map). */
 static void attach(builder *b, cpli_ynode *n) {
   if (b->depth == 0) {
     b->root = n;
@@ -82,28 +83,67 @@ static void attach(builder *b, cpli_ynode *n) {
     cpli_diag_add(b->d, b->file, n->line, n->col, "mapping keys must be plain strings, got a %s",
                   n->kind == CPLI_Y_MAP ? "mapping" : "list");
     b->fatal = CPL_ERR_PARSE;
-  } else if (is_key && !n->bad) {
-    for (size_t i = 0; i < cpli_ymap_size(top); i++) {
-      const cpli_ynode *k = cpli_ymap_key(top, i);
-      if (!k->bad && k->len == n->len && memcmp(k->str, n->str, n->len) == 0) {
-        /* Keys are arbitrary text: print a tame, bounded copy. */
-        char shown[48];
-        size_t j = 0;
-        for (; j < n->len && j + 1 < sizeof shown; j++) {
-          unsigned char c = (unsigned char)n->str[j];
-          shown[j] = c >= 0x20 && c != 0x7f && c != '"' ? (char)c : '?';
-        }
-        shown[j] = '\0';
-        cpli_diag_add(b->d, b->file, n->line, n->col, "duplicate key \"%s%s\" (first at %d:%d)",
-                      shown, j < n->len ? "..." : "", k->line, k->col);
-        break;
-      }
-    }
   }
   if (push_item(top, n) != CPL_OK) {
     cpli_ytree_free(n);
     b->fatal = CPL_ERR_NOMEM;
   }
+}
+
+/* Text, then position: equal scalars end up adjacent, the first one first. */
+static int cmp_scalar(const void *pa, const void *pb) {
+  const cpli_ynode *a = *(const cpli_ynode *const *)pa, *b = *(const cpli_ynode *const *)pb;
+  int c = memcmp(a->str, b->str, a->len < b->len ? a->len : b->len);
+  if (c) return c;
+  if (a->len != b->len) return a->len < b->len ? -1 : 1;
+  if (a->line != b->line) return a->line < b->line ? -1 : 1;
+  return (a->col > b->col) - (a->col < b->col);
+}
+
+void cpli_y_sort_scalars(const cpli_ynode **v, size_t n) { qsort(v, n, sizeof *v, cmp_scalar); }
+
+int cpli_y_same_text(const cpli_ynode *a, const cpli_ynode *b) {
+  return a->len == b->len && memcmp(a->str, b->str, a->len) == 0;
+}
+
+/* Report each repeated key of a mapping at the repeat, naming the first.
+ * Sorting keeps it O(n log n): a mapping may hold 100,000 keys. */
+static void close_map(builder *b, const cpli_ynode *m) {
+  size_t n = cpli_ymap_size(m), k = 0;
+  if (n < 2) return;
+  const cpli_ynode **v = malloc(n * sizeof *v);
+  if (!v) {
+    b->fatal = CPL_ERR_NOMEM;
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const cpli_ynode *key = cpli_ymap_key(m, i);
+    if (key->kind == CPLI_Y_SCALAR && !key->bad) v[k++] = key;
+  }
+  cpli_y_sort_scalars(v, k);
+  for (size_t i = 1, first = 0; i < k; i++) {
+    if (!cpli_y_same_text(v[first], v[i])) {
+      first = i;
+      continue;
+    }
+    /* Keys are arbitrary text: print a tame, bounded copy. */
+    const cpli_ynode *dup = v[i];
+    char shown[48];
+    size_t j = 0;
+    for (; j < dup->len && j + 1 < sizeof shown; j++) {
+      unsigned char c = (unsigned char)dup->str[j];
+      shown[j] = c >= 0x20 && c != 0x7f && c != '"' ? (char)c : '?';
+    }
+    shown[j] = '\0';
+    cpli_diag_add(b->d, b->file, dup->line, dup->col, "duplicate key \"%s%s\" (first at %d:%d)",
+                  shown, j < dup->len ? "..." : "", v[first]->line, v[first]->col);
+  }
+  free(v);
+}
+
+static void close_container(builder *b) {
+  cpli_ynode *top = b->stack[--b->depth];
+  if (top->kind == CPLI_Y_MAP) close_map(b, top);
 }
 
 static void anchor_error(builder *b, const yaml_mark_t *m, const yaml_char_t *anchor) {
@@ -113,11 +153,12 @@ static void anchor_error(builder *b, const yaml_mark_t *m, const yaml_char_t *an
 }
 
 /* Tags of the YAML core schema are all a workflow may carry; !!str makes
- * a scalar a string (so `nprocs: !!str 4` is refused like "4"). Any other
+ * a scalar a string (so `nprocs: !!str 4` is refused like "4"); the others
+ * are kept for the schema (!!float 4 is no integer, !!null 2 is null). Any other
  * tag (!!python/object, !local, ...) would change what a value means to
  * another reader: refused. Returns 1 if the tag is fine. */
 static int tag_ok(builder *b, const yaml_mark_t *m, const yaml_char_t *tag, cpli_ykind kind,
-                  int *is_str) {
+                  cpli_ytag *core_tag) {
   static const char core[] = "tag:yaml.org,2002:";
   static const char *const scalars[] = {"str", "int", "float", "bool", "null"};
   if (!tag) return 1;
@@ -129,7 +170,7 @@ static int tag_ok(builder *b, const yaml_mark_t *m, const yaml_char_t *tag, cpli
     if (kind == CPLI_Y_SEQ && !strcmp(name, "seq")) return 1;
     for (size_t i = 0; kind == CPLI_Y_SCALAR && i < 5; i++)
       if (!strcmp(name, scalars[i])) {
-        if (is_str) *is_str = i == 0;
+        if (core_tag) *core_tag = (cpli_ytag)(i + 1); /* scalars[] in cpli_ytag order */
         return 1;
       }
     want = kind == CPLI_Y_MAP   ? "!!map"
@@ -189,10 +230,9 @@ static void scalar(builder *b, const yaml_event_t *ev) {
   memcpy(n->str, ev->data.scalar.value, n->len);
   n->str[n->len] = '\0';
   n->quoted = ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
-  int is_str = 0;
-  if (!tag_ok(b, &ev->start_mark, ev->data.scalar.tag, CPLI_Y_SCALAR, &is_str))
+  if (!tag_ok(b, &ev->start_mark, ev->data.scalar.tag, CPLI_Y_SCALAR, &n->tag))
     n->bad = 1; /* reported: no follow-on errors */
-  if (is_str) n->quoted = 1;
+  if (n->tag == CPLI_YTAG_STR) n->quoted = 1;
   attach(b, n);
 }
 
@@ -306,7 +346,7 @@ int cpli_ytree_parse(const char *buf, size_t len, const char *file, cpl_diag *d,
     case YAML_SEQUENCE_START_EVENT: open_container(&b, CPLI_Y_SEQ, &ev); break;
     case YAML_MAPPING_END_EVENT:
     case YAML_SEQUENCE_END_EVENT:
-      if (b.depth > 0) b.depth--;
+      if (b.depth > 0) close_container(&b);
       break;
     case YAML_SCALAR_EVENT: scalar(&b, &ev); break;
     case YAML_ALIAS_EVENT: alias(&b, &ev); break;
@@ -316,6 +356,7 @@ int cpli_ytree_parse(const char *buf, size_t len, const char *file, cpl_diag *d,
     yaml_event_delete(&ev);
   }
   yaml_parser_delete(&p);
+  while (b.depth > 0) close_container(&b); /* after an error: duplicates so far */
   if (b.fatal) {
     cpli_ytree_free(b.root);
     return b.fatal;

@@ -17,6 +17,16 @@
 
 typedef enum cpli_ykind { CPLI_Y_SCALAR, CPLI_Y_SEQ, CPLI_Y_MAP } cpli_ykind;
 
+/* A scalar's core tag (!!str, ...), in tag_ok's order; NONE: untagged. */
+typedef enum cpli_ytag {
+  CPLI_YTAG_NONE,
+  CPLI_YTAG_STR,
+  CPLI_YTAG_INT,
+  CPLI_YTAG_FLOAT,
+  CPLI_YTAG_BOOL,
+  CPLI_YTAG_NULL
+} cpli_ytag;
+
 typedef struct cpli_ynode {
   cpli_ykind kind;
   int line, col; /* 1-based start of the node             */
@@ -24,7 +34,8 @@ typedef struct cpli_ynode {
   /* scalar */
   char *str;  /* NUL-terminated copy                   */
   size_t len; /* may differ from strlen: "\0" escapes  */
-  int quoted; /* any quoting or block style            */
+  int quoted; /* any quoting or block style (or !!str)  */
+  cpli_ytag tag;
   /* sequence: items[i]; mapping: items[2i] key, items[2i+1] value */
   struct cpli_ynode **items;
   size_t n, cap;
@@ -47,6 +58,11 @@ static inline const cpli_ynode *cpli_ymap_val(const cpli_ynode *m, size_t i) {
 }
 /* First value for key, or NULL. */
 const cpli_ynode *cpli_ymap_get(const cpli_ynode *m, const char *key);
+
+/* Sort scalars by text, then by position (duplicate checks in O(n log n):
+ * equal texts end up adjacent, the first occurrence first). */
+void cpli_y_sort_scalars(const cpli_ynode **v, size_t n);
+int cpli_y_same_text(const cpli_ynode *a, const cpli_ynode *b);
 
 /* A plain scalar that YAML reads as null: "", "~", "null". */
 int cpli_y_is_null(const cpli_ynode *n);

@@ -192,12 +192,43 @@ static void test_api_edges(void) {
   CHECK(cpl_workflow_load_buffer(lone, strlen(lone), "dir/lone.yaml", NULL, &wf) == CPL_OK);
   CHECK(wf && strcmp(cpl_workflow_name(wf), "lone") == 0 && cpl_workflow_link_count(wf) == 0);
   cpl_workflow_destroy(wf);
+  /* A buffer without a file name is "workflow"; a stem that is no name is refused. */
+  CHECK(cpl_workflow_load_buffer(lone, strlen(lone), NULL, NULL, &wf) == CPL_OK);
+  CHECK(wf && strcmp(cpl_workflow_name(wf), "workflow") == 0);
+  cpl_workflow_destroy(wf);
+  CHECK(cpl_workflow_load_buffer(lone, strlen(lone), "d/my wf.yaml", NULL, &wf) == CPL_ERR_CONFIG);
+  CHECK(strstr(cpl_last_error(), "file name \"my wf\" is not a valid name") != NULL);
   /* Quoted strings are fine where strings are expected. */
   const char *q = "name: \"w\"\ncomponents: [{name: 'a', command: \"x y\"}]\n";
   CHECK(cpl_workflow_load_buffer(q, strlen(q), "q.yaml", NULL, &wf) == CPL_OK);
   cpl_workflow_destroy(wf);
   const char *dup = "name: w\ncomponents: [{name: a, command: x}]\nname: v\n";
   CHECK(fails_with(dup, strlen(dup), "3:1: duplicate key \"name\" (first at 1:1)"));
+}
+
+/* Declarations on both ends of a link that agree load: a type that
+ * converts, dims on one end only, a fan-in port whose datasets come from
+ * two producers, a producer that declares nothing. */
+static void test_link_datasets(void) {
+  const char *y = "name: w\ncomponents:\n"
+                  "  - {name: p, command: x, outputs: [{name: o, datasets: "
+                  "[{name: U, type: float64, dims: [4, 4]}, {name: V, dims: [2]}]}]}\n"
+                  "  - {name: q, command: x, outputs: [{name: o, datasets: [W]}]}\n"
+                  "  - {name: r, command: x, outputs: [o]}\n"
+                  "  - {name: c, command: x, inputs: [{name: i, datasets: "
+                  "[{name: U, type: int32, dims: [4, 4]}, {name: V, type: uint8}, W]}, "
+                  "{name: j, datasets: [Z]}]}\n"
+                  "links:\n  - {from: p.o, to: c.i}\n  - {from: q.o, to: c.i}\n"
+                  "  - {from: r.o, to: c.j}\n";
+  cpl_diag *d = NULL;
+  cpl_diag_create(&d);
+  cpl_workflow *wf = NULL;
+  CHECK(cpl_workflow_load_buffer(y, strlen(y), "l.yaml", d, &wf) == CPL_OK && wf);
+  for (int i = 0; i < cpl_diag_count(d); i++) fprintf(stderr, "  %s\n", cpl_diag_message(d, i));
+  cpl_workflow_destroy(wf);
+  cpl_diag_destroy(d);
+  CHECK(cpli_dtype_convertible("float64", "int8") && cpli_dtype_convertible("char", "uint64"));
+  CHECK(!cpli_dtype_convertible("float64", "float128"));
 }
 
 static void test_edit_distance(void) {
@@ -220,6 +251,7 @@ int main(int argc, char **argv) {
   test_limits();
   test_api_edges();
   test_edit_distance();
+  test_link_datasets();
   printf("%d passed, %d failed\n", checks - failures, failures);
   return failures ? 1 : 0;
 }
