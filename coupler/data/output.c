@@ -493,12 +493,16 @@ int cpl_output_close(cpl_output *o) {
     ch->eos_sent = 1;
     ch->output_open = 0;
     const cpl_output_stats *s = &ol->st;
-    if (o->rank == 0 && (s->dropped || s->undelivered))
-      fprintf(stderr,
-              "coupler: link %s: %ld of %ld steps not delivered "
-              "(%ld dropped by policy latest, %ld not taken: %s)\n",
-              ol->l->label, s->dropped + s->undelivered, s->steps, s->dropped, s->undelivered,
-              o->failed ? "the port failed" : "the consumer closed its input early");
+    /* Name only the losses there were: drops by latest blame no one. */
+    char why[200] = "";
+    int n = s->dropped ? snprintf(why, sizeof why, "%ld dropped by policy latest", s->dropped) : 0;
+    if (s->undelivered)
+      snprintf(why + n, sizeof why - (size_t)n, "%s%ld not taken: %s", n ? ", " : "",
+               s->undelivered,
+               o->failed ? "the port failed" : "the consumer closed its input early");
+    if (o->rank == 0 && *why)
+      fprintf(stderr, "coupler: link %s: %ld of %ld steps not delivered (%s)\n", ol->l->label,
+              s->dropped + s->undelivered, s->steps, why);
   }
   cpli_data_untrack(ctx, o, NULL);
   clear_puts(o);
