@@ -17,6 +17,7 @@
  * included): the failing rank returns at once and cpl-component aborts the
  * job, instead of ranks waiting in different collectives.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,11 +28,16 @@
 #include "h5step.h"
 #include "h5util.h"
 
+/* Seconds one look at a link may wait while others are open. */
+#define SINK_POLL 0.005
+
 typedef struct sink_link {
   cpl_input *in;
   char label[300]; /* "prod.port->sink.port", for messages      */
   char group[200]; /* group of this link's steps; "" is the root */
   hid_t parent;    /* where the step groups go                   */
+  double timeout;  /* the link's                                 */
+  double since;    /* agreed time of its last step (or the start) */
   int done;
 } sink_link;
 
@@ -57,6 +63,9 @@ static int open_links(cpl_context *ctx, sink *s) {
     snprintf(l->label, sizeof l->label, "%s.%s->%s.%s", e.peer_component, e.peer_port, s->name,
              e.port);
     snprintf(l->group, sizeof l->group, "%s.%s", e.peer_component, e.peer_port);
+    cpl_link_info li;
+    CPLI_TRY(cpl_workflow_link(cpl_context_workflow(ctx), e.link, &li));
+    l->timeout = li.timeout;
     char peer[200];
     snprintf(peer, sizeof peer, "%s.%s", e.peer_component, e.peer_port);
     int rc = cpl_input_open(ctx, e.port, peer, &l->in);
@@ -93,16 +102,42 @@ static int make_link_groups(sink *s) {
   return CPL_OK;
 }
 
-/* Round robin over the links still open, one step each, so no producer
- * starves; all sink ranks take the same turns (calls are collective). */
-static int receive_all(sink *s) {
-  int open = s->nlinks;
+/* Rank 0's clock, the same on every sink rank: link timeouts must expire
+ * alike everywhere, since the failure decision is collective. */
+static double agreed_now(MPI_Comm comm) {
+  double now = MPI_Wtime();
+  MPI_Bcast(&now, 1, MPI_DOUBLE, 0, comm);
+  return now;
+}
+
+/* Take a step from whichever open link has one, round robin among the
+ * ready ones so no producer starves. A blocking begin_step on one link
+ * would leave the others unasked and fail their producers. try_step's
+ * outcome is agreed over the consumer group, so all ranks take the same
+ * turns (calls are collective). A link fails only when its own timeout
+ * passes without a step. */
+static int receive_all(sink *s, MPI_Comm comm) {
+  int open = s->nlinks, next = 0;
+  double now = agreed_now(comm);
+  for (int i = 0; i < s->nlinks; i++) s->links[i].since = now;
   while (open > 0) {
-    for (int i = 0; i < s->nlinks; i++) {
+    int took = 0;
+    for (int k = 0; k < s->nlinks && !took; k++) {
+      const int i = (next + k) % s->nlinks;
       sink_link *l = &s->links[i];
       if (l->done) continue;
       long step = -1;
-      int rc = cpl_input_begin_step(l->in, &step);
+      /* Alone, a link may wait longer per call: no one else to ask. */
+      int rc = cpl_input_try_step(l->in, fmin(open == 1 ? 1.0 : SINK_POLL, l->timeout), &step);
+      if (rc == CPL_ERR_TIMEOUT && now - l->since <= l->timeout) continue;
+      if (rc == CPL_ERR_TIMEOUT)
+        return cpli_fail(rc,
+                         "link %s: no step from the producer for %.2f s, more than the link "
+                         "timeout (%g s): it is stuck, dead, or computes longer between steps",
+                         l->label, now - l->since, l->timeout);
+      took = 1;
+      next = i + 1;
+      l->since = now;
       if (rc == CPL_END_OF_STREAM) {
         l->done = 1;
         open--;
@@ -128,6 +163,7 @@ static int receive_all(sink *s) {
         return rc;
       }
     }
+    now = agreed_now(comm);
   }
   return CPL_OK;
 }
@@ -151,7 +187,7 @@ int cpli_hdf5_sink_run(cpl_context *ctx, const char *path) {
             "file %s stays empty\n",
             s.name, s.where);
   if (rc == CPL_OK) rc = make_link_groups(&s);
-  if (rc == CPL_OK) rc = receive_all(&s);
+  if (rc == CPL_OK) rc = receive_all(&s, comm);
   for (int i = 0; rc == CPL_OK && s.nlinks > 1 && i < s.nlinks; i++)
     if (H5Gclose(s.links[i].parent) < 0)
       rc = cpli_h5_fail("closing group \"%s\"", s.links[i].group);

@@ -13,7 +13,8 @@
  *
  * Before the first step goes out, a dry pass opens every object the replay
  * will touch and checks every dataset and attribute from its metadata
- * (type, shape, size against the data API's limits): a file that cannot
+ * (name, type, shape, size against the data API's limits; variable-length
+ * strings are read to measure them): a file that cannot
  * be replayed whole fails at once, naming the object, and nothing is read
  * or allocated for a dataset that cannot travel.
  */
@@ -131,6 +132,15 @@ static int member_type(hid_t g, const char *gpath, const char *name, H5I_type_t 
 
 /* ------------------------------------------------------------- attributes */
 
+/* Dataset and attribute names travel under the data API's rules. */
+static int name_ok(const char *name) {
+  if (cpli_name_ok(name)) return CPL_OK;
+  return cpli_fail(CPL_ERR_UNSUPPORTED,
+                   "its name (%zu bytes) cannot travel: names are 1-255 printable bytes, "
+                   "no '/', not \".\"",
+                   strlen(name));
+}
+
 /* The data API carries at most CPLI_ATTR_MAX_BYTES per attribute. */
 static int attr_size_ok(size_t n, size_t esize) {
   if (esize > 0 && n <= CPLI_ATTR_MAX_BYTES / esize) return CPL_OK;
@@ -171,7 +181,8 @@ static int read_attr(hid_t obj, const char *aname, int dry, hid_t *memtype, size
   } else if (rc == CPL_OK) { /* at least a NUL each; the size is known once read */
     rc = attr_size_ok(*n, 1);
   }
-  if (rc == CPL_OK && vstr && !dry) {
+  /* Read in the dry pass too: only the strings tell the attribute's size. */
+  if (rc == CPL_OK && vstr) {
     hid_t vt = H5Tcopy(H5T_C_S1); /* same charset: HDF5 does not convert */
     H5Tset_size(vt, H5T_VARIABLE);
     H5Tset_cset(vt, H5Tget_cset(ft));
@@ -187,9 +198,9 @@ static int read_attr(hid_t obj, const char *aname, int dry, hid_t *memtype, size
       H5Tset_size(*memtype, w);
       H5Tset_cset(*memtype, H5Tget_cset(ft));
       rc = attr_size_ok(*n, w);
-      if (rc == CPL_OK && !(*buf = calloc(*n ? *n : 1, w)))
+      if (rc == CPL_OK && !dry && !(*buf = calloc(*n ? *n : 1, w)))
         rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
-      for (size_t i = 0; rc == CPL_OK && i < *n; i++)
+      for (size_t i = 0; rc == CPL_OK && !dry && i < *n; i++)
         if (s[i]) memcpy((char *)*buf + i * w, s[i], strlen(s[i]));
       H5Dvlen_reclaim(vt, sp, H5P_DEFAULT, s);
     }
@@ -215,7 +226,8 @@ static int put_attrs(source *s, hid_t obj, const char *dataset, const char *skip
     hid_t mt = -1;
     size_t n = 0;
     void *buf = NULL;
-    rc = read_attr(obj, an.v[i], s->dry, &mt, &n, &buf);
+    rc = s->dry ? name_ok(an.v[i]) : CPL_OK;
+    if (rc == CPL_OK) rc = read_attr(obj, an.v[i], s->dry, &mt, &n, &buf);
     if (rc == CPL_OK && mt >= 0) s->attr_bytes += n * H5Tget_size(mt);
     for (int k = 0; rc == CPL_OK && !s->dry && k < s->nout; k++)
       rc = cpl_output_attr(s->outs[k], dataset, an.v[i], mt, n, buf);
@@ -362,7 +374,8 @@ static int replay_step(source *s, hid_t g, const char *gname, long step, const c
       continue;
     }
     slabs[nds] = (slab){-1, NULL};
-    rc = put_dataset(s, g, members.v[i], &slabs[nds++]);
+    rc = s->dry ? name_ok(members.v[i]) : CPL_OK;
+    if (rc == CPL_OK) rc = put_dataset(s, g, members.v[i], &slabs[nds++]);
     if (rc != CPL_OK) cpli_error_prefix("dataset \"%s\": ", members.v[i]);
   }
   if (rc == CPL_OK) rc = put_attrs(s, g, NULL, skip);
@@ -581,6 +594,13 @@ int cpli_hdf5_source_run(cpl_context *ctx, const char *path) {
   }
   free(s.outs); /* on failure ports stay open: the job is aborted */
   free(s.ports);
+  if (rc != CPL_OK) { /* did the consumers get part of the file? */
+    char msg[2048];
+    snprintf(msg, sizeof msg, "%s", cpl_last_error());
+    if (s.steps)
+      rc = cpli_fail(rc, "%s; %ld step%s went out before", msg, s.steps, s.steps == 1 ? "" : "s");
+    else rc = cpli_fail(rc, "%s; no step went out", msg);
+  }
   if (rc != CPL_OK) cpli_error_prefix("hdf5 source \"%s\": file %s: ", s.name, s.where);
   return rc;
 }

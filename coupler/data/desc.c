@@ -333,11 +333,11 @@ int cpli_desc_find(const cpli_desc *desc, const char *name) {
 
 int cpli_desc_add(cpli_desc *desc, const char *name, hid_t type, int rank, const hsize_t *dims) {
   CPLI_H5_HELD;
-  if (desc->nd >= MAX_DATASETS) return -1;
+  if (desc->nd >= MAX_DATASETS) return CPLI_DESC_FULL;
   if (desc->nd == desc->cap) {
     int cap = desc->cap ? 2 * desc->cap : 4;
     cpli_dset *v = realloc(desc->d, (size_t)cap * sizeof *v);
-    if (!v) return -1;
+    if (!v) return CPLI_DESC_NOMEM;
     desc->d = v;
     desc->cap = cap;
   }
@@ -352,7 +352,7 @@ int cpli_desc_add(cpli_desc *desc, const char *name, hid_t type, int rank, const
   s->type = H5Tcopy(type);
   if (!s->name || !s->start || !s->count || !s->bytes || !s->offset || s->type < 0) {
     dset_free(s);
-    return -1;
+    return CPLI_DESC_NOMEM;
   }
   s->esize = H5Tget_size(type);
   memcpy(s->dims, dims, (size_t)rank * sizeof *dims);
@@ -457,13 +457,37 @@ int cpli_desc_finish(cpli_desc *desc, const char *where) {
   return CPL_OK;
 }
 
+static uint64_t name_hash(const char *s) { /* FNV-1a */
+  uint64_t h = 1469598103934665603u;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+  return h;
+}
+
 int cpli_desc_merge(int p, const unsigned char *const *blobs, const size_t *lens, const char *where,
                     cpli_desc **out) {
   CPLI_H5_HELD;
   *out = NULL;
-  cpli_desc *m = cpli_desc_new(p);
+  /* Names -> index in m, a hash table at most half full: a linear search
+   * per name made merging 65536 datasets take seconds. Sized from the
+   * blobs' dataset counts (read again by the decode). */
+  size_t want = 0, nslot = 16;
+  for (int r = 0; r < p; r++) {
+    cpli_rbuf h = cpli_r_init(blobs[r], lens[r]);
+    cpli_r_u32(&h);
+    cpli_r_u32(&h);
+    uint32_t nd = cpli_r_u32(&h);
+    want += nd < MAX_DATASETS ? nd : MAX_DATASETS;
+    if (want > MAX_DATASETS) want = MAX_DATASETS;
+  }
+  while (nslot < 2 * want) nslot *= 2;
+  int *slot = malloc(nslot * sizeof *slot);
+  cpli_desc *m = slot ? cpli_desc_new(p) : NULL;
   int *first = NULL; /* rank that first put each dataset */
-  if (!m) return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
+  if (!m) {
+    free(slot);
+    return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
+  }
+  memset(slot, -1, nslot * sizeof *slot);
   int rc = CPL_OK;
   char t1[64], t2[64];
   for (int r = 0; r < p && rc == CPL_OK; r++) {
@@ -472,9 +496,18 @@ int cpli_desc_merge(int p, const unsigned char *const *blobs, const size_t *lens
     if (rc != CPL_OK) break;
     for (int i = 0; i < one->nd && rc == CPL_OK; i++) {
       const cpli_dset *s = &one->d[i];
-      int k = cpli_desc_find(m, s->name);
+      size_t at = name_hash(s->name) & (nslot - 1);
+      while (slot[at] >= 0 && strcmp(m->d[slot[at]].name, s->name)) at = (at + 1) & (nslot - 1);
+      int k = slot[at];
       if (k < 0) {
         k = cpli_desc_add(m, s->name, s->type, s->rank, s->dims);
+        if (k == CPLI_DESC_FULL) { /* each rank within the limit, not their union */
+          rc = cpli_fail(CPL_ERR_UNSUPPORTED,
+                         "%s: a step carries at most %d datasets, and the puts of ranks 0..%d "
+                         "name more",
+                         where, MAX_DATASETS, r);
+          break;
+        }
         int *f = k < 0 ? NULL : realloc(first, (size_t)(k + 1) * sizeof *f);
         if (!f) {
           rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
@@ -482,6 +515,7 @@ int cpli_desc_merge(int p, const unsigned char *const *blobs, const size_t *lens
         }
         first = f;
         first[k] = r;
+        slot[at] = k;
       }
       cpli_dset *t = &m->d[k];
       if (t->rank != s->rank || memcmp(t->dims, s->dims, (size_t)s->rank * sizeof *s->dims) ||
@@ -503,6 +537,7 @@ int cpli_desc_merge(int p, const unsigned char *const *blobs, const size_t *lens
     cpli_desc_unref(one);
   }
   free(first);
+  free(slot);
   if (rc == CPL_OK) rc = cpli_desc_finish(m, where);
   if (rc != CPL_OK) {
     cpli_desc_unref(m);

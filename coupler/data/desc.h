@@ -53,7 +53,10 @@ cpli_desc *cpli_desc_new(int nblocks);
 void cpli_desc_unref(cpli_desc *desc);
 int cpli_desc_find(const cpli_desc *desc, const char *name);
 
-/* Append a dataset (type copied; blocks zeroed). Returns its index or -1. */
+/* Append a dataset (type copied; blocks zeroed). Returns its index, or
+ * CPLI_DESC_NOMEM, or CPLI_DESC_FULL when it holds CPLI_DATASETS_MAX. */
+#define CPLI_DESC_NOMEM (-1)
+#define CPLI_DESC_FULL (-2)
 int cpli_desc_add(cpli_desc *desc, const char *name, hid_t type, int rank, const hsize_t *dims);
 
 int cpli_desc_encode(const cpli_desc *desc, cpli_wbuf *w);

@@ -150,6 +150,9 @@ int cpl_output_put(cpl_output *o, const char *name, hid_t type, int rank, const 
            "\"%s\"",
            pn, o->step, name);
   if (find_put(o, name)) return cpli_fail(CPL_ERR_ARG, "%s: put twice in one step", what);
+  if (o->nputs >= CPLI_DATASETS_MAX)
+    return cpli_fail(CPL_ERR_UNSUPPORTED, "%s: a step carries at most %d datasets", what,
+                     CPLI_DATASETS_MAX);
   if (rank < 1 || rank > CPL_MAX_RANK)
     return cpli_fail(CPL_ERR_ARG, "%s: rank %d is not in 1..%d", what, rank, CPL_MAX_RANK);
   if (!dims || !start || !count)
@@ -235,7 +238,9 @@ static int encode_local(cpl_output *o, cpli_wbuf *w) {
     put *p = &o->puts[i];
     int k = cpli_desc_add(d, p->name, p->type, p->rank, p->dims);
     if (k < 0) {
-      rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
+      rc = k == CPLI_DESC_FULL ? cpli_fail(CPL_ERR_UNSUPPORTED,
+                                           "a step carries at most %d datasets", CPLI_DATASETS_MAX)
+                               : cpli_fail(CPL_ERR_NOMEM, "out of memory");
       break;
     }
     memcpy(d->d[k].start, p->start, (size_t)p->rank * sizeof(hsize_t));
@@ -246,7 +251,8 @@ static int encode_local(cpl_output *o, cpli_wbuf *w) {
   return rc;
 }
 
-/* Steps 2-3: agree on credits and on the description. */
+/* Steps 2-3: agree on credits and on the description. `changed` < 0: this
+ * rank failed to encode its blocks, with status -changed. */
 static int agree(cpl_output *o, int changed, size_t len, const unsigned char *blob) {
   /* Per rank: changed, description length, the root's status, then the
    * root's view of the links. A root that failed to read the credits
@@ -280,10 +286,18 @@ static int agree(cpl_output *o, int changed, size_t len, const unsigned char *bl
   } else if (root_rc != CPL_OK) {
     rc = root_rc;
   }
-  int any = 0;
-  for (int r = 0; rc == CPL_OK && r < o->size; r++) any |= rec[(size_t)r * n] != 0;
+  int any = 0, bad = -1; /* bad: the first rank that failed to encode its blocks */
+  for (int r = 0; rc == CPL_OK && r < o->size; r++) {
+    any |= rec[(size_t)r * n] != 0;
+    if (bad < 0 && rec[(size_t)r * n] < 0) bad = r;
+  }
   if (rc == CPL_OK) rc = cpli_links_adopt(o, rec + 3);
   if (rc == CPL_OK) rc = cpli_flights_settle(o, rec, n, 3);
+  if (rc == CPL_OK && bad >= 0)
+    rc = cpli_fail((int)-rec[(size_t)bad * n],
+                   "port %s.%s, step %ld: rank %d of this component failed to describe its "
+                   "blocks (its message says why)",
+                   o->comp->name, o->port->name, o->step, bad);
   if (rc != CPL_OK || !any) {
     free(rec);
     return rc;
@@ -387,13 +401,19 @@ static int finish_step(cpl_output *o, pstep **out) {
   *out = NULL;
   cpli_wbuf w = {0};
   int lrc = encode_local(o, &w);
-  if (lrc != CPL_OK) cpli_w_free(&w);
-  int changed = lrc != CPL_OK || !o->desc || w.len != o->local.len ||
-                (w.len && memcmp(w.p, o->local.p, w.len) != 0);
+  char lmsg[1024] = "";
+  if (lrc != CPL_OK) {
+    snprintf(lmsg, sizeof lmsg, "%s", cpl_last_error());
+    cpli_w_free(&w);
+  }
+  int changed = lrc != CPL_OK ? -lrc
+                              : !o->desc || w.len != o->local.len ||
+                                    (w.len && memcmp(w.p, o->local.p, w.len) != 0);
   /* A local failure must still take part in the agreement, or the other
-   * ranks would hang: its empty description fails the merge everywhere. */
+   * ranks would hang; there it fails them all. Its own message stands. */
   int rc = agree(o, changed, w.len, w.p);
-  if (lrc != CPL_OK) rc = lrc;
+  if (lrc != CPL_OK)
+    rc = cpli_fail(lrc, "port %s.%s, step %ld: %s", o->comp->name, o->port->name, o->step, lmsg);
   if (rc != CPL_OK) {
     cpli_queue_send_error(o, rc);
     cpli_w_free(&w);
@@ -493,12 +513,16 @@ int cpl_output_close(cpl_output *o) {
     ch->eos_sent = 1;
     ch->output_open = 0;
     const cpl_output_stats *s = &ol->st;
-    if (o->rank == 0 && (s->dropped || s->undelivered))
-      fprintf(stderr,
-              "coupler: link %s: %ld of %ld steps not delivered "
-              "(%ld dropped by policy latest, %ld not taken: %s)\n",
-              ol->l->label, s->dropped + s->undelivered, s->steps, s->dropped, s->undelivered,
-              o->failed ? "the port failed" : "the consumer closed its input early");
+    /* Name only the losses there were: drops by latest blame no one. */
+    char why[200] = "";
+    int n = s->dropped ? snprintf(why, sizeof why, "%ld dropped by policy latest", s->dropped) : 0;
+    if (s->undelivered)
+      snprintf(why + n, sizeof why - (size_t)n, "%s%ld not taken: %s", n ? ", " : "",
+               s->undelivered,
+               o->failed ? "the port failed" : "the consumer closed its input early");
+    if (o->rank == 0 && *why)
+      fprintf(stderr, "coupler: link %s: %ld of %ld steps not delivered (%s)\n", ol->l->label,
+              s->dropped + s->undelivered, s->steps, why);
   }
   cpli_data_untrack(ctx, o, NULL);
   clear_puts(o);

@@ -3,10 +3,11 @@
  * port, irregularly decomposed (each dataset split along its `split`
  * dimension with weights r+1, so some ranks own nothing).
  *
- *   producer PORT SEED,NSTEPS,FIRST,STRIDE [--abort-after N]
+ *   producer PORT SEED,NSTEPS,FIRST,STRIDE [--abort-after N] [--gap MS]
  *
  * --abort-after N: after ending N steps, wait 2 s and abort the job (a
  * crash, for the sink's flush-per-step guarantee).
+ * --gap MS: sleep MS milliseconds before each step (a producer's pace).
  */
 #include <mpi.h>
 #include <time.h>
@@ -24,11 +25,13 @@ static void check(int rc, const char *what, int rank) {
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   td_stream st;
-  int abort_after = -1;
-  if (argc == 5 && !strcmp(argv[3], "--abort-after")) abort_after = atoi(argv[4]);
-  else if (argc != 3) argc = 0;
-  if (argc < 3 || td_parse_stream(argv[2], &st)) {
-    fprintf(stderr, "usage: producer PORT SEED,NSTEPS,FIRST,STRIDE [--abort-after N]\n");
+  int abort_after = -1, gap_ms = 0, bad = argc < 3 || argc % 2 == 0;
+  for (int i = 3; !bad && i + 1 < argc; i += 2)
+    if (!strcmp(argv[i], "--abort-after")) abort_after = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--gap")) gap_ms = atoi(argv[i + 1]);
+    else bad = 1;
+  if (bad || td_parse_stream(argv[2], &st)) {
+    fprintf(stderr, "usage: producer PORT SEED,NSTEPS,FIRST,STRIDE [--abort-after N] [--gap MS]\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   cpl_context *ctx;
@@ -45,6 +48,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < st.nsteps; i++) {
     const long step = st.first + i * st.stride;
     void *bufs[TD_NDS];
+    nanosleep(&(struct timespec){gap_ms / 1000, gap_ms % 1000 * 1000000L}, NULL);
     check(cpl_output_begin_step(out, step), "begin_step", rank);
     for (int k = 0; k < TD_NDS; k++) {
       const td_dataset *d = &td_datasets[k];

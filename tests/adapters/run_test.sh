@@ -86,6 +86,10 @@ sink_fanin)
   launch || fail "job exit status $?"
   ref "$out/ref.h5" pA.out=3,2,0,1 pB.out=4,3,10,1 pC.out=5,1,7,1
   same "$out/ref.h5" "$out/out.h5" ;;
+sink_fanin_pace)
+  launch || fail "job exit status $?"
+  ref "$out/ref.h5" slow.out=6,3,0,1 fast.out=7,16,0,1
+  same "$out/ref.h5" "$out/out.h5" ;;
 sink_crash)
   # The job dies after the producer's 3rd step; depth 1 means steps 0 and
   # 1 were delivered. The file must hold m >= 2 complete steps.

@@ -21,6 +21,12 @@
  *   null-dataset     a dataset with a null dataspace (no shape)
  *   step-name        a group step_x: no `step` attribute, no number
  *   step-dup         groups step_1 and step_000001: one step number twice
+ *   vstr-attr        step 1: a variable-length string attribute of 100000
+ *                    characters (100001 bytes as it travels)
+ *   vstr-attrs       step 1: 17 variable-length string attributes of 65535
+ *                    characters: 1.06 MiB as they travel
+ *   long-name        step 1: a dataset with a 300-byte name
+ *   attr-name        step 1: a dataset attribute with a 256-byte name
  *   changing         not bad: a dataset that changes type and shape, then
  *                    is absent, beside one that stays (in the sink's
  *                    layout, so a sink writes the file back unchanged)
@@ -65,6 +71,23 @@ static void blob(hid_t obj, const char *name, hsize_t n) {
   free(v);
 }
 
+/* A scalar variable-length string attribute of `len` x's (what h5py
+ * writes for str). */
+static void vstr(hid_t obj, const char *name, size_t len) {
+  char *v = malloc(len + 1);
+  if (!v) die("malloc");
+  memset(v, 'x', len);
+  v[len] = '\0';
+  hid_t t = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR);
+  H5Tset_size(t, H5T_VARIABLE);
+  hid_t a = H5Acreate2(obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
+  if (a < 0 || H5Awrite(a, t, &v) < 0) die(name);
+  H5Aclose(a);
+  H5Sclose(sp);
+  H5Tclose(t);
+  free(v);
+}
+
 /* A chunked dataset of `rank` dims, never written: no chunk is allocated. */
 static void unwritten(hid_t g, int rank, const hsize_t *dims, hid_t type) {
   hsize_t chunk[2] = {1024, 1};
@@ -100,7 +123,8 @@ int main(int argc, char **argv) {
   }
   const char *c = argv[1], *out = argv[2];
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-  if (!strcmp(c, "big-attr") || !strcmp(c, "many-attrs")) /* dense attribute storage */
+  if (!strcmp(c, "big-attr") || !strcmp(c, "many-attrs") ||
+      !strcmp(c, "vstr-attrs")) /* dense attribute storage */
     H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST);
   hid_t f = H5Fcreate(out, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
   if (f < 0) die("H5Fcreate");
@@ -217,6 +241,29 @@ int main(int argc, char **argv) {
       ints(g, "a");
       H5Gclose(g);
     }
+  } else if (!strcmp(c, "vstr-attr") || !strcmp(c, "vstr-attrs") || !strcmp(c, "long-name") ||
+             !strcmp(c, "attr-name")) {
+    /* step 0 is fine: nothing may go out before the refusal of step 1 */
+    hid_t g = step(f, 0);
+    ints(g, "a");
+    H5Gclose(g);
+    g = step(f, 1);
+    ints(g, "a");
+    char name[301];
+    if (!strcmp(c, "vstr-attr")) vstr(g, "note", 100000);
+    for (int i = 0; !strcmp(c, "vstr-attrs") && i < 17; i++) {
+      snprintf(name, sizeof name, "note%02d", i);
+      vstr(g, name, 65535);
+    }
+    memset(name, c[0] == 'l' ? 'n' : 'q', 300);
+    name[c[0] == 'l' ? 300 : 256] = '\0';
+    if (c[0] == 'l') ints(g, name);
+    if (c[0] == 'a') {
+      hid_t d = H5Dopen2(g, "a", H5P_DEFAULT);
+      blob(d, name, 4);
+      H5Dclose(d);
+    }
+    H5Gclose(g);
   } else if (!strcmp(c, "changing")) {
     for (long s = 0; s < 3; s++) {
       hid_t g = step(f, s);
