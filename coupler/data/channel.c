@@ -128,7 +128,8 @@ static void say_end(const void *arg, char *buf, unsigned long n) {
            x->ctx->wf->comps[e->peer_comp].name);
 }
 
-int cpli_chan_wait_credit(cpl_context *ctx, int end, double timeout) {
+int cpli_chan_wait_credit(cpl_context *ctx, int end, double timeout, int (*other)(void *),
+                          void *arg) {
   cpli_chan *ch = &ctx->data->chan[end];
   cpli_wait w;
   cpli_wait_start(&w, timeout, CPLI_WAIT_NAP_US);
@@ -136,7 +137,7 @@ int cpli_chan_wait_credit(cpl_context *ctx, int end, double timeout) {
   cpli_wait_watch(&w, say_end, &x);
   for (;;) {
     CPLI_TRY(cpli_chan_poll(ctx, end));
-    if (ch->credits > 0 || ch->detached) return CPL_OK;
+    if (ch->credits > 0 || ch->detached || (other && other(arg))) return CPL_OK;
     if (cpli_wait_idle(&w)) return CPL_ERR_TIMEOUT; /* caller says */
   }
 }
@@ -356,7 +357,7 @@ static int settle_producer(cpl_context *ctx, int end) {
   double t = finalize_timeout(ctx, end);
   while (!ch->detached) {
     ch->credits = 0;
-    int rc = cpli_chan_wait_credit(ctx, end, t);
+    int rc = cpli_chan_wait_credit(ctx, end, t, NULL, NULL);
     if (rc == CPL_ERR_TIMEOUT)
       return cpli_fail(rc,
                        "cpl_finalize: link %s: the consumer did not "

@@ -113,8 +113,11 @@ int cpli_data_finalize(cpl_context *ctx);
 
 /* Producer root: take every CREDIT/DETACH that has arrived. */
 int cpli_chan_poll(cpl_context *ctx, int end);
-/* Producer root: wait until a credit or DETACH arrives, up to timeout. */
-int cpli_chan_wait_credit(cpl_context *ctx, int end, double timeout);
+/* Producer root: wait until a credit or DETACH arrives, up to timeout;
+ * with `other`, also return (CPL_OK) as soon as other(arg) says so, which
+ * restarts nothing: it is polled between the channel's polls. */
+int cpli_chan_wait_credit(cpl_context *ctx, int end, double timeout, int (*other)(void *),
+                          void *arg);
 /* Producer root: send a header with up to three payload parts. */
 int cpli_chan_send_header(cpl_context *ctx, int end, const cpli_hdr *h, const void *desc,
                           const void *attrs, const void *msg, double timeout);

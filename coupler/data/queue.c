@@ -568,6 +568,31 @@ static int wait_any(cpl_output *o, double seconds) {
   }
 }
 
+/* Could a credit of link ol be served now, without waiting? (The links
+ * a producer serves while it waits for a credit on another.) */
+static int servable(cpl_output *o, olink *ol) {
+  const cpli_chan *ch = chan(o, ol);
+  if (ch->credits <= 0 || ch->detached || ch->eos_sent || ol->fly.st) return 0;
+  /* a step number made by now is sent, or answered MISSING */
+  return ch->want < 0 ? ol->qn > 0 : ch->want <= o->step;
+}
+
+typedef struct waiting_on {
+  cpl_output *o;
+  int li;
+} waiting_on;
+
+/* Root, while waiting for a credit on link li: has another link one to
+ * serve? (Polls the other channels.) */
+static int other_servable(void *arg) {
+  const waiting_on *w = arg;
+  for (int i = 0; i < w->o->nl; i++)
+    if (i != w->li && cpli_chan_poll(w->o->ctx, w->o->links[i].end) == CPL_OK &&
+        servable(w->o, &w->o->links[i]))
+      return 1;
+  return 0;
+}
+
 /*
  * Give every rank the root's view of the channels: credits, detaches,
  * requests and selections per link. With `wait_on` >= 0 the root first
@@ -581,8 +606,10 @@ int cpli_links_sync(cpl_output *o, int wait_on, double seconds) {
   if (!rec) return cpli_fail(CPL_ERR_NOMEM, "out of memory");
   int rc = CPL_OK;
   if (o->rank == 0) {
+    waiting_on w = {o, wait_on};
     if (wait_on >= 0)
-      rc = cpli_chan_wait_credit(o->ctx, o->links[wait_on].end, o->links[wait_on].l->timeout);
+      rc = cpli_chan_wait_credit(o->ctx, o->links[wait_on].end, o->links[wait_on].l->timeout,
+                                 o->nl > 1 ? other_servable : NULL, &w);
     else if (wait_on == -2) rc = wait_any(o, seconds);
     int prc = cpli_links_poll(o, rec + 1);
     rec[0] = rc = rc == CPL_OK ? prc : rc;
@@ -647,6 +674,11 @@ int cpli_queue_drain(cpl_output *o, int li, int limit) {
       break;
     }
     if (chan(o, ol)->credits == 0) rc = cpli_links_sync(o, li, 0);
+    /* The other links' consumers are served meanwhile: one component
+     * reading two of them in turn may wait on the other first. */
+    for (int j = 0; rc == CPL_OK && j < o->nl; j++)
+      if (j != li && servable(o, &o->links[j]))
+        rc = serve_credits(o, &o->links[j], o->links[j].l->policy == CPL_POLICY_LATEST);
     if (rc == CPL_OK) rc = serve_credits(o, ol, 0);
   }
   ol->st.wait_s += MPI_Wtime() - t0;

@@ -764,6 +764,38 @@ int main(int argc, char **argv) {
             n ? seen[0] : -1L);
       OK(cpl_input_close(in));
     }
+  } else if (!strcmp(sc, "turns")) {
+    /* One component reads two links of one port in turn, in1 then in2.
+     * Step 0 waits for the producer's next call (nobody asked yet); the
+     * request on in2 then arrives while the producer sends step 0 on in1,
+     * and close, waiting for a request on in1, must serve in2 meanwhile:
+     * before, both sides waited for each other until the timeout (3 s). */
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      flow_step(out, 0, r, p);
+      sleep_ms(1000);
+      flow_step(out, 1, r, p);
+      OK(cpl_output_close(out));
+    } else {
+      cpl_input *in2;
+      OK(cpl_input_open(ctx, "in1", NULL, &in));
+      OK(cpl_input_open(ctx, "in2", NULL, &in2));
+      sleep_ms(500);
+      long step;
+      for (long k = 0; k < 2; k++) {
+        OK(cpl_input_begin_step(in, &step));
+        CHECK(step == k, "in1: step %ld, want %ld", step, k);
+        OK(cpl_input_end_step(in));
+        OK(cpl_input_begin_step(in2, &step));
+        CHECK(step == k, "in2: step %ld, want %ld", step, k);
+        flow_check(in2, step);
+        OK(cpl_input_end_step(in2));
+      }
+      CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "in1: no end of stream");
+      CHECK(cpl_input_begin_step(in2, &step) == CPL_END_OF_STREAM, "in2: no end of stream");
+      OK(cpl_input_close(in));
+      OK(cpl_input_close(in2));
+    }
   } else if (!strcmp(sc, "leave_pending")) {
     /* The consumer's try_step times out, and it closes 2 s later: close
      * must take the answer to that request, or the producer, sending the

@@ -6,6 +6,11 @@ port), each in its own thread, converting the structured array with HDF5
 on every get, while its main thread builds HDF5 types from dtypes. HDF5 is
 not thread-safe: before Coupler serialized its HDF5 calls this crashed
 within a second (segfault in H5Tequal). Every value is checked.
+
+First, finalize, which frees every port, must refuse while another
+thread is blocked in a call on one (a daemon thread at exit would use
+freed memory): a thread waits in begin_step for the producer, which
+publishes 1.5 s late.
 """
 import sys
 import threading
@@ -27,6 +32,7 @@ if ctx.name == "prod":
     B["b"] = 0.5 * np.arange(16)
     B["c"] = 1.0
     with ctx.output("out") as out:
+        time.sleep(1.5)
         with out.step():
             out.put("A", A)
             out.put("B", B)
@@ -34,9 +40,17 @@ if ctx.name == "prod":
     sys.exit(0)
 
 ports = [ctx.input("in1"), ctx.input("in2")]
-for p in ports:
-    p.begin_step()
 results = {}
+blocked = threading.Thread(target=ports[0].begin_step)  # the producer is late
+blocked.start()
+time.sleep(0.2)
+try:
+    ctx.finalize()
+    results["finalize"] = (0, "finalize did not refuse while a thread was in begin_step")
+except RuntimeError as e:
+    results["finalize"] = (1, None if "still running in other threads" in str(e) else str(e))
+blocked.join()
+ports[1].begin_step()
 
 
 def reader(inp, tag):

@@ -16,6 +16,7 @@
 typedef struct {
   PyObject_HEAD cpl_context *ctx;
   int finalized;
+  int busy; /* calls on its ports running without the GIL (UNLOCKED) */
 } ContextObj;
 
 typedef struct {
@@ -32,11 +33,22 @@ typedef struct {
 
 /* --------------------------------------------------------------- helpers */
 
-#define CALL(what, expr)                                                                           \
+/* A blocking call on a port of context c, run without the GIL. c counts
+ * them: finalize frees every port, so it refuses while one runs in
+ * another thread (a daemon thread at exit would use freed memory). */
+#define UNLOCKED(c, stmt)                                                                          \
+  do {                                                                                             \
+    (c)->busy++;                                                                                   \
+    Py_BEGIN_ALLOW_THREADS stmt;                                                                   \
+    Py_END_ALLOW_THREADS;                                                                          \
+    (c)->busy--;                                                                                   \
+  } while (0)
+
+#define CALL(c, what, expr)                                                                        \
   do {                                                                                             \
     int rc_;                                                                                       \
-    Py_BEGIN_ALLOW_THREADS rc_ = (expr);                                                           \
-    Py_END_ALLOW_THREADS if (rc_ != CPL_OK) return cplpy_raise(rc_, what);                         \
+    UNLOCKED(c, rc_ = (expr));                                                                     \
+    if (rc_ != CPL_OK) return cplpy_raise(rc_, what);                                              \
   } while (0)
 
 /* Quick local calls keep the GIL. */
@@ -135,8 +147,13 @@ static void Context_dealloc(ContextObj *self) {
 static PyObject *Context_finalize(ContextObj *self, PyObject *noarg) {
   (void)noarg;
   if (!self->ctx || self->finalized) Py_RETURN_NONE;
+  if (self->busy)
+    return PyErr_Format(PyExc_RuntimeError,
+                        "finalize: %d call%s on this context's ports still running in other "
+                        "threads (finalize would free those ports): end them first",
+                        self->busy, self->busy == 1 ? " is" : "s are");
   self->finalized = 1; /* even on failure: the ports are gone */
-  CALL("cpl_finalize", cpl_finalize(self->ctx));
+  CALL(self, "cpl_finalize", cpl_finalize(self->ctx));
   Py_RETURN_NONE;
 }
 
@@ -220,8 +237,8 @@ static int Output_init(OutputObj *self, PyObject *args, PyObject *kw) {
     return -1;
   }
   int rc;
-  Py_BEGIN_ALLOW_THREADS rc = cpl_output_open(c->ctx, port, &self->out);
-  Py_END_ALLOW_THREADS if (rc != CPL_OK) {
+  UNLOCKED(c, rc = cpl_output_open(c->ctx, port, &self->out));
+  if (rc != CPL_OK) {
     self->out = NULL;
     cplpy_raise(rc, "cpl_output_open");
     return -1;
@@ -243,7 +260,7 @@ static PyObject *Output_begin_step(OutputObj *self, PyObject *args) {
   if (!PyArg_ParseTuple(args, "|l", &step)) return NULL;
   cpl_output *o = live_output(self);
   if (!o) return NULL;
-  CALL("cpl_output_begin_step", cpl_output_begin_step(o, step));
+  CALL(self->owner, "cpl_output_begin_step", cpl_output_begin_step(o, step));
   Py_RETURN_NONE;
 }
 
@@ -309,8 +326,8 @@ static PyObject *Output_end_step(OutputObj *self, PyObject *noarg) {
   cpl_output *o = live_output(self);
   if (!o) return NULL;
   int rc;
-  Py_BEGIN_ALLOW_THREADS rc = cpl_output_end_step(o);
-  Py_END_ALLOW_THREADS release_step(self); /* Coupler holds its own copy, or failed */
+  UNLOCKED(self->owner, rc = cpl_output_end_step(o));
+  release_step(self); /* Coupler holds its own copy, or failed */
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_output_end_step");
   Py_RETURN_NONE;
 }
@@ -321,8 +338,8 @@ static PyObject *Output_close(OutputObj *self, PyObject *noarg) {
   cpl_output *o = self->out;
   self->out = NULL; /* the port is freed even when close fails */
   int rc;
-  Py_BEGIN_ALLOW_THREADS rc = cpl_output_close(o);
-  Py_END_ALLOW_THREADS release_step(self);
+  UNLOCKED(self->owner, rc = cpl_output_close(o));
+  release_step(self);
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_output_close");
   Py_RETURN_NONE;
 }
@@ -409,8 +426,8 @@ static int Input_init(InputObj *self, PyObject *args, PyObject *kw) {
   const char *peer = opt_str(peer_o);
   if (PyErr_Occurred()) return -1;
   int rc;
-  Py_BEGIN_ALLOW_THREADS rc = cpl_input_open(c->ctx, port, peer, &self->in);
-  Py_END_ALLOW_THREADS if (rc != CPL_OK) {
+  UNLOCKED(c, rc = cpl_input_open(c->ctx, port, peer, &self->in));
+  if (rc != CPL_OK) {
     self->in = NULL;
     cplpy_raise(rc, "cpl_input_open");
     return -1;
@@ -432,8 +449,8 @@ static PyObject *Input_begin_step(InputObj *self, PyObject *noarg) {
   if (!in) return NULL;
   long step = -1;
   int rc;
-  Py_BEGIN_ALLOW_THREADS rc = cpl_input_begin_step(in, &step);
-  Py_END_ALLOW_THREADS if (rc == CPL_END_OF_STREAM) {
+  UNLOCKED(self->owner, rc = cpl_input_begin_step(in, &step));
+  if (rc == CPL_END_OF_STREAM) {
     self->ended = 1;
     Py_RETURN_NONE;
   }
@@ -450,8 +467,8 @@ static PyObject *Input_try_step(InputObj *self, PyObject *args) {
   if (!in) return NULL;
   long step = -1;
   int rc;
-  Py_BEGIN_ALLOW_THREADS rc = cpl_input_try_step(in, seconds, &step);
-  Py_END_ALLOW_THREADS if (rc == CPL_END_OF_STREAM) self->ended = 1;
+  UNLOCKED(self->owner, rc = cpl_input_try_step(in, seconds, &step));
+  if (rc == CPL_END_OF_STREAM) self->ended = 1;
   if (rc == CPL_END_OF_STREAM || rc == CPL_ERR_TIMEOUT) Py_RETURN_NONE;
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_input_try_step");
   return PyLong_FromLong(step);
@@ -466,8 +483,8 @@ static PyObject *Input_begin_step_at(InputObj *self, PyObject *args) {
   if (!in) return NULL;
   long step = -1;
   int rc;
-  Py_BEGIN_ALLOW_THREADS rc = cpl_input_begin_step_at(in, want, &step);
-  Py_END_ALLOW_THREADS if (rc == CPL_END_OF_STREAM) {
+  UNLOCKED(self->owner, rc = cpl_input_begin_step_at(in, want, &step));
+  if (rc == CPL_END_OF_STREAM) {
     self->ended = 1;
     Py_RETURN_NONE;
   }
@@ -655,8 +672,8 @@ static PyObject *Input_get(InputObj *self, PyObject *args) {
   void *buf = PyArray_DATA(out);
   const hsize_t *s = start_o == Py_None ? NULL : start;
   const hsize_t *c = start_o == Py_None ? NULL : count;
-  Py_BEGIN_ALLOW_THREADS rc = cpl_input_get(in, name, memtype, s, c, buf);
-  Py_END_ALLOW_THREADS if (owned) cplpy_h5close(memtype);
+  UNLOCKED(self->owner, rc = cpl_input_get(in, name, memtype, s, c, buf));
+  if (owned) cplpy_h5close(memtype);
   if (rc != CPL_OK) {
     Py_DECREF(out);
     return cplpy_raise(rc, "cpl_input_get");
@@ -734,7 +751,7 @@ static PyObject *Input_end_step(InputObj *self, PyObject *noarg) {
   (void)noarg;
   cpl_input *in = live_input(self);
   if (!in) return NULL;
-  CALL("cpl_input_end_step", cpl_input_end_step(in));
+  CALL(self->owner, "cpl_input_end_step", cpl_input_end_step(in));
   Py_RETURN_NONE;
 }
 
@@ -743,7 +760,7 @@ static PyObject *Input_close(InputObj *self, PyObject *noarg) {
   if (!self->in || self->owner->finalized) Py_RETURN_NONE;
   cpl_input *in = self->in;
   self->in = NULL;
-  CALL("cpl_input_close", cpl_input_close(in));
+  CALL(self->owner, "cpl_input_close", cpl_input_close(in));
   Py_RETURN_NONE;
 }
 
