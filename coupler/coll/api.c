@@ -64,6 +64,35 @@ typedef struct type_info {
   int dense; /* elements are contiguous bytes, back to back */
 } type_info;
 
+/* Is t's type map its bytes in memory order? Named types are, and
+ * contiguous, dup and resized types of such. Size, extent and true extent
+ * alone cannot tell: indexed {1, 0} of two ints has size = extent = true
+ * extent, but sends the second int first. Other constructors count as
+ * out of order (the caller packs them, which is always right). */
+static int in_order(MPI_Datatype t, int depth) {
+  MPI_Count ni, na, nc, nd;
+  int comb;
+  if (MPI_Type_get_envelope_c(t, &ni, &na, &nc, &nd, &comb) != MPI_SUCCESS) return 0;
+  if (comb == MPI_COMBINER_NAMED) return 1;
+  if ((comb != MPI_COMBINER_CONTIGUOUS && comb != MPI_COMBINER_DUP &&
+       comb != MPI_COMBINER_RESIZED) ||
+      depth > 16 || ni > 4 || na > 4 || nc > 4 || nd != 1)
+    return 0;
+  int ints[4];
+  MPI_Aint addrs[4];
+  MPI_Count counts[4];
+  MPI_Datatype inner;
+  if (MPI_Type_get_contents_c(t, ni, na, nc, nd, ints, addrs, counts, &inner) != MPI_SUCCESS)
+    return 0;
+  const int ok = in_order(inner, depth + 1);
+  MPI_Count a, b, c, d;
+  int named;
+  if (MPI_Type_get_envelope_c(inner, &a, &b, &c, &d, &named) == MPI_SUCCESS &&
+      named != MPI_COMBINER_NAMED)
+    MPI_Type_free(&inner);
+  return ok;
+}
+
 static int get_type(MPI_Datatype t, const char *what, type_info *ti) {
   if (t == MPI_DATATYPE_NULL) return cpli_fail(CPL_ERR_ARG, "%s is MPI_DATATYPE_NULL", what);
   MPI_Count lb, true_extent;
@@ -71,7 +100,7 @@ static int get_type(MPI_Datatype t, const char *what, type_info *ti) {
   if (rc == MPI_SUCCESS) rc = MPI_Type_get_extent_c(t, &lb, &ti->extent);
   if (rc == MPI_SUCCESS) rc = MPI_Type_get_true_extent_c(t, &ti->true_lb, &true_extent);
   CPLI_TRY(cpli_mpi_check(rc, "MPI_Type_size/get_extent", "inspecting %s", what));
-  ti->dense = ti->size == ti->extent && ti->extent == true_extent;
+  ti->dense = ti->size == ti->extent && ti->extent == true_extent && in_order(t, 0);
   return CPL_OK;
 }
 
