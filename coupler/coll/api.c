@@ -18,6 +18,7 @@
 #include "coll/link.h"
 #include "coll/select.h"
 #include "core/launch.h"
+#include "core/wait.h"
 
 #define DEFAULT_TIMEOUT 60.0 /* README.md, "Timeouts" */
 
@@ -252,10 +253,11 @@ typedef struct raw_blocks {
   cpli_blocks blk;
 } raw_blocks;
 
-static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                     const int recvcounts[], const int displs[], MPI_Datatype recvtype,
-                     cpl_role role, MPI_Comm intercomm, const cpl_coll_options *opt, size_t block,
-                     int regular, const raw_blocks *raw, cpl_inter_algorithm *ran) {
+static int inter_engine(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                        const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                        cpl_role role, MPI_Comm intercomm, const cpl_coll_options *opt,
+                        size_t block, int regular, const raw_blocks *raw,
+                        cpl_inter_algorithm *ran) {
   cpli_ctx ctx;
   CPLI_TRY(make_ctx(opt, &ctx));
   CPLI_TRY(check_comm(intercomm, 1));
@@ -314,6 +316,19 @@ static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
     if (rc == CPL_OK) rc = frc;
   }
   free(tmp);
+  return rc;
+}
+
+/* Every collective runs with world returning errors (core/wait.h), so a
+ * peer's disagreement comes back as a status, not an abort. */
+static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                     const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                     cpl_role role, MPI_Comm intercomm, const cpl_coll_options *opt, size_t block,
+                     int regular, const raw_blocks *raw, cpl_inter_algorithm *ran) {
+  cpli_world_returns_enter();
+  const int rc = inter_engine(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                              role, intercomm, opt, block, regular, raw, ran);
+  cpli_world_returns_leave();
   return rc;
 }
 
@@ -389,15 +404,15 @@ static int intra_dispatch(MPI_Comm priv, cpli_plan_cache *plans, cpli_ctx *ctx, 
 }
 
 /* The intra-group allgatherv; displs NULL: the regular layout. */
-static int intra_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                     const int recvcounts[], const int displs[], MPI_Datatype recvtype,
-                     MPI_Comm comm, const cpl_coll_options *opt) {
+static int intra_engine(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                        const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                        MPI_Comm comm, const cpl_coll_options *opt) {
   cpli_ctx ctx;
   CPLI_TRY(make_ctx(opt, &ctx));
   CPLI_TRY(check_comm(comm, 0));
   MPI_Comm priv;
   cpli_plan_cache *plans;
-  CPLI_TRY(cpli_intra_comm_get(comm, &priv, &plans));
+  CPLI_TRY(cpli_intra_comm_get(comm, &ctx, &priv, &plans));
   int p, r;
   MPI_Comm_size(priv, &p);
   MPI_Comm_rank(priv, &r);
@@ -435,6 +450,16 @@ static int intra_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
   return rc != CPL_OK ? rc : frc;
 }
 
+static int intra_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                     const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                     MPI_Comm comm, const cpl_coll_options *opt) {
+  cpli_world_returns_enter();
+  const int rc =
+      intra_engine(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, opt);
+  cpli_world_returns_leave();
+  return rc;
+}
+
 int cpl_intra_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                          const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                          MPI_Comm comm, const cpl_coll_options *opt) {
@@ -442,15 +467,15 @@ int cpl_intra_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendty
   return intra_run(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, opt);
 }
 
-int cpli_intra_allgatherv_bytes(void *buf, const size_t counts[], const size_t displs[],
-                                MPI_Comm comm, const cpl_coll_options *opt) {
+static int intra_bytes_engine(void *buf, const size_t counts[], const size_t displs[],
+                              MPI_Comm comm, const cpl_coll_options *opt) {
   cpli_ctx ctx;
   CPLI_TRY(make_ctx(opt, &ctx));
   CPLI_TRY(check_comm(comm, 0));
   if (!counts || !displs) return cpli_fail(CPL_ERR_ARG, "counts and displs must not be NULL");
   MPI_Comm priv;
   cpli_plan_cache *plans;
-  CPLI_TRY(cpli_intra_comm_get(comm, &priv, &plans));
+  CPLI_TRY(cpli_intra_comm_get(comm, &ctx, &priv, &plans));
   int p;
   MPI_Comm_size(priv, &p);
   size_t total = 0, maxb = 0;
@@ -463,6 +488,14 @@ int cpli_intra_allgatherv_bytes(void *buf, const size_t counts[], const size_t d
   if (total > 0 && !buf) return cpli_fail(CPL_ERR_ARG, "buffer is NULL with %zu bytes", total);
   return intra_dispatch(priv, plans, &ctx, (cpli_blocks){buf, counts, displs}, p, total, maxb,
                         regular, opt);
+}
+
+int cpli_intra_allgatherv_bytes(void *buf, const size_t counts[], const size_t displs[],
+                                MPI_Comm comm, const cpl_coll_options *opt) {
+  cpli_world_returns_enter();
+  const int rc = intra_bytes_engine(buf, counts, displs, comm, opt);
+  cpli_world_returns_leave();
+  return rc;
 }
 
 int cpl_intra_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -480,13 +513,13 @@ int cpl_intra_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
   return rc;
 }
 
-int cpl_intra_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
-                    const cpl_coll_options *opt) {
+static int bcast_engine(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
+                        const cpl_coll_options *opt) {
   cpli_ctx ctx;
   CPLI_TRY(make_ctx(opt, &ctx));
   CPLI_TRY(check_comm(comm, 0));
   MPI_Comm priv;
-  CPLI_TRY(cpli_intra_comm_get(comm, &priv, NULL));
+  CPLI_TRY(cpli_intra_comm_get(comm, &ctx, &priv, NULL));
   int p, r;
   MPI_Comm_size(priv, &p);
   MPI_Comm_rank(priv, &r);
@@ -512,5 +545,13 @@ int cpl_intra_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm 
     rc = cpli_mpi_check(MPI_Unpack_c(stage, (MPI_Count)bytes, &pos, buf, count, type, comm),
                         "MPI_Unpack", "unpacking the broadcast");
   free(stage);
+  return rc;
+}
+
+int cpl_intra_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
+                    const cpl_coll_options *opt) {
+  cpli_world_returns_enter();
+  const int rc = bcast_engine(buf, count, type, root, comm, opt);
+  cpli_world_returns_leave();
   return rc;
 }

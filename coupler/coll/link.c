@@ -9,7 +9,22 @@ static int intra_keyval = MPI_KEYVAL_INVALID;
 typedef struct intra_cache {
   MPI_Comm priv;
   cpli_plan_cache plans;
+  int agreed;      /* cpli_tuning_agree's status at first use   */
+  char *disagreed; /* and its message, repeated by every call   */
 } intra_cache;
+
+/* A communicator whose ranks disagreed on the cost model at first use
+ * fails every later call too: each rank would plan alike with itself
+ * only, and the calls would hang or abort instead. */
+static int keep_agreement(int rc, int *agreed, char **msg) {
+  *agreed = rc;
+  if (rc != CPL_OK) *msg = strdup(cpl_last_error());
+  return rc;
+}
+
+static int agreement(int agreed, const char *msg) {
+  return agreed == CPL_OK ? CPL_OK : cpli_fail(agreed, "%s", msg ? msg : "cost models differ");
+}
 
 static void free_comm(MPI_Comm *c) {
   if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
@@ -26,6 +41,7 @@ static void dir_free(cpli_dir *d) {
   free(d->ring_recv_msg);
   free(d->ring_recv_dup);
   cpli_plan_cache_clear(&d->plans);
+  free(d->disagreed);
   memset(d, 0, sizeof *d);
 }
 
@@ -48,6 +64,7 @@ static int intra_delete(MPI_Comm comm, int keyval, void *attr, void *extra) {
   intra_cache *c = attr;
   free_comm(&c->priv);
   cpli_plan_cache_clear(&c->plans);
+  free(c->disagreed);
   free(c);
   return MPI_SUCCESS;
 }
@@ -102,7 +119,7 @@ int cpli_link_get(MPI_Comm user_inter, cpli_ctx *ctx, cpli_link **out) {
 int cpli_link_dir(cpli_link *l, int sender, cpli_ctx *ctx, cpli_dir **out) {
   cpli_dir *d = &l->dir[sender ? 1 : 0];
   *out = d;
-  if (d->ready) return CPL_OK;
+  if (d->ready) return agreement(d->agreed, d->disagreed);
   d->p = sender ? l->lsize : l->rsize;
   d->q = sender ? l->rsize : l->lsize;
   /* MPI_Intercomm_merge blocks without a deadline: meet the other group
@@ -121,7 +138,8 @@ int cpli_link_dir(cpli_link *l, int sender, cpli_ctx *ctx, cpli_dir **out) {
   CPLI_TRY(cpli_mpi_check(rc, "MPI_Comm_split", "building the local group communicator"));
   MPI_Comm_set_errhandler(d->local, MPI_ERRORS_RETURN);
   d->ready = 1;
-  return cpli_tuning_agree(d->merged, "inter-group link");
+  return keep_agreement(cpli_tuning_agree(d->merged, "inter-group link"), &d->agreed,
+                        &d->disagreed);
 }
 
 int cpli_sender_counts(cpli_dir *d, size_t own_bytes, int regular, size_t *counts, cpli_ctx *ctx) {
@@ -144,23 +162,29 @@ int cpli_sender_counts(cpli_dir *d, size_t own_bytes, int regular, size_t *count
 }
 
 /* Duplicate user_comm into the new cache entry c and attach it; frees c
- * on failure. */
-static int dup_and_attach(MPI_Comm user_comm, intra_cache *c) {
-  int rc = MPI_Comm_dup(user_comm, &c->priv);
+ * on failure. The first collective on the communicator: a rank that never
+ * calls it (failed before, or dead) must not hang us, so the dup waits
+ * with the deadline; after it every rank is here, and agrees. */
+static int dup_and_attach(MPI_Comm user_comm, intra_cache *c, cpli_ctx *ctx) {
+  MPI_Request req;
+  int rc = MPI_Comm_idup(user_comm, &c->priv, &req);
   if (rc != MPI_SUCCESS) {
     free(c);
-    return cpli_mpi_check(rc, "MPI_Comm_dup", "duplicating the communicator");
+    return cpli_mpi_check(rc, "MPI_Comm_idup", "duplicating the communicator");
   }
+  rc = cpli_waitall(1, &req, ctx, user_comm, "duplicating the communicator (first use)", -1);
+  if (rc != CPL_OK) return rc; /* c stays: the pending dup still writes it */
   MPI_Comm_set_errhandler(c->priv, MPI_ERRORS_RETURN);
   rc = MPI_Comm_set_attr(user_comm, intra_keyval, c);
   if (rc != MPI_SUCCESS) {
     intra_delete(user_comm, intra_keyval, c, NULL);
     return cpli_mpi_check(rc, "MPI_Comm_set_attr", "caching the communicator");
   }
-  return cpli_tuning_agree(c->priv, "communicator");
+  return keep_agreement(cpli_tuning_agree(c->priv, "communicator"), &c->agreed, &c->disagreed);
 }
 
-int cpli_intra_comm_get(MPI_Comm user_comm, MPI_Comm *priv, cpli_plan_cache **plans) {
+int cpli_intra_comm_get(MPI_Comm user_comm, cpli_ctx *ctx, MPI_Comm *priv,
+                        cpli_plan_cache **plans) {
   int rc;
   if (intra_keyval == MPI_KEYVAL_INVALID) {
     rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, intra_delete, &intra_keyval, NULL);
@@ -172,10 +196,13 @@ int cpli_intra_comm_get(MPI_Comm user_comm, MPI_Comm *priv, cpli_plan_cache **pl
   CPLI_TRY(cpli_mpi_check(rc, "MPI_Comm_get_attr", "communicator cache"));
   intra_cache *c = attr;
   if (!found) {
-    if (!(c = malloc(sizeof *c)))
+    if (!(c = calloc(1, sizeof *c)))
       return cpli_fail(CPL_ERR_NOMEM, "out of memory caching a communicator");
+    c->priv = MPI_COMM_NULL;
     cpli_plan_cache_init(&c->plans);
-    CPLI_TRY(dup_and_attach(user_comm, c));
+    CPLI_TRY(dup_and_attach(user_comm, c, ctx));
+  } else {
+    CPLI_TRY(agreement(c->agreed, c->disagreed));
   }
   *priv = c->priv;
   if (plans) *plans = &c->plans;

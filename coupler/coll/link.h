@@ -30,6 +30,8 @@ typedef struct cpli_dir {
   int *ring_recv_from, *ring_recv_msg;
   unsigned char *ring_recv_dup; /* receipt of a message already held */
   cpli_plan_cache plans;        /* fc dataflow plans                 */
+  int agreed;                   /* cpli_tuning_agree at first use, and */
+  char *disagreed;              /* its message: every later call fails */
 } cpli_dir;
 
 typedef struct cpli_link {
@@ -54,7 +56,10 @@ int cpli_link_dir(cpli_link *l, int sender, cpli_ctx *ctx, cpli_dir **out);
 int cpli_sender_counts(cpli_dir *d, size_t own_bytes, int regular, size_t *counts, cpli_ctx *ctx);
 
 /* Cache for intra-group communicators: a private dup and its plans
- * (plans may be NULL). */
-int cpli_intra_comm_get(MPI_Comm user_comm, MPI_Comm *priv, cpli_plan_cache **plans);
+ * (plans may be NULL). The first use dups under ctx's deadline and checks
+ * that the ranks agree on the cost model; a disagreement then fails every
+ * call on the communicator (CPL_ERR_MISMATCH), as it does every call on
+ * an inter-group link direction (cpli_link_dir). */
+int cpli_intra_comm_get(MPI_Comm user_comm, cpli_ctx *ctx, MPI_Comm *priv, cpli_plan_cache **plans);
 
 #endif

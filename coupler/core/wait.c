@@ -1,4 +1,5 @@
 /* The wait primitive (wait.h). */
+#include <pthread.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -36,4 +37,26 @@ int cpli_wait_slow(cpli_wait *w) {
             w->timeout / 2, w->timeout, what);
   }
   return now > w->deadline;
+}
+
+static pthread_mutex_t world_lock = PTHREAD_MUTEX_INITIALIZER;
+static int world_depth, world_saved_ok;
+static MPI_Errhandler world_saved;
+
+void cpli_world_returns_enter(void) {
+  pthread_mutex_lock(&world_lock);
+  if (world_depth++ == 0) {
+    world_saved_ok = PMPI_Comm_get_errhandler(MPI_COMM_WORLD, &world_saved) == MPI_SUCCESS;
+    if (world_saved_ok) PMPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  }
+  pthread_mutex_unlock(&world_lock);
+}
+
+void cpli_world_returns_leave(void) {
+  pthread_mutex_lock(&world_lock);
+  if (--world_depth == 0 && world_saved_ok) {
+    PMPI_Comm_set_errhandler(MPI_COMM_WORLD, world_saved);
+    PMPI_Errhandler_free(&world_saved);
+  }
+  pthread_mutex_unlock(&world_lock);
 }

@@ -74,4 +74,13 @@ static inline int cpli_wait_idle(cpli_wait *w) {
   return cpli_wait_slow(w);
 }
 
+/* MPICH reports a failed request (MPI_Test*, MPI_Request_get_status) to
+ * MPI_COMM_WORLD's error handler, fatal by default, not to the handler of
+ * the request's communicator: a receive truncated by a peer that disagrees
+ * on a size would abort the job. While the engine runs, world returns
+ * errors, so they come back as status codes. Calls nest, across threads
+ * too: the first in saves world's handler, the last out restores it. */
+void cpli_world_returns_enter(void);
+void cpli_world_returns_leave(void);
+
 #endif

@@ -32,7 +32,6 @@
  * nonblocking forms), so these wrappers cannot recurse.
  */
 #include <limits.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +41,7 @@
 
 #include "coll/link.h"
 #include "coll/select.h"
+#include "core/wait.h"
 #include "coupler.h"
 
 /* Exported so tests and users can check that interposition happened. */
@@ -91,43 +91,6 @@ static int cpli_mpi_engine_error(MPI_Comm comm, int cpl_rc, const char *fn) {
 static double cpli_mpi_timeout(void) {
   const cpli_tuning *t = cpli_tuning_now();
   return t->timeout_set ? t->timeout : -1;
-}
-
-/* MPICH reports a failed request of MPI_Testsome and friends to
- * MPI_COMM_WORLD's handler (fatal by default), not to the communicator's.
- * While the engine runs, world returns errors, so the engine sees them and
- * the user's handler on the user's communicator decides (MPI semantics).
- * Calls that go straight to PMPI leave world alone, and so do calls on
- * world itself (its handler is the user's). Engine calls from several
- * threads at once nest: the first one in saves world's handler, the last
- * one out restores it. */
-static pthread_mutex_t cpli_mpi_world_lock = PTHREAD_MUTEX_INITIALIZER;
-static int cpli_mpi_world_depth, cpli_mpi_world_saved_ok;
-static MPI_Errhandler cpli_mpi_world_saved;
-
-/* Enter (returns whether world was switched, for the matching leave). */
-static int cpli_mpi_world_enter(MPI_Comm comm) {
-  int same = MPI_UNEQUAL;
-  PMPI_Comm_compare(comm, MPI_COMM_WORLD, &same);
-  if (same == MPI_IDENT) return 0;
-  pthread_mutex_lock(&cpli_mpi_world_lock);
-  if (cpli_mpi_world_depth++ == 0) {
-    cpli_mpi_world_saved_ok =
-        PMPI_Comm_get_errhandler(MPI_COMM_WORLD, &cpli_mpi_world_saved) == MPI_SUCCESS;
-    if (cpli_mpi_world_saved_ok) PMPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  }
-  pthread_mutex_unlock(&cpli_mpi_world_lock);
-  return 1;
-}
-
-static void cpli_mpi_world_leave(int entered) {
-  if (!entered) return;
-  pthread_mutex_lock(&cpli_mpi_world_lock);
-  if (--cpli_mpi_world_depth == 0 && cpli_mpi_world_saved_ok) {
-    PMPI_Comm_set_errhandler(MPI_COMM_WORLD, cpli_mpi_world_saved);
-    PMPI_Errhandler_free(&cpli_mpi_world_saved);
-  }
-  pthread_mutex_unlock(&cpli_mpi_world_lock);
 }
 
 /* ------------------------------------------------------ group ordering */
@@ -305,9 +268,11 @@ static int cpli_mpi_inter(const cpli_mpi_call *c) {
   if (!cpli_mpi_inter_check(c, rsize, &code, &why))
     return cpli_mpi_raise(c->comm, code, c->fn, why);
 
-  const int entered = cpli_mpi_world_enter(c->comm);
+  /* World returns errors here too (core/wait.h): the setup of first use
+   * (cpli_mpi_first) waits on requests outside the collectives. */
+  cpli_world_returns_enter();
   const int rc = cpli_mpi_inter_run(c, lsize, rsize, lrank);
-  cpli_mpi_world_leave(entered);
+  cpli_world_returns_leave();
   if (rc != CPL_OK) return cpli_mpi_engine_error(c->comm, rc, c->fn);
   return MPI_SUCCESS;
 }
@@ -377,12 +342,10 @@ static int cpli_mpi_intra(const cpli_mpi_call *c) {
   opt.intra = a;
   opt.timeout = cpli_mpi_timeout();
   opt.label = c->fn;
-  const int entered = cpli_mpi_world_enter(c->comm);
   rc = regular ? cpl_intra_allgather(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
                                      c->recvcount, c->recvtype, c->comm, &opt)
                : cpl_intra_allgatherv(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
                                       c->recvcounts, c->displs, c->recvtype, c->comm, &opt);
-  cpli_mpi_world_leave(entered);
   if (rc != CPL_OK) return cpli_mpi_engine_error(c->comm, rc, c->fn);
   return MPI_SUCCESS;
 }

@@ -3,12 +3,15 @@
  * says what is wrong; nothing aborts, nothing hangs.
  * Run with 2 ranks: one sender, one receiver.
  *
- * The last case is a timeout: the sender skips a call, and the receiver
- * must get CPL_ERR_TIMEOUT naming link, rank and step within its deadline.
+ * The last cases are timeouts: the sender skips a call, and the receiver
+ * must get CPL_ERR_TIMEOUT naming link, rank and step within its deadline;
+ * a rank skips the first call on a communicator, and the other must get
+ * CPL_ERR_TIMEOUT, not wait in the communicator's setup.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "coupler.h"
 
@@ -104,7 +107,50 @@ int main(int argc, char **argv) {
       failures++;
     }
   }
+  /* Ranks that disagree on a block's size: the receive truncated by it is
+   * an error code on the rank that sees it (MPICH reports it to world's
+   * handler, fatal unless the engine makes world return errors). */
+  MPI_Comm pair;
+  MPI_Comm_dup(MPI_COMM_WORLD, &pair);
+  int tcounts[2] = {4, 4}, tdispls[2] = {0, 4}, tbuf[8];
+  if (wrank == 1) tcounts[0] = 1, tdispls[1] = 1; /* rank 0 sends 4 */
+  cpl_coll_options topt;
+  cpl_coll_options_init(&topt);
+  topt.timeout = 5;
+  rc = cpl_intra_allgatherv(buf, 4, MPI_INT, tbuf, tcounts, tdispls, MPI_INT, pair, &topt);
+  if (wrank == 1) expect(rc, CPL_ERR_MPI, "truncated", "a peer sends more than announced");
   MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Comm_free(&pair);
+
+  /* The first call on a communicator: one rank fails before it (a bad
+   * variable, say), and the other times out in the dup of first use
+   * instead of hanging there; the late rank's own dup then completes the
+   * pending one. */
+  MPI_Comm fresh;
+  MPI_Comm_dup(MPI_COMM_WORLD, &fresh);
+  if (wrank == 0) {
+    cpl_coll_options quick;
+    cpl_coll_options_init(&quick);
+    quick.timeout = 1;
+    double t0 = MPI_Wtime();
+    rc = cpl_intra_allgather(buf, 1, MPI_INT, buf + 2, 1, MPI_INT, fresh, &quick);
+    expect(rc, CPL_ERR_TIMEOUT, "duplicating the communicator (first use)",
+           "peer fails before the first call");
+    if (MPI_Wtime() - t0 > 5) {
+      fprintf(stderr, "FAIL first use took %.1f s for a 1 s deadline\n", MPI_Wtime() - t0);
+      failures++;
+    }
+  } else {
+    const struct timespec two = {2, 0};
+    nanosleep(&two, NULL);
+    MPI_Comm late; /* nonblocking, as the engine's: the two kinds never match */
+    MPI_Request req;
+    MPI_Comm_idup(fresh, &late, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    MPI_Comm_free(&late);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Comm_free(&fresh);
   int total;
   MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (wrank == 0) printf("%s: %d failures\n", total ? "FAILED" : "PASSED", total);

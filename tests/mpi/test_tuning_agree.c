@@ -2,10 +2,11 @@
  * The cost model at run time, on 2 ranks:
  *   badfile   a tuning file with a bad line: every collective fails with
  *             CPL_ERR_ENV naming file:line, on every rank, no hang;
- *   mismatch  ranks with different CPL_ALPHA: the first intra- and the
- *             first inter-group collective fail with CPL_ERR_MISMATCH on
- *             every rank, naming the values, instead of building
- *             different plans.
+ *   mismatch  ranks with different CPL_ALPHA: intra- and inter-group
+ *             collectives fail with CPL_ERR_MISMATCH on every rank, naming
+ *             the values, instead of building different plans; the first
+ *             call on a communicator finds it, and every later call says
+ *             it again.
  * Checked through return codes (cpl-bench would abort, and an aborting
  * job may lose its last output).
  */
@@ -64,6 +65,9 @@ int main(int argc, char **argv) {
   else snprintf(want, sizeof want, "ranks use different cost models (alpha from 1e-05 to 2e-05");
   int rc = cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_INT, buf, 2, MPI_INT, MPI_COMM_WORLD, &opt);
   expect(rc, bad ? CPL_ERR_ENV : CPL_ERR_MISMATCH, want, "intra allgather", rank);
+  /* and every later call: each rank would plan with its own model */
+  rc = cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_INT, buf, 2, MPI_INT, MPI_COMM_WORLD, &opt);
+  expect(rc, bad ? CPL_ERR_ENV : CPL_ERR_MISMATCH, want, "intra allgather again", rank);
   MPI_Comm local, inter;
   MPI_Comm_split(MPI_COMM_WORLD, rank, 0, &local);
   MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, 1 - rank, 9, &inter);
@@ -71,6 +75,9 @@ int main(int argc, char **argv) {
   rc = cpl_inter_allgatherv(buf, rank == 0 ? 4 : 0, MPI_INT, buf, counts, displs, MPI_INT,
                             rank == 0 ? CPL_SENDER : CPL_RECEIVER, inter, &opt);
   expect(rc, bad ? CPL_ERR_ENV : CPL_ERR_MISMATCH, want, "inter allgatherv", rank);
+  rc = cpl_inter_allgatherv(buf, rank == 0 ? 4 : 0, MPI_INT, buf, counts, displs, MPI_INT,
+                            rank == 0 ? CPL_SENDER : CPL_RECEIVER, inter, &opt);
+  expect(rc, bad ? CPL_ERR_ENV : CPL_ERR_MISMATCH, want, "inter allgatherv again", rank);
   MPI_Comm_free(&inter);
   MPI_Comm_free(&local);
   MPI_Barrier(MPI_COMM_WORLD);
