@@ -5,7 +5,11 @@
  *   mismatch  ranks with different CPL_ALPHA: the first intra- and the
  *             first inter-group collective fail with CPL_ERR_MISMATCH on
  *             every rank, naming the values, instead of building
- *             different plans.
+ *             different plans;
+ *   badenv    a bad CPL_ALPHA, CPL_BETA, CPL_OVERHEAD or CPL_CHUNK (abc,
+ *             -5, 0, nan, a chunk below 512): every call fails with
+ *             CPL_ERR_ENV naming the variable and the value; then a
+ *             1 MiB allgather at the smallest chunk, 512, runs right.
  * Checked through return codes (cpl-bench would abort, and an aborting
  * job may lose its last output).
  */
@@ -28,15 +32,70 @@ static void expect(int rc, int want, const char *fragment, const char *what, int
   }
 }
 
+static int badenv(int rank) {
+  unsetenv("CPL_TUNING_FILE");
+  setenv("XDG_CONFIG_HOME", "/nonexistent/coupler-test", 1);
+  static const char *const cases[][2] = {
+      {"CPL_ALPHA", "abc"},   {"CPL_ALPHA", "-5"},   {"CPL_ALPHA", "0"},
+      {"CPL_ALPHA", "nan"},   {"CPL_BETA", "abc"},   {"CPL_BETA", "-5"},
+      {"CPL_BETA", "0"},      {"CPL_BETA", "nan"},   {"CPL_OVERHEAD", "abc"},
+      {"CPL_OVERHEAD", "-5"}, {"CPL_OVERHEAD", "0"}, {"CPL_OVERHEAD", "nan"},
+      {"CPL_CHUNK", "abc"},   {"CPL_CHUNK", "-5"},   {"CPL_CHUNK", "0"},
+      {"CPL_CHUNK", "nan"},   {"CPL_CHUNK", "1"},    {"CPL_CHUNK", "100"}};
+  cpl_coll_options opt;
+  cpl_coll_options_init(&opt);
+  opt.timeout = 30;
+  const int n = 1 << 18; /* ints per rank: 1 MiB */
+  int *buf = malloc(2 * (size_t)n * sizeof *buf);
+  if (!buf) MPI_Abort(MPI_COMM_WORLD, 1);
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    setenv(cases[c][0], cases[c][1], 1);
+    char want[128], what[64];
+    snprintf(want, sizeof want, "%s: expected", cases[c][0]);
+    snprintf(what, sizeof what, "%s=%s", cases[c][0], cases[c][1]);
+    for (int call = 0; call < 2; call++) { /* every call, not only the first */
+      const int rc =
+          cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_INT, buf, n, MPI_INT, MPI_COMM_WORLD, &opt);
+      expect(rc, CPL_ERR_ENV, want, what, rank);
+      char val[64];
+      snprintf(val, sizeof val, "got \"%s\"", cases[c][1]);
+      if (!strstr(cpl_last_error(), val)) {
+        fprintf(stderr, "FAIL rank %d %s: value not named: %s\n", rank, what, cpl_last_error());
+        failures++;
+      }
+    }
+    unsetenv(cases[c][0]);
+  }
+  /* the smallest chunk allowed still runs a 1 MiB allgather (chunk 1
+   * posted a million receives and crashed MPICH) */
+  setenv("CPL_CHUNK", "512", 1);
+  for (int i = 0; i < n; i++) buf[(size_t)rank * n + i] = rank * n + i;
+  int rc = cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_INT, buf, n, MPI_INT, MPI_COMM_WORLD, &opt);
+  int wrong = 0;
+  for (int i = 0; i < 2 * n; i++) wrong += buf[i] != i;
+  expect(rc, CPL_OK, "", "CPL_CHUNK=512, 1 MiB", rank);
+  if (wrong) fprintf(stderr, "FAIL rank %d: %d wrong ints\n", rank, wrong), failures++;
+  unsetenv("CPL_CHUNK");
+  free(buf);
+  int all = 0;
+  MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  return all != 0;
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const int bad = argc > 1 && !strcmp(argv[1], "badfile");
-  if (size != 2 || argc < 2 || (!bad && strcmp(argv[1], "mismatch"))) {
-    if (rank == 0) fprintf(stderr, "usage: mpiexec -n 2 %s badfile|mismatch\n", argv[0]);
+  if (size != 2 || argc < 2 || (!bad && strcmp(argv[1], "mismatch") && strcmp(argv[1], "badenv"))) {
+    if (rank == 0) fprintf(stderr, "usage: mpiexec -n 2 %s badfile|mismatch|badenv\n", argv[0]);
     MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  if (!strcmp(argv[1], "badenv")) {
+    const int rc = badenv(rank);
+    MPI_Finalize();
+    return rc;
   }
   char path[256];
   snprintf(path, sizeof path, "/tmp/cpl-tuning-agree.%d", rank == 0 ? (int)getpid() : 0);
