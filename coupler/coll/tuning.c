@@ -1,5 +1,6 @@
 #include "coll/tuning.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -84,13 +85,26 @@ void cpli_tuning_file_forget(void) {
   pthread_mutex_unlock(&file_lock);
 }
 
-/* The first of: the variable (when it is a positive number), the file's
- * value, the default; *from says which. */
-static double pick(const char *v, const char *var, double file, double dflt, const char **from) {
+/* What is wrong with this thread's variables (t->file_error points here
+ * when the tuning file itself is fine); kept as long as the snapshot. */
+static _Thread_local char env_err[160 + VAL_MAX];
+
+/* The first of: the variable (set and not empty), the file's value, the
+ * default; *from says which. A variable that is set but not a positive
+ * finite number is an error (recorded in *bad, the first one wins), not a
+ * silent fallback: a typo would otherwise run with another cost model. */
+static double pick(const char *v, const char *var, const char *unit, double file, double dflt,
+                   const char **from, const char **bad) {
   if (*v) {
     char *end;
+    errno = 0;
     const double d = strtod(v, &end);
-    if (*end == '\0' && d > 0 && isfinite(d)) return *from = var, d;
+    if (end != v && *end == '\0' && !errno && d > 0 && isfinite(d)) return *from = var, d;
+    if (!*bad) {
+      snprintf(env_err, sizeof env_err, "%s: expected a positive number of %s, got \"%.*s\"", var,
+               unit, VAL_MAX, v);
+      *bad = env_err;
+    }
   }
   if (file > 0) return *from = "file", file;
   return *from = "default", dflt;
@@ -105,15 +119,28 @@ static void parse(const char *const v[NVARS], cpli_tuning *t) {
   *t = (cpli_tuning){.version = ++parses};
   const cpli_tuning_vals *fv = &file_vals;
   t->file = file_found ? file_path : NULL;
-  t->file_error = file_err[0] ? file_err : NULL;
-  t->alpha = pick(v[ALPHA], "CPL_ALPHA", fv->alpha, CPLI_DEFAULT_ALPHA, &t->alpha_from);
-  t->beta = pick(v[BETA], "CPL_BETA", fv->beta, CPLI_DEFAULT_BETA, &t->beta_from);
-  t->overhead = pick(v[OVERHEAD], "CPL_OVERHEAD", fv->overhead, t->alpha, &t->overhead_from);
+  const char *bad = NULL; /* a bad CPL_ALPHA, ... (env_err) */
+  t->alpha =
+      pick(v[ALPHA], "CPL_ALPHA", "seconds", fv->alpha, CPLI_DEFAULT_ALPHA, &t->alpha_from, &bad);
+  t->beta = pick(v[BETA], "CPL_BETA", "seconds per byte", fv->beta, CPLI_DEFAULT_BETA,
+                 &t->beta_from, &bad);
+  t->overhead =
+      pick(v[OVERHEAD], "CPL_OVERHEAD", "seconds", fv->overhead, t->alpha, &t->overhead_from, &bad);
   if (t->overhead_from[0] == 'd') t->overhead_from = "alpha";
   t->chunk_from = "model";
-  if (*v[CHUNK] && cpli_parse_bytes(v[CHUNK], &t->chunk) == 0) t->chunk_from = "CPL_CHUNK";
+  if (*v[CHUNK] && cpli_parse_bytes(v[CHUNK], &t->chunk) == 0 && t->chunk >= CPLI_CHUNK_MIN)
+    t->chunk_from = "CPL_CHUNK";
   else if (fv->chunk) t->chunk = fv->chunk, t->chunk_from = "file";
   else t->chunk = 0;
+  if (*v[CHUNK] && t->chunk_from[0] != 'C' && !bad) {
+    snprintf(env_err, sizeof env_err,
+             "CPL_CHUNK: expected a whole number of bytes >= %d (K or M suffix), got \"%.*s\"",
+             CPLI_CHUNK_MIN, VAL_MAX, v[CHUNK]);
+    bad = env_err;
+  }
+  /* api.c refuses every call while file_error is set: a broken tuning
+   * file first (it concerns every variable), else a bad variable. */
+  t->file_error = file_err[0] ? file_err : bad;
   t->flow = strcmp(v[FLOW], "0") != 0;
   t->ring = flag_of(v[RING]);
   t->inter = v[INTER];

@@ -30,7 +30,9 @@ typedef struct cpli_tuning {
   /* Where each came from: "CPL_ALPHA" (...), "file" or "default". */
   const char *alpha_from, *beta_from, *overhead_from, *chunk_from;
   /* The tuning file read (NULL: none) and, if it is broken, what is wrong
-   * with it ("PATH:LINE: ..."); api.c refuses every call then. */
+   * with it ("PATH:LINE: ..."), else what is wrong with a set CPL_ALPHA,
+   * CPL_BETA, CPL_OVERHEAD or CPL_CHUNK ("CPL_BETA: expected ..., got
+   * \"0\""); api.c refuses every call (CPL_ERR_ENV) while it is set. */
   const char *file, *file_error;
   int flow; /* CPL_FLOW: 0 selects lockstep execution             */
   int ring; /* CPL_RING: 0, 1, or -1 (the model's)                */
@@ -46,6 +48,16 @@ typedef struct cpli_tuning {
    * derived from it alone may be kept while the version stays. */
   unsigned version;
 } cpli_tuning;
+
+/* The smallest fixed stream cut CPL_CHUNK or the tuning file's chunk may
+ * ask for. Every message of a plan is a posted MPI request (all receives
+ * at once, coll/flow_exec.c): chunk = 1 made a 1 MiB allgather post a
+ * million receives and crash MPICH (request pool exhausted). Below a few
+ * hundred bytes a message costs far more than it carries (the cut model's
+ * own floor is 8 KiB, sched/cut.h); 512 still allows the tests' 1000-byte
+ * cuts. sched/flow.c also bounds the messages per stream whatever the
+ * chunk (CPLI_FLOW_MAX_STREAM_MSGS), for huge streams. */
+#define CPLI_CHUNK_MIN 512
 
 /* Defaults: 5 us latency, 10 GB/s links. */
 #define CPLI_DEFAULT_ALPHA 5e-6

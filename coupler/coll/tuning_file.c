@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "coll/tuning.h"
 #include "coupler.h"
 
 static int say(char *err, size_t n, int rc, const char *fmt, ...) {
@@ -87,11 +88,11 @@ int cpli_tuning_file_read(const char *path, cpli_tuning_vals *v, char *err, size
     }
     seen[k] = lineno;
     if (k == 3) {
-      if (cpli_parse_bytes(val, &v->chunk))
+      if (cpli_parse_bytes(val, &v->chunk) || v->chunk < CPLI_CHUNK_MIN)
         rc = say(err, errlen, CPL_ERR_PARSE,
-                 "%s:%d: chunk: expected a whole number of bytes >= 1 (K or M suffix), got "
+                 "%s:%d: chunk: expected a whole number of bytes >= %d (K or M suffix), got "
                  "\"%s\"",
-                 path, lineno, val);
+                 path, lineno, CPLI_CHUNK_MIN, val);
       continue;
     }
     char *end;

@@ -10,7 +10,8 @@
  *   beta      seconds per byte
  *   overhead  seconds: what one more message of a stream costs (the gap
  *             between back-to-back messages)
- *   chunk     bytes (K or M suffix): a fixed stream cut, as CPL_CHUNK
+ *   chunk     bytes (K or M suffix, at least CPLI_CHUNK_MIN = 512): a
+ *             fixed stream cut, as CPL_CHUNK
  * Values must be positive finite numbers. Anything else (unknown key,
  * missing '=', bad or repeated value) is an error naming file:line.
  *

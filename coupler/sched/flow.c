@@ -109,6 +109,7 @@ int cpli_flow_stream(cpli_flow *f, int send, int peer, int buf, int n, const siz
   if (L == 0) return CPL_OK;
   size_t m = 1;
   if (chunk > 0 && L > chunk) m = (L - 1) / chunk + 1;
+  if (m > CPLI_FLOW_MAX_STREAM_MSGS) m = CPLI_FLOW_MAX_STREAM_MSGS;
   const size_t lo = (L - 1) / CPLI_FLOW_MAX_MSG + 1;
   if (m < lo) m = lo;
   size_t cn = f->cnote;
@@ -423,7 +424,9 @@ static int fc_bcast_depth(int p, int q) {
 long long cpli_flow_fc_nblocks(int p, int q, size_t k, const cpli_fc_opts *o) {
   if (!o->model) return o->nblocks;
   if (o->chunk == 0) return cpli_cut_pieces(&o->cut, k, fc_bcast_depth(p, q));
-  const long long c = k ? (long long)((k - 1) / o->chunk + 1) : 1;
+  long long c = k ? (long long)((k - 1) / o->chunk + 1) : 1;
+  /* one block per chunk, but no more blocks than a stream has messages */
+  if (c > (long long)CPLI_FLOW_MAX_STREAM_MSGS) c = (long long)CPLI_FLOW_MAX_STREAM_MSGS;
   return c > o->nblocks ? c : o->nblocks;
 }
 

@@ -37,6 +37,12 @@
 
 /* Largest message (MPI int count of MPI_BYTE). */
 #define CPLI_FLOW_MAX_MSG ((size_t)0x7fffffff)
+/* Most messages one stream is cut into, whatever the chunk asked for (a
+ * fixed CPL_CHUNK on a huge stream): every message is a request posted at
+ * once by the executor, and MPICH aborts when its request pool runs out
+ * (a million receives did). Both ends cut from the same length, so they
+ * agree on the cap. Only CPLI_FLOW_MAX_MSG can make a stream longer. */
+#define CPLI_FLOW_MAX_STREAM_MSGS ((size_t)4096)
 
 typedef struct cpli_fmsg {
   int send; /* 1: send, 0: receive                                  */
@@ -87,7 +93,8 @@ int cpli_flow_have(cpli_flow *f, int buf, size_t off, size_t len);
  * bytes, sent to (send = 1) or received from peer as m = ceil(L / chunk)
  * messages, message i covering bytes [floor(i L / m), floor((i+1) L / m))
  * of the string (chunk 0: no cutting; never a message over
- * CPLI_FLOW_MAX_MSG; nothing at all if L == 0). Receives go to buffer 0.
+ * CPLI_FLOW_MAX_MSG, never more than CPLI_FLOW_MAX_STREAM_MSGS messages
+ * unless that forces it; nothing at all if L == 0). Receives go to buffer 0.
  * Returns CPL_OK, CPL_ERR_NOMEM or CPL_ERR_ARG. */
 int cpli_flow_stream(cpli_flow *f, int send, int peer, int buf, int n, const size_t *off,
                      const size_t *len, size_t chunk);

@@ -43,6 +43,8 @@
 #include <string.h>
 
 #include "coll/algorithms.h"
+#include "coll/tuning.h"
+#include "coll/tuning_file.h"
 #include "core/wait.h"
 #include "coupler.h"
 #include "tools/calibrate.h"
@@ -71,8 +73,12 @@ static void restore_env(void) {
   }
 }
 
+/* Why the last variant() call refused its name (for the usage error). */
+static char variant_err[192];
+
 /* Split "ALG@opt@opt" into ALG (alg, n bytes) and, if apply, set the
- * options' environment. Returns 0, or -1 for an unknown option. */
+ * options' environment. Returns 0, or -1 for an unknown or bad option
+ * (variant_err says which). */
 static int variant(const char *name, char *alg, size_t n, int apply) {
   snprintf(alg, n, "%s", name);
   char *at = strchr(alg, '@');
@@ -81,6 +87,8 @@ static int variant(const char *name, char *alg, size_t n, int apply) {
   for (char *o = at + 1; o && *o;) {
     char *next = strchr(o, '@');
     if (next) *next++ = '\0';
+    size_t chunk;
+    cpl_intra_algorithm ia;
     if (!strcmp(o, "step")) {
       if (apply) setenv("CPL_FLOW", "0", 1);
     } else if (!strcmp(o, "flow")) {
@@ -88,11 +96,22 @@ static int variant(const char *name, char *alg, size_t n, int apply) {
     } else if (!strcmp(o, "ring") || !strcmp(o, "alg7")) {
       if (apply) setenv("CPL_RING", o[0] == 'r' ? "1" : "0", 1);
     } else if (o[0] == 'c' && o[1] >= '0' && o[1] <= '9') {
+      /* the library's own rule for CPL_CHUNK (coll/tuning.h) */
+      if (cpli_parse_bytes(o + 1, &chunk) || chunk < CPLI_CHUNK_MIN) {
+        snprintf(variant_err, sizeof variant_err,
+                 "%s: @c needs a whole number of bytes >= %d (K or M suffix), got \"%s\"", name,
+                 CPLI_CHUNK_MIN, o + 1);
+        return -1;
+      }
       if (apply) setenv("CPL_CHUNK", o + 1, 1);
-    } else if (o[0] == 'i' && o[1]) {
+    } else if (o[0] == 'i' && o[1] && cpl_intra_algorithm_parse(o + 1, &ia) == CPL_OK) {
       if (apply) setenv("CPL_INTRA_ALGORITHM", o + 1, 1);
     } else if (!strcmp(o, "v")) { /* run_inter reads it */
     } else {
+      snprintf(variant_err, sizeof variant_err,
+               "%s: unknown option \"@%s\" (known: @step, @flow, @ring, @alg7, @cSIZE, @iALG "
+               "with ALG an intra-group algorithm, @v)",
+               name, o);
       return -1;
     }
     o = next;
@@ -526,11 +545,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--calibrate")) calibrate = 1, takes = 0;
     else if (!known) bad = 3;
     else if (!val) bad = 2;
-    else if (!strcmp(a, "--inter"))
-      b.inter_mode = 1, b.nv = expand_all(b.names, split_list(val, b.names, MAXV), 1);
-    else if (!strcmp(a, "--intra"))
-      b.inter_mode = 0, b.nv = expand_all(b.names, split_list(val, b.names, MAXV), 0);
-    else if (!strcmp(a, "--shape")) nshapes = split_list(val, shapes, 32);
+    else if (!strcmp(a, "--inter") || !strcmp(a, "--intra")) {
+      b.inter_mode = a[4] == 'e';
+      b.nv = expand_all(b.names, split_list(val, b.names, MAXV), b.inter_mode);
+      bad = b.nv == 0 ? 4 : 0; /* "" must not mean the default inter run */
+    } else if (!strcmp(a, "--shape")) nshapes = split_list(val, shapes, 32);
     else if (!strcmp(a, "--procs")) nprocs = split_list(val, procs, 32);
     else if (!strcmp(a, "--sizes"))
       bad = (b.nsizes = parse_sizes(val, b.sizes, 64)) <= 0, sizes_given = 1;
@@ -546,6 +565,7 @@ int main(int argc, char **argv) {
       fprintf(stderr,
               bad == 3   ? "cpl-bench: unknown option %s\n"
               : bad == 2 ? "cpl-bench: option %s needs a value\n"
+              : bad == 4 ? "cpl-bench: %s needs at least one algorithm, got \"%s\"\n"
                          : "cpl-bench: bad value for %s: %s\n",
               a, val);
     i += takes;
@@ -561,11 +581,14 @@ int main(int argc, char **argv) {
     cpl_inter_algorithm ia;
     cpl_intra_algorithm xa;
     char alg[32];
+    if (variant(b.names[v], alg, sizeof alg, 0)) {
+      bad = 1, wrank == 0 && fprintf(stderr, "cpl-bench: %s\n", variant_err);
+      break;
+    }
     const int ok =
-        variant(b.names[v], alg, sizeof alg, 0) == 0 &&
-        (!strcmp(alg, "mpi") ||
-         (b.inter_mode ? !strcmp(alg, "ring-intra") || cpl_inter_algorithm_parse(alg, &ia) == CPL_OK
-                       : cpl_intra_algorithm_parse(alg, &xa) == CPL_OK));
+        !strcmp(alg, "mpi") ||
+        (b.inter_mode ? !strcmp(alg, "ring-intra") || cpl_inter_algorithm_parse(alg, &ia) == CPL_OK
+                      : cpl_intra_algorithm_parse(alg, &xa) == CPL_OK);
     if (!ok) bad = 1, wrank == 0 && fprintf(stderr, "cpl-bench: %s\n", cpl_last_error());
     if (baseline && !strcmp(baseline, b.names[v])) b.baseline = v;
   }

@@ -79,6 +79,10 @@ static int ring_steps(int p, int q) {
   return n;
 }
 
+/* Largest --size (bytes per process): with --max at most 2^20, p * k
+ * stays below 2^60, well inside size_t (and exact in a double). */
+#define CPL_MODEL_MAX_SIZE 1099511627776.0 /* 2^40 */
+
 static double lg(double x) { return x > 1 ? log2(x) : 0; }
 
 int main(int argc, char **argv) {
@@ -114,9 +118,31 @@ int main(int argc, char **argv) {
     if (!strcmp(a, "--alpha")) alpha = x;
     else if (!strcmp(a, "--beta")) beta = x;
     else if (!strcmp(a, "--rate")) beta = 1 / (x * 1e6);
-    else if (!strcmp(a, "--size")) ok = number(v, &x) && x >= 0, k = x;
+    else if (!strcmp(a, "--size")) /* p * k must fit size_t for every p <= --max */
+      ok = number(v, &x) && x >= 0 && x <= CPL_MODEL_MAX_SIZE, k = x;
     else ok = ok && x >= 2 && x <= 1 << 20 && x == (int)x, max = (int)x;
-    if (!ok) return cpli_cli_usage_error("cpl-model", usage, "bad value for %s: %s", a, v);
+    if (!ok)
+      return cpli_cli_usage_error("cpl-model", usage, "bad value for %s: %s%s", a, v,
+                                  strcmp(a, "--size") ? "" : " (bytes per process, 0 to 2^40)");
+  }
+  /* Every shape is checked before anything is printed (--max may follow
+   * --shapes). */
+  if (shapes) {
+    char *copy = strdup(shapes);
+    int nshape = 0;
+    for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ","), nshape++) {
+      int p, q;
+      char end;
+      if (sscanf(tok, "%d:%d%c", &p, &q, &end) != 2 || p < 1 || q < 1 || p > max || q > max) {
+        const int rc = cpli_cli_usage_error("cpl-model", usage,
+                                            "bad shape %s (P:Q, 1 <= P, Q <= %d)", tok, max);
+        free(copy);
+        return rc;
+      }
+    }
+    free(copy);
+    if (nshape == 0)
+      return cpli_cli_usage_error("cpl-model", usage, "--shapes needs at least one P:Q");
   }
   if (csvpath) {
     if (!(csv = fopen(csvpath, "w"))) {

@@ -44,6 +44,27 @@ case $name in
     [[ -s $tmp/out ]] && fail "no arguments wrote to stdout: $(head -2 "$tmp/out")"
     run --reps
     ((rc == 2)) && grep -q -- '--reps needs a value' "$tmp/err" || fail "--reps without a value: $rc $(head -1 "$tmp/err")"
+    # Variant options: a bad one is named (it printed "cpl-bench: " alone),
+    # chunks follow the library's CPL_CHUNK rule (>= 512), and an empty
+    # list is an error (it ran the default inter benchmark).
+    run --intra circulant@cabc --sizes 1K --reps 1
+    ((rc == 2)) && grep -q 'circulant@cabc: unknown option "@cabc"' "$tmp/err" ||
+      fail "@cabc: $rc $(head -1 "$tmp/err")"
+    for c in 0 1 511 1.5; do
+      run --intra circulant@c$c --sizes 1K --reps 1
+      ((rc == 2)) && grep -q "circulant@c$c: @c needs a whole number of bytes >= 512" "$tmp/err" ||
+        fail "@c$c: $rc $(head -1 "$tmp/err")"
+    done
+    run --intra circulant@ixyz --sizes 1K --reps 1
+    ((rc == 2)) && grep -q '"@ixyz"' "$tmp/err" || fail "@ixyz: $rc $(head -1 "$tmp/err")"
+    for opt in --intra --inter; do
+      for list in "" ","; do
+        run $opt "$list" --sizes 1K --reps 1
+        ((rc == 2)) && grep -q -- "$opt needs at least one algorithm" "$tmp/err" ||
+          fail "$opt '$list': $rc $(head -1 "$tmp/err")"
+        [[ -s $tmp/out ]] && fail "$opt '$list' wrote to stdout: $(head -2 "$tmp/out")"
+      done
+    done
     ;;
   cpl-sched)
     run ring 2 2
@@ -64,6 +85,22 @@ case $name in
   cpl-model)
     run --max x
     ((rc == 2)) && grep -q -- '--max: x' "$tmp/err" || fail "--max x: $rc $(head -1 "$tmp/err")"
+    # --size is bounded (p * k overflowed size_t: 1e30 bytes modelled as 0.01 ms)
+    for sz in 1e30 18446744073709551615 1099511627777 -1; do
+      run --size $sz
+      ((rc == 2)) && grep -q -- "--size: $sz" "$tmp/err" || fail "--size $sz: $rc $(head -1 "$tmp/err")"
+      [[ -s $tmp/out ]] && fail "--size $sz wrote to stdout"
+    done
+    run --size 1099511627776 --max 4 --shapes 3:4
+    ((rc == 0)) && grep -q '^ *3 *4 ' "$tmp/out" || fail "--size 2^40: $rc $(head -1 "$tmp/err")"
+    # --shapes is checked before any output (the report came first)
+    for sh in 0:3 2:3x 8:2 ,; do
+      run --max 4 --shapes "$sh"
+      ((rc == 2)) && grep -q -- 'shape' "$tmp/err" || fail "--shapes $sh: $rc $(head -1 "$tmp/err")"
+      [[ -s $tmp/out ]] && fail "--shapes $sh printed $(wc -l < "$tmp/out") lines before the error"
+    done
+    run --shapes 4:4 --max 2 # --max given later still counts
+    ((rc == 2)) && grep -q 'bad shape 4:4' "$tmp/err" || fail "--shapes 4:4 --max 2: $rc"
     ;;
   cpl-run | cpl-validate)
     run

@@ -436,6 +436,19 @@ static void broken_plans(void) {
             a.m[1].np == 2 && a.off[a.m[1].p0 + 1] == 20,
         "stream cut wrong (%zu messages)", a.nm);
   cpli_flow_free(&a);
+  /* a tiny chunk on a long stream: at most CPLI_FLOW_MAX_STREAM_MSGS
+   * messages (a million posted receives crashed MPICH), bytes all covered */
+  cpli_flow_init(&a);
+  const size_t big = (size_t)1 << 20;
+  cpli_flow_stream(&a, 1, 1, 0, 1, (size_t[]){0}, &big, 1);
+  size_t sum = 0;
+  for (size_t i = 0; i < a.nm; i++) sum += a.m[i].bytes;
+  CHECK(a.nm == CPLI_FLOW_MAX_STREAM_MSGS && sum == big && a.m[0].bytes == 256,
+        "1 MiB at chunk 1: %zu messages, %zu bytes", a.nm, sum);
+  cpli_flow_free(&a);
+  const cpli_fc_opts fo = {.chunk = 1, .model = 1, .nblocks = 1};
+  CHECK(cpli_flow_fc_nblocks(2, 5, big, &fo) == (long long)CPLI_FLOW_MAX_STREAM_MSGS,
+        "fc blocks at chunk 1: %lld", cpli_flow_fc_nblocks(2, 5, big, &fo));
   cases += 10;
 }
 

@@ -1,10 +1,12 @@
 /*
  * Environment snapshot (coll/tuning.h): defaults when unset or empty, the
- * same parsing as before the snapshot existed (bad numbers fall back to the
- * defaults, a bad timeout is reported), and a change made with setenv
+ * same parsing as before the snapshot existed (a bad timeout is reported),
+ * a bad CPL_ALPHA, CPL_BETA, CPL_OVERHEAD or CPL_CHUNK is reported in
+ * file_error naming the variable and the value, and a change made with setenv
  * between two calls is always seen, including a value changed back and a
  * value longer than the remembered length, from the next refresh on.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,7 +38,6 @@ int main(void) {
   CHECK(!*t->inter && !*t->intra && !t->timeout_set && !t->timeout_bad, "names, timeout unset");
 
   setenv("CPL_ALPHA", "2e-5", 1);
-  setenv("CPL_BETA", "-1", 1); /* not positive: default */
   setenv("CPL_CHUNK", "128K", 1);
   setenv("CPL_FLOW", "0", 1);
   setenv("CPL_RING", "1", 1);
@@ -81,6 +82,47 @@ int main(void) {
   CHECK(cpli_tuning_now()->chunk == (size_t)0, "now() does not read the environment");
   CHECK(cpli_tuning_refresh()->chunk == 64 * 1024 && cpli_tuning_now()->chunk == 64 * 1024,
         "refresh reads it");
+  unset_all();
+
+  /* Bad model values: an error naming the variable and the value (api.c
+   * refuses every call while file_error is set), never a silent default. */
+  static const char *const model_vars[] = {"CPL_ALPHA", "CPL_BETA", "CPL_OVERHEAD", "CPL_CHUNK"};
+  static const char *const bad_vals[] = {"abc", "-5", "0", "nan", "inf", "1e-3x"};
+  for (size_t i = 0; i < 4; i++)
+    for (size_t j = 0; j < sizeof bad_vals / sizeof *bad_vals; j++) {
+      setenv(model_vars[i], bad_vals[j], 1);
+      t = cpli_tuning_refresh();
+      char want[64];
+      snprintf(want, sizeof want, "\"%s\"", bad_vals[j]);
+      CHECK(t->file_error && strstr(t->file_error, model_vars[i]) && strstr(t->file_error, want),
+            "%s=%s: %s", model_vars[i], bad_vals[j], t->file_error ? t->file_error : "(accepted)");
+      unsetenv(model_vars[i]);
+      t = cpli_tuning_refresh();
+      CHECK(!t->file_error, "%s unset again: %s", model_vars[i],
+            t->file_error ? t->file_error : "");
+    }
+  /* CPL_CHUNK: whole bytes, at least CPLI_CHUNK_MIN (chunk 1 crashed MPICH) */
+  static const char *const bad_chunks[] = {"1", "511", "700.5", "-1K"};
+  for (size_t j = 0; j < sizeof bad_chunks / sizeof *bad_chunks; j++) {
+    setenv("CPL_CHUNK", bad_chunks[j], 1);
+    t = cpli_tuning_refresh();
+    CHECK(t->file_error && strstr(t->file_error, "CPL_CHUNK") && strstr(t->file_error, ">= 512"),
+          "CPL_CHUNK=%s: %s", bad_chunks[j], t->file_error ? t->file_error : "(accepted)");
+  }
+  setenv("CPL_CHUNK", "512", 1);
+  t = cpli_tuning_refresh();
+  CHECK(!t->file_error && t->chunk == 512, "CPL_CHUNK=512: %zu", t->chunk);
+  setenv("CPL_OVERHEAD", "2e-6", 1);
+  setenv("CPL_BETA", "1e-9", 1);
+  t = cpli_tuning_refresh();
+  CHECK(!t->file_error && t->overhead == 2e-6 && t->beta == 1e-9, "good values accepted");
+  setenv("CPL_ALPHA", "abc", 1);
+  setenv("CPL_BETA", "0", 1);
+  t = cpli_tuning_refresh();
+  CHECK(t->file_error && strstr(t->file_error, "CPL_ALPHA: expected a positive number of seconds, "
+                                               "got \"abc\""),
+        "first bad one reported: %s", t->file_error ? t->file_error : "(none)");
+  unsetenv("CPL_OVERHEAD");
   unset_all();
   return failures != 0;
 }

@@ -75,6 +75,8 @@ int main(void) {
   bad("alpha = 1\nalpha = 2\n", "2", "given twice (first on line 1)");
   bad("chunk = 0\n", "1", "chunk: expected a whole number");
   bad("chunk = 1.5\n", "1", "chunk");
+  bad("chunk = 1\n", "1", "chunk: expected a whole number of bytes >= 512"); /* crashed MPICH */
+  bad("alpha = 1e-6\nchunk = 511\n", "2", ">= 512");
   bad("alpha =\n", "1", "got \"\"");
   CHECK(cpli_tuning_file_read("/nonexistent/x", &r, err, sizeof err) == CPL_ERR_IO &&
             strstr(err, "/nonexistent/x"),
