@@ -371,7 +371,8 @@ static int answer(stage *s, served *l, int *did) {
   if (want == CPL_REQ_NONE) return CPL_OK;
   if (want == CPL_REQ_GONE) { /* the consumer closed its input */
     l->ended = *did = 1;
-    return CPL_OK;
+    /* mark the link done, or every later poll returns at once for it */
+    return cpl_output_end_link(l->out, l->index);
   }
   if (want == CPL_STEP_NEXT) {
     for (int i = 0; i < s->nkept && !k; i++)
@@ -419,6 +420,10 @@ static int serve(stage *s, double wait, int *open, int *did) {
       cpli_error_prefix("output port \"%s\": polling requests: ", s->out_ports[p]);
       return rc;
     }
+    /* The poll waited its full `wait` only if no live link had a request. */
+    double waited = wait;
+    for (int j = 0; j < s->nlinks[p]; j++)
+      if (!l[j].ended && want[j] != CPL_REQ_NONE) waited = 0;
     for (int j = 0; j < s->nlinks[p]; j++) {
       served *lj = &l[j];
       if (lj->ended) continue;
@@ -433,7 +438,7 @@ static int serve(stage *s, double wait, int *open, int *did) {
       /* After the input ended, a consumer that never asks again is dead:
        * its link's timeout, counted in polling time (the same on every
        * rank), not in clock time. */
-      if (s->input_ended && !done && lj->want == CPL_REQ_NONE && (lj->idle += wait) > lj->timeout)
+      if (s->input_ended && !done && lj->want == CPL_REQ_NONE && (lj->idle += waited) > lj->timeout)
         return cpli_fail(CPL_ERR_TIMEOUT,
                          "link %s: no request from the "
                          "consumer for %g s after the stage's input ended "

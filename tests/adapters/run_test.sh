@@ -181,6 +181,15 @@ stage_paces)
     fail "not every consumer verified its 8 steps"
   [ "$(grep -c '^consumer rank [01]: 8 steps, received' "$out/log")" -eq 2 ] ||
     fail "the selecting ranks did not report their bytes" ;;
+stage_idle)
+  # No false idle timeout: every consumer finished, the stage summary shows
+  # what each link got.
+  launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
+  cat "$out/log"
+  grep -q '^consumer: verified 150 steps after' "$out/log" || fail "fast did not get all 150 steps"
+  grep -q '^consumer: request next=4: step 4 verified' "$out/log" || fail "slow did not get step 4"
+  grep -Eq 'stage: steps in 150 \(0\.\.149\); served relay\.out->gone\.in 1, relay\.out->fast\.in 150, relay\.out->slow\.in 5;' "$out/log" ||
+    fail "no stage summary, or wrong counts" ;;
 stage_drain_bad)
   : > "$out/file"
   expect_failure 'cpl-component\[relay rank 0\]: stage "relay" .*drain file "[^"]*/stage_drain_bad/file/sub/d.h5": cannot create directory [^ ]*/file/sub: Not a directory' ;;
