@@ -130,7 +130,7 @@ source_odd)
   same "$out/expected.h5" "$out/out1.h5"
   same "$out/expected.h5" "$out/out2.h5" ;;
 stage_1_3_2)
-  # Decoupling: the stage's output queue (depth 4) takes the producer's
+  # Decoupling: the stage's store (keep 4) takes the producer's
   # steps while the consumer sleeps 100 ms per step, so the producer is
   # done by the consumer's second step at the latest: >= 0.4 s early.
   launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
