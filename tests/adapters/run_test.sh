@@ -190,6 +190,29 @@ stage_idle)
   grep -q '^consumer: request next=4: step 4 verified' "$out/log" || fail "slow did not get step 4"
   grep -Eq 'stage: steps in 150 \(0\.\.149\); served relay\.out->gone\.in 1, relay\.out->fast\.in 150, relay\.out->slow\.in 5;' "$out/log" ||
     fail "no stage summary, or wrong counts" ;;
+stage_gap)
+  # Steps 1 and 4 were never made: said so, no drain group named for them.
+  # Step 3 was received and evicted: the drain file has it.
+  launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
+  cat "$out/log"
+  grep -q 'consumer: refused: .*step 1 is not held by stage "relay": it holds steps 30\.\.33 (keep 2); the producer made no step 1$' "$out/log" ||
+    fail "the refusal of step 1 does not say it was never made"
+  grep -q 'consumer: refused: .*step 4 is not held by stage "relay": it holds steps 30\.\.33 (keep 2); the producer made no step 4$' "$out/log" ||
+    fail "the refusal of step 4 does not say it was never made"
+  grep -q 'consumer: refused: .*step 3 is not held by stage "relay": it holds steps 30\.\.33 (keep 2); older steps were evicted; every step the stage received is in its drain file "[^"]*/stage_gap/drain.h5" (group step_000003)' "$out/log" ||
+    fail "the refusal of step 3 does not name its drain group"
+  ! grep -q 'group step_00000[14]' "$out/log" || fail "a drain group named for a step never made" ;;
+stage_evict_read)
+  # evicted == missed by the one link, and each warning names the link.
+  launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
+  cat "$out/log"
+  evict_counts "relay.out->A.in" 8
+  s=$(grep 'stage: steps in' "$out/log")
+  m=$(echo "$s" | sed -n 's/.*; relay\.out->A\.in missed \([0-9]*\).*/\1/p')
+  e=$(echo "$s" | sed -n 's/.*, evicted \([0-9]*\).*/\1/p')
+  [ "${e:-x}" = "${m:-0}" ] || fail "evicted ${e:-?} steps but the only link missed ${m:-0}"
+  ! grep 'evicted step' "$out/log" | grep -v 'not yet read by relay\.out->A\.in' ||
+    fail "an eviction warning for a step the consumer had" ;;
 stage_drain_bad)
   : > "$out/file"
   expect_failure 'cpl-component\[relay rank 0\]: stage "relay" .*drain file "[^"]*/stage_drain_bad/file/sub/d.h5": cannot create directory [^ ]*/file/sub: Not a directory' ;;
