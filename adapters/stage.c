@@ -97,6 +97,7 @@ typedef struct stage {
   cpli_when_full when_full;
   int input_ended;
   cpl_flow_policy in_policy; /* of the input link: may it drop steps? */
+  int in_allgather;          /* the input link forces delivery: allgather */
   step_run *runs;            /* received step numbers */
   int nruns;
   long forgot; /* steps below it: runs forgotten; -1: none */
@@ -527,6 +528,7 @@ static int find_input(cpl_context *ctx, stage *s) {
     cpl_link_info li;
     CPLI_TRY(cpl_workflow_link(cpl_context_workflow(ctx), e.link, &li));
     s->in_policy = li.policy;
+    s->in_allgather = cpl_context_workflow(ctx)->links[e.link].delivery == CPLI_DELIVERY_ALLGATHER;
     snprintf(s->in_label, sizeof s->in_label, "%s.%s->%s.%s", e.peer_component, e.peer_port,
              s->name, e.port);
     if (o < sizeof list)
@@ -586,6 +588,17 @@ static int open_ports(cpl_context *ctx, stage *s) {
                      "stage \"%s\" has no linked output port: "
                      "nothing to serve",
                      s->name);
+  /* Warn, not refuse: the run is still correct and the store still holds
+   * only this rank's rows, but every rank receives each step whole, which
+   * breaks the memory and traffic bound the user may have sized for. The
+   * setting is explicit, so it may be wanted (e.g. to compare algorithms). */
+  if (s->in_allgather && s->size > 1 && s->rank == 0)
+    fprintf(stderr,
+            "cpl-component[%s]: warning: input link %s forces delivery: allgather, so each "
+            "of the %d stage ranks receives every step whole (%d times the traffic, a whole "
+            "step in flight per rank); the store still keeps only each rank's rows. Remove "
+            "delivery (auto) or use select for the rows-only delivery\n",
+            s->name, s->in_label, s->size, s->size);
   int rc = cpl_input_open(ctx, s->in_port, NULL, &s->in);
   /* Each rank receives only its rows: the stage never holds a full copy. */
   if (rc == CPL_OK) rc = cpl_input_select_rows(s->in, NULL, s->rank, s->size);

@@ -213,6 +213,12 @@ stage_evict_read)
   [ "${e:-x}" = "${m:-0}" ] || fail "evicted ${e:-?} steps but the only link missed ${m:-0}"
   ! grep 'evicted step' "$out/log" | grep -v 'not yet read by relay\.out->A\.in' ||
     fail "an eviction warning for a step the consumer had" ;;
+stage_allgather_in)
+  launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
+  cat "$out/log"
+  grep -q '^consumer: verified 4 steps after' "$out/log" || fail "steps lost"
+  [ "$(grep -c 'warning: input link sim\.out->relay\.in forces delivery: allgather, so each of the 2 stage ranks receives every step whole' "$out/log")" -eq 1 ] ||
+    fail "not one warning about the forced allgather" ;;
 stage_drain_bad)
   : > "$out/file"
   expect_failure 'cpl-component\[relay rank 0\]: stage "relay" .*drain file "[^"]*/stage_drain_bad/file/sub/d.h5": cannot create directory [^ ]*/file/sub: Not a directory' ;;
