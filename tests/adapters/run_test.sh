@@ -219,6 +219,17 @@ stage_allgather_in)
   grep -q '^consumer: verified 4 steps after' "$out/log" || fail "steps lost"
   [ "$(grep -c 'warning: input link sim\.out->relay\.in forces delivery: allgather, so each of the 2 stage ranks receives every step whole' "$out/log")" -eq 1 ] ||
     fail "not one warning about the forced allgather" ;;
+stage_cpu)
+  # The stage's busiest rank used less than half the elapsed time in CPU
+  # (it was about all of it; now about 15 %).
+  launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
+  cat "$out/log"
+  grep -q '^consumer: verified 6 steps after' "$out/log" || fail "steps lost"
+  s=$(grep 'stage: steps in' "$out/log") || fail "no stage summary"
+  cpu=$(echo "$s" | sed -n 's/.*CPU \([0-9.]*\) s (largest of 2 ranks) in \([0-9.]*\) s$/\1 \2/p')
+  [ -n "$cpu" ] || fail "no CPU time in the summary"
+  echo "$cpu" | awk '{ exit !($2 >= 1.5 && $1 < 0.5 * $2) }' ||
+    fail "stage CPU $cpu (CPU s, elapsed s): a rank busy-waits" ;;
 stage_drain_bad)
   : > "$out/file"
   expect_failure 'cpl-component\[relay rank 0\]: stage "relay" .*drain file "[^"]*/stage_drain_bad/file/sub/d.h5": cannot create directory [^ ]*/file/sub: Not a directory' ;;
