@@ -29,7 +29,15 @@
  * longer one for requests when only requests can make progress. */
 #define WAIT_INPUT 0.005
 #define WAIT_REQUESTS 0.02
-#define LOG_FIRST 5 /* evictions warned about on stderr; the rest counted */
+#define LOG_FIRST 5   /* evictions warned about on stderr; the rest counted */
+#define MAX_RUNS 1024 /* runs of received step numbers remembered */
+
+/* Step numbers received, as arithmetic runs first, first + stride, ...: a
+ * producer with a constant stride needs one run. Past MAX_RUNS the oldest
+ * are forgotten (steps below `forgot` are then unknown). */
+typedef struct step_run {
+  long first, stride, n;
+} step_run;
 
 typedef struct kept_attr {
   char *name;
@@ -88,6 +96,11 @@ typedef struct stage {
   int keep, head, nkept;
   cpli_when_full when_full;
   int input_ended;
+  cpl_flow_policy in_policy; /* of the input link: may it drop steps? */
+  int in_allgather;          /* the input link forces delivery: allgather */
+  step_run *runs;            /* received step numbers */
+  int nruns;
+  long forgot; /* steps below it: runs forgotten; -1: none */
   long first_in, last_in, steps_in, evicted;
   size_t held, held_max, bytes_in; /* bytes_in: received from the input */
   /* drain */
@@ -218,8 +231,8 @@ static int needed(const stage *s, long step) {
 }
 
 /* Drop the oldest kept step to make room. Block mode drops only steps no
- * link needs; in evict mode it may still be wanted: count and log it for
- * every link that had not had it. */
+ * link needs; in evict mode it may still be wanted: then it is evicted,
+ * counted and logged for every link that had not had it. */
 static void drop_oldest(stage *s) {
   kept_step *k = oldest(s);
   char who[600] = "";
@@ -233,20 +246,20 @@ static void drop_oldest(stage *s) {
     if (o < sizeof who)
       o += (size_t)snprintf(who + o, sizeof who - o, "%s%s", o ? ", " : "", l->label);
   }
-  if (s->when_full == CPLI_FULL_EVICT) {
+  /* A step every link already had (or moved past) is released, as in block
+   * mode: only a loss is an eviction worth a warning and a count. */
+  if (s->when_full == CPLI_FULL_EVICT && lost) {
     s->evicted++;
     if (s->rank == 0 && s->evicted <= LOG_FIRST)
       fprintf(stderr,
               "cpl-component[%s]: warning: stage full (keep %d): "
-              "evicted step %ld%s%s%s%s\n",
-              s->name, s->keep, k->step, lost ? ", not yet read by " : "", who,
-              s->drain ? " (it is in the drain file)" : "",
+              "evicted step %ld, not yet read by %s%s%s\n",
+              s->name, s->keep, k->step, who, s->drain ? " (it is in the drain file)" : "",
               s->evicted == LOG_FIRST ? "; further evictions are counted "
                                         "(CPL_VERBOSE=2 lists them)"
                                       : "");
     else
-      cpli_report(2, s->name, s->rank, "stage: evicted step %ld%s%s", k->step,
-                  lost ? ", not yet read by " : "", who);
+      cpli_report(2, s->name, s->rank, "stage: evicted step %ld, not yet read by %s", k->step, who);
   }
   s->held -= k->bytes;
   free_step(k);
@@ -259,6 +272,38 @@ static void drop_oldest(stage *s) {
 static int has_room(stage *s) {
   if (s->nkept < s->keep || s->when_full == CPLI_FULL_EVICT) return 1;
   return !needed(s, oldest(s)->step);
+}
+
+/* Remember that `step` (larger than any before) was received. */
+static void note_received(stage *s, long step) {
+  step_run *r = s->nruns ? &s->runs[s->nruns - 1] : NULL;
+  if (r && r->n == 1) {
+    r->stride = step - r->first;
+    r->n = 2;
+    return;
+  }
+  if (r && step == r->first + r->stride * r->n) {
+    r->n++;
+    return;
+  }
+  if (s->nruns == MAX_RUNS) { /* forget the oldest half */
+    s->forgot = s->runs[MAX_RUNS / 2].first;
+    memmove(s->runs, s->runs + MAX_RUNS / 2, (MAX_RUNS - MAX_RUNS / 2) * sizeof *s->runs);
+    s->nruns -= MAX_RUNS / 2;
+  }
+  s->runs[s->nruns++] = (step_run){step, 1, 1};
+}
+
+/* 1: `step` was received; 0: it was not; -1: unknown (forgotten). */
+static int was_received(const stage *s, long step) {
+  if (s->forgot >= 0 && step < s->forgot) return -1;
+  for (int i = 0; i < s->nruns; i++) {
+    const step_run *r = &s->runs[i];
+    if (step >= r->first && step <= r->first + r->stride * (r->n - 1) &&
+        (step - r->first) % r->stride == 0)
+      return 1;
+  }
+  return 0;
 }
 
 /* Take the step begin_step/try_step just opened: store it, drain it. */
@@ -281,6 +326,7 @@ static int take_step(stage *s, long step) {
   if (rc != CPL_OK) return rc;
   if (s->steps_in++ == 0) s->first_in = step;
   s->last_in = step;
+  note_received(s, step);
   return CPL_OK;
 }
 
@@ -339,6 +385,19 @@ static int refuse(stage *s, served *l, long want) {
                   "; the stream ended at "
                   "step %ld",
                   s->last_in);
+  else if (!find_step(s, want) && was_received(s, want) == 0)
+    o += snprintf(why + o, sizeof why - (size_t)o,
+                  s->in_policy == CPL_POLICY_ALL
+                      ? "; the producer made no step %ld"
+                      : "; the stage never received step %ld (the producer made none, or "
+                        "the input link's policy dropped it)",
+                  want);
+  else if (want < oldest(s)->step && s->drain && was_received(s, want) < 0)
+    o += snprintf(why + o, sizeof why - (size_t)o,
+                  "; older steps were %s; every step the stage received is in its drain "
+                  "file %s (group step_%06ld, if step %ld was made)",
+                  s->when_full == CPLI_FULL_EVICT ? "evicted" : "released", s->drain_where, want,
+                  want);
   else if (want < oldest(s)->step && !s->drain)
     o += snprintf(why + o, sizeof why - (size_t)o, "; older steps were %s",
                   s->when_full == CPLI_FULL_EVICT ? "evicted" : "released");
@@ -371,7 +430,8 @@ static int answer(stage *s, served *l, int *did) {
   if (want == CPL_REQ_NONE) return CPL_OK;
   if (want == CPL_REQ_GONE) { /* the consumer closed its input */
     l->ended = *did = 1;
-    return CPL_OK;
+    /* mark the link done, or every later poll returns at once for it */
+    return cpl_output_end_link(l->out, l->index);
   }
   if (want == CPL_STEP_NEXT) {
     for (int i = 0; i < s->nkept && !k; i++)
@@ -419,6 +479,10 @@ static int serve(stage *s, double wait, int *open, int *did) {
       cpli_error_prefix("output port \"%s\": polling requests: ", s->out_ports[p]);
       return rc;
     }
+    /* The poll waited its full `wait` only if no live link had a request. */
+    double waited = wait;
+    for (int j = 0; j < s->nlinks[p]; j++)
+      if (!l[j].ended && want[j] != CPL_REQ_NONE) waited = 0;
     for (int j = 0; j < s->nlinks[p]; j++) {
       served *lj = &l[j];
       if (lj->ended) continue;
@@ -433,7 +497,7 @@ static int serve(stage *s, double wait, int *open, int *did) {
       /* After the input ended, a consumer that never asks again is dead:
        * its link's timeout, counted in polling time (the same on every
        * rank), not in clock time. */
-      if (s->input_ended && !done && lj->want == CPL_REQ_NONE && (lj->idle += wait) > lj->timeout)
+      if (s->input_ended && !done && lj->want == CPL_REQ_NONE && (lj->idle += waited) > lj->timeout)
         return cpli_fail(CPL_ERR_TIMEOUT,
                          "link %s: no request from the "
                          "consumer for %g s after the stage's input ended "
@@ -461,6 +525,10 @@ static int find_input(cpl_context *ctx, stage *s) {
     if (e.role != CPL_RECEIVER) continue;
     nin++;
     s->in_port = e.port;
+    cpl_link_info li;
+    CPLI_TRY(cpl_workflow_link(cpl_context_workflow(ctx), e.link, &li));
+    s->in_policy = li.policy;
+    s->in_allgather = cpl_context_workflow(ctx)->links[e.link].delivery == CPLI_DELIVERY_ALLGATHER;
     snprintf(s->in_label, sizeof s->in_label, "%s.%s->%s.%s", e.peer_component, e.peer_port,
              s->name, e.port);
     if (o < sizeof list)
@@ -520,6 +588,17 @@ static int open_ports(cpl_context *ctx, stage *s) {
                      "stage \"%s\" has no linked output port: "
                      "nothing to serve",
                      s->name);
+  /* Warn, not refuse: the run is still correct and the store still holds
+   * only this rank's rows, but every rank receives each step whole, which
+   * breaks the memory and traffic bound the user may have sized for. The
+   * setting is explicit, so it may be wanted (e.g. to compare algorithms). */
+  if (s->in_allgather && s->size > 1 && s->rank == 0)
+    fprintf(stderr,
+            "cpl-component[%s]: warning: input link %s forces delivery: allgather, so each "
+            "of the %d stage ranks receives every step whole (%d times the traffic, a whole "
+            "step in flight per rank); the store still keeps only each rank's rows. Remove "
+            "delivery (auto) or use select for the rows-only delivery\n",
+            s->name, s->in_label, s->size, s->size);
   int rc = cpl_input_open(ctx, s->in_port, NULL, &s->in);
   /* Each rank receives only its rows: the stage never holds a full copy. */
   if (rc == CPL_OK) rc = cpl_input_select_rows(s->in, NULL, s->rank, s->size);
@@ -636,7 +715,7 @@ static int run(stage *s) {
 }
 
 int cpli_stage_run(cpl_context *ctx) {
-  stage s = {.first_in = -1, .last_in = -1, .h5 = {.file = -1, .dxpl = -1}};
+  stage s = {.first_in = -1, .last_in = -1, .forgot = -1, .h5 = {.file = -1, .dxpl = -1}};
   int index = -1;
   cpli_whoami(ctx, &s.name, &s.rank);
   CPLI_TRY(cpl_component_comm(ctx, &s.comm));
@@ -647,7 +726,8 @@ int cpli_stage_run(cpl_context *ctx) {
   s.when_full = c->when_full;
   s.drain = c->drain;
   s.kept = calloc((size_t)s.keep, sizeof *s.kept);
-  int rc = s.kept ? CPL_OK : cpli_fail(CPL_ERR_NOMEM, "out of memory");
+  s.runs = malloc(MAX_RUNS * sizeof *s.runs);
+  int rc = s.kept && s.runs ? CPL_OK : cpli_fail(CPL_ERR_NOMEM, "out of memory");
   if (rc == CPL_OK) rc = open_ports(ctx, &s);
   if (rc == CPL_OK) rc = open_drain(&s);
   if (rc == CPL_OK) rc = run(&s);
@@ -658,6 +738,7 @@ int cpli_stage_run(cpl_context *ctx) {
   for (int i = 0; s.kept && i < s.nkept; i++) free_step(kept_at(&s, i));
   for (int p = 0; s.wants && p < s.nout; p++) free(s.wants[p]);
   free(s.kept);
+  free(s.runs);
   free(s.wants);
   free(s.nlinks);
   free(s.links);

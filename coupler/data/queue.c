@@ -593,6 +593,31 @@ static int other_servable(void *arg) {
   return 0;
 }
 
+/* The broadcast of a request poll (wait_on -2), while rank 0 waits up to
+ * `seconds` for requests first: the other ranks wait with naps
+ * (MPI_Ibcast), not in a spinning collective that keeps a core busy while
+ * a serving stage is idle, and takes it from the consumers it serves. */
+static int bcast_napping(cpl_output *o, int64_t *rec, int n, double seconds, double timeout) {
+  MPI_Request req;
+  if (MPI_Ibcast(rec, n, MPI_INT64_T, 0, o->comm, &req) != MPI_SUCCESS)
+    return cpli_fail(CPL_ERR_MPI, "port %s.%s, step %ld: MPI_Ibcast of the requests failed",
+                     o->comp->name, o->port->name, o->step);
+  cpli_wait w;
+  cpli_wait_start(&w, timeout, CPLI_WAIT_NAP_US);
+  for (;;) {
+    int done = 0;
+    if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      return cpli_fail(CPL_ERR_MPI, "port %s.%s, step %ld: MPI_Test of the requests failed",
+                       o->comp->name, o->port->name, o->step);
+    if (done) return CPL_OK;
+    if (cpli_wait_idle(&w))
+      return cpli_fail(CPL_ERR_TIMEOUT,
+                       "port %s.%s, step %ld: rank 0 sent no requests within %g s (it polls "
+                       "for at most %g s)",
+                       o->comp->name, o->port->name, o->step, timeout, seconds);
+  }
+}
+
 /*
  * Give every rank the root's view of the channels: credits, detaches,
  * requests and selections per link. With `wait_on` >= 0 the root first
@@ -619,7 +644,8 @@ int cpli_links_sync(cpl_output *o, int wait_on, double seconds) {
   opt.timeout = 2 * (wait_on == -2 ? seconds : o->timeout) + 10; /* beyond the root's own wait */
   opt.label = o->port->name;
   opt.step = o->step;
-  int brc = cpl_intra_bcast(rec, n, MPI_INT64_T, 0, o->comm, &opt);
+  int brc = wait_on == -2 && seconds > 0 ? bcast_napping(o, rec, n, seconds, opt.timeout)
+                                         : cpl_intra_bcast(rec, n, MPI_INT64_T, 0, o->comm, &opt);
   if (brc == CPL_OK && o->rank != 0) {
     rc = (int)rec[0];
     if (rc != CPL_OK && rc != CPL_ERR_TIMEOUT)

@@ -62,6 +62,23 @@ static void check_links(cpli_workflow *wf, const char *file, cpl_diag *d) {
                     "link %s: to %s.%s is an output port (to: must name an "
                     "input)",
                     l->label, tc->name, tp->name);
+    /* A stage's output ports serve: each consumer asks for the step it
+     * wants and gets that one alone, so the link has no queue and no
+     * policy to apply. Settings that would be ignored are errors, not
+     * silently dropped. */
+    if (fc->kind == CPL_KIND_STAGE && fp->output && l->policy_pos.line)
+      cpli_diag_add(d, file, l->policy_pos.line, l->policy_pos.col,
+                    "link %s: policy has no effect on a link from stage \"%s\": the stage "
+                    "serves each consumer the step it asks for (next, latest or a step "
+                    "number); remove policy (the stage's keep and when_full decide what it "
+                    "holds)",
+                    l->label, fc->name);
+    if (fc->kind == CPL_KIND_STAGE && fp->output && l->depth_pos.line)
+      cpli_diag_add(d, file, l->depth_pos.line, l->depth_pos.col,
+                    "link %s: depth has no effect on a link from stage \"%s\": the stage "
+                    "sends a step only when the consumer asks, so the link has no queue; "
+                    "remove depth (the stage's keep sets how many steps it holds)",
+                    l->label, fc->name);
     for (int j = 0; j < i; j++) {
       const cpli_link *o = &wf->links[j];
       if (o->from_comp == l->from_comp && o->from_port == l->from_port &&

@@ -113,6 +113,7 @@ typedef struct cpli_link {
   cpli_delivery delivery; /* how a step reaches the consumer ranks */
   char *label;            /* "sim.out->ana.in", for messages       */
   cpli_pos pos;
+  cpli_pos policy_pos, depth_pos; /* of the keys; line 0: not given */
 } cpli_link;
 
 struct cpl_workflow {

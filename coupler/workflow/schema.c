@@ -893,10 +893,13 @@ static void parse_link(S *s, const cpli_ynode *n, cpli_link *l) {
   if ((v = cpli_ymap_get(n, "delivery")) &&
       want_enum(s, v, "delivery", delivery_names, CPLI_DELIVERY_COUNT, &e))
     l->delivery = (cpli_delivery)e;
-  if ((v = cpli_ymap_get(n, "policy"))) parse_policy(s, v, l);
+  if ((v = cpli_ymap_get(n, "policy"))) {
+    l->policy_pos = pos_of(v);
+    parse_policy(s, v, l);
+  }
   long long d;
-  if ((v = cpli_ymap_get(n, "depth")) &&
-      want_int(s, v, "depth", "a positive integer", 1, CPLI_WF_MAX_DEPTH, &d))
+  if ((v = cpli_ymap_get(n, "depth"))) l->depth_pos = pos_of(v);
+  if (v && want_int(s, v, "depth", "a positive integer", 1, CPLI_WF_MAX_DEPTH, &d))
     l->depth = (int)d;
   double t;
   if ((v = cpli_ymap_get(n, "timeout")) && want_seconds(s, v, "timeout", CPLI_WF_MAX_TIMEOUT, &t))

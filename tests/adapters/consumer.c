@@ -24,6 +24,7 @@
  *   missing=N  step N, which must be refused (CPL_ERR_NOT_FOUND; the
  *              message is printed as "consumer: refused: ...")
  *   end        CPL_STEP_NEXT must be end of stream
+ *   sleep=MS   sleep MS milliseconds before the next item (a slow reader)
  * Every step received is checked in full against its content.
  */
 #include <mpi.h>
@@ -170,6 +171,9 @@ static int run_requests(cpl_input *in, const td_stream *st, char *items, int cra
       missing = 1;
     } else if (!strcmp(it, "end")) {
       end = 1;
+    } else if (!strncmp(it, "sleep=", 6)) {
+      sleep_ms(atoi(it + 6));
+      continue;
     } else {
       want = expect = atol(it);
     }

@@ -130,7 +130,7 @@ source_odd)
   same "$out/expected.h5" "$out/out1.h5"
   same "$out/expected.h5" "$out/out2.h5" ;;
 stage_1_3_2)
-  # Decoupling: the stage's output queue (depth 4) takes the producer's
+  # Decoupling: the stage's store (keep 4) takes the producer's
   # steps while the consumer sleeps 100 ms per step, so the producer is
   # done by the consumer's second step at the latest: >= 0.4 s early.
   launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
@@ -181,6 +181,55 @@ stage_paces)
     fail "not every consumer verified its 8 steps"
   [ "$(grep -c '^consumer rank [01]: 8 steps, received' "$out/log")" -eq 2 ] ||
     fail "the selecting ranks did not report their bytes" ;;
+stage_idle)
+  # No false idle timeout: every consumer finished, the stage summary shows
+  # what each link got.
+  launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
+  cat "$out/log"
+  grep -q '^consumer: verified 150 steps after' "$out/log" || fail "fast did not get all 150 steps"
+  grep -q '^consumer: request next=4: step 4 verified' "$out/log" || fail "slow did not get step 4"
+  grep -Eq 'stage: steps in 150 \(0\.\.149\); served relay\.out->gone\.in 1, relay\.out->fast\.in 150, relay\.out->slow\.in 5;' "$out/log" ||
+    fail "no stage summary, or wrong counts" ;;
+stage_gap)
+  # Steps 1 and 4 were never made: said so, no drain group named for them.
+  # Step 3 was received and evicted: the drain file has it.
+  launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
+  cat "$out/log"
+  grep -q 'consumer: refused: .*step 1 is not held by stage "relay": it holds steps 30\.\.33 (keep 2); the producer made no step 1$' "$out/log" ||
+    fail "the refusal of step 1 does not say it was never made"
+  grep -q 'consumer: refused: .*step 4 is not held by stage "relay": it holds steps 30\.\.33 (keep 2); the producer made no step 4$' "$out/log" ||
+    fail "the refusal of step 4 does not say it was never made"
+  grep -q 'consumer: refused: .*step 3 is not held by stage "relay": it holds steps 30\.\.33 (keep 2); older steps were evicted; every step the stage received is in its drain file "[^"]*/stage_gap/drain.h5" (group step_000003)' "$out/log" ||
+    fail "the refusal of step 3 does not name its drain group"
+  ! grep -q 'group step_00000[14]' "$out/log" || fail "a drain group named for a step never made" ;;
+stage_evict_read)
+  # evicted == missed by the one link, and each warning names the link.
+  launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
+  cat "$out/log"
+  evict_counts "relay.out->A.in" 8
+  s=$(grep 'stage: steps in' "$out/log")
+  m=$(echo "$s" | sed -n 's/.*; relay\.out->A\.in missed \([0-9]*\).*/\1/p')
+  e=$(echo "$s" | sed -n 's/.*, evicted \([0-9]*\).*/\1/p')
+  [ "${e:-x}" = "${m:-0}" ] || fail "evicted ${e:-?} steps but the only link missed ${m:-0}"
+  ! grep 'evicted step' "$out/log" | grep -v 'not yet read by relay\.out->A\.in' ||
+    fail "an eviction warning for a step the consumer had" ;;
+stage_allgather_in)
+  launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
+  cat "$out/log"
+  grep -q '^consumer: verified 4 steps after' "$out/log" || fail "steps lost"
+  [ "$(grep -c 'warning: input link sim\.out->relay\.in forces delivery: allgather, so each of the 2 stage ranks receives every step whole' "$out/log")" -eq 1 ] ||
+    fail "not one warning about the forced allgather" ;;
+stage_cpu)
+  # The stage's busiest rank used less than half the elapsed time in CPU
+  # (it was about all of it; now about 15 %).
+  launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
+  cat "$out/log"
+  grep -q '^consumer: verified 6 steps after' "$out/log" || fail "steps lost"
+  s=$(grep 'stage: steps in' "$out/log") || fail "no stage summary"
+  cpu=$(echo "$s" | sed -n 's/.*CPU \([0-9.]*\) s (largest of 2 ranks) in \([0-9.]*\) s$/\1 \2/p')
+  [ -n "$cpu" ] || fail "no CPU time in the summary"
+  echo "$cpu" | awk '{ exit !($2 >= 1.5 && $1 < 0.5 * $2) }' ||
+    fail "stage CPU $cpu (CPU s, elapsed s): a rank busy-waits" ;;
 stage_drain_bad)
   : > "$out/file"
   expect_failure 'cpl-component\[relay rank 0\]: stage "relay" .*drain file "[^"]*/stage_drain_bad/file/sub/d.h5": cannot create directory [^ ]*/file/sub: Not a directory' ;;
