@@ -546,7 +546,7 @@ int main(int argc, char **argv) {
     else if (!known) bad = 3;
     else if (!val) bad = 2;
     else if (!strcmp(a, "--inter") || !strcmp(a, "--intra")) {
-      b.inter_mode = a[4] == 'e';
+      b.inter_mode = !strcmp(a, "--inter");
       b.nv = expand_all(b.names, split_list(val, b.names, MAXV), b.inter_mode);
       bad = b.nv == 0 ? 4 : 0; /* "" must not mean the default inter run */
     } else if (!strcmp(a, "--shape")) nshapes = split_list(val, shapes, 32);
