@@ -28,6 +28,12 @@
 
 static int failures;
 
+/* Rank 0 against rank 1, as an intercommunicator. */
+static void pair_inter(int rank, MPI_Comm *local, MPI_Comm *inter) {
+  MPI_Comm_split(MPI_COMM_WORLD, rank, 0, local);
+  MPI_Intercomm_create(*local, 0, MPI_COMM_WORLD, 1 - rank, 9, inter);
+}
+
 static void expect(int rc, int want, const char *fragment, const char *what, int rank) {
   if (rc != want || !strstr(cpl_last_error(), fragment)) {
     fprintf(stderr, "FAIL rank %d %s: got %d (%s) \"%s\", want %d with \"%s\"\n", rank, what, rc,
@@ -118,8 +124,7 @@ static int algs(int rank) {
     MPI_Comm_free(&dup);
     /* and an inter-group link's first use */
     MPI_Comm local, inter;
-    MPI_Comm_split(MPI_COMM_WORLD, rank, 0, &local);
-    MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, 1 - rank, 9, &inter);
+    pair_inter(rank, &local, &inter);
     int counts[1] = {4}, displs[1] = {0};
     rc = cpl_inter_allgatherv(buf, rank == 0 ? 4 : 0, MPI_INT, buf, counts, displs, MPI_INT,
                               rank == 0 ? CPL_SENDER : CPL_RECEIVER, inter, &opt);
@@ -200,8 +205,7 @@ int main(int argc, char **argv) {
   rc = cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_INT, buf, 2, MPI_INT, MPI_COMM_WORLD, &opt);
   expect(rc, bad ? CPL_ERR_ENV : CPL_ERR_MISMATCH, want, "intra allgather again", rank);
   MPI_Comm local, inter;
-  MPI_Comm_split(MPI_COMM_WORLD, rank, 0, &local);
-  MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, 1 - rank, 9, &inter);
+  pair_inter(rank, &local, &inter);
   int counts[1] = {4}, displs[1] = {0};
   rc = cpl_inter_allgatherv(buf, rank == 0 ? 4 : 0, MPI_INT, buf, counts, displs, MPI_INT,
                             rank == 0 ? CPL_SENDER : CPL_RECEIVER, inter, &opt);
