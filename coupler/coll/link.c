@@ -1,5 +1,6 @@
 #include "coll/link.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,12 +70,25 @@ static int intra_delete(MPI_Comm comm, int keyval, void *attr, void *extra) {
   return MPI_SUCCESS;
 }
 
+/* Both cache keys, made once per process (pthread_once: two threads'
+ * first calls must not make two keys, each missing the other's cache). */
+static pthread_once_t keyvals_once = PTHREAD_ONCE_INIT;
+static int keyvals_rc = MPI_SUCCESS;
+
+static void keyvals_make(void) {
+  keyvals_rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, link_delete, &link_keyval, NULL);
+  if (keyvals_rc == MPI_SUCCESS)
+    keyvals_rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, intra_delete, &intra_keyval, NULL);
+}
+
+static int keyvals_ready(void) {
+  pthread_once(&keyvals_once, keyvals_make);
+  return cpli_mpi_check(keyvals_rc, "MPI_Comm_create_keyval", "the communicator caches");
+}
+
 int cpli_link_get(MPI_Comm user_inter, cpli_ctx *ctx, cpli_link **out) {
   int rc;
-  if (link_keyval == MPI_KEYVAL_INVALID) {
-    rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, link_delete, &link_keyval, NULL);
-    CPLI_TRY(cpli_mpi_check(rc, "MPI_Comm_create_keyval", "link cache"));
-  }
+  CPLI_TRY(keyvals_ready());
   void *attr;
   int found = 0;
   rc = MPI_Comm_get_attr(user_inter, link_keyval, &attr, &found);
@@ -186,10 +200,7 @@ static int dup_and_attach(MPI_Comm user_comm, intra_cache *c, cpli_ctx *ctx) {
 int cpli_intra_comm_get(MPI_Comm user_comm, cpli_ctx *ctx, MPI_Comm *priv,
                         cpli_plan_cache **plans) {
   int rc;
-  if (intra_keyval == MPI_KEYVAL_INVALID) {
-    rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, intra_delete, &intra_keyval, NULL);
-    CPLI_TRY(cpli_mpi_check(rc, "MPI_Comm_create_keyval", "communicator cache"));
-  }
+  CPLI_TRY(keyvals_ready());
   void *attr;
   int found = 0;
   rc = MPI_Comm_get_attr(user_comm, intra_keyval, &attr, &found);

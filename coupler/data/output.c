@@ -254,18 +254,21 @@ static int encode_local(cpl_output *o, cpli_wbuf *w) {
 /* Steps 2-3: agree on credits and on the description. `changed` < 0: this
  * rank failed to encode its blocks, with status -changed. */
 static int agree(cpl_output *o, int changed, size_t len, const unsigned char *blob) {
-  /* Per rank: changed, description length, the root's status, then the
-   * root's view of the links. A root that failed to read the credits
-   * still joins the allgather, so the others fail now, not at a timeout. */
-  int n = 3 + CPLI_LREC * o->nl;
+  /* Per rank: changed, description length, the root's status, the step
+   * number, then the root's view of the links. A root that failed to read
+   * the credits still joins the allgather, so the others fail now, not at
+   * a timeout. */
+  enum { HEAD = 4 };
+  int n = HEAD + CPLI_LREC * o->nl;
   int64_t *rec = calloc((size_t)n * (size_t)o->size, sizeof *rec);
   if (!rec) return cpli_fail(CPL_ERR_NOMEM, "out of memory");
   int64_t *mine = rec + (size_t)o->rank * n;
   int rc = CPL_OK, root_rc = CPL_OK;
   mine[0] = changed;
   mine[1] = (int64_t)len;
-  if (o->rank == 0) mine[2] = root_rc = cpli_links_poll(o, mine + 3);
-  cpli_flights_record(o, mine + 3);
+  mine[3] = o->step;
+  if (o->rank == 0) mine[2] = root_rc = cpli_links_poll(o, mine + HEAD);
+  cpli_flights_record(o, mine + HEAD);
   cpl_coll_options opt;
   cpl_coll_options_init(&opt);
   opt.timeout = o->timeout;
@@ -291,8 +294,18 @@ static int agree(cpl_output *o, int changed, size_t len, const unsigned char *bl
     any |= rec[(size_t)r * n] != 0;
     if (bad < 0 && rec[(size_t)r * n] < 0) bad = r;
   }
-  if (rc == CPL_OK) rc = cpli_links_adopt(o, rec + 3);
-  if (rc == CPL_OK) rc = cpli_flights_settle(o, rec, n, 3);
+  /* Ranks that numbered the step differently would take different queue
+   * decisions (requests by step number) and part in a collective. */
+  for (int r = 1; rc == CPL_OK && r < o->size; r++)
+    if (rec[(size_t)r * n + 3] != rec[3])
+      rc = cpli_fail(CPL_ERR_MISMATCH,
+                     "port %s.%s: the component's ranks began different steps: rank 0 step "
+                     "%lld, rank %d step %lld (cpl_output_begin_step is collective, with the "
+                     "same step number on every rank)",
+                     o->comp->name, o->port->name, (long long)rec[3], r,
+                     (long long)rec[(size_t)r * n + 3]);
+  if (rc == CPL_OK) rc = cpli_links_adopt(o, rec + HEAD);
+  if (rc == CPL_OK) rc = cpli_flights_settle(o, rec, n, HEAD);
   if (rc == CPL_OK && bad >= 0)
     rc = cpli_fail((int)-rec[(size_t)bad * n],
                    "port %s.%s, step %ld: rank %d of this component failed to describe its "

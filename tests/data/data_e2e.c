@@ -941,6 +941,29 @@ int main(int argc, char **argv) {
       CHECK(cpl_input_begin_step(in, &step) == CPL_ERR_SHAPE, "sticky");
       OK(cpl_input_close(in));
     }
+  } else if (!strcmp(sc, "step_mismatch")) {
+    /* Producer ranks that begin different step numbers (rank 1 skips one):
+     * an error on both sides at end_step, naming both numbers, before
+     * anything moves. */
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      double x[4] = {0};
+      hsize_t dims[1] = {4 * (hsize_t)p}, start[1] = {4 * (hsize_t)r}, count[1] = {4};
+      OK(cpl_output_begin_step(out, r == 1 ? 1 : 0));
+      OK(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 1, dims, start, count, x));
+      int rc = cpl_output_end_step(out);
+      const char *m = cpl_last_error();
+      CHECK(rc == CPL_ERR_MISMATCH && has(m, "rank 0 step 0, rank 1 step 1"), "producer: %s: %s",
+            cpl_strerror(rc), m);
+      cpl_output_close(out);
+    } else {
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      long step;
+      int rc = cpl_input_begin_step(in, &step);
+      CHECK(rc == CPL_ERR_MISMATCH && has(cpl_last_error(), "began different steps"),
+            "consumer: %s: %s", cpl_strerror(rc), cpl_last_error());
+      OK(cpl_input_close(in));
+    }
   } else if (!strcmp(sc, "huge")) {
     /* A step over the data layer's size limit (64 TiB; the blocks are
      * never read): refused alike on every producer rank before anything
