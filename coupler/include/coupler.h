@@ -324,8 +324,11 @@ CPL_API int cpl_port_link(const cpl_context *ctx, const char *port, const char *
 /* HDF5 and threads. Debian's HDF5, like most builds, is not thread-safe,
  * and the data calls use it (datatypes) in put, attr, get, begin_step,
  * end_step and close. Coupler holds this process-wide recursive lock
- * whenever it calls HDF5, never across a wait, so ports may be used from
- * different threads at once. A program that calls HDF5 itself while
+ * whenever it calls HDF5, never across a wait, so the local calls (put,
+ * attr, inquire, get) may run in several threads at once, on different
+ * ports. The collective calls (open, begin_step, try_step, end_step,
+ * close, finalize) of one component share its communicator: one thread at
+ * a time, even on different ports. A program that calls HDF5 itself while
  * another of its threads may be inside a Coupler call holds the lock
  * around its own HDF5 calls. */
 CPL_API void cpl_hdf5_lock(void);
