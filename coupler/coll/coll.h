@@ -58,6 +58,13 @@ int cpli_xferv(MPI_Comm comm, const void *sbase, int ns, const size_t *slen, con
                int dest, void *rbase, int nr, const size_t *rlen, const size_t *roff, int src,
                cpli_ctx *ctx);
 
+/* Broadcast from rank 0 of comm (on the engine's private duplicate, as
+ * cpl_intra_bcast), for ranks that may wait long for rank 0 (it waits on
+ * another component first): they nap between polls (CPLI_WAIT_NAP_US)
+ * instead of spinning, so an idle rank leaves a shared core to the ranks
+ * that work. CPL_ERR_TIMEOUT after ctx->timeout. */
+int cpli_intra_bcast_napping(void *buf, int count, MPI_Datatype type, MPI_Comm comm, cpli_ctx *ctx);
+
 /* All ranks of comm use the same cost model (coll/tuning_agree.c):
  * CPL_ERR_MISMATCH on every rank otherwise. Collective; once per
  * communicator, where the engine first sets it up. */

@@ -594,28 +594,16 @@ static int other_servable(void *arg) {
 }
 
 /* The broadcast of a request poll (wait_on -2), while rank 0 waits up to
- * `seconds` for requests first: the other ranks wait with naps
- * (MPI_Ibcast), not in a spinning collective that keeps a core busy while
- * a serving stage is idle, and takes it from the consumers it serves. */
+ * `seconds` for requests first: the other ranks wait with naps, not in a
+ * spinning collective that keeps a core busy while a serving stage is
+ * idle, and takes it from the consumers it serves. */
 static int bcast_napping(cpl_output *o, int64_t *rec, int n, double seconds, double timeout) {
-  MPI_Request req;
-  if (MPI_Ibcast(rec, n, MPI_INT64_T, 0, o->comm, &req) != MPI_SUCCESS)
-    return cpli_fail(CPL_ERR_MPI, "port %s.%s, step %ld: MPI_Ibcast of the requests failed",
-                     o->comp->name, o->port->name, o->step);
-  cpli_wait w;
-  cpli_wait_start(&w, timeout, CPLI_WAIT_NAP_US);
-  for (;;) {
-    int done = 0;
-    if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-      return cpli_fail(CPL_ERR_MPI, "port %s.%s, step %ld: MPI_Test of the requests failed",
-                       o->comp->name, o->port->name, o->step);
-    if (done) return CPL_OK;
-    if (cpli_wait_idle(&w))
-      return cpli_fail(CPL_ERR_TIMEOUT,
-                       "port %s.%s, step %ld: rank 0 sent no requests within %g s (it polls "
-                       "for at most %g s)",
-                       o->comp->name, o->port->name, o->step, timeout, seconds);
-  }
+  cpli_ctx ctx = {.timeout = timeout, .label = o->port->name, .step = o->step};
+  const int rc = cpli_intra_bcast_napping(rec, n, MPI_INT64_T, o->comm, &ctx);
+  if (rc == CPL_ERR_TIMEOUT)
+    cpli_error_prefix("port %s.%s, step %ld: rank 0 polls for requests for at most %g s: ",
+                      o->comp->name, o->port->name, o->step, seconds);
+  return rc;
 }
 
 /*

@@ -230,6 +230,18 @@ stage_cpu)
   [ -n "$cpu" ] || fail "no CPU time in the summary"
   echo "$cpu" | awk '{ exit !($2 >= 1.5 && $1 < 0.5 * $2) }' ||
     fail "stage CPU $cpu (CPU s, elapsed s): a rank busy-waits" ;;
+consumer_cpu)
+  # The whole job's CPU (every rank) stays below its elapsed time: idle
+  # consumer ranks nap instead of spinning.
+  t0=$(date +%s.%N)
+  launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
+  t1=$(date +%s.%N)
+  cat "$out/log"
+  grep -q '^consumer: verified 3 steps after' "$out/log" || fail "steps lost"
+  times > "$out/times" # children's user and system time, on its last line
+  cpu=$(tail -n 1 "$out/times" | awk '{ for (i = 1; i <= 2; i++) { sub(/s$/, "", $i); split($i, a, "m"); c += a[1] * 60 + a[2] } print c }')
+  echo "$cpu $t0 $t1" | awk '{ printf "job CPU %.2f s in %.2f s\n", $1, $3 - $2; exit !($1 < $3 - $2) }' ||
+    fail "the job's CPU exceeds its elapsed time: ranks busy-wait" ;;
 stage_drain_bad)
   : > "$out/file"
   expect_failure 'cpl-component\[relay rank 0\]: stage "relay" .*drain file "[^"]*/stage_drain_bad/file/sub/d.h5": cannot create directory [^ ]*/file/sub: Not a directory' ;;
