@@ -563,15 +563,6 @@ int cpli_intra_bcast_napping(void *buf, int count, MPI_Datatype type, MPI_Comm c
   MPI_Request req;
   CPLI_TRY(cpli_mpi_check(MPI_Ibcast(buf, count, type, 0, priv, &req), "MPI_Ibcast",
                           "%s: broadcast from rank 0", ctx->label));
-  cpli_wait w;
-  cpli_wait_start(&w, ctx->timeout, CPLI_WAIT_NAP_US);
-  for (;;) {
-    int done = 0;
-    CPLI_TRY(cpli_mpi_check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test",
-                            "%s: broadcast from rank 0", ctx->label));
-    if (done) return CPL_OK;
-    if (cpli_wait_idle(&w)) /* a nonblocking collective cannot be cancelled */
-      return cpli_fail(CPL_ERR_TIMEOUT, "%s: no broadcast from rank 0 within %g s", ctx->label,
-                       ctx->timeout);
-  }
+  ctx->nap_us = CPLI_WAIT_NAP_US;
+  return cpli_waitall(1, &req, ctx, priv, "broadcast from rank 0", -1);
 }

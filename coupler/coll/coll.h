@@ -33,6 +33,10 @@ typedef struct cpli_ctx {
   char who[32];      /* "sender 3", "receiver 0": the caller's own rank  */
   /* inter-group call: the algorithm running, after auto and any switch */
   cpl_inter_algorithm inter;
+  /* cpli_waitall's back-off (core/wait.h): 0, spin, as peers are in the
+   * same call; a wait on a rank that first waits for another component
+   * naps (CPLI_WAIT_NAP_US) */
+  unsigned nap_us;
 } cpli_ctx;
 
 /* An inter-group call runs algorithm a from now on: what its messages

@@ -74,7 +74,7 @@ int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const c
                           peer_text(peer, with, sizeof with));
   }
   cpli_wait w;
-  cpli_wait_start(&w, ctx->timeout, 0);
+  cpli_wait_start(&w, ctx->timeout, ctx->nap_us);
   watched x = {ctx, comm, what, peer};
   cpli_wait_watch(&w, say_step, &x);
   int at = 0, left = 0, idx[4];
