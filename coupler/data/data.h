@@ -109,6 +109,12 @@ void cpli_link_options(const cpli_link *l, long step, cpl_coll_options *opt);
 /* Called by cpl_finalize: close open ports, drain every channel. */
 int cpli_data_finalize(cpl_context *ctx);
 
+/* A consumer that had no step within `seconds` after asking for `want`:
+ * CPL_ERR_TIMEOUT, saying what this side knows (what it asked whom) and
+ * only that. begin_step's words; the HDF5 sink, which polls its links
+ * with try_step, uses them when a link's own timeout has passed. */
+int cpli_input_no_step(const cpl_input *in, double seconds, long want);
+
 /* --------------------------------------------- channel (roots only) */
 
 /* Producer root: take every CREDIT/DETACH that has arrived. */

@@ -157,6 +157,21 @@ static int sync_selections(cpl_input *in, const cpl_coll_options *opt, cpli_wbuf
   return rc;
 }
 
+int cpli_input_no_step(const cpl_input *in, double seconds, long want) {
+  const cpli_workflow *wf = in->ctx->wf;
+  return cpli_fail(CPL_ERR_TIMEOUT,
+                   "link %s, receiver 0, step after %ld: no step from the producer within %g s: "
+                   "consumer \"%s\" asked producer \"%s\" for %s and has had no answer; from "
+                   "here it cannot tell whether the producer is computing or waiting on another "
+                   "of its links (the producer's own messages say); raise the link's timeout if "
+                   "it computes longer between steps",
+                   in->l->label, in->last, seconds, wf->comps[in->l->to_comp].name,
+                   wf->comps[in->l->from_comp].name,
+                   want == CPL_STEP_LATEST ? "its newest step"
+                   : want >= 0             ? "a given step"
+                                           : "the next step");
+}
+
 /* Root: credit, then the header; every rank: the header, broadcast. */
 static int take_header(cpl_input *in, double wait, long want, cpli_hdr *h,
                        unsigned char **payload) {
@@ -184,20 +199,7 @@ static int take_header(cpl_input *in, double wait, long want, cpli_hdr *h,
       ch->credit_out = 1;
       rc = cpli_chan_recv_header(in->ctx, in->end, wait, &msg, &len);
     }
-    if (rc == CPL_ERR_TIMEOUT) { /* say what is known here, and only that */
-      const cpli_workflow *wf = in->ctx->wf;
-      cpli_fail(rc,
-                "link %s, receiver 0, step after %ld: no step from the producer within %g s: "
-                "consumer \"%s\" asked producer \"%s\" for %s and has had no answer; from "
-                "here it cannot tell whether the producer is computing or waiting on another of "
-                "its links (the producer's own messages say); raise the link's timeout if it "
-                "computes longer between steps",
-                in->l->label, in->last, wait, wf->comps[in->l->to_comp].name,
-                wf->comps[in->l->from_comp].name,
-                want == CPL_STEP_LATEST ? "its newest step"
-                : want >= 0             ? "a given step"
-                                        : "the next step");
-    }
+    if (rc == CPL_ERR_TIMEOUT) cpli_input_no_step(in, wait, want);
     if (rc == CPL_OK && len < sizeof *h)
       rc = cpli_fail(CPL_ERR_INTERNAL, "link %s: short step header", in->l->label);
     if (rc == CPL_OK) memcpy(h, msg, sizeof *h);
