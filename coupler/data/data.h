@@ -105,6 +105,10 @@ void cpli_data_untrack(cpl_context *ctx, cpl_output *o, cpl_input *in);
 /* The collective options of one step on a link: the link's algorithms,
  * timeout and label. Both ends build them here, so they agree. */
 void cpli_link_options(const cpli_link *l, long step, cpl_coll_options *opt);
+/* How long a rank waits for the other ranks of its own component when one
+ * of them may be in a link's wait of up to `wait` seconds: longer, so that
+ * the rank waiting on the link reports first (naming link, sender, step). */
+static inline double cpli_peer_timeout(double wait) { return 2 * wait + 10; }
 
 /* Called by cpl_finalize: close open ports, drain every channel. */
 int cpli_data_finalize(cpl_context *ctx);

@@ -210,9 +210,8 @@ static int take_header(cpl_input *in, double wait, long want, cpli_hdr *h,
   cpli_w_free(&sel);
   /* The other ranks wait as long as rank 0 waits for the producer: with
    * naps, not spinning on a core the producer may need. */
-  cpli_ctx bctx = {.timeout = 2 * in->l->timeout + 10, /* beyond the root's own wait */
-                   .label = in->l->label,
-                   .step = in->last};
+  cpli_ctx bctx = {
+      .timeout = cpli_peer_timeout(in->l->timeout), .label = in->l->label, .step = in->last};
   int brc = cpli_intra_bcast_napping(h, (int)sizeof *h, MPI_BYTE, in->comm, &bctx);
   if (brc != CPL_OK) {
     free(msg);

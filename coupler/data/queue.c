@@ -372,7 +372,7 @@ static int fly_complete(cpl_output *o, olink *ol) {
   st[o->rank] = rc;
   cpl_coll_options opt;
   cpli_link_options(ol->l, fl->st->step, &opt);
-  opt.timeout = 2 * ol->l->timeout + 10; /* beyond every rank's own wait */
+  opt.timeout = cpli_peer_timeout(ol->l->timeout);
   int arc =
       cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, st, 1, MPI_INT64_T, o->comm, &opt);
   int bad = -1;
@@ -629,7 +629,7 @@ int cpli_links_sync(cpl_output *o, int wait_on, double seconds) {
   }
   cpl_coll_options opt;
   cpl_coll_options_init(&opt);
-  opt.timeout = 2 * (wait_on == -2 ? seconds : o->timeout) + 10; /* beyond the root's own wait */
+  opt.timeout = cpli_peer_timeout(wait_on == -2 ? seconds : o->timeout);
   opt.label = o->port->name;
   opt.step = o->step;
   int brc = wait_on == -2 && seconds > 0 ? bcast_napping(o, rec, n, seconds, opt.timeout)
