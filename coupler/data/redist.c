@@ -12,6 +12,7 @@
 #include "coll/tuning.h"
 #include "core/error.h"
 #include "core/wait.h"
+#include "data/slab.h"
 
 void cpli_rplan_free(cpli_rplan *pl) {
   free(pl->first);
@@ -151,6 +152,15 @@ int cpli_rplan_build(cpli_rplan *pl, const cpli_desc *d, int me, int q, const cp
 
 /* ------------------------------------------------------------ datatypes */
 
+/* Messages up to this size are packed instead of described by a derived
+ * datatype: MPICH 4.0's UCX device attaches a generic datatype to every
+ * non-contiguous type at commit and, for about half the heap addresses,
+ * never frees it (its free hook tests the handle as a negative int), 56
+ * bytes lost per message; a run of many small steps then grew by 64-130
+ * bytes a step on each rank. A copy costs little at these sizes (the
+ * dataflow executor packs up to the same size, coll/flow_exec.c). */
+#define REDIST_PACK_MAX ((size_t)1 << 20)
+
 /* The sub-box (ss, sc) of a row-major buffer holding box (os, oc): a type
  * and the byte displacement of its first element. Trailing dimensions the
  * sub-box covers whole merge into one contiguous run. Large-count
@@ -216,7 +226,8 @@ static void say_redist(const void *arg, char *buf, unsigned long n) {
 }
 
 /* Poll until every request completes or `timeout` seconds pass without any
- * completing; on timeout name the peers still outstanding. */
+ * completing; on timeout name the peers still outstanding (the caller
+ * withdraws them: cpli_posted_drop). */
 static int wait_all(int n, MPI_Request *reqs, const int *peer, double timeout, const char *where,
                     const char *who) {
   int *idx = malloc((size_t)(n ? n : 1) * sizeof *idx);
@@ -257,7 +268,6 @@ static int wait_all(int n, MPI_Request *reqs, const int *peer, double timeout, c
                      "%g s; still waiting on %s rank(s) %s (dead, stuck, or "
                      "not in this step)",
                      where, timeout, who, list);
-      drop_posted(n, reqs);
       break;
     }
   }
@@ -282,6 +292,15 @@ static int post(int sending, int n, MPI_Aint *addr, MPI_Datatype *types, int pee
                         where, sending ? "to" : "from", sending ? "consumer" : "producer", peer);
 }
 
+/* Post one packed message (see REDIST_PACK_MAX) to or from `peer`. */
+static int post_packed(int sending, char *pack, size_t bytes, int peer, int tag, MPI_Comm comm,
+                       MPI_Request *req, const char *where) {
+  int mrc = sending ? MPI_Isend_c(pack, (MPI_Count)bytes, MPI_BYTE, peer, tag, comm, req)
+                    : MPI_Irecv_c(pack, (MPI_Count)bytes, MPI_BYTE, peer, tag, comm, req);
+  return cpli_mpi_check(mrc, sending ? "MPI_Isend" : "MPI_Irecv", "%s: %s %s rank %d", where,
+                        sending ? "to" : "from", sending ? "consumer" : "producer", peer);
+}
+
 /* ------------------------------------------------------------- posted */
 
 int cpli_posted_test(cpli_posted *m, int *done) {
@@ -302,9 +321,14 @@ int cpli_posted_wait(cpli_posted *m, double timeout, const char *where, const ch
 }
 
 void cpli_posted_drop(cpli_posted *m) {
+  /* A packed copy whose message was withdrawn is left to the process's
+   * end: MPI may still read or write a cancelled message's buffer. */
+  for (int i = 0; m->pack && i < m->n; i++)
+    if (m->reqs[i] == MPI_REQUEST_NULL) free(m->pack[i]);
   drop_posted(m->n, m->reqs);
   free(m->reqs);
   free(m->peer);
+  free(m->pack);
   *m = (cpli_posted){0};
 }
 
@@ -324,7 +348,8 @@ static int posted_alloc(cpli_posted *m, int n, const char *where) {
   *m = (cpli_posted){0};
   m->reqs = malloc((size_t)(n ? n : 1) * sizeof *m->reqs);
   m->peer = malloc((size_t)(n ? n : 1) * sizeof *m->peer);
-  if (m->reqs && m->peer) return CPL_OK;
+  m->pack = calloc((size_t)(n ? n : 1), sizeof *m->pack);
+  if (m->reqs && m->peer && m->pack) return CPL_OK;
   cpli_posted_drop(m);
   return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
 }
@@ -350,6 +375,36 @@ int cpli_redist_post(const cpli_rplan *pl, const cpli_desc *d, int me, const voi
     int j = (int)(((long)me * q / (p ? p : 1) + jj) % q);
     int n = pl->first[j + 1] - pl->first[j];
     if (n == 0) continue;
+    size_t msg = 0;
+    for (int x = 0; x < n; x++) {
+      const cpli_rpart *pt = &pl->parts[pl->first[j] + x];
+      msg += box_bytes(d->d[pt->k].rank, pt->count, d->d[pt->k].esize);
+    }
+    if (msg <= REDIST_PACK_MAX) {
+      char *pack = m->pack[m->n] = malloc(msg ? msg : 1);
+      if (!pack) {
+        rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory packing %zu bytes", where, msg);
+        break;
+      }
+      size_t o = 0;
+      for (int x = 0; x < n; x++) {
+        const cpli_rpart *pt = &pl->parts[pl->first[j] + x];
+        const cpli_dset *s = &d->d[pt->k];
+        cpli_slab_copy(s->rank, s->esize, s->start + (size_t)me * s->rank,
+                       s->count + (size_t)me * s->rank, blocks[pt->k], pt->start, pt->count,
+                       pack + o);
+        o += box_bytes(s->rank, pt->count, s->esize);
+      }
+      rc = post_packed(1, pack, msg, j, tag, comm, &m->reqs[m->n], where);
+      if (rc != CPL_OK) {
+        free(pack);
+        m->pack[m->n] = NULL;
+        break;
+      }
+      *bytes += msg;
+      m->peer[m->n++] = j;
+      continue;
+    }
     for (int x = 0; rc == CPL_OK && x < n; x++) {
       const cpli_rpart *pt = &pl->parts[pl->first[j] + x];
       const cpli_dset *s = &d->d[pt->k];
@@ -450,6 +505,32 @@ int cpli_scatter_recv(const cpli_desc *d, const cpl_coll_options *opt, MPI_Comm 
   return rc;
 }
 
+/* The parts of producer rank i's message to this rank: each dataset's
+ * pieces (buf[k]) in order, cut to i's block. Returns their bytes; with
+ * `pack` (the message received packed) also copies them into place. */
+static size_t unpack_parts(const cpli_desc *d, const cpli_boxes *pieces, char *const *buf, int i,
+                           const char *pack) {
+  hsize_t is[CPL_MAX_RANK], ic[CPL_MAX_RANK];
+  size_t o = 0;
+  for (int k = 0; k < d->nd; k++) {
+    const cpli_dset *s = &d->d[k];
+    if (s->bytes[i] == 0) continue;
+    const hsize_t *bs = s->start + (size_t)i * s->rank;
+    const hsize_t *bc = s->count + (size_t)i * s->rank;
+    size_t off = 0;
+    for (int m = 0; m < pieces[k].n; m++) {
+      const hsize_t *ps = pieces[k].start + (size_t)m * s->rank;
+      const hsize_t *pc = pieces[k].count + (size_t)m * s->rank;
+      if (cpli_box_intersect(s->rank, bs, bc, ps, pc, is, ic)) {
+        if (pack) cpli_slab_copy(s->rank, s->esize, is, ic, pack + o, ps, pc, buf[k] + off);
+        o += box_bytes(s->rank, ic, s->esize);
+      }
+      off += box_bytes(s->rank, pc, s->esize);
+    }
+  }
+  return o;
+}
+
 int cpli_redist_recv(const cpli_desc *d, const cpli_boxes *pieces, char *const *buf, MPI_Comm comm,
                      int tag, double timeout, const char *where, size_t *bytes) {
   int p = d->nblocks, most = 0;
@@ -463,6 +544,22 @@ int cpli_redist_recv(const cpli_desc *d, const cpli_boxes *pieces, char *const *
   if (!addr || !types) rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
   hsize_t is[CPL_MAX_RANK], ic[CPL_MAX_RANK];
   for (int i = 0; rc == CPL_OK && i < p; i++) {
+    size_t msg = unpack_parts(d, pieces, buf, i, NULL);
+    if (msg > 0 && msg <= REDIST_PACK_MAX) {
+      if (!(m.pack[m.n] = malloc(msg))) {
+        rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory for %zu packed bytes", where, msg);
+        break;
+      }
+      rc = post_packed(0, m.pack[m.n], msg, i, tag, comm, &m.reqs[m.n], where);
+      if (rc != CPL_OK) {
+        free(m.pack[m.n]);
+        m.pack[m.n] = NULL;
+        break;
+      }
+      *bytes += msg;
+      m.peer[m.n++] = i;
+      continue;
+    }
     int n = 0;
     for (int k = 0; rc == CPL_OK && k < d->nd; k++) {
       const cpli_dset *s = &d->d[k];
@@ -497,9 +594,9 @@ int cpli_redist_recv(const cpli_desc *d, const cpli_boxes *pieces, char *const *
   }
   free(addr);
   free(types);
-  if (rc != CPL_OK) {
-    cpli_posted_drop(&m);
-    return rc;
-  }
-  return cpli_posted_wait(&m, timeout, where, "producer");
+  if (rc == CPL_OK) rc = wait_all(m.n, m.reqs, m.peer, timeout, where, "producer");
+  for (int x = 0; rc == CPL_OK && x < m.n; x++)
+    if (m.pack[x]) unpack_parts(d, pieces, buf, m.peer[x], m.pack[x]);
+  cpli_posted_drop(&m);
+  return rc;
 }

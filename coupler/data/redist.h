@@ -5,8 +5,10 @@
  * blocks inside j's pieces (data/select.h): dataset by dataset in the
  * description's order, piece by piece in the selection's order. Both ends
  * describe those parts with MPI datatypes over their own memory (the
- * producer's block, the consumer's piece buffers), so nothing is packed by
- * Coupler: the message goes from the producer's buffer to the consumer's.
+ * producer's block, the consumer's piece buffers), so the message goes
+ * from the producer's buffer to the consumer's; except that a message of
+ * at most CPLI_REDIST_PACK_MAX bytes is packed into (and received into) a
+ * contiguous buffer by each end on its own (see redist.c for why).
  * Only pairs with something in common exchange a message.
  *
  * The producer group chooses between this and the link's allgather for
@@ -58,10 +60,12 @@ int cpli_rplan_build(cpli_rplan *pl, const cpli_desc *d, int me, int q, const cp
                      int delivery, const cpl_coll_options *opt, const char *where);
 
 /* Point-to-point messages posted and not yet complete (a step in flight):
- * peer[i] is the remote rank of reqs[i]. */
+ * peer[i] is the remote rank of reqs[i], pack[i] its packed copy (or
+ * NULL), freed once the message completed. */
 typedef struct cpli_posted {
   MPI_Request *reqs;
   int *peer;
+  char **pack;
   int n;
 } cpli_posted;
 
