@@ -89,8 +89,12 @@ static int make_link_groups(sink *s) {
       l->parent = s->out.file;
       continue;
     }
+    /* Compared on the labels' producer side ("prod.port->"), which stay
+     * as they are: a group renamed here must not hide the duplicate from
+     * the other link, which needs its sink port appended too. */
+    const size_t plen = (size_t)(strstr(l->label, "->") - l->label);
     for (int j = 0; j < s->nlinks; j++)
-      if (j != i && strcmp(s->links[j].group, l->group) == 0) {
+      if (j != i && strncmp(s->links[j].label, l->label, plen + 2) == 0) {
         const char *port = strrchr(l->label, '.') + 1;
         size_t len = strlen(l->group);
         snprintf(l->group + len, sizeof l->group - len, ":%s", port);

@@ -86,6 +86,10 @@ sink_fanin)
   launch || fail "job exit status $?"
   ref "$out/ref.h5" pA.out=3,2,0,1 pB.out=4,3,10,1 pC.out=5,1,7,1
   same "$out/ref.h5" "$out/out.h5" ;;
+sink_fanin_ports)
+  launch || fail "job exit status $?"
+  ref "$out/ref.h5" pA.out:in=3,2,0,1 pA.out:aux=3,2,0,1 pB.out=4,3,10,1
+  same "$out/ref.h5" "$out/out.h5" ;;
 sink_fanin_pace)
   launch || fail "job exit status $?"
   ref "$out/ref.h5" slow.out=6,3,0,1 fast.out=7,16,0,1
