@@ -30,9 +30,9 @@ static void print_link(const cpli_workflow *wf, const cpli_link *l) {
   const cpli_component *fc = &wf->comps[l->from_comp];
   const cpli_component *tc = &wf->comps[l->to_comp];
   const cpli_port *fp = &fc->ports[l->from_port];
-  char inter[128];
+  char ag[128], inter[192]; /* the allgather's algorithms; what the steps take */
   if (l->inter != CPL_INTER_AUTO) {
-    snprintf(inter, sizeof inter, "%s", cpl_inter_algorithm_name(l->inter));
+    snprintf(ag, sizeof ag, "%s", cpl_inter_algorithm_name(l->inter));
   } else {
     /* Ask the same cost model and rule the run will use (environment
      * included): one allgather per dataset. */
@@ -46,10 +46,16 @@ static void print_link(const cpli_workflow *wf, const cpli_link *l) {
     if (!known) bytes = 1 << 20;
     if (!known) rc = cpli_inter_dataset_algs_add(fc->nprocs, tc->nprocs, bytes, NULL, algs);
     if (rc == CPL_OK)
-      snprintf(inter, sizeof inter, "auto -> %s (%s %zu bytes per step)", algs,
-               known ? "for" : "if", bytes);
-    else snprintf(inter, sizeof inter, "auto (chosen per step)");
+      snprintf(ag, sizeof ag, "auto -> %s (%s %zu bytes per step)", algs, known ? "for" : "if",
+               bytes);
+    else snprintf(ag, sizeof ag, "auto (chosen per step)");
   }
+  const char *bypass = cpli_link_bypass(l);
+  if (l->delivery == CPLI_DELIVERY_SELECT)
+    snprintf(inter, sizeof inter, "%s (delivery select: no allgather)", bypass);
+  else if (bypass)
+    snprintf(inter, sizeof inter, "%s (policy latest; steps left at close: %s)", bypass, ag);
+  else snprintf(inter, sizeof inter, "%s", ag);
   char policy[32];
   if (l->policy == CPL_POLICY_EVERY) snprintf(policy, sizeof policy, "every:%d", l->every);
   else snprintf(policy, sizeof policy, "%s", cpli_policy_name(l->policy));
