@@ -56,13 +56,15 @@ static void print_link(const cpli_workflow *wf, const cpli_link *l) {
   else if (bypass)
     snprintf(inter, sizeof inter, "%s (policy latest; steps left at close: %s)", bypass, ag);
   else snprintf(inter, sizeof inter, "%s", ag);
-  char policy[32];
-  if (l->policy == CPL_POLICY_EVERY) snprintf(policy, sizeof policy, "every:%d", l->every);
-  else snprintf(policy, sizeof policy, "%s", cpli_policy_name(l->policy));
-  printf("  link %-24s %d -> %d ranks, inter %s, intra %s, policy %s, "
-         "depth %d, timeout %gs\n",
-         l->label, fc->nprocs, tc->nprocs, inter, cpl_intra_algorithm_name(l->intra), policy,
-         l->depth, l->timeout);
+  /* A stage answers each request itself: no queue, no policy (it printed
+   * the defaults, "policy all, depth 2", which it does not apply). */
+  char flow[64];
+  if (fc->kind == CPL_KIND_STAGE) snprintf(flow, sizeof flow, "served on request (stage)");
+  else if (l->policy == CPL_POLICY_EVERY)
+    snprintf(flow, sizeof flow, "policy every:%d, depth %d", l->every, l->depth);
+  else snprintf(flow, sizeof flow, "policy %s, depth %d", cpli_policy_name(l->policy), l->depth);
+  printf("  link %-24s %d -> %d ranks, inter %s, intra %s, %s, timeout %gs\n", l->label, fc->nprocs,
+         tc->nprocs, inter, cpl_intra_algorithm_name(l->intra), flow, l->timeout);
 }
 
 static void summary(const cpli_workflow *wf) {
