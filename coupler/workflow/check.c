@@ -91,12 +91,20 @@ static void check_links(cpli_workflow *wf, const char *file, cpl_diag *d) {
   }
 }
 
-/* A stage takes steps from exactly one link and serves at least one: the
- * shapes cpl-component refuses (adapters/stage.c), found before a job is
- * started for them. */
-static void check_stages(const cpli_workflow *wf, const char *file, cpl_diag *d) {
+/* A stage takes steps from exactly one link and serves at least one, a
+ * source replays to at least one: the shapes cpl-component refuses
+ * (adapters/stage.c, hdf5_source.c), found before a job is started. */
+static void check_builtins(const cpli_workflow *wf, const char *file, cpl_diag *d) {
   for (int c = 0; c < wf->ncomps; c++) {
     const cpli_component *k = &wf->comps[c];
+    if (k->kind == CPL_KIND_SOURCE) {
+      int nout = 0;
+      for (int i = 0; i < wf->nlinks; i++) nout += wf->links[i].from_comp == c;
+      if (nout == 0)
+        cpli_diag_add(d, file, k->pos.line, k->pos.col,
+                      "source \"%s\" has no linked output port: nobody to replay the file to",
+                      k->name);
+    }
     if (k->kind != CPL_KIND_STAGE) continue;
     int nin = 0, nout = 0;
     char list[512] = "";
@@ -262,6 +270,6 @@ void cpli_wf_check(cpli_workflow *wf, const char *file, cpl_diag *d) {
   }
   if (total <= CPLI_WF_MAX_TOTAL) wf->total_procs = (int)total;
   check_links(wf, file, d);
-  check_stages(wf, file, d);
+  check_builtins(wf, file, d);
   check_datasets(wf, file, d);
 }
