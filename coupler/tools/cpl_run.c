@@ -37,7 +37,8 @@ static void usage(FILE *f) {
           "usage: cpl-run [--dry-run] [--launcher mpiexec|srun] [--hostfile F]\n"
           "               [--mpiexec PATH] FILE [-- LAUNCHER_ARGS...]\n"
           "Launch the workflow described by FILE as one MPMD MPI job.\n"
-          "  -n, --dry-run      print the launch command, the files it reads and\n"
+          "  -n, --dry-run      print the launch command, the files it reads\n"
+          "                     (written, so the command runs as printed) and\n"
           "                     a table (component, ranks, hosts; each link's\n"
           "                     inter-group algorithm) instead of running it\n"
           "      --launcher L   mpiexec (MPICH hydra, default) or srun (Slurm);\n"
@@ -209,6 +210,10 @@ int main(int argc, char **argv) {
   }
 
   if (dry) {
+    /* Written here too: the printed command is then one to run as is
+     * (names are content hashes, so a run reuses them). */
+    if (cpli_launch_write_files(&l, err, sizeof err) != 0)
+      fprintf(stderr, "warning: %s; the command below names it\n", err);
     cpli_launch_print(&l, wf, stdout);
     cpli_launch_free(&l);
     cpl_workflow_destroy(wf);
