@@ -86,6 +86,12 @@ case $name in
     ((rc == 2)) || fail "no arguments exited $rc, not 2"
     ;;
   cpl-model)
+    # A bad model variable is refused, as the library refuses it (it ran
+    # with the defaults and said nothing).
+    CPL_ALPHA=abc run --max 2
+    ((rc == 2)) && grep -q 'cpl-model: CPL_ALPHA: expected a positive number of seconds, got "abc"' "$tmp/err" ||
+      fail "CPL_ALPHA=abc: $rc $(head -1 "$tmp/err")"
+    [[ -s $tmp/out ]] && fail "CPL_ALPHA=abc wrote to stdout: $(head -1 "$tmp/out")"
     run --max x
     ((rc == 2)) && grep -q -- '--max: x' "$tmp/err" || fail "--max x: $rc $(head -1 "$tmp/err")"
     # --size is bounded (p * k overflowed size_t: 1e30 bytes modelled as 0.01 ms)
