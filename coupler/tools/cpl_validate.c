@@ -48,7 +48,7 @@ static void print_link(const cpli_workflow *wf, const cpli_link *l) {
     if (rc == CPL_OK)
       snprintf(ag, sizeof ag, "auto -> %s (%s %zu bytes per step)", algs, known ? "for" : "if",
                bytes);
-    else snprintf(ag, sizeof ag, "auto (chosen per step)");
+    else snprintf(ag, sizeof ag, "auto (model: %.100s)", cpl_last_error());
   }
   const char *bypass = cpli_link_bypass(l);
   if (l->delivery == CPLI_DELIVERY_SELECT)
