@@ -31,8 +31,21 @@ static void print_link(const cpli_workflow *wf, const cpli_link *l) {
   const cpli_component *tc = &wf->comps[l->to_comp];
   const cpli_port *fp = &fc->ports[l->from_port];
   char ag[128], inter[192]; /* the allgather's algorithms; what the steps take */
+  /* The environment overrides the file's algorithms, as in the run. */
+  cpl_coll_options env;
+  cpl_coll_options_init(&env);
+  env.inter = l->inter;
+  env.intra = l->intra;
+  cpl_inter_algorithm ia = l->inter;
+  cpl_intra_algorithm ra = l->intra;
+  cpli_tuning_refresh();
   if (l->inter != CPL_INTER_AUTO) {
-    snprintf(ag, sizeof ag, "%s", cpl_inter_algorithm_name(l->inter));
+    if (cpli_inter_requested(&env, &ia) != CPL_OK)
+      snprintf(ag, sizeof ag, "%s (%.100s)", cpl_inter_algorithm_name(l->inter), cpl_last_error());
+    else if (ia != l->inter)
+      snprintf(ag, sizeof ag, "%s (CPL_INTER_ALGORITHM; the file says %s)",
+               cpl_inter_algorithm_name(ia), cpl_inter_algorithm_name(l->inter));
+    else snprintf(ag, sizeof ag, "%s", cpl_inter_algorithm_name(l->inter));
   } else {
     /* Ask the same cost model and rule the run will use (environment
      * included): one allgather per dataset. */
@@ -63,8 +76,12 @@ static void print_link(const cpli_workflow *wf, const cpli_link *l) {
   else if (l->policy == CPL_POLICY_EVERY)
     snprintf(flow, sizeof flow, "policy every:%d, depth %d", l->every, l->depth);
   else snprintf(flow, sizeof flow, "policy %s, depth %d", cpli_policy_name(l->policy), l->depth);
+  char intra[64];
+  if (cpli_intra_requested(&env, &ra) == CPL_OK && ra != l->intra)
+    snprintf(intra, sizeof intra, "%s (CPL_INTRA_ALGORITHM)", cpl_intra_algorithm_name(ra));
+  else snprintf(intra, sizeof intra, "%s", cpl_intra_algorithm_name(l->intra));
   printf("  link %-24s %d -> %d ranks, inter %s, intra %s, %s, timeout %gs\n", l->label, fc->nprocs,
-         tc->nprocs, inter, cpl_intra_algorithm_name(l->intra), flow, l->timeout);
+         tc->nprocs, inter, intra, flow, l->timeout);
 }
 
 static void summary(const cpli_workflow *wf) {
