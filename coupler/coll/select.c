@@ -107,7 +107,10 @@ void cpli_inter_algs_add(char algs[CPLI_ALGS_LEN], cpl_inter_algorithm a) {
 
 int cpli_inter_dataset_algs_add(int p, int q, size_t total, const cpl_coll_options *opt,
                                 char algs[CPLI_ALGS_LEN]) {
-  cpli_tuning_refresh();
+  /* What the run would do with this environment: a bad CPL_ALPHA (...)
+   * or tuning file fails every collective, no algorithm runs. */
+  const cpli_tuning *t = cpli_tuning_refresh();
+  if (t->file_error) return cpli_fail(CPL_ERR_ENV, "%s", t->file_error);
   cpl_inter_algorithm a;
   CPLI_TRY(cpli_inter_bytes_algorithm(p, q, total, total, opt, &a));
   cpli_inter_algs_add(algs, a);

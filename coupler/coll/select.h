@@ -56,7 +56,8 @@ void cpli_inter_algs_add(char algs[CPLI_ALGS_LEN], cpl_inter_algorithm a);
  * bytes will run from p to q ranks, known before any run (a workflow's
  * declarations, the current environment): one producer's block is the
  * whole dataset; several producers' blocks do not matter (auto chooses for
- * nominal blocks). */
+ * nominal blocks). CPL_ERR_ENV when the environment or tuning file would
+ * fail every collective. */
 int cpli_inter_dataset_algs_add(int p, int q, size_t total, const cpl_coll_options *opt,
                                 char algs[CPLI_ALGS_LEN]);
 

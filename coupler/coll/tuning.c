@@ -138,11 +138,19 @@ static void parse(const char *const v[NVARS], cpli_tuning *t) {
              CPLI_CHUNK_MIN, VAL_MAX, v[CHUNK]);
     bad = env_err;
   }
+  t->flow = strcmp(v[FLOW], "0") != 0;
+  t->ring = flag_of(v[RING]);
+  /* Switches: 0 or 1; "no" or "false" ran the dataflow plans or the
+   * model's ring choice without a word. */
+  for (int i = FLOW; i <= RING && !bad; i++)
+    if (*v[i] && flag_of(v[i]) < 0) {
+      snprintf(env_err, sizeof env_err, "CPL_%s: expected 0 or 1, got \"%.*s\"", vars[i].name,
+               VAL_MAX, v[i]);
+      bad = env_err;
+    }
   /* api.c refuses every call while file_error is set: a broken tuning
    * file first (it concerns every variable), else a bad variable. */
   t->file_error = file_err[0] ? file_err : bad;
-  t->flow = strcmp(v[FLOW], "0") != 0;
-  t->ring = flag_of(v[RING]);
   t->inter = v[INTER];
   t->intra = v[INTRA];
   if (*v[TIMEOUT]) {

@@ -338,16 +338,11 @@ void cpli_data_untrack(cpl_context *ctx, cpl_output *o, cpl_input *in) {
 /* ------------------------------------------------------------- finalize */
 
 /* Components reach cpl_finalize at their own pace (one may compute long
- * after its last step): the drain waits CPL_FINALIZE_TIMEOUT seconds,
- * default 60 like every other wait, and never less than the link's. */
+ * after its last step): the drain waits CPL_FINALIZE_TIMEOUT seconds
+ * (cpl_init read it), default 60 like every other wait, and never less
+ * than the link's. */
 static double finalize_timeout(cpl_context *ctx, int end) {
-  double t = 60; /* README.md, "Timeouts" */
-  const char *s = getenv("CPL_FINALIZE_TIMEOUT");
-  if (s && *s) {
-    char *e;
-    double v = strtod(s, &e);
-    if (!*e && v > 0) t = v;
-  }
+  const double t = ctx->finalize_timeout;
   return t > link_timeout(ctx, end) ? t : link_timeout(ctx, end);
 }
 

@@ -25,7 +25,8 @@
 #include "workflow/model.h"
 
 #define CPLI_INIT_TIMEOUT_DEFAULT 60.0
-#define CPLI_LINK_TAG_BASE 7000 /* tag of link k: base + k (< 32767) */
+#define CPLI_FINALIZE_TIMEOUT_DEFAULT 60.0 /* README.md, "Timeouts" */
+#define CPLI_LINK_TAG_BASE 7000            /* tag of link k: base + k (< 32767) */
 
 /* Wait for a request, polling, up to `timeout` seconds. */
 static int wait_deadline(MPI_Request *req, double timeout, const char *what) {
@@ -45,17 +46,17 @@ static int wait_deadline(MPI_Request *req, double timeout, const char *what) {
   }
 }
 
-static int init_timeout(double *out) {
-  *out = CPLI_INIT_TIMEOUT_DEFAULT;
-  const char *s = getenv("CPL_INIT_TIMEOUT");
+/* Seconds from variable `var` (CPL_INIT_TIMEOUT, CPL_FINALIZE_TIMEOUT),
+ * dflt when unset; anything else than a number in (0, 1e6] is an error,
+ * not a silent default ("10m" was taken as 60 s at cpl_finalize). */
+static int env_seconds(const char *var, double dflt, double *out) {
+  *out = dflt;
+  const char *s = getenv(var);
   if (!s || !*s) return CPL_OK;
   char *end = NULL;
   double v = strtod(s, &end);
   if (*end || !(v > 0) || v > 1e6)
-    return cpli_fail(CPL_ERR_ENV,
-                     "CPL_INIT_TIMEOUT must be a number of seconds in "
-                     "(0, 1e6], got \"%s\"",
-                     s);
+    return cpli_fail(CPL_ERR_ENV, "%s must be a number of seconds in (0, 1e6], got \"%s\"", var, s);
   *out = v;
   return CPL_OK;
 }
@@ -163,7 +164,10 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component, c
 
   /* Local work first; its failure is carried into the agreement. */
   double timeout;
-  int local = init_timeout(&timeout);
+  int local = env_seconds("CPL_INIT_TIMEOUT", CPLI_INIT_TIMEOUT_DEFAULT, &timeout);
+  if (local == CPL_OK)
+    local =
+        env_seconds("CPL_FINALIZE_TIMEOUT", CPLI_FINALIZE_TIMEOUT_DEFAULT, &ctx->finalize_timeout);
   const char *path = workflow_path ? workflow_path : getenv("CPL_WORKFLOW");
   const char *name = component ? component : getenv("CPL_COMPONENT");
   if (local == CPL_OK) local = load_local(path, &ctx->wf);

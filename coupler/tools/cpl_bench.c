@@ -149,7 +149,8 @@ static void usage(FILE *f) {
   print_names(f, cpli_intra_names, CPL_INTRA_COUNT);
   fprintf(f, "mpi\n"
              "                   (all: every algorithm of the table, then mpi;\n"
-             "                   NAME@step: lockstep execution, NAME@cSIZE: dataflow\n"
+             "                   NAME@step: lockstep execution, NAME@flow: dataflow\n"
+             "                   plans whatever CPL_FLOW says, NAME@cSIZE: dataflow\n"
              "                   streams cut at SIZE bytes, NAME@iALG: fc's intra-group\n"
              "                   phases with ALG, NAME@ring|alg7: the dataflow\n"
              "                   allgather, NAME@v: inter through the allgatherv;\n"

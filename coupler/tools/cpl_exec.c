@@ -34,6 +34,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tools/cli.h"
+
 static pid_t child = -1;
 
 static void forward(int sig) {
@@ -88,11 +90,22 @@ static int listen_to(int fd, said *s) {
   return 1;
 }
 
+static void usage(FILE *f) {
+  fprintf(f, "usage: cpl-exec PROGRAM [ARGS...]\n"
+             "How cpl-run starts every process of a workflow (not meant to be typed):\n"
+             "runs PROGRAM and stops the whole job, naming the component\n"
+             "($CPL_COMPONENT) and rank, when it ends before cpl_init, exits\n"
+             "without cpl_finalize or is killed by a signal; otherwise its exit\n"
+             "status is the program's.\n"
+             "  -h, --help     show this help\n"
+             "  -V, --version  show the version\n");
+}
+
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: cpl-exec PROGRAM [ARGS...] (started by cpl-run)\n");
-    return 2;
-  }
+  if (argc < 2) return cpli_cli_usage_error("cpl-exec", usage, "no PROGRAM to run");
+  /* Only as the first word: every later one belongs to the program (it
+   * ran `--help` as a program and stopped a job that was not there). */
+  if (cpli_cli_info("cpl-exec", 2, argv, usage) == 0) return 0;
   const char *comp = env_or("CPL_COMPONENT", "?");
   /* Messages name the rank inside the component, as the library's do:
    * the job rank minus the component's first (CPL_FIRST_RANK, from

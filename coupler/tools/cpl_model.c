@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "coll/select.h"
+#include "coll/tuning.h"
 #include "sched/circulant.h"
 #include "sched/ring.h"
 #include "sched/verify.h"
@@ -54,7 +55,8 @@ static void usage(FILE *f) {
              "               seconds)\n"
              "  -h, --help     show this help\n"
              "  -V, --version  show the version\n"
-             "Exit status: 0 done, 1 a schedule failed or was invalid, 2 usage error.\n");
+             "Exit status: 0 done, 1 a schedule failed or was invalid, 2 usage error\n"
+             "(also a bad CPL_ALPHA, CPL_BETA, ... or tuning file).\n");
 }
 
 /* 1 if all of s is a number (in *out), else 0. */
@@ -89,9 +91,16 @@ int main(int argc, char **argv) {
   double alpha, beta, k = 1 << 20;
   int max = 1024, check = 0;
   const char *shapes = NULL, *csvpath = NULL;
-  cpli_model_params(&alpha, &beta);
   int info = cpli_cli_info("cpl-model", argc, argv, usage);
   if (info >= 0) return info;
+  /* A bad CPL_ALPHA (...) or tuning file was taken as the defaults,
+   * silently; the library refuses every call with it, so does this. */
+  const cpli_tuning *env = cpli_tuning_refresh();
+  if (env->file_error) {
+    fprintf(stderr, "cpl-model: %s\n", env->file_error);
+    return CPLI_CLI_USAGE_ERROR;
+  }
+  cpli_model_params(&alpha, &beta);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--check")) {

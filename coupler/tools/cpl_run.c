@@ -37,7 +37,8 @@ static void usage(FILE *f) {
           "usage: cpl-run [--dry-run] [--launcher mpiexec|srun] [--hostfile F]\n"
           "               [--mpiexec PATH] FILE [-- LAUNCHER_ARGS...]\n"
           "Launch the workflow described by FILE as one MPMD MPI job.\n"
-          "  -n, --dry-run      print the launch command, the files it reads and\n"
+          "  -n, --dry-run      print the launch command, the files it reads\n"
+          "                     (written, so the command runs as printed) and\n"
           "                     a table (component, ranks, hosts; each link's\n"
           "                     inter-group algorithm) instead of running it\n"
           "      --launcher L   mpiexec (MPICH hydra, default) or srun (Slurm);\n"
@@ -45,7 +46,8 @@ static void usage(FILE *f) {
           "      --hostfile F   hosts the job may use (hydra's -f; under srun\n"
           "                     the pool for hosts:/ppn: placement)\n"
           "      --mpiexec P    mpiexec to run (default: $CPL_MPIEXEC, else\n"
-          "                     %s); srun: $CPL_SRUN, else srun\n"
+          "                     %s); not with srun, which is\n"
+          "                     $CPL_SRUN, else srun\n"
           "  -h, --help         show this help\n"
           "  -V, --version      show the version\n"
           "Arguments after -- go to the launcher before the programs (e.g.\n"
@@ -74,6 +76,7 @@ int main(int argc, char **argv) {
   const char *launcher = getenv("CPL_LAUNCHER");
   if (!launcher || !*launcher) launcher = "mpiexec";
   const char *hostfile = NULL;
+  int mpiexec_given = 0;
   int nextra = 0;
   char **extra = NULL;
   int info = cpli_cli_info("cpl-run", argc, argv, usage);
@@ -94,6 +97,7 @@ int main(int argc, char **argv) {
       if (i + 1 == argc)
         return cpli_cli_usage_error("cpl-run", usage, "option %s needs a value", a);
       *value = argv[++i];
+      mpiexec_given |= value == &mpiexec;
     } else if (a[0] == '-' && a[1]) {
       return cpli_cli_usage_error("cpl-run", usage, "unknown option %s", a);
     } else if (!file) {
@@ -107,6 +111,11 @@ int main(int argc, char **argv) {
   }
   if (!file) return cpli_cli_usage_error("cpl-run", usage, "no workflow file given");
   int kind = cpli_launcher_parse(launcher);
+  /* srun's program is $CPL_SRUN: --mpiexec would be ignored, silently. */
+  if (kind == CPLI_LAUNCHER_SRUN && mpiexec_given)
+    return cpli_cli_usage_error("cpl-run", usage,
+                                "--mpiexec names hydra's mpiexec; under srun set CPL_SRUN "
+                                "to the srun to run");
   if (kind < 0) {
     fprintf(stderr,
             "cpl-run: unknown launcher \"%s\" (from %s; one of: "
@@ -201,6 +210,10 @@ int main(int argc, char **argv) {
   }
 
   if (dry) {
+    /* Written here too: the printed command is then one to run as is
+     * (names are content hashes, so a run reuses them). */
+    if (cpli_launch_write_files(&l, err, sizeof err) != 0)
+      fprintf(stderr, "warning: %s; the command below names it\n", err);
     cpli_launch_print(&l, wf, stdout);
     cpli_launch_free(&l);
     cpl_workflow_destroy(wf);

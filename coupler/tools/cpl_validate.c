@@ -30,9 +30,22 @@ static void print_link(const cpli_workflow *wf, const cpli_link *l) {
   const cpli_component *fc = &wf->comps[l->from_comp];
   const cpli_component *tc = &wf->comps[l->to_comp];
   const cpli_port *fp = &fc->ports[l->from_port];
-  char inter[128];
+  char ag[128], inter[192]; /* the allgather's algorithms; what the steps take */
+  /* The environment overrides the file's algorithms, as in the run. */
+  cpl_coll_options env;
+  cpl_coll_options_init(&env);
+  env.inter = l->inter;
+  env.intra = l->intra;
+  cpl_inter_algorithm ia = l->inter;
+  cpl_intra_algorithm ra = l->intra;
+  cpli_tuning_refresh();
   if (l->inter != CPL_INTER_AUTO) {
-    snprintf(inter, sizeof inter, "%s", cpl_inter_algorithm_name(l->inter));
+    if (cpli_inter_requested(&env, &ia) != CPL_OK)
+      snprintf(ag, sizeof ag, "%s (%.100s)", cpl_inter_algorithm_name(l->inter), cpl_last_error());
+    else if (ia != l->inter)
+      snprintf(ag, sizeof ag, "%s (CPL_INTER_ALGORITHM; the file says %s)",
+               cpl_inter_algorithm_name(ia), cpl_inter_algorithm_name(l->inter));
+    else snprintf(ag, sizeof ag, "%s", cpl_inter_algorithm_name(l->inter));
   } else {
     /* Ask the same cost model and rule the run will use (environment
      * included): one allgather per dataset. */
@@ -46,17 +59,29 @@ static void print_link(const cpli_workflow *wf, const cpli_link *l) {
     if (!known) bytes = 1 << 20;
     if (!known) rc = cpli_inter_dataset_algs_add(fc->nprocs, tc->nprocs, bytes, NULL, algs);
     if (rc == CPL_OK)
-      snprintf(inter, sizeof inter, "auto -> %s (%s %zu bytes per step)", algs,
-               known ? "for" : "if", bytes);
-    else snprintf(inter, sizeof inter, "auto (chosen per step)");
+      snprintf(ag, sizeof ag, "auto -> %s (%s %zu bytes per step)", algs, known ? "for" : "if",
+               bytes);
+    else snprintf(ag, sizeof ag, "auto (model: %.100s)", cpl_last_error());
   }
-  char policy[32];
-  if (l->policy == CPL_POLICY_EVERY) snprintf(policy, sizeof policy, "every:%d", l->every);
-  else snprintf(policy, sizeof policy, "%s", cpli_policy_name(l->policy));
-  printf("  link %-24s %d -> %d ranks, inter %s, intra %s, policy %s, "
-         "depth %d, timeout %gs\n",
-         l->label, fc->nprocs, tc->nprocs, inter, cpl_intra_algorithm_name(l->intra), policy,
-         l->depth, l->timeout);
+  const char *bypass = cpli_link_bypass(l);
+  if (l->delivery == CPLI_DELIVERY_SELECT)
+    snprintf(inter, sizeof inter, "%s (delivery select: no allgather)", bypass);
+  else if (bypass)
+    snprintf(inter, sizeof inter, "%s (policy latest; steps left at close: %s)", bypass, ag);
+  else snprintf(inter, sizeof inter, "%s", ag);
+  /* A stage answers each request itself: no queue, no policy (it printed
+   * the defaults, "policy all, depth 2", which it does not apply). */
+  char flow[64];
+  if (fc->kind == CPL_KIND_STAGE) snprintf(flow, sizeof flow, "served on request (stage)");
+  else if (l->policy == CPL_POLICY_EVERY)
+    snprintf(flow, sizeof flow, "policy every:%d, depth %d", l->every, l->depth);
+  else snprintf(flow, sizeof flow, "policy %s, depth %d", cpli_policy_name(l->policy), l->depth);
+  char intra[64];
+  if (cpli_intra_requested(&env, &ra) == CPL_OK && ra != l->intra)
+    snprintf(intra, sizeof intra, "%s (CPL_INTRA_ALGORITHM)", cpl_intra_algorithm_name(ra));
+  else snprintf(intra, sizeof intra, "%s", cpl_intra_algorithm_name(l->intra));
+  printf("  link %-24s %d -> %d ranks, inter %s, intra %s, %s, timeout %gs\n", l->label, fc->nprocs,
+         tc->nprocs, inter, intra, flow, l->timeout);
 }
 
 static void summary(const cpli_workflow *wf) {

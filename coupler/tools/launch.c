@@ -673,12 +673,28 @@ void cpli_launch_print(const cpli_launch *l, const cpli_workflow *wf, FILE *f) {
     for (int d = 0; k->inter == CPL_INTER_AUTO && bytes && d < fp->ndatasets && rc == CPL_OK; d++)
       rc = cpli_inter_dataset_algs_add(fc->nprocs, tc->nprocs, cpli_dataset_bytes(&fp->datasets[d]),
                                        NULL, algs);
-    if (k->inter != CPL_INTER_AUTO)
+    /* Say what the progress line will: steps that skip the allgather. */
+    const char *bypass = cpli_link_bypass(k);
+    if (k->delivery == CPLI_DELIVERY_SELECT) {
+      put(&t, "%s (delivery select: no allgather)\n", bypass);
+      continue;
+    }
+    if (bypass) put(&t, "%s (policy latest; steps left at close: ", bypass);
+    cpl_coll_options env; /* the environment overrides the file, as in the run */
+    cpl_coll_options_init(&env);
+    env.inter = k->inter;
+    cpl_inter_algorithm ia = k->inter;
+    if (k->inter != CPL_INTER_AUTO && cpli_inter_requested(&env, &ia) != CPL_OK)
+      put(&t, "%s (model: %s)", cpl_inter_algorithm_name(k->inter), cpl_last_error());
+    else if (k->inter != CPL_INTER_AUTO && ia != k->inter)
+      put(&t, "%s (CPL_INTER_ALGORITHM; the file says %s)", cpl_inter_algorithm_name(ia),
+          cpl_inter_algorithm_name(k->inter));
+    else if (k->inter != CPL_INTER_AUTO)
       put(&t, "%s (set in the file)", cpl_inter_algorithm_name(k->inter));
     else if (bytes == 0) put(&t, "auto (sizes not declared)");
     else if (rc == CPL_OK) put(&t, "auto -> %s for %zu bytes per step", algs, bytes);
     else put(&t, "auto (model: %s)", cpl_last_error());
-    put(&t, "\n");
+    put(&t, bypass ? ")\n" : "\n");
   }
   fputs(t.s, f);
   free(t.s);

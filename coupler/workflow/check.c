@@ -91,6 +91,43 @@ static void check_links(cpli_workflow *wf, const char *file, cpl_diag *d) {
   }
 }
 
+/* A stage takes steps from exactly one link and serves at least one, a
+ * source replays to at least one: the shapes cpl-component refuses
+ * (adapters/stage.c, hdf5_source.c), found before a job is started. */
+static void check_builtins(const cpli_workflow *wf, const char *file, cpl_diag *d) {
+  for (int c = 0; c < wf->ncomps; c++) {
+    const cpli_component *k = &wf->comps[c];
+    if (k->kind == CPL_KIND_SOURCE) {
+      int nout = 0;
+      for (int i = 0; i < wf->nlinks; i++) nout += wf->links[i].from_comp == c;
+      if (nout == 0)
+        cpli_diag_add(d, file, k->pos.line, k->pos.col,
+                      "source \"%s\" has no linked output port: nobody to replay the file to",
+                      k->name);
+    }
+    if (k->kind != CPL_KIND_STAGE) continue;
+    int nin = 0, nout = 0;
+    char list[512] = "";
+    size_t o = 0;
+    for (int i = 0; i < wf->nlinks; i++) {
+      const cpli_link *l = &wf->links[i];
+      if (l->from_comp == c) nout++;
+      if (l->to_comp != c) continue;
+      nin++;
+      if (o < sizeof list)
+        o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", nin > 1 ? ", " : "", l->label);
+    }
+    if (nin != 1)
+      cpli_diag_add(d, file, k->pos.line, k->pos.col,
+                    "stage \"%s\" needs exactly one input link (one input port, one "
+                    "producer), but has %d%s%s%s",
+                    k->name, nin, nin ? " (" : "", list, nin ? ")" : "");
+    if (nout == 0)
+      cpli_diag_add(d, file, k->pos.line, k->pos.col,
+                    "stage \"%s\" has no linked output port: nothing to serve", k->name);
+  }
+}
+
 /* ------------------------------------------- datasets across a link */
 
 static int cmp_by_input(const void *a, const void *b) {
@@ -233,5 +270,6 @@ void cpli_wf_check(cpli_workflow *wf, const char *file, cpl_diag *d) {
   }
   if (total <= CPLI_WF_MAX_TOTAL) wf->total_procs = (int)total;
   check_links(wf, file, d);
+  check_builtins(wf, file, d);
   check_datasets(wf, file, d);
 }

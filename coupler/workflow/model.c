@@ -61,6 +61,12 @@ size_t cpli_port_bytes(const cpli_port *p) {
   return total;
 }
 
+const char *cpli_link_bypass(const cpli_link *l) {
+  if (l->delivery == CPLI_DELIVERY_SELECT) return "select";
+  if (l->policy == CPL_POLICY_LATEST) return "scatter";
+  return NULL;
+}
+
 static void free_component(cpli_component *c) {
   free(c->name);
   for (int i = 0; i < c->argc; i++) free(c->argv[i]);

@@ -200,6 +200,14 @@ int cpli_dtype_convertible(const char *a, const char *b);
 size_t cpli_dataset_bytes(const cpli_dataset *d);
 size_t cpli_port_bytes(const cpli_port *p);
 
+/* How a link's steps travel when not by its inter-group allgather, in the
+ * progress line's words, for the tools' forecasts: "select" under
+ * delivery: select (every step is redistributed), "scatter" under policy
+ * latest (a step left in flight is scattered; steps still queued at close
+ * go by the allgather); NULL: the allgather (delivery auto may still pick
+ * select for a step where consumer ranks select). */
+const char *cpli_link_bypass(const cpli_link *l);
+
 /* Index of a port by name in a component, or -1. */
 int cpli_wf_port_index(const cpli_component *c, const char *name);
 

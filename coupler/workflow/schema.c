@@ -196,9 +196,24 @@ static const char *want_name(S *s, const cpli_ynode *n, const char *what) {
   return str;
 }
 
+/* Digits with a leading 0 ("010"): 8 to YAML 1.1 readers (PyYAML), and
+ * "09" a string there, but 10 and 9 to YAML 1.2 ones; refused, as the
+ * file would mean two things. Writes the message's tail into buf; 0 if
+ * str is not such. */
+static int leading_zero(const char *str, char *buf, size_t size) {
+  const int sign = *str == '+' || *str == '-';
+  const char *p = str + sign;
+  if (p[0] != '0' || !p[1] || strspn(p, "0123456789") != strlen(p)) return 0;
+  const char *digits = p + strspn(p, "0");
+  snprintf(buf, size,
+           " (with a leading 0 it is octal or a string to YAML 1.1 readers; write %.*s%s)", sign,
+           str, *digits ? digits : "0");
+  return 1;
+}
+
 /* Integer in [lo, hi]. `kind` phrases the expectation ("a positive
  * integer"). Only plain decimal scalars count: "4" quoted is a string,
- * 1e3 and 0x10 are not integers here. */
+ * 1e3, 0x10 and 010 are not integers here. */
 static int want_int(S *s, const cpli_ynode *n, const char *what, const char *kind, long long lo,
                     long long hi, long long *out) {
   if (n->bad) return 0;
@@ -218,9 +233,11 @@ static int want_int(S *s, const cpli_ynode *n, const char *what, const char *kin
   }
   const char *p = n->str;
   int neg = 0;
+  char why[128] = "";
   if (*p == '+' || *p == '-') neg = *p++ == '-';
-  if (!*p || strspn(p, "0123456789") != strlen(p) || strlen(n->str) != n->len) {
-    err(s, n, "%s must be %s, got %s", what, kind, DESC(n));
+  if (!*p || strspn(p, "0123456789") != strlen(p) || strlen(n->str) != n->len ||
+      leading_zero(n->str, why, sizeof why)) {
+    err(s, n, "%s must be %s, got %s%s", what, kind, DESC(n), why);
     return 0;
   }
   /* Accumulate with a saturating bound so huge values are reported as
@@ -254,9 +271,10 @@ static int want_seconds(S *s, const cpli_ynode *n, const char *what, double hi, 
     return 0;
   }
   const char *p = n->str;
+  char why[128] = "";
   /* strtod also takes hex, inf and nan; a timeout is written in decimal. */
-  if (strspn(p, "+-0123456789.eE") != n->len) {
-    err(s, n, "%s must be a number of seconds, got %s", what, DESC(n));
+  if (strspn(p, "+-0123456789.eE") != n->len || leading_zero(p, why, sizeof why)) {
+    err(s, n, "%s must be a number of seconds, got %s%s", what, DESC(n), why);
     return 0;
   }
   char *end = NULL;

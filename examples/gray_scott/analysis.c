@@ -64,7 +64,7 @@ static void usage(FILE *f) {
              "         [--select all|rows]\n"
              "Per-step statistics of DATASET (default V) from input port NAME\n"
              "(default fields) to DIR/stats.csv (default DIR: out); a PNG picture\n"
-             "DIR/V_<step>.png every M steps (default 4, 0: only the last) and of\n"
+             "DIR/DATASET_<step>.png every M steps (default 4, 0: only the last) and of\n"
              "the last step (M -1: no pictures), at least PX pixels wide (default\n"
              "512). X: the threshold of the 'frac_above' column (default 0.25).\n"
              "--select rows: each rank receives only its rows of DATASET\n"

@@ -22,7 +22,7 @@ fail() { echo "install: FAIL: $*" >&2; exit 1; }
 clean() { env -i PATH=/usr/bin:/bin HOME="$scratch" "$@"; }
 
 # 1. Installed programs.
-tools=(cpl-run cpl-validate cpl-component cpl-bench cpl-sched cpl-model)
+tools=(cpl-run cpl-validate cpl-component cpl-bench cpl-sched cpl-model cpl-exec)
 for t in "${tools[@]}"; do
   [[ -x $P/bin/$t ]] || fail "$t is not installed in $P/bin"
   out=$(clean "$P/bin/$t" --help) || fail "$t --help exited $?"
@@ -52,6 +52,20 @@ sed "s|@PREFIX@|$P|" "$src/tiny.yaml.in" > "$scratch/run/tiny.yaml"
   > "$scratch/run/log" 2>&1 || { cat "$scratch/run/log"; fail "cpl-run tiny.yaml"; }
 [[ $(h5ls "$scratch/run/out/tiny.h5" | awk '{ print $1 }' | paste -sd ' ') == 'step_000000 step_000001' ]] ||
   fail "out/tiny.h5 does not hold steps 0 and 1: $(h5ls "$scratch/run/out/tiny.h5")"
+
+# The documents: every README of the tree, and every document (.md) or
+# example source they link to, in its place (the Python README and the
+# pages README.md links to were missing, and analysis.py of the examples).
+doc=$P/$datadir/doc/coupler
+for f in $(cd "$src/../.." && git ls-files '*README.md' 2> /dev/null); do
+  [[ -f $doc/$f ]] || fail "$f is not installed in $doc"
+done
+while IFS= read -r md; do
+  for link in $(grep -oE '\]\([^)#:]+\.(md|c|py)[)#]' "$md" | sed -E 's/^\]\(//; s/[)#]$//'); do
+    [[ -f $(dirname "$md")/$link ]] || fail "${md#"$doc"/} links to $link, which is not installed"
+  done
+done < <(find "$doc" -name '*.md')
+[[ -f $doc/examples/gray_scott/analysis.py ]] || fail "examples/gray_scott/analysis.py is not installed"
 
 # 2. The documented snippets.
 cmake -S "$src/consumer" -B "$scratch/cmake" -DCMAKE_PREFIX_PATH="$P" > /dev/null

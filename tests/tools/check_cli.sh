@@ -27,7 +27,10 @@ for v in -V --version; do
   ((rc == 0)) || fail "$v exited $rc"
   [[ $(cat "$tmp/out") == "$name (Coupler) $version" ]] || fail "$v printed '$(cat "$tmp/out")'"
 done
-for bad in --no-such-option -Z; do
+# cpl-exec takes any other first word for the program to run (below).
+bad_options=(--no-such-option -Z)
+[[ $name == cpl-exec ]] && bad_options=()
+for bad in "${bad_options[@]}"; do
   run $bad
   ((rc == 2)) || fail "$bad exited $rc, not 2"
   grep -q -- "$bad" "$tmp/err" || fail "$bad: stderr does not name it: $(head -2 "$tmp/err")"
@@ -83,6 +86,12 @@ case $name in
     ((rc == 2)) || fail "no arguments exited $rc, not 2"
     ;;
   cpl-model)
+    # A bad model variable is refused, as the library refuses it (it ran
+    # with the defaults and said nothing).
+    CPL_ALPHA=abc run --max 2
+    ((rc == 2)) && grep -q 'cpl-model: CPL_ALPHA: expected a positive number of seconds, got "abc"' "$tmp/err" ||
+      fail "CPL_ALPHA=abc: $rc $(head -1 "$tmp/err")"
+    [[ -s $tmp/out ]] && fail "CPL_ALPHA=abc wrote to stdout: $(head -1 "$tmp/out")"
     run --max x
     ((rc == 2)) && grep -q -- '--max: x' "$tmp/err" || fail "--max x: $rc $(head -1 "$tmp/err")"
     # --size is bounded (p * k overflowed size_t: 1e30 bytes modelled as 0.01 ms)
@@ -101,6 +110,15 @@ case $name in
     done
     run --shapes 4:4 --max 2 # --max given later still counts
     ((rc == 2)) && grep -q 'bad shape 4:4' "$tmp/err" || fail "--shapes 4:4 --max 2: $rc"
+    ;;
+  cpl-exec)
+    # Options only as the first word: later ones are the program's (which
+    # ends without cpl_init, so cpl-exec stops the job it thinks it is in).
+    run /bin/echo --help -V
+    [[ $(cat "$tmp/out") == "--help -V" ]] && grep -q 'without calling cpl_init' "$tmp/err" ||
+      fail "/bin/echo --help -V: $rc $(cat "$tmp/out") $(head -1 "$tmp/err")"
+    run
+    ((rc == 2)) && grep -q '^usage: ' "$tmp/err" || fail "no arguments: $rc $(head -1 "$tmp/err")"
     ;;
   cpl-run | cpl-validate)
     run

@@ -1,7 +1,7 @@
 /*
  * Environment snapshot (coll/tuning.h): defaults when unset or empty, the
  * same parsing as before the snapshot existed (a bad timeout is reported),
- * a bad CPL_ALPHA, CPL_BETA, CPL_OVERHEAD or CPL_CHUNK is reported in
+ * a bad CPL_ALPHA, CPL_BETA, CPL_OVERHEAD, CPL_CHUNK, CPL_FLOW or CPL_RING is reported in
  * file_error naming the variable and the value, and a change made with setenv
  * between two calls is always seen, including a value changed back and a
  * value longer than the remembered length, from the next refresh on.
@@ -101,6 +101,23 @@ int main(void) {
       CHECK(!t->file_error, "%s unset again: %s", model_vars[i],
             t->file_error ? t->file_error : "");
     }
+  /* Switches: 0 or 1 (CPL_FLOW=no ran the dataflow plans, silently). */
+  static const char *const switches[] = {"CPL_FLOW", "CPL_RING"};
+  static const char *const bad_flags[] = {"no", "false", "2", "01", " 0"};
+  for (size_t i = 0; i < 2; i++) {
+    for (size_t j = 0; j < sizeof bad_flags / sizeof *bad_flags; j++) {
+      setenv(switches[i], bad_flags[j], 1);
+      t = cpli_tuning_refresh();
+      char want[64];
+      snprintf(want, sizeof want, "%s: expected 0 or 1, got \"%s\"", switches[i], bad_flags[j]);
+      CHECK(t->file_error && strstr(t->file_error, want), "%s=%s: %s", switches[i], bad_flags[j],
+            t->file_error ? t->file_error : "(accepted)");
+    }
+    setenv(switches[i], "0", 1);
+    t = cpli_tuning_refresh();
+    CHECK(!t->file_error, "%s=0: %s", switches[i], t->file_error ? t->file_error : "");
+    unsetenv(switches[i]);
+  }
   /* CPL_CHUNK: whole bytes, at least CPLI_CHUNK_MIN (chunk 1 crashed MPICH) */
   static const char *const bad_chunks[] = {"1", "511", "700.5", "-1K"};
   for (size_t j = 0; j < sizeof bad_chunks / sizeof *bad_chunks; j++) {
