@@ -68,11 +68,11 @@ typedef struct said {
   size_t n;
 } said;
 
-/* Read what is there; 0 at end of file. */
-static int listen_to(int fd, said *s) {
+/* Read what is there: the bytes read, 0 at end of file, -1 when nothing
+ * could be read (EINTR; EAGAIN once the pipe is non-blocking). */
+static ssize_t listen_to(int fd, said *s) {
   char buf[512];
   ssize_t got = read(fd, buf, sizeof buf);
-  if (got == 0) return 0;
   for (ssize_t i = 0; i < got; i++) {
     if (buf[i] != '\n') {
       if (s->n + 1 < sizeof s->line) s->line[s->n++] = buf[i];
@@ -85,7 +85,7 @@ static int listen_to(int fd, said *s) {
       snprintf(s->progress, sizeof s->progress, "%s", s->line + 2);
     s->n = 0;
   }
-  return 1;
+  return got;
 }
 
 int main(int argc, char **argv) {
@@ -163,8 +163,11 @@ int main(int argc, char **argv) {
     }
     struct pollfd pf = {.fd = open_fd ? ready[0] : -1, .events = POLLIN};
     int n = poll(&pf, 1, 100);
-    if (n > 0 && (pf.revents & (POLLIN | POLLHUP)) && !listen_to(ready[0], &s)) open_fd = 0;
+    if (n > 0 && (pf.revents & (POLLIN | POLLHUP)) && listen_to(ready[0], &s) == 0) open_fd = 0;
   }
+  /* What is left, without waiting for a descendant that still holds the
+   * pipe (a program started in the background before cpl_init): it may
+   * never close it. */
   fcntl(ready[0], F_SETFL, O_NONBLOCK);
   while (open_fd && listen_to(ready[0], &s) > 0) {
   }
