@@ -10,7 +10,8 @@
  * It validates FILE first (same checks as cpl-validate), then replaces
  * itself with the launcher, so the exit status is the job's and signals
  * reach it directly. It checks first that every program exists and is
- * executable, and starts every process through cpl-exec, which stops the
+ * executable (and, under hydra's ssh, that every host resolves), and
+ * starts every process through cpl-exec, which stops the
  * job when a process ends before cpl_init (hydra would wait forever). It
  * wraps nothing in a timeout: use `timeout` around it.
  */
@@ -179,10 +180,13 @@ int main(int argc, char **argv) {
   /* Hydra fails with internal errors on a missing -wdir; check it where
    * this host is where the processes run. */
   if (kind == CPLI_LAUNCHER_MPIEXEC && !hostfile && !l.rank_host) cpli_wf_check_workdirs(wf, d);
+  cpli_launch_check_hosts(&l, &lo, wf, d);
   for (int i = 0; i < cpl_diag_count(d); i++)
     fprintf(stderr, "%s%s\n", dry ? "warning: " : "", cpl_diag_message(d, i));
   if (cpl_diag_count(d) && !dry) {
-    fprintf(stderr, "cpl-run: %s: a program cannot be run or a workdir entered; nothing started\n",
+    fprintf(stderr,
+            "cpl-run: %s: a program cannot be run, a workdir entered or a host "
+            "reached; nothing started\n",
             file);
     cpl_diag_destroy(d);
     cpli_launch_free(&l);
