@@ -35,8 +35,10 @@
 #include <unistd.h>
 
 static pid_t child = -1;
+static volatile sig_atomic_t received; /* the last signal forwarded */
 
 static void forward(int sig) {
+  received = sig;
   if (child > 0) kill(child, sig);
 }
 
@@ -173,6 +175,20 @@ int main(int argc, char **argv) {
   }
   char where[260] = "";
   if (s.progress[0]) snprintf(where, sizeof where, " after %s", s.progress);
+  /* A signal sent to the job (Ctrl-C or kill of cpl-run: the launcher
+   * passes it to every process) is no fault of the component's. */
+  int sent = WIFSIGNALED(status) && WTERMSIG(status) == received;
+  if (sent) {
+    fprintf(stderr,
+            "cpl-run: component \"%s\", %s (%spid %d) ended by signal %d (%s), "
+            "which the job was sent (Ctrl-C or kill)%s%s%s\n",
+            comp, rank, jobrank, (int)child, WTERMSIG(status), strsignal(WTERMSIG(status)),
+            !s.init      ? ", before it called cpl_init"
+            : s.finalize ? ", in cpl_finalize"
+                         : "",
+            where[0] ? "," : "", where);
+    die_by(WTERMSIG(status));
+  }
   if (!s.init) {
     if (WIFSIGNALED(status))
       fprintf(stderr,

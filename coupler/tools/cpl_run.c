@@ -61,9 +61,12 @@ static void usage(FILE *f) {
           "distinct nodes per component). Components' hosts: and ppn: become a\n"
           "hostfile in rank order (hydra -f; srun SLURM_HOSTFILE with\n"
           "--distribution=arbitrary). Generated files go to $TMPDIR/cpl-run-UID/,\n"
-          "named by the hash of their contents. Exit status: the job's; 1 if\n"
-          "FILE is invalid or cannot be placed; 2 on a usage error; 127 if the\n"
-          "launcher cannot be run.\n",
+          "named by the hash of their contents. Exit status: the job's (hydra:\n"
+          "the bitwise OR of every process's status, a signal counting as its\n"
+          "number, so 0 only if all succeeded); before the job starts, 1 if FILE\n"
+          "is invalid or cannot be placed, 2 on a usage error, 127 if the\n"
+          "launcher cannot be run. Ctrl-C or a kill of cpl-run reaches every\n"
+          "process; each names the signal as one the job was sent.\n",
           CPL_MPIEXEC_DEFAULT);
 }
 
