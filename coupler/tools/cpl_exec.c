@@ -34,6 +34,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tools/cli.h"
+
 static pid_t child = -1;
 static volatile sig_atomic_t received; /* the last signal forwarded */
 
@@ -90,11 +92,24 @@ static ssize_t listen_to(int fd, said *s) {
   return got;
 }
 
+static void usage(FILE *f) {
+  fprintf(f, "usage: cpl-exec PROGRAM [ARGS...]\n"
+             "Run PROGRAM as one process of a workflow: how cpl-run starts every\n"
+             "process (not meant to be typed). It stops the job when the program\n"
+             "ends before cpl_init or without cpl_finalize, or dies by a signal,\n"
+             "naming component, rank and the last link and step; otherwise its exit\n"
+             "status is the program's.\n"
+             "  -h, --help      show this help\n"
+             "  -V, --version   show the version\n");
+}
+
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: cpl-exec PROGRAM [ARGS...] (started by cpl-run)\n");
-    return 2;
-  }
+  /* Options only in front: every word after PROGRAM is the program's. */
+  int info = cpli_cli_info("cpl-exec", argc < 2 ? argc : 2, argv, usage);
+  if (info >= 0) return info;
+  if (argc < 2) return cpli_cli_usage_error("cpl-exec", usage, "no program given");
+  if (argv[1][0] == '-')
+    return cpli_cli_usage_error("cpl-exec", usage, "unknown option %s", argv[1]);
   const char *comp = env_or("CPL_COMPONENT", "?");
   /* Messages name the rank inside the component, as the library's do:
    * the job rank minus the component's first (CPL_FIRST_RANK, from

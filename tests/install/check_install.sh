@@ -22,7 +22,7 @@ fail() { echo "install: FAIL: $*" >&2; exit 1; }
 clean() { env -i PATH=/usr/bin:/bin HOME="$scratch" "$@"; }
 
 # 1. Installed programs.
-tools=(cpl-run cpl-validate cpl-component cpl-bench cpl-sched cpl-model)
+tools=(cpl-run cpl-exec cpl-validate cpl-component cpl-bench cpl-sched cpl-model)
 for t in "${tools[@]}"; do
   [[ -x $P/bin/$t ]] || fail "$t is not installed in $P/bin"
   out=$(clean "$P/bin/$t" --help) || fail "$t --help exited $?"
