@@ -199,7 +199,7 @@ int main(int argc, char **argv) {
             "which the job was sent (Ctrl-C or kill)%s%s%s\n",
             comp, rank, jobrank, (int)child, WTERMSIG(status), strsignal(WTERMSIG(status)),
             !s.init      ? ", before it called cpl_init"
-            : s.finalize ? ", in cpl_finalize"
+            : s.finalize ? ", in or after cpl_finalize"
                          : "",
             where[0] ? "," : "", where);
     die_by(WTERMSIG(status));
@@ -225,7 +225,7 @@ int main(int argc, char **argv) {
             "cpl-run: component \"%s\", %s (%spid %d) was killed "
             "by signal %d (%s)%s%s; stopping the job\n",
             comp, rank, jobrank, (int)child, WTERMSIG(status), strsignal(WTERMSIG(status)), where,
-            s.finalize ? ", in cpl_finalize" : "");
+            s.finalize ? ", in or after cpl_finalize" : "");
     die_by(WTERMSIG(status));
   }
   if (!s.finalize) {

@@ -14,7 +14,7 @@
 
 typedef enum cpli_launcher {
   CPLI_LAUNCHER_MPIEXEC = 0, /* hydra: one MPMD line, -f hostfile      */
-  CPLI_LAUNCHER_SRUN,        /* srun --mpi=pmi2 --multi-prog FILE       */
+  CPLI_LAUNCHER_SRUN,        /* srun --mpi=pmi2 -K1 --multi-prog FILE   */
   CPLI_LAUNCHER_COUNT
 } cpli_launcher;
 
