@@ -190,13 +190,14 @@ int main(int argc, char **argv) {
   }
   char where[260] = "";
   if (s.progress[0]) snprintf(where, sizeof where, " after %s", s.progress);
-  /* A signal sent to the job (Ctrl-C or kill of cpl-run: the launcher
-   * passes it to every process) is no fault of the component's. */
+  /* A signal sent to the job (Ctrl-C or kill of cpl-run, which the
+   * launcher passes to every process, or srun ending the step after
+   * another process failed) is no fault of this component's. */
   int sent = WIFSIGNALED(status) && WTERMSIG(status) == received;
   if (sent) {
     fprintf(stderr,
             "cpl-run: component \"%s\", %s (%spid %d) ended by signal %d (%s), "
-            "which the job was sent (Ctrl-C or kill)%s%s%s\n",
+            "which the job was sent (Ctrl-C, kill, or the launcher stopping it)%s%s%s\n",
             comp, rank, jobrank, (int)child, WTERMSIG(status), strsignal(WTERMSIG(status)),
             !s.init      ? ", before it called cpl_init"
             : s.finalize ? ", in or after cpl_finalize"
