@@ -46,7 +46,8 @@ static void usage(FILE *f) {
           "      --hostfile F   hosts the job may use (hydra's -f; under srun\n"
           "                     the pool for hosts:/ppn: placement)\n"
           "      --mpiexec P    mpiexec to run (default: $CPL_MPIEXEC, else\n"
-          "                     %s); srun: $CPL_SRUN, else srun\n"
+          "                     %s); not with srun, which is\n"
+          "                     $CPL_SRUN, else srun\n"
           "  -h, --help         show this help\n"
           "  -V, --version      show the version\n"
           "Arguments after -- go to the launcher before the programs (e.g.\n"
@@ -55,9 +56,9 @@ static void usage(FILE *f) {
           "gets CPL_COMPONENT and CPL_WORKFLOW, and CPL_PROGRESS=1 unless it is\n"
           "set (rank 0 of each component prints a line per step; CPL_PROGRESS=0\n"
           "silences it).\n"
-          "srun runs one job step, srun --mpi=pmi2 --kill-on-bad-exit=1\n"
-          "--ntasks N --multi-prog F,\n"
-          "each line of F \"ranks env CPL_COMPONENT=c CPL_WORKFLOW=... prog\":\n"
+          "srun runs one job step, srun --mpi=pmi2 --kill-on-bad-exit=1 --ntasks N\n"
+          "--multi-prog F, each line of F \"ranks env CPL_COMPONENT=c\n"
+          "CPL_WORKFLOW=... prog\":\n"
           "one MPI_COMM_WORLD in any allocation (a heterogeneous step needs\n"
           "distinct nodes per component). Components' hosts: and ppn: become a\n"
           "hostfile in rank order (hydra -f; srun SLURM_HOSTFILE with\n"
@@ -78,14 +79,14 @@ int main(int argc, char **argv) {
   if (!mpiexec || !*mpiexec) mpiexec = CPL_MPIEXEC_DEFAULT;
   const char *launcher = getenv("CPL_LAUNCHER");
   if (!launcher || !*launcher) launcher = "mpiexec";
-  const char *hostfile = NULL;
+  const char *hostfile = NULL, *mpiexec_opt = NULL;
   int nextra = 0;
   char **extra = NULL;
   int info = cpli_cli_info("cpl-run", argc, argv, usage);
   if (info >= 0) return info;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    const char **value = !strcmp(a, "--mpiexec")    ? &mpiexec
+    const char **value = !strcmp(a, "--mpiexec")    ? &mpiexec_opt
                          : !strcmp(a, "--launcher") ? &launcher
                          : !strcmp(a, "--hostfile") ? &hostfile
                                                     : NULL;
@@ -111,6 +112,7 @@ int main(int argc, char **argv) {
     }
   }
   if (!file) return cpli_cli_usage_error("cpl-run", usage, "no workflow file given");
+  if (mpiexec_opt) mpiexec = mpiexec_opt;
   int kind = cpli_launcher_parse(launcher);
   if (kind < 0) {
     fprintf(stderr,
@@ -121,6 +123,12 @@ int main(int argc, char **argv) {
                                                                          : "--launcher");
     return 2;
   }
+  /* Ignored, it would run a different srun than the one asked for. */
+  if (kind == CPLI_LAUNCHER_SRUN && mpiexec_opt)
+    return cpli_cli_usage_error("cpl-run", usage,
+                                "--mpiexec %s is for --launcher mpiexec; srun is $CPL_SRUN, "
+                                "else srun from PATH",
+                                mpiexec_opt);
 
   cpl_diag *d = NULL;
   if (cpl_diag_create(&d) != CPL_OK) return 2;
