@@ -38,7 +38,8 @@ static void usage(FILE *f) {
           "usage: cpl-run [--dry-run] [--launcher mpiexec|srun] [--hostfile F]\n"
           "               [--mpiexec PATH] FILE [-- LAUNCHER_ARGS...]\n"
           "Launch the workflow described by FILE as one MPMD MPI job.\n"
-          "  -n, --dry-run      print the launch command, the files it reads and\n"
+          "  -n, --dry-run      print the launch command, the files it reads\n"
+          "                     (written, so the command runs as printed) and\n"
           "                     a table (component, ranks, hosts; each link's\n"
           "                     inter-group algorithm) instead of running it\n"
           "      --launcher L   mpiexec (MPICH hydra, default) or srun (Slurm);\n"
@@ -216,6 +217,13 @@ int main(int argc, char **argv) {
     return 127;
   }
 
+  /* Written for a dry run too: the command it prints runs as it is. */
+  if (cpli_launch_write_files(&l, err, sizeof err) != 0) {
+    fprintf(stderr, "cpl-run: %s; nothing started\n", err);
+    cpli_launch_free(&l);
+    cpl_workflow_destroy(wf);
+    return 1;
+  }
   if (dry) {
     cpli_launch_print(&l, wf, stdout);
     cpli_launch_free(&l);
@@ -225,11 +233,6 @@ int main(int argc, char **argv) {
   cpl_workflow_destroy(wf);
   /* Both launchers pass the environment on to every process. */
   if (!getenv("CPL_PROGRESS")) setenv("CPL_PROGRESS", "1", 1);
-  if (cpli_launch_write_files(&l, err, sizeof err) != 0) {
-    fprintf(stderr, "cpl-run: %s; nothing started\n", err);
-    cpli_launch_free(&l);
-    return 1;
-  }
   cpli_launch_exec(&l);
   fprintf(stderr, "cpl-run: cannot run %s: %s\n", l.argv[0], strerror(errno));
   cpli_launch_free(&l);
