@@ -12,9 +12,11 @@
  * which the library says that it reached cpl_init, which link and step it
  * last moved data on, and that it reached cpl_finalize (core/launch.h).
  * If the program ends without having reached cpl_init, or without
- * cpl_finalize, or dies by a signal, cpl-exec names the component, rank,
- * reason and last link and step, and ends itself by a signal, which hydra
- * sees as a failed process: it kills the whole job at once.
+ * cpl_finalize, or dies by a signal, or has not reached cpl_init
+ * CPL_INIT_TIMEOUT seconds after its start, cpl-exec names the component,
+ * rank, reason and last link and step, and ends itself by a signal, which
+ * hydra (and srun --kill-on-bad-exit) sees as a failed process: it kills
+ * the whole job at once.
  *
  * Otherwise it is transparent: signals it receives go to the program, its
  * exit status is the program's, and the program dies with it
@@ -32,6 +34,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tools/cli.h"
@@ -57,6 +60,21 @@ static void die_by(int sig) {
   sigprocmask(SIG_UNBLOCK, &set, NULL);
   raise(sig);
   _exit(128 + sig);
+}
+
+/* cpl_init's CPL_INIT_TIMEOUT (group.c): seconds, default 60; a value
+ * cpl_init refuses is its to report, this takes the default. */
+static double init_timeout(void) {
+  const char *s = getenv("CPL_INIT_TIMEOUT");
+  char *end = NULL;
+  double v = s && *s ? strtod(s, &end) : 0;
+  return s && *s && !*end && v > 0 && v <= 1e6 ? v : 60.0;
+}
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 static const char *env_or(const char *name, const char *dflt) {
@@ -96,9 +114,10 @@ static void usage(FILE *f) {
   fprintf(f, "usage: cpl-exec PROGRAM [ARGS...]\n"
              "Run PROGRAM as one process of a workflow: how cpl-run starts every\n"
              "process (not meant to be typed). It stops the job when the program\n"
-             "ends before cpl_init or without cpl_finalize, or dies by a signal,\n"
-             "naming component, rank and the last link and step; otherwise its exit\n"
-             "status is the program's.\n"
+             "ends before cpl_init or without cpl_finalize, dies by a signal, or has\n"
+             "not reached cpl_init CPL_INIT_TIMEOUT seconds (default 60) after its\n"
+             "start, naming component, rank and the last link and step; otherwise\n"
+             "its exit status is the program's.\n"
              "  -h, --help      show this help\n"
              "  -V, --version   show the version\n");
 }
@@ -171,6 +190,10 @@ int main(int argc, char **argv) {
    * the end is the child's exit, not end of file. */
   said s = {0};
   int status = 0, open_fd = 1;
+  /* A process that never reaches cpl_init (hangs, or never calls MPI_Init)
+   * holds the others in MPI_Init, where no timeout of theirs runs: this
+   * is the bound on it, the one cpl_init keeps for the others. */
+  double limit = init_timeout(), start = now();
   for (;;) {
     pid_t w = waitpid(child, &status, WNOHANG);
     if (w == child) break;
@@ -181,6 +204,17 @@ int main(int argc, char **argv) {
     struct pollfd pf = {.fd = open_fd ? ready[0] : -1, .events = POLLIN};
     int n = poll(&pf, 1, 100);
     if (n > 0 && (pf.revents & (POLLIN | POLLHUP)) && listen_to(ready[0], &s) == 0) open_fd = 0;
+    /* after reading: an "I" just said counts */
+    if (!s.init && now() - start > limit) {
+      fprintf(stderr,
+              "cpl-run: component \"%s\", %s (%s%s, pid %d) has not reached cpl_init "
+              "within %g s of its start (CPL_INIT_TIMEOUT): it is stuck before it, or "
+              "waits in MPI_Init for a process that is; stopping the job\n",
+              comp, rank, jobrank, argv[1], (int)child, limit);
+      kill(child, SIGKILL);
+      waitpid(child, NULL, 0);
+      die_by(SIGTERM);
+    }
   }
   /* What is left, without waiting for a descendant that still holds the
    * pipe (a program started in the background before cpl_init): it may
