@@ -498,7 +498,8 @@ static int build_srun(const cpli_workflow *wf, const cpli_launch_opts *o, const 
    * singleton. --mpi=... after -- replaces it. */
   int has_mpi = 0, has_kill = 0;
   for (int i = 0; i < o->nextra; i++) {
-    has_mpi |= !strncmp(o->extra[i], "--mpi", 5);
+    has_mpi |=
+        !strcmp(o->extra[i], "--mpi") || !strncmp(o->extra[i], "--mpi=", 6); /* not --mpibind */
     has_kill |= !strncmp(o->extra[i], "--kill-on-bad-exit", 18) || !strncmp(o->extra[i], "-K", 2);
   }
   if (!has_mpi) add(l, "--mpi=pmi2");
