@@ -543,6 +543,22 @@ static void name_files(cpli_launch *l, const char *dir) {
   if (l->env_name) l->env_value = xstrdup(l->files[0].path);
 }
 
+/* Is the launcher argument arg the option opt? Hydra takes -opt and
+ * --opt, either also as -opt=value; srun takes --long[=value] and
+ * -s[value]. */
+static int launcher_opt(cpli_launcher l, const char *arg, const char *opt) {
+  if (l == CPLI_LAUNCHER_MPIEXEC) {
+    if (arg[0] != '-') return 0;
+    arg += arg[1] == '-' ? 2 : 1;
+    opt += strspn(opt, "-");
+    size_t n = strlen(opt);
+    return !strncmp(arg, opt, n) && (arg[n] == '\0' || arg[n] == '=');
+  }
+  size_t n = strlen(opt);
+  if (strncmp(arg, opt, n)) return 0;
+  return opt[1] != '-' || arg[n] == '\0' || arg[n] == '=';
+}
+
 /* With placement (or --hostfile for hydra) cpl-run decides where ranks
  * go; a launcher option after -- that does too would conflict (hydra
  * refuses a second host list) or silently undo it (srun). */
@@ -556,9 +572,7 @@ static int placement_conflict(const cpli_launch_opts *o, int placing, char *err,
   const char *const *opts = o->launcher == CPLI_LAUNCHER_SRUN ? srun : hydra;
   for (int i = 0; i < o->nextra; i++) {
     for (int k = 0; opts[k]; k++) {
-      size_t n = strlen(opts[k]);
-      if (strncmp(o->extra[i], opts[k], n) == 0 &&
-          (o->extra[i][n] == '\0' || (o->extra[i][1] == '-' && o->extra[i][n] == '='))) {
+      if (launcher_opt(o->launcher, o->extra[i], opts[k])) {
         fail(err, esize,
              "%s after -- would place ranks too; %s decides "
              "where they run: leave it out",
@@ -646,7 +660,7 @@ static int hydra_ssh(const cpli_launch_opts *o) {
                                      "LOADL_STEP_ID",   NULL};
   for (int i = 0; i < o->nextra; i++)
     for (int k = 0; opts[k]; k++)
-      if (!strcmp(o->extra[i], opts[k])) return 0;
+      if (launcher_opt(CPLI_LAUNCHER_MPIEXEC, o->extra[i], opts[k])) return 0;
   for (int k = 0; vars[k]; k++)
     if (getenv(vars[k]) && *getenv(vars[k])) return 0;
   return 1;
