@@ -1,6 +1,5 @@
 /* Command-line conventions shared by every Coupler tool (cpl-run,
- * cpl-validate, cpl-component, cpl-bench, cpl-sched, cpl-model; cpl-exec
- * takes options only as its first word and has no bad ones), checked
+ * cpl-exec, cpl-validate, cpl-component, cpl-bench, cpl-sched, cpl-model), checked
  * by tests/tools:
  *   -h, --help      usage on stdout, exit 0
  *   -V, --version   "NAME (Coupler) VERSION" on stdout, exit 0

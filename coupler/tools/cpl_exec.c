@@ -12,9 +12,11 @@
  * which the library says that it reached cpl_init, which link and step it
  * last moved data on, and that it reached cpl_finalize (core/launch.h).
  * If the program ends without having reached cpl_init, or without
- * cpl_finalize, or dies by a signal, cpl-exec names the component, rank,
- * reason and last link and step, and ends itself by a signal, which hydra
- * sees as a failed process: it kills the whole job at once.
+ * cpl_finalize, or dies by a signal, or has not reached cpl_init
+ * CPL_INIT_TIMEOUT seconds after its start, cpl-exec names the component,
+ * rank, reason and last link and step, and ends itself by a signal, which
+ * hydra (and srun --kill-on-bad-exit) sees as a failed process: it kills
+ * the whole job at once.
  *
  * Otherwise it is transparent: signals it receives go to the program, its
  * exit status is the program's, and the program dies with it
@@ -32,13 +34,16 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tools/cli.h"
 
 static pid_t child = -1;
+static volatile sig_atomic_t received; /* the last signal forwarded */
 
 static void forward(int sig) {
+  received = sig;
   if (child > 0) kill(child, sig);
 }
 
@@ -57,6 +62,21 @@ static void die_by(int sig) {
   _exit(128 + sig);
 }
 
+/* cpl_init's CPL_INIT_TIMEOUT (group.c): seconds, default 60; a value
+ * cpl_init refuses is its to report, this takes the default. */
+static double init_timeout(void) {
+  const char *s = getenv("CPL_INIT_TIMEOUT");
+  char *end = NULL;
+  double v = s && *s ? strtod(s, &end) : 0;
+  return s && *s && !*end && v > 0 && v <= 1e6 ? v : 60.0;
+}
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 static const char *env_or(const char *name, const char *dflt) {
   const char *v = getenv(name);
   return v && *v ? v : dflt;
@@ -70,11 +90,11 @@ typedef struct said {
   size_t n;
 } said;
 
-/* Read what is there; 0 at end of file. */
-static int listen_to(int fd, said *s) {
+/* Read what is there: the bytes read, 0 at end of file, -1 when nothing
+ * could be read (EINTR; EAGAIN once the pipe is non-blocking). */
+static ssize_t listen_to(int fd, said *s) {
   char buf[512];
   ssize_t got = read(fd, buf, sizeof buf);
-  if (got == 0) return 0;
   for (ssize_t i = 0; i < got; i++) {
     if (buf[i] != '\n') {
       if (s->n + 1 < sizeof s->line) s->line[s->n++] = buf[i];
@@ -87,25 +107,28 @@ static int listen_to(int fd, said *s) {
       snprintf(s->progress, sizeof s->progress, "%s", s->line + 2);
     s->n = 0;
   }
-  return 1;
+  return got;
 }
 
 static void usage(FILE *f) {
   fprintf(f, "usage: cpl-exec PROGRAM [ARGS...]\n"
-             "How cpl-run starts every process of a workflow (not meant to be typed):\n"
-             "runs PROGRAM and stops the whole job, naming the component\n"
-             "($CPL_COMPONENT) and rank, when it ends before cpl_init, exits\n"
-             "without cpl_finalize or is killed by a signal; otherwise its exit\n"
-             "status is the program's.\n"
-             "  -h, --help     show this help\n"
-             "  -V, --version  show the version\n");
+             "Run PROGRAM as one process of a workflow: how cpl-run starts every\n"
+             "process (not meant to be typed). It stops the job when the program\n"
+             "ends before cpl_init or without cpl_finalize, dies by a signal, or has\n"
+             "not reached cpl_init CPL_INIT_TIMEOUT seconds (default 60) after its\n"
+             "start, naming component, rank and the last link and step; otherwise\n"
+             "its exit status is the program's.\n"
+             "  -h, --help      show this help\n"
+             "  -V, --version   show the version\n");
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) return cpli_cli_usage_error("cpl-exec", usage, "no PROGRAM to run");
-  /* Only as the first word: every later one belongs to the program (it
-   * ran `--help` as a program and stopped a job that was not there). */
-  if (cpli_cli_info("cpl-exec", 2, argv, usage) == 0) return 0;
+  /* Options only in front: every word after PROGRAM is the program's. */
+  int info = cpli_cli_info("cpl-exec", argc < 2 ? argc : 2, argv, usage);
+  if (info >= 0) return info;
+  if (argc < 2) return cpli_cli_usage_error("cpl-exec", usage, "no program given");
+  if (argv[1][0] == '-')
+    return cpli_cli_usage_error("cpl-exec", usage, "unknown option %s", argv[1]);
   const char *comp = env_or("CPL_COMPONENT", "?");
   /* Messages name the rank inside the component, as the library's do:
    * the job rank minus the component's first (CPL_FIRST_RANK, from
@@ -167,6 +190,10 @@ int main(int argc, char **argv) {
    * the end is the child's exit, not end of file. */
   said s = {0};
   int status = 0, open_fd = 1;
+  /* A process that never reaches cpl_init (hangs, or never calls MPI_Init)
+   * holds the others in MPI_Init, where no timeout of theirs runs: this
+   * is the bound on it, the one cpl_init keeps for the others. */
+  double limit = init_timeout(), start = now();
   for (;;) {
     pid_t w = waitpid(child, &status, WNOHANG);
     if (w == child) break;
@@ -176,13 +203,42 @@ int main(int argc, char **argv) {
     }
     struct pollfd pf = {.fd = open_fd ? ready[0] : -1, .events = POLLIN};
     int n = poll(&pf, 1, 100);
-    if (n > 0 && (pf.revents & (POLLIN | POLLHUP)) && !listen_to(ready[0], &s)) open_fd = 0;
+    if (n > 0 && (pf.revents & (POLLIN | POLLHUP)) && listen_to(ready[0], &s) == 0) open_fd = 0;
+    /* after reading: an "I" just said counts */
+    if (!s.init && now() - start > limit) {
+      fprintf(stderr,
+              "cpl-run: component \"%s\", %s (%s%s, pid %d) has not reached cpl_init "
+              "within %g s of its start (CPL_INIT_TIMEOUT): it is stuck before it, or "
+              "waits in MPI_Init for a process that is; stopping the job\n",
+              comp, rank, jobrank, argv[1], (int)child, limit);
+      kill(child, SIGKILL);
+      waitpid(child, NULL, 0);
+      die_by(SIGTERM);
+    }
   }
+  /* What is left, without waiting for a descendant that still holds the
+   * pipe (a program started in the background before cpl_init): it may
+   * never close it. */
   fcntl(ready[0], F_SETFL, O_NONBLOCK);
   while (open_fd && listen_to(ready[0], &s) > 0) {
   }
   char where[260] = "";
   if (s.progress[0]) snprintf(where, sizeof where, " after %s", s.progress);
+  /* A signal sent to the job (Ctrl-C or kill of cpl-run, which the
+   * launcher passes to every process, or srun ending the step after
+   * another process failed) is no fault of this component's. */
+  int sent = WIFSIGNALED(status) && WTERMSIG(status) == received;
+  if (sent) {
+    fprintf(stderr,
+            "cpl-run: component \"%s\", %s (%spid %d) ended by signal %d (%s), "
+            "which the job was sent (Ctrl-C, kill, or the launcher stopping it)%s%s%s\n",
+            comp, rank, jobrank, (int)child, WTERMSIG(status), strsignal(WTERMSIG(status)),
+            !s.init      ? ", before it called cpl_init"
+            : s.finalize ? ", in or after cpl_finalize"
+                         : "",
+            where[0] ? "," : "", where);
+    die_by(WTERMSIG(status));
+  }
   if (!s.init) {
     if (WIFSIGNALED(status))
       fprintf(stderr,
@@ -204,7 +260,7 @@ int main(int argc, char **argv) {
             "cpl-run: component \"%s\", %s (%spid %d) was killed "
             "by signal %d (%s)%s%s; stopping the job\n",
             comp, rank, jobrank, (int)child, WTERMSIG(status), strsignal(WTERMSIG(status)), where,
-            s.finalize ? ", in cpl_finalize" : "");
+            s.finalize ? ", in or after cpl_finalize" : "");
     die_by(WTERMSIG(status));
   }
   if (!s.finalize) {

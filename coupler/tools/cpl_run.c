@@ -10,7 +10,8 @@
  * It validates FILE first (same checks as cpl-validate), then replaces
  * itself with the launcher, so the exit status is the job's and signals
  * reach it directly. It checks first that every program exists and is
- * executable, and starts every process through cpl-exec, which stops the
+ * executable (and, under hydra's ssh, that every host resolves), and
+ * starts every process through cpl-exec, which stops the
  * job when a process ends before cpl_init (hydra would wait forever). It
  * wraps nothing in a timeout: use `timeout` around it.
  */
@@ -56,15 +57,19 @@ static void usage(FILE *f) {
           "gets CPL_COMPONENT and CPL_WORKFLOW, and CPL_PROGRESS=1 unless it is\n"
           "set (rank 0 of each component prints a line per step; CPL_PROGRESS=0\n"
           "silences it).\n"
-          "srun runs one job step, srun --mpi=pmi2 --ntasks N --multi-prog F,\n"
-          "each line of F \"ranks env CPL_COMPONENT=c CPL_WORKFLOW=... prog\":\n"
+          "srun runs one job step, srun --mpi=pmi2 --kill-on-bad-exit=1 --ntasks N\n"
+          "--multi-prog F, each line of F \"ranks env CPL_COMPONENT=c\n"
+          "CPL_WORKFLOW=... prog\":\n"
           "one MPI_COMM_WORLD in any allocation (a heterogeneous step needs\n"
           "distinct nodes per component). Components' hosts: and ppn: become a\n"
           "hostfile in rank order (hydra -f; srun SLURM_HOSTFILE with\n"
           "--distribution=arbitrary). Generated files go to $TMPDIR/cpl-run-UID/,\n"
-          "named by the hash of their contents. Exit status: the job's; 1 if\n"
-          "FILE is invalid or cannot be placed; 2 on a usage error; 127 if the\n"
-          "launcher cannot be run.\n",
+          "named by the hash of their contents. Exit status: the job's (hydra:\n"
+          "the bitwise OR of every process's status, a signal counting as its\n"
+          "number, so 0 only if all succeeded); before the job starts, 1 if FILE\n"
+          "is invalid or cannot be placed, 2 on a usage error, 127 if the\n"
+          "launcher cannot be run. Ctrl-C or a kill of cpl-run reaches every\n"
+          "process; each names the signal as one the job was sent.\n",
           CPL_MPIEXEC_DEFAULT);
 }
 
@@ -75,15 +80,14 @@ int main(int argc, char **argv) {
   if (!mpiexec || !*mpiexec) mpiexec = CPL_MPIEXEC_DEFAULT;
   const char *launcher = getenv("CPL_LAUNCHER");
   if (!launcher || !*launcher) launcher = "mpiexec";
-  const char *hostfile = NULL;
-  int mpiexec_given = 0;
+  const char *hostfile = NULL, *mpiexec_opt = NULL;
   int nextra = 0;
   char **extra = NULL;
   int info = cpli_cli_info("cpl-run", argc, argv, usage);
   if (info >= 0) return info;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    const char **value = !strcmp(a, "--mpiexec")    ? &mpiexec
+    const char **value = !strcmp(a, "--mpiexec")    ? &mpiexec_opt
                          : !strcmp(a, "--launcher") ? &launcher
                          : !strcmp(a, "--hostfile") ? &hostfile
                                                     : NULL;
@@ -97,7 +101,6 @@ int main(int argc, char **argv) {
       if (i + 1 == argc)
         return cpli_cli_usage_error("cpl-run", usage, "option %s needs a value", a);
       *value = argv[++i];
-      mpiexec_given |= value == &mpiexec;
     } else if (a[0] == '-' && a[1]) {
       return cpli_cli_usage_error("cpl-run", usage, "unknown option %s", a);
     } else if (!file) {
@@ -110,12 +113,8 @@ int main(int argc, char **argv) {
     }
   }
   if (!file) return cpli_cli_usage_error("cpl-run", usage, "no workflow file given");
+  if (mpiexec_opt) mpiexec = mpiexec_opt;
   int kind = cpli_launcher_parse(launcher);
-  /* srun's program is $CPL_SRUN: --mpiexec would be ignored, silently. */
-  if (kind == CPLI_LAUNCHER_SRUN && mpiexec_given)
-    return cpli_cli_usage_error("cpl-run", usage,
-                                "--mpiexec names hydra's mpiexec; under srun set CPL_SRUN "
-                                "to the srun to run");
   if (kind < 0) {
     fprintf(stderr,
             "cpl-run: unknown launcher \"%s\" (from %s; one of: "
@@ -125,6 +124,12 @@ int main(int argc, char **argv) {
                                                                          : "--launcher");
     return 2;
   }
+  /* Ignored, it would run a different srun than the one asked for. */
+  if (kind == CPLI_LAUNCHER_SRUN && mpiexec_opt)
+    return cpli_cli_usage_error("cpl-run", usage,
+                                "--mpiexec %s is for --launcher mpiexec; srun is $CPL_SRUN, "
+                                "else srun from PATH",
+                                mpiexec_opt);
 
   cpl_diag *d = NULL;
   if (cpl_diag_create(&d) != CPL_OK) return 2;
@@ -188,10 +193,13 @@ int main(int argc, char **argv) {
   /* Hydra fails with internal errors on a missing -wdir; check it where
    * this host is where the processes run. */
   if (kind == CPLI_LAUNCHER_MPIEXEC && !hostfile && !l.rank_host) cpli_wf_check_workdirs(wf, d);
+  cpli_launch_check_hosts(&l, &lo, wf, d);
   for (int i = 0; i < cpl_diag_count(d); i++)
     fprintf(stderr, "%s%s\n", dry ? "warning: " : "", cpl_diag_message(d, i));
   if (cpl_diag_count(d) && !dry) {
-    fprintf(stderr, "cpl-run: %s: a program cannot be run or a workdir entered; nothing started\n",
+    fprintf(stderr,
+            "cpl-run: %s: a program cannot be run, a workdir entered or a host "
+            "reached; nothing started\n",
             file);
     cpl_diag_destroy(d);
     cpli_launch_free(&l);
@@ -209,11 +217,14 @@ int main(int argc, char **argv) {
     return 127;
   }
 
+  /* Written for a dry run too: the command it prints runs as it is. */
+  if (cpli_launch_write_files(&l, err, sizeof err) != 0) {
+    fprintf(stderr, "cpl-run: %s; nothing started\n", err);
+    cpli_launch_free(&l);
+    cpl_workflow_destroy(wf);
+    return 1;
+  }
   if (dry) {
-    /* Written here too: the printed command is then one to run as is
-     * (names are content hashes, so a run reuses them). */
-    if (cpli_launch_write_files(&l, err, sizeof err) != 0)
-      fprintf(stderr, "warning: %s; the command below names it\n", err);
     cpli_launch_print(&l, wf, stdout);
     cpli_launch_free(&l);
     cpl_workflow_destroy(wf);
@@ -222,11 +233,6 @@ int main(int argc, char **argv) {
   cpl_workflow_destroy(wf);
   /* Both launchers pass the environment on to every process. */
   if (!getenv("CPL_PROGRESS")) setenv("CPL_PROGRESS", "1", 1);
-  if (cpli_launch_write_files(&l, err, sizeof err) != 0) {
-    fprintf(stderr, "cpl-run: %s; nothing started\n", err);
-    cpli_launch_free(&l);
-    return 1;
-  }
   cpli_launch_exec(&l);
   fprintf(stderr, "cpl-run: cannot run %s: %s\n", l.argv[0], strerror(errno));
   cpli_launch_free(&l);

@@ -8,7 +8,8 @@
  *  - mpiexec (hydra): MPICH 4.0's -hosts and -ppn are global options, not
  *    per executable, so the placement becomes a generated hostfile of
  *    "host:count" runs in rank order, passed with -f.
- *  - srun: one job step, `srun --mpi=pmi2 -n N --multi-prog FILE`, each
+ *  - srun: one job step, `srun --mpi=pmi2 --kill-on-bad-exit=1 -n N
+ *    --multi-prog FILE`, each
  *    line "first-last env CPL_COMPONENT=c CPL_WORKFLOW=/abs ... prog args";
  *    the placement is SLURM_HOSTFILE (one host per task) with
  *    --distribution=arbitrary.
@@ -19,12 +20,15 @@
 
 #include "coll/select.h"
 #include "core/error.h"
+#include "workflow/diag.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <netdb.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -492,9 +496,17 @@ static int build_srun(const cpli_workflow *wf, const cpli_launch_opts *o, const 
   /* MPICH's simple PMI client (Debian's libmpich12, built for hydra)
    * wires up through Slurm's pmi2 plugin; with --mpi=none every rank is a
    * singleton. --mpi=... after -- replaces it. */
-  int has_mpi = 0;
-  for (int i = 0; i < o->nextra; i++) has_mpi |= !strncmp(o->extra[i], "--mpi", 5);
+  int has_mpi = 0, has_kill = 0;
+  for (int i = 0; i < o->nextra; i++) {
+    has_mpi |=
+        !strcmp(o->extra[i], "--mpi") || !strncmp(o->extra[i], "--mpi=", 6); /* not --mpibind */
+    has_kill |= !strncmp(o->extra[i], "--kill-on-bad-exit", 18) || !strncmp(o->extra[i], "-K", 2);
+  }
   if (!has_mpi) add(l, "--mpi=pmi2");
+  /* cpl-exec stops the job by dying of a signal; hydra then kills every
+   * process, srun only under this (Slurm's default KillOnBadExit=0 left the
+   * others in MPI_Init forever, or waiting until their timeouts). */
+  if (!has_kill) add(l, "--kill-on-bad-exit=1");
   char num[32];
   snprintf(num, sizeof num, "%d", wf->total_procs);
   add(l, "--ntasks");
@@ -531,6 +543,22 @@ static void name_files(cpli_launch *l, const char *dir) {
   if (l->env_name) l->env_value = xstrdup(l->files[0].path);
 }
 
+/* Is the launcher argument arg the option opt? Hydra takes -opt and
+ * --opt, either also as -opt=value; srun takes --long[=value] and
+ * -s[value]. */
+static int launcher_opt(cpli_launcher l, const char *arg, const char *opt) {
+  if (l == CPLI_LAUNCHER_MPIEXEC) {
+    if (arg[0] != '-') return 0;
+    arg += arg[1] == '-' ? 2 : 1;
+    opt += strspn(opt, "-");
+    size_t n = strlen(opt);
+    return !strncmp(arg, opt, n) && (arg[n] == '\0' || arg[n] == '=');
+  }
+  size_t n = strlen(opt);
+  if (strncmp(arg, opt, n)) return 0;
+  return opt[1] != '-' || arg[n] == '\0' || arg[n] == '=';
+}
+
 /* With placement (or --hostfile for hydra) cpl-run decides where ranks
  * go; a launcher option after -- that does too would conflict (hydra
  * refuses a second host list) or silently undo it (srun). */
@@ -544,9 +572,7 @@ static int placement_conflict(const cpli_launch_opts *o, int placing, char *err,
   const char *const *opts = o->launcher == CPLI_LAUNCHER_SRUN ? srun : hydra;
   for (int i = 0; i < o->nextra; i++) {
     for (int k = 0; opts[k]; k++) {
-      size_t n = strlen(opts[k]);
-      if (strncmp(o->extra[i], opts[k], n) == 0 &&
-          (o->extra[i][n] == '\0' || (o->extra[i][1] == '-' && o->extra[i][n] == '='))) {
+      if (launcher_opt(o->launcher, o->extra[i], opts[k])) {
         fail(err, esize,
              "%s after -- would place ranks too; %s decides "
              "where they run: leave it out",
@@ -616,6 +642,112 @@ int cpli_launch_write_files(const cpli_launch *l, char *err, size_t esize) {
     }
   }
   return 0;
+}
+
+/* ------------------------------------------------------------ hosts */
+
+/* Hydra starts its proxy on every host but this one with ssh, unless a
+ * launcher is chosen after -- or in hydra's own variables, or hydra finds
+ * itself in a batch job whose launcher it takes (Slurm's srun, LSF's
+ * blaunch, SGE's qrsh, LoadLeveler), where hosts are that system's names. */
+static int hydra_ssh(const cpli_launch_opts *o) {
+  static const char *const opts[] = {"-launcher",       "-launcher-exec", "-bootstrap",
+                                     "-bootstrap-exec", "-rmk",           NULL};
+  static const char *const vars[] = {"HYDRA_LAUNCHER",  "HYDRA_LAUNCHER_EXEC",
+                                     "HYDRA_BOOTSTRAP", "HYDRA_BOOTSTRAP_EXEC",
+                                     "SLURM_JOB_ID",    "SLURM_JOBID",
+                                     "LSB_JOBID",       "PE_HOSTFILE",
+                                     "LOADL_STEP_ID",   NULL};
+  for (int i = 0; i < o->nextra; i++)
+    for (int k = 0; opts[k]; k++)
+      if (launcher_opt(CPLI_LAUNCHER_MPIEXEC, o->extra[i], opts[k])) return 0;
+  for (int k = 0; vars[k]; k++)
+    if (getenv(vars[k]) && *getenv(vars[k])) return 0;
+  return 1;
+}
+
+/* 0 if ssh can find host: the name resolves, or ssh's configuration maps
+ * it to one that does (an alias) or reaches it through a proxy; else
+ * getaddrinfo's reason. */
+static const char *ssh_cannot_find(const char *host) {
+  struct addrinfo *ai = NULL;
+  int rc = getaddrinfo(host, NULL, NULL, &ai);
+  if (rc == 0) {
+    freeaddrinfo(ai);
+    return NULL;
+  }
+  const char *why = gai_strerror(rc);
+  text cmd = {0};
+  put(&cmd, "ssh -G ");
+  put_shell_word(&cmd, host);
+  put(&cmd, " 2>/dev/null");
+  FILE *f = popen(cmd.s, "r");
+  free(cmd.s);
+  char line[1024], name[1024] = "";
+  int proxy = 0;
+  while (f && fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\r\n")] = '\0';
+    if (!strncmp(line, "hostname ", 9)) snprintf(name, sizeof name, "%s", line + 9);
+    if ((!strncmp(line, "proxycommand ", 13) || !strncmp(line, "proxyjump ", 10)) &&
+        !strstr(line, " none"))
+      proxy = 1;
+  }
+  if (f) pclose(f);
+  if (proxy) return NULL;
+  if (name[0] && strcasecmp(name, host) && getaddrinfo(name, NULL, NULL, &ai) == 0) {
+    freeaddrinfo(ai);
+    return NULL;
+  }
+  return why;
+}
+
+void cpli_launch_check_hosts(const cpli_launch *l, const cpli_launch_opts *o,
+                             const cpli_workflow *wf, cpl_diag *d) {
+  if (o->launcher != CPLI_LAUNCHER_MPIEXEC || !hydra_ssh(o)) return;
+  char **host = l->rank_host;
+  pool p = {0};
+  if (!host && o->hostfile) { /* the ranks fill its slots, as hydra does */
+    char err[512];
+    if (pool_from_hostfile(&p, o->hostfile, err, sizeof err)) {
+      cpli_diag_add(d, o->hostfile, 0, 0, "%s", err);
+      pool_free(&p);
+      return;
+    }
+    host = calloc((size_t)l->nranks, sizeof *host);
+    if (!host) oom();
+    for (int r = 0, cursor = 0, used = 0; r < l->nranks; r++, used++) {
+      if (used == p.slots[cursor % p.n]) cursor++, used = 0;
+      host[r] = p.host[cursor % p.n];
+    }
+  }
+  /* Each host once (a set by hash: jobs have up to millions of ranks),
+   * and no more than a few reports. */
+  size_t cap = 64;
+  while (host && cap < 2 * (size_t)l->nranks) cap *= 2;
+  const char **seen = calloc(cap, sizeof *seen);
+  if (!seen) oom();
+  int bad = 0;
+  for (int r = 0, c = 0, first = 0; host && r < l->nranks && bad < 10; r++) {
+    while (r >= first + wf->comps[c].nprocs) first += wf->comps[c++].nprocs;
+    if (r && !strcmp(host[r], host[r - 1])) continue;
+    size_t h = (size_t)cpli_fnv1a(host[r], strlen(host[r])) & (cap - 1);
+    while (seen[h] && strcmp(seen[h], host[r])) h = (h + 1) & (cap - 1);
+    if (seen[h]) continue;
+    seen[h] = host[r];
+    const char *why = ssh_cannot_find(host[r]);
+    bad += why != NULL;
+    if (why)
+      cpli_diag_add(d, l->rank_host ? wf->path : o->hostfile,
+                    l->rank_host ? wf->comps[c].pos.line : 0,
+                    l->rank_host ? wf->comps[c].pos.col : 0,
+                    "component \"%s\", rank %d: host \"%s\" does not resolve (%s) and is no "
+                    "ssh alias: hydra would wait forever for the processes it cannot start "
+                    "there (a launcher given after --, e.g. -launcher-exec, skips this check)",
+                    wf->comps[c].name, r - first, host[r], why);
+  }
+  free(seen);
+  if (host != l->rank_host) free(host);
+  pool_free(&p);
 }
 
 /* ------------------------------------------------------------- print */

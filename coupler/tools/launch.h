@@ -14,7 +14,7 @@
 
 typedef enum cpli_launcher {
   CPLI_LAUNCHER_MPIEXEC = 0, /* hydra: one MPMD line, -f hostfile      */
-  CPLI_LAUNCHER_SRUN,        /* srun --mpi=pmi2 --multi-prog FILE       */
+  CPLI_LAUNCHER_SRUN,        /* srun --mpi=pmi2 -K1 --multi-prog FILE   */
   CPLI_LAUNCHER_COUNT
 } cpli_launcher;
 
@@ -59,6 +59,12 @@ int cpli_launch_build(const cpli_workflow *wf, const cpli_launch_opts *o, cpli_l
  * this user owns it and no one else may write there), atomically. Each
  * name is the hash of the contents: reruns reuse them, nothing piles up. */
 int cpli_launch_write_files(const cpli_launch *l, char *err, size_t errsize);
+
+/* Hosts hydra would reach with ssh (placement, or the --hostfile's slots
+ * the ranks fill) that do not resolve and are no ssh alias: hydra waits
+ * forever when ssh fails. One error each into d. */
+void cpli_launch_check_hosts(const cpli_launch *l, const cpli_launch_opts *o,
+                             const cpli_workflow *wf, cpl_diag *d);
 
 /* --dry-run: the command (shell-quoted), each file with its contents, and
  * the table: component, ranks, hosts, and each link's inter-group

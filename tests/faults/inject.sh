@@ -2,9 +2,12 @@
 # Fault injection for expect_fail.sh -a (finds the job's processes by
 # the EXPECT_FAIL_TAG they inherit):
 #   inject.sh kill|stop COMPONENT INDEX DELAY [SECONDS]
+#   inject.sh signal:SIG - INDEX DELAY
 # Waits for the INDEX-th process (0-based, by pid) of COMPONENT, then
 # DELAY seconds, then kills it (SIGKILL) or stops it for SECONDS
-# (SIGSTOP, then SIGCONT). Writes the time of the fault to $FAULT_FILE.
+# (SIGSTOP, then SIGCONT). signal:SIG sends SIG to the INDEX-th job
+# process running PROGRAM instead (the launcher: Ctrl-C is signal:INT).
+# Writes the time of the fault to $FAULT_FILE.
 # Optional WAIT_FILE: see below. With stop, prints the peak RSS (VmHWM) of every process of the job 2 s
 # into the stop. PROGRAM: the command name of the job's processes.
 what=$1 comp=$2 index=$3 delay=$4 secs=${5:-0}
@@ -14,6 +17,7 @@ job_pids() { # processes of the job running PROGRAM
   done
 }
 find_pid() {
+  case $what in signal:*) job_pids | sort -n | sed -n "$((index + 1))p"; return ;; esac
   for p in $(job_pids); do
     grep -qzx "CPL_COMPONENT=$comp" "/proc/$p/environ" 2>/dev/null && echo "$p"
   done | sort -n | sed -n "$((index + 1))p"
@@ -44,5 +48,6 @@ case $what in
       echo "inject: peak RSS of pid $p ($(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep CPL_COMPONENT=)): $(grep VmHWM "/proc/$p/status" 2>/dev/null | tr -s '\t ' ' ')"
     done
     sleep $((secs - 2)); kill -CONT "$pid" 2>/dev/null ;;
+  signal:*) echo "inject: SIG${what#signal:} to $PROGRAM #$index (pid $pid)"; kill -"${what#signal:}" "$pid" ;;
 esac
 exit 0

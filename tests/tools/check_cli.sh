@@ -39,6 +39,13 @@ done
 
 # Tool-specific promises.
 case $name in
+  cpl-exec)
+    # Options only in front of the program: its own -h is its own (the
+    # program never reaches cpl_init, so cpl-exec stops "the job").
+    run sh -c 'echo "program got $0"' -h
+    grep -q 'program got -h' "$tmp/out" && grep -q 'without calling cpl_init' "$tmp/err" ||
+      fail "a program's -h: $rc $(head -2 "$tmp/out" "$tmp/err")"
+    ;;
   cpl-bench)
     # No arguments: the usage, not a table header and an MPI_Abort.
     run
