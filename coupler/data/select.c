@@ -83,6 +83,11 @@ int cpli_box_subtract(int rank, const hsize_t *bs, const hsize_t *bc, const hsiz
 }
 
 void cpl_rows_part(hsize_t n, int part, int nparts, hsize_t *start, hsize_t *count) {
+  if (!start || !count) return;
+  if (nparts < 1 || part < 0 || part >= nparts) { /* no such part: no rows */
+    *start = *count = 0;
+    return;
+  }
   /* The first n % nparts parts get one extra row; no n * part overflow. */
   const hsize_t q = n / (hsize_t)nparts, r = n % (hsize_t)nparts;
   const hsize_t k = (hsize_t)part;

@@ -141,12 +141,15 @@ CPL_API int cpl_intra_bcast(void *buf, int count, MPI_Datatype type, int root, M
                             const cpl_coll_options *opt);
 
 /* The algorithm `auto` (or the environment) picks for this call shape:
- * p senders, q receivers, `bytes` the total bytes every receiver gets. */
+ * p senders, q receivers (both >= 1, else CPL_ERR_ARG), `bytes` the total
+ * bytes every receiver gets. */
 CPL_API int cpl_inter_select(int p, int q, size_t bytes, const cpl_coll_options *opt,
                              cpl_inter_algorithm *out);
 
 /* Predicted time in seconds of an algorithm under the alpha-beta model
- * (alpha = latency s, beta = s/byte), `bytes` total per receiver. */
+ * (alpha = latency s, beta = s/byte), `bytes` total per receiver.
+ * INFINITY for an algorithm the model does not price, NAN when p or q is
+ * less than 1. */
 CPL_API double cpl_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes, double alpha,
                               double beta);
 CPL_API double cpl_intra_cost(cpl_intra_algorithm a, int p, size_t bytes, double alpha,
@@ -491,7 +494,8 @@ CPL_API int cpl_input_select_rows(cpl_input *in, const char *dataset, int part, 
 
 /* The rows [*start, *start + *count) of n that part `part` of `nparts`
  * reads under cpl_input_select_rows: contiguous, balanced (counts differ
- * by at most one, the first parts take the extra rows), parts in order. */
+ * by at most one, the first parts take the extra rows), parts in order.
+ * A part outside 0..nparts-1 gets no rows (*start 0, *count 0). */
 CPL_API void cpl_rows_part(hsize_t n, int part, int nparts, hsize_t *start, hsize_t *count);
 
 /* Forget this rank's selections: whole datasets again from the next step. */
