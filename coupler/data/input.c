@@ -55,10 +55,11 @@ int cpl_input_open(cpl_context *ctx, const char *port, const char *peer, cpl_inp
   *out = NULL;
   const cpli_component *me = &ctx->wf->comps[ctx->comp];
   int pi = cpli_wf_port_index(me, port);
-  if (pi >= 0 && me->ports[pi].output)
-    return cpli_fail(CPL_ERR_ARG, "cpl_input_open: port %s.%s is an output", me->name, port);
+  if (pi < 0 || me->ports[pi].output)
+    return cpli_fail(CPL_ERR_ARG, "cpl_input_open: component \"%s\" has no input port \"%s\"%s",
+                     me->name, port, pi >= 0 ? " (it is an output)" : "");
   cpl_link_end le;
-  CPLI_TRY(cpl_port_link(ctx, port, peer, &le));
+  CPLI_TRY(cpli_port_link(ctx, port, peer, &le, "cpl_input_open"));
   cpli_data_state *s;
   CPLI_TRY(cpli_data_get(ctx, &s));
   int end = 0;
@@ -600,11 +601,11 @@ int cpl_input_dataset_count(const cpl_input *in, int *n) {
 
 int cpl_input_dataset(const cpl_input *in, int i, cpl_dataset_info *info) {
   CPLI_TRY(in_step(in, "cpl_input_dataset"));
-  if (!info || i < 0 || i >= in->desc->nd)
+  if (!info) return cpli_fail(CPL_ERR_ARG, "cpl_input_dataset: info is NULL");
+  if (i < 0 || i >= in->desc->nd)
     return cpli_fail(CPL_ERR_ARG,
-                     "cpl_input_dataset: no dataset %d (step has "
-                     "%d)",
-                     i, in->desc->nd);
+                     "cpl_input_dataset: link %s, step %ld: no dataset %d (step has %d)",
+                     in->l->label, in->step, i, in->desc->nd);
   fill_info(in, i, info);
   return CPL_OK;
 }
@@ -638,7 +639,8 @@ int cpl_input_inquire(const cpl_input *in, const char *name, cpl_dataset_info *i
 static int type_match(hid_t stored, hid_t memtype, const char *what, int *same) {
   CPLI_H5_HELD;
   char t1[64], t2[64];
-  *same = H5Tequal(stored, memtype);
+  H5E_BEGIN_TRY { *same = H5Tequal(stored, memtype); } /* a bad id is our error, not HDF5's */
+  H5E_END_TRY;
   if (*same < 0) return cpli_fail(CPL_ERR_ARG, "%s: memtype is not a datatype", what);
   if (!*same && !cpli_type_convertible(stored, memtype))
     return cpli_fail(CPL_ERR_TYPE, "%s: HDF5 cannot convert %s to %s", what,
@@ -718,6 +720,12 @@ int cpl_input_get(cpl_input *in, const char *name, hid_t memtype, const hsize_t 
   cpli_box_volume(s->rank, count, &n);
   if (n == 0) return CPL_OK;
   const cpli_boxes *pc = &in->pieces[k];
+  const int sel_rank = cpli_sel_boxes_rank(&in->sel_used, s->name);
+  if (in->sel_used.active && sel_rank && sel_rank != s->rank) /* boxes of no use here */
+    return cpli_fail(CPL_ERR_ARG,
+                     "%s: this rank selected boxes of %d dimension%s for it, but the dataset has "
+                     "%d, so it receives nothing of it (give cpl_input_select ndims %d)",
+                     what, sel_rank, sel_rank == 1 ? "" : "s", s->rank, s->rank);
   if (in->sel_used.active && covered(pc, start, count) < n)
     return cpli_fail(CPL_ERR_ARG,
                      "%s: box %s is not inside the boxes this "
@@ -775,7 +783,8 @@ int cpl_input_attr_count(const cpl_input *in, const char *dataset, int *n) {
 
 int cpl_input_attr(const cpl_input *in, const char *dataset, int i, cpl_attr_info *info) {
   CPLI_TRY(in_step(in, "cpl_input_attr"));
-  int k = info && i >= 0 ? attr_index(in, dataset, i) : -1;
+  if (!info) return cpli_fail(CPL_ERR_ARG, "cpl_input_attr: info is NULL");
+  int k = i >= 0 ? attr_index(in, dataset, i) : -1;
   if (k < 0)
     return cpli_fail(CPL_ERR_ARG,
                      "cpl_input_attr: link %s, step %ld: no "

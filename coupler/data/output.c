@@ -16,6 +16,7 @@
  *  5. steps still queued get a private copy of this rank's blocks, since
  *     the caller's buffers are reused after end_step returns.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +118,11 @@ int cpl_output_begin_step(cpl_output *o, long step) {
                      "cpl_output_begin_step: port %s: step %ld "
                      "must be -1 (next) or larger than the previous step %ld",
                      port_name(o, pn, sizeof pn), step, o->step);
+  if (step == -1 && o->step == LONG_MAX) /* consumers see step numbers >= 0 */
+    return cpli_fail(CPL_ERR_ARG,
+                     "cpl_output_begin_step: port %s: step %ld is the last step number there "
+                     "is; -1 (next) has no step to number",
+                     port_name(o, pn, sizeof pn), o->step);
   o->step = step < 0 ? o->step + 1 : step;
   o->in_step = 1;
   cpli_flights_progress(o); /* steps in flight move while the caller computes */
@@ -143,7 +149,7 @@ int cpl_output_put(cpl_output *o, const char *name, hid_t type, int rank, const 
   if (!cpli_name_ok(name))
     return cpli_fail(CPL_ERR_ARG,
                      "cpl_output_put: port %s: bad dataset name "
-                     "\"%s\" (1-255 printable characters, no '/')",
+                     "\"%.255s\" (1-255 printable characters, no '/', not \".\")",
                      pn, name ? name : "(null)");
   snprintf(what, sizeof what,
            "cpl_output_put: port %s, step %ld, dataset "
@@ -208,11 +214,16 @@ int cpl_output_attr(cpl_output *o, const char *dataset, const char *name, hid_t 
                      "cpl_output_attr: port %s: no step is "
                      "open",
                      pn);
-  if (!cpli_name_ok(name) || (n > 0 && !value))
+  if (!cpli_name_ok(name))
     return cpli_fail(CPL_ERR_ARG,
-                     "cpl_output_attr: port %s: bad name or "
-                     "NULL value",
-                     pn);
+                     "cpl_output_attr: port %s, step %ld: bad attribute name \"%.255s\" "
+                     "(1-255 printable characters, no '/', not \".\")",
+                     pn, o->step, name ? name : "(null)");
+  if (n > 0 && !value)
+    return cpli_fail(CPL_ERR_ARG,
+                     "cpl_output_attr: port %s, step %ld, attribute \"%s\": value is NULL "
+                     "for %zu elements",
+                     pn, o->step, name, n);
   if (dataset && !find_put(o, dataset))
     return cpli_fail(CPL_ERR_ARG,
                      "cpl_output_attr: port %s, step %ld: "
@@ -563,17 +574,21 @@ int cpl_output_link_count(const cpl_output *o, int *n) {
 }
 
 int cpl_output_link(const cpl_output *o, int i, cpl_link_end *le) {
-  if (!o || !le || i < 0 || i >= o->nl)
-    return cpli_fail(CPL_ERR_ARG, "cpl_output_link: no link %d (port has %d)", i, o ? o->nl : 0);
+  if (!o || !le) return cpli_fail(CPL_ERR_ARG, "cpl_output_link: %s is NULL", o ? "le" : "output");
+  if (i < 0 || i >= o->nl)
+    return cpli_fail(CPL_ERR_ARG, "cpl_output_link: port %s.%s has no link %d (it has %d)",
+                     o->comp->name, o->port->name, i, o->nl);
   return cpl_context_link(o->ctx, o->links[i].end, le);
 }
 
 int cpl_output_stats_get(const cpl_output *o, int link, cpl_output_stats *st) {
-  if (!o || !st || link < -1 || link >= o->nl)
+  if (!o || !st)
+    return cpli_fail(CPL_ERR_ARG, "cpl_output_stats_get: %s is NULL", o ? "st" : "output");
+  if (link < -1 || link >= o->nl)
     return cpli_fail(CPL_ERR_ARG,
-                     "cpl_output_stats_get: bad argument (link "
-                     "%d of %d)",
-                     link, o ? o->nl : 0);
+                     "cpl_output_stats_get: port %s.%s has no link %d (links 0..%d, or -1 "
+                     "for all)",
+                     o->comp->name, o->port->name, link, o->nl - 1);
   if (link >= 0) {
     *st = o->links[link].st;
     st->queue_max = o->port_st.queue_max;

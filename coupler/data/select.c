@@ -268,6 +268,13 @@ int cpli_sel_pieces(const cpli_sel *s, const char *name, int rank, const hsize_t
   return 0;
 }
 
+int cpli_sel_boxes_rank(const cpli_sel *s, const char *name) {
+  for (int i = 0; i < s->n; i++)
+    if (s->v[i].dataset && !strcmp(s->v[i].dataset, name))
+      return s->v[i].kind == CPLI_SEL_BOXES ? s->v[i].boxes.rank : 0;
+  return 0;
+}
+
 /* ---------------------------------------------------------------- wire */
 
 void cpli_sel_encode(const cpli_sel *s, cpli_wbuf *w) {

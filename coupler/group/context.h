@@ -35,4 +35,8 @@ struct cpl_context {
  * knows nothing of the layer above it. */
 void cpli_context_free(cpl_context *ctx);
 
+/* cpl_port_link, its messages naming `call` (the public call that asked). */
+int cpli_port_link(const cpl_context *ctx, const char *port, const char *peer, cpl_link_end *out,
+                   const char *call);
+
 #endif

@@ -287,14 +287,19 @@ static int peer_matches(const cpl_context *ctx, const cpli_end *e, const char *p
 }
 
 int cpl_port_link(const cpl_context *ctx, const char *port, const char *peer, cpl_link_end *out) {
-  if (!ctx || !port || !out) return cpli_fail(CPL_ERR_ARG, "cpl_port_link: NULL argument");
+  return cpli_port_link(ctx, port, peer, out, "cpl_port_link");
+}
+
+int cpli_port_link(const cpl_context *ctx, const char *port, const char *peer, cpl_link_end *out,
+                   const char *call) {
+  if (!ctx || !port || !out) return cpli_fail(CPL_ERR_ARG, "%s: NULL argument", call);
   const cpli_component *me = &ctx->wf->comps[ctx->comp];
   int p = cpli_wf_port_index(me, port);
   if (p < 0)
     return cpli_fail(CPL_ERR_ARG,
-                     "cpl_port_link: component \"%s\" has no "
+                     "%s: component \"%s\" has no "
                      "port \"%s\"",
-                     me->name, port);
+                     call, me->name, port);
   const cpli_end *found = NULL;
   int nfound = 0;
   char labels[512] = "";
@@ -309,13 +314,13 @@ int cpl_port_link(const cpl_context *ctx, const char *port, const char *peer, cp
                             ctx->wf->links[e->link].label);
   }
   if (nfound == 0)
-    return cpli_fail(CPL_ERR_ARG, "cpl_port_link: port %s.%s has no link%s%s", me->name, port,
+    return cpli_fail(CPL_ERR_ARG, "%s: port %s.%s has no link%s%s", call, me->name, port,
                      peer ? " to " : "", peer ? peer : "");
   if (nfound > 1)
     return cpli_fail(CPL_ERR_ARG,
-                     "cpl_port_link: port %s.%s has %d links "
+                     "%s: port %s.%s has %d links "
                      "(%s): name the peer",
-                     me->name, port, nfound, labels);
+                     call, me->name, port, nfound, labels);
   fill_end(ctx, found, out);
   return CPL_OK;
 }

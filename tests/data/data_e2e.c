@@ -8,6 +8,7 @@
  * decomposition is irregular on purpose (zero-size blocks, 2-D grids,
  * blocks changing mid-stream).
  */
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1102,6 +1103,81 @@ int main(int argc, char **argv) {
       CHECK(rc == CPL_ERR_NOT_FOUND && has(cpl_last_error(), "keeping 0..4"), "refused: %s",
             cpl_last_error());
       CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "end of link");
+      OK(cpl_input_close(in));
+    }
+  } else if (!strcmp(sc, "misuse")) {
+    /* Calls a component writer gets wrong: each one's message names the
+     * call, the port or link and what is wrong (not another call's words,
+     * nor HDF5's own diagnostics), and the stream goes on. */
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      cpl_output_stats st;
+      CHECK(cpl_output_stats_get(out, 0, NULL) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "cpl_output_stats_get: st is NULL"),
+            "stats into NULL: %s", cpl_last_error());
+      CHECK(cpl_output_stats_get(out, 3, &st) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "port prod.out has no link 3 (links 0..0, or -1 for all)"),
+            "stats of link 3: %s", cpl_last_error());
+      CHECK(cpl_output_link(out, 0, NULL) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "cpl_output_link: le is NULL"),
+            "link into NULL: %s", cpl_last_error());
+      double x[6] = {1, 2, 3, 4, 5, 6};
+      hsize_t dims[2] = {2 * (hsize_t)p, 3}, start[2] = {2 * (hsize_t)r, 0}, count[2] = {2, 3};
+      const long steps[2] = {0, LONG_MAX};
+      for (int k = 0; k < 2; k++) {
+        OK(cpl_output_begin_step(out, steps[k]));
+        OK(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 2, dims, start, count, x));
+        CHECK(cpl_output_attr(out, "x", "", H5T_NATIVE_INT, 1, x) == CPL_ERR_ARG &&
+                  has(cpl_last_error(), "cpl_output_attr: port prod.out, step ") &&
+                  has(cpl_last_error(), "bad attribute name \"\""),
+              "empty attribute name: %s", cpl_last_error());
+        CHECK(cpl_output_attr(out, NULL, "t", H5T_NATIVE_INT, 1, NULL) == CPL_ERR_ARG &&
+                  has(cpl_last_error(), "attribute \"t\": value is NULL for 1 elements"),
+              "NULL attribute value: %s", cpl_last_error());
+        OK(cpl_output_attr(out, NULL, "t", H5T_NATIVE_DOUBLE, 1, x));
+        OK(cpl_output_end_step(out));
+      }
+      /* No step after the last step number: consumers see steps >= 0. */
+      CHECK(cpl_output_begin_step(out, -1) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "is the last step number there is"),
+            "a step after LONG_MAX: %s", cpl_last_error());
+      OK(cpl_output_close(out));
+    } else {
+      CHECK(cpl_input_open(ctx, "nope", NULL, &in) == CPL_ERR_ARG &&
+                has(cpl_last_error(),
+                    "cpl_input_open: component \"cons\" has no input port \"nope\""),
+            "open of a port that is not there: %s", cpl_last_error());
+      CHECK(cpl_input_open(ctx, "in", "bogus", &in) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "cpl_input_open: port cons.in has no link to bogus"),
+            "open with a peer that is not there: %s", cpl_last_error());
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      long step;
+      double all[64];
+      OK(cpl_input_begin_step(in, &step));
+      CHECK(step == 0, "step %ld, want 0", step);
+      CHECK(cpl_input_dataset(in, 0, NULL) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "cpl_input_dataset: info is NULL"),
+            "dataset info into NULL: %s", cpl_last_error());
+      CHECK(cpl_input_attr(in, NULL, 0, NULL) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "cpl_input_attr: info is NULL"),
+            "attribute info into NULL: %s", cpl_last_error());
+      CHECK(cpl_input_get(in, "x", (hid_t)-1, NULL, NULL, all) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "dataset \"x\": memtype is not a datatype"),
+            "get into memtype -1: %s", cpl_last_error());
+      OK(cpl_input_get(in, "x", H5T_NATIVE_DOUBLE, NULL, NULL, all));
+      OK(cpl_input_end_step(in));
+      /* Boxes of one dimension select nothing of a 2-D dataset: get says so. */
+      hsize_t s0[1] = {0}, c0[1] = {2};
+      OK(cpl_input_select(in, "x", 1, 1, s0, c0));
+      OK(cpl_input_begin_step(in, &step));
+      CHECK(step == LONG_MAX, "step %ld, want LONG_MAX", step);
+      hsize_t s2[2] = {0, 0}, c2[2] = {1, 3};
+      CHECK(cpl_input_get(in, "x", H5T_NATIVE_DOUBLE, s2, c2, all) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "this rank selected boxes of 1 dimension for it, but the "
+                                      "dataset has 2"),
+            "get with boxes of another rank: %s", cpl_last_error());
+      OK(cpl_input_end_step(in));
+      CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "end of stream");
       OK(cpl_input_close(in));
     }
   } else if (!strcmp(sc, "unopened")) {
