@@ -1105,6 +1105,36 @@ int main(int argc, char **argv) {
       CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "end of link");
       OK(cpl_input_close(in));
     }
+  } else if (!strcmp(sc, "prompt")) {
+    /* A request that arrives while the producer computes (outside MPI) is
+     * served by the producer's next end_step: producer root tells consumer
+     * root (world rank p) that it starts computing, the consumer asks
+     * (try_step), and the producer ends its step 1 s later. Before, one
+     * MPI_Improbe missed the credit, and step 0 waited for close. */
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      if (r == 0) MPI_Send(NULL, 0, MPI_BYTE, p, 77, MPI_COMM_WORLD);
+      sleep_ms(1000); /* long for a loaded machine: the credit must be there */
+      flow_step(out, 0, r, p);
+      cpl_output_stats st;
+      OK(cpl_output_stats_get(out, 0, &st));
+      CHECK(st.delivered == 1 && st.bytes_max == 0,
+            "step 0 not sent at its end_step, with the request there: delivered %ld, %zu bytes "
+            "copied",
+            st.delivered, st.bytes_max);
+      OK(cpl_output_close(out));
+    } else {
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      long step;
+      if (r == 0)
+        MPI_Recv(NULL, 0, MPI_BYTE, MPI_ANY_SOURCE, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      CHECK(cpl_input_try_step(in, 0.1, &step) == CPL_ERR_TIMEOUT, "a step before any was made");
+      OK(cpl_input_begin_step(in, &step));
+      flow_check(in, step);
+      OK(cpl_input_end_step(in));
+      CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "end of stream");
+      OK(cpl_input_close(in));
+    }
   } else if (!strcmp(sc, "misuse")) {
     /* Calls a component writer gets wrong: each one's message names the
      * call, the port or link and what is wrong (not another call's words,
