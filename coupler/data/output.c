@@ -289,6 +289,11 @@ static int agree(cpl_output *o, int changed, size_t len, const unsigned char *bl
   double t0 = MPI_Wtime();
   rc = cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rec, n, MPI_INT64_T, o->comm, &opt);
   o->port_st.wait_s += MPI_Wtime() - t0;
+  if (rc != CPL_OK) /* the engine names the port as its "link": say what this wait was */
+    cpli_error_prefix("port %s.%s, step %ld: not every rank of \"%s\" reached the end of the step "
+                      "(its %d ranks call begin_step and end_step alike; one may also be held "
+                      "by a consumer): ",
+                      o->comp->name, o->port->name, o->step, o->comp->name, o->size);
   if (rc == CPL_OK && rec[2] != CPL_OK) {
     if (o->rank == 0) rc = root_rc; /* its own message stands */
     else

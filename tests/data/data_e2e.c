@@ -1135,6 +1135,54 @@ int main(int argc, char **argv) {
       CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "end of stream");
       OK(cpl_input_close(in));
     }
+  } else if (!strcmp(sc, "rank_skips_end")) {
+    /* Producer rank 1 closes in the middle of step 1 instead of ending it:
+     * rank 0's end_step times out saying that the component's ranks did
+     * not all reach the end of the step, and the consumer gets that. */
+    if (producer) {
+      sleep_ms(300); /* the consumer asks first: step 0 goes at its end_step (else rank
+                      * 1 would wait in close to deliver it, for the peer timeout) */
+      OK(cpl_output_open(ctx, "out", &out));
+      flow_step(out, 0, r, p);
+      static double blk[FLOW_N];
+      hsize_t dims[1] = {(hsize_t)FLOW_N * p}, start[1] = {(hsize_t)FLOW_N * r},
+              count[1] = {FLOW_N};
+      OK(cpl_output_begin_step(out, 1));
+      OK(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 1, dims, start, count, blk));
+      if (r == 1) { /* a step 0 still queued (a slow consumer) makes close wait instead */
+        int rc = cpl_output_close(out);
+        CHECK((rc == CPL_ERR_STATE &&
+               has(cpl_last_error(), "port prod.out: step 1 was never ended")) ||
+                  rc == CPL_ERR_TIMEOUT,
+              "close in a step: %s", cpl_last_error());
+      } else {
+        int rc = cpl_output_end_step(out);
+        const char *m = cpl_last_error();
+        CHECK(rc == CPL_ERR_TIMEOUT &&
+                  has(m, "port prod.out, step 1: not every rank of \"prod\" reached the end of "
+                         "the step (its 2 ranks call begin_step and end_step alike"),
+              "end_step alone: %s: %s", cpl_strerror(rc), m);
+        printf("producer: %s\n", m);
+        cpl_output_close(out);
+      }
+    } else {
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      long step;
+      int rc, tries = 0;
+      /* Step 0 may arrive, or fail with the port; our own wait of 1 s may
+       * pass first while the producer waits as long (ask again). */
+      while (tries++ < 20 && ((rc = cpl_input_begin_step(in, &step)) == CPL_OK ||
+                              (rc == CPL_ERR_TIMEOUT && !has(cpl_last_error(), "producer:")))) {
+        if (rc != CPL_OK) continue;
+        CHECK(step == 0, "step %ld, want 0", step);
+        flow_check(in, step);
+        OK(cpl_input_end_step(in));
+      }
+      CHECK(rc == CPL_ERR_TIMEOUT && has(cpl_last_error(), "producer: port prod.out, step 1: not "
+                                                           "every rank of \"prod\" reached"),
+            "consumer: %s: %s", cpl_strerror(rc), cpl_last_error());
+      OK(cpl_input_close(in));
+    }
   } else if (!strcmp(sc, "misuse")) {
     /* Calls a component writer gets wrong: each one's message names the
      * call, the port or link and what is wrong (not another call's words,
