@@ -349,13 +349,7 @@ void cpli_data_untrack(cpl_context *ctx, cpl_output *o, cpl_input *in) {
  * after its last step): the drain waits CPL_FINALIZE_TIMEOUT seconds,
  * default 60 like every other wait, and never less than the link's. */
 static double finalize_timeout(cpl_context *ctx, int end) {
-  double t = 60; /* README.md, "Timeouts" */
-  const char *s = getenv("CPL_FINALIZE_TIMEOUT");
-  if (s && *s) {
-    char *e;
-    double v = strtod(s, &e);
-    if (!*e && v > 0) t = v;
-  }
+  const double t = ctx->finalize_timeout;
   return t > link_timeout(ctx, end) ? t : link_timeout(ctx, end);
 }
 

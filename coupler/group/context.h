@@ -28,6 +28,7 @@ struct cpl_context {
   cpli_end *ends; /* links of this component, in global link order */
   int nends;
   struct cpli_data_state *data; /* NULL until a port is opened */
+  double finalize_timeout;      /* CPL_FINALIZE_TIMEOUT, checked by cpl_init */
 };
 
 /* Free the context's communicators and model. cpl_finalize (data layer,

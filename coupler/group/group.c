@@ -25,7 +25,8 @@
 #include "workflow/model.h"
 
 #define CPLI_INIT_TIMEOUT_DEFAULT 60.0
-#define CPLI_LINK_TAG_BASE 7000 /* tag of link k: base + k (< 32767) */
+#define CPLI_FINALIZE_TIMEOUT_DEFAULT 60.0 /* README.md, "Timeouts" */
+#define CPLI_LINK_TAG_BASE 7000            /* tag of link k: base + k (< 32767) */
 
 /* Wait for a request, polling, up to `timeout` seconds. */
 static int wait_deadline(MPI_Request *req, double timeout, const char *what) {
@@ -45,17 +46,19 @@ static int wait_deadline(MPI_Request *req, double timeout, const char *what) {
   }
 }
 
-static int init_timeout(double *out) {
-  *out = CPLI_INIT_TIMEOUT_DEFAULT;
-  const char *s = getenv("CPL_INIT_TIMEOUT");
+/* Seconds from the environment variable `var`: `dflt` when unset or
+ * empty; anything but a number in (0, 1e6] is CPL_ERR_ENV. */
+static int env_seconds(const char *var, double dflt, double *out) {
+  *out = dflt;
+  const char *s = getenv(var);
   if (!s || !*s) return CPL_OK;
   char *end = NULL;
   double v = strtod(s, &end);
   if (*end || !(v > 0) || v > 1e6)
     return cpli_fail(CPL_ERR_ENV,
-                     "CPL_INIT_TIMEOUT must be a number of seconds in "
+                     "%s must be a number of seconds in "
                      "(0, 1e6], got \"%s\"",
-                     s);
+                     var, s);
   *out = v;
   return CPL_OK;
 }
@@ -163,7 +166,12 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component, c
 
   /* Local work first; its failure is carried into the agreement. */
   double timeout;
-  int local = init_timeout(&timeout);
+  int local = env_seconds("CPL_INIT_TIMEOUT", CPLI_INIT_TIMEOUT_DEFAULT, &timeout);
+  /* Read now, so a bad value fails here, alike on every rank, and not
+   * quietly at cpl_finalize. */
+  if (local == CPL_OK)
+    local =
+        env_seconds("CPL_FINALIZE_TIMEOUT", CPLI_FINALIZE_TIMEOUT_DEFAULT, &ctx->finalize_timeout);
   const char *path = workflow_path ? workflow_path : getenv("CPL_WORKFLOW");
   const char *name = component ? component : getenv("CPL_COMPONENT");
   if (local == CPL_OK) local = load_local(path, &ctx->wf);

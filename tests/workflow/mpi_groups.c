@@ -32,9 +32,13 @@ static int status_of(const char *name) {
   static const struct {
     const char *n;
     int s;
-  } t[] = {{"MISMATCH", CPL_ERR_MISMATCH}, {"CONFIG", CPL_ERR_CONFIG},
-           {"PARSE", CPL_ERR_PARSE},       {"IO", CPL_ERR_IO},
-           {"ARG", CPL_ERR_ARG},           {"TIMEOUT", CPL_ERR_TIMEOUT}};
+  } t[] = {{"MISMATCH", CPL_ERR_MISMATCH},
+           {"CONFIG", CPL_ERR_CONFIG},
+           {"PARSE", CPL_ERR_PARSE},
+           {"IO", CPL_ERR_IO},
+           {"ARG", CPL_ERR_ARG},
+           {"TIMEOUT", CPL_ERR_TIMEOUT},
+           {"ENV", CPL_ERR_ENV}};
   for (size_t i = 0; i < sizeof t / sizeof *t; i++)
     if (!strcmp(name, t[i].n)) return t[i].s;
   return -1;
