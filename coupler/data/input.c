@@ -99,31 +99,51 @@ static int usable(const cpl_input *in, const char *call) {
   return CPL_OK;
 }
 
+/* What a request asks for, in words. */
+static const char *want_str(long want, char *buf, size_t n) {
+  if (want >= 0) snprintf(buf, n, "step %ld", want);
+  else snprintf(buf, n, "%s", want == CPL_STEP_LATEST ? "the newest step" : "the next step");
+  return buf;
+}
+
 /*
  * Before a new credit: if any rank changed its selection, every rank's
  * goes to the root (*blob: per rank a u64 length and its encoding), and
- * each rank's selection in force becomes the one it set.
+ * each rank's selection in force becomes the one it set. The ranks must
+ * ask for the same step (`want`): only the root's request is sent, and a
+ * rank that asked for another would take the root's step as its own.
  */
-static int sync_selections(cpl_input *in, const cpl_coll_options *opt, cpli_wbuf *blob) {
+static int sync_selections(cpl_input *in, const cpl_coll_options *opt, long want, cpli_wbuf *blob) {
   cpli_wbuf mine = {0};
   cpli_sel_encode(&in->sel, &mine);
-  int64_t *rec = calloc(2 * (size_t)in->size, sizeof *rec);
+  int64_t *rec = calloc(3 * (size_t)in->size, sizeof *rec);
   int *counts = malloc(2 * (size_t)in->size * sizeof *counts);
   unsigned char *all = NULL;
   int rc = CPL_OK;
   if (!rec || !counts || mine.oom)
     rc = cpli_fail(CPL_ERR_NOMEM, "link %s: out of memory", in->l->label);
   if (rc == CPL_OK) {
-    rec[2 * in->rank] = in->sel_dirty;
-    rec[2 * in->rank + 1] = (int64_t)mine.len;
+    rec[3 * in->rank] = in->sel_dirty;
+    rec[3 * in->rank + 1] = (int64_t)mine.len;
+    rec[3 * in->rank + 2] = want;
     rc =
-        cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rec, 2, MPI_INT64_T, in->comm, opt);
+        cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rec, 3, MPI_INT64_T, in->comm, opt);
   }
+  for (int r = 1; rc == CPL_OK && r < in->size; r++)
+    if (rec[3 * r + 2] != rec[2]) {
+      char w0[64], wr[64];
+      rc = cpli_fail(CPL_ERR_MISMATCH,
+                     "link %s: the consumer ranks asked for different steps: rank 0 for %s, "
+                     "rank %d for %s (begin_step, begin_step_at and try_step are collective, "
+                     "with the same request on every rank); nothing was asked",
+                     in->l->label, want_str((long)rec[2], w0, sizeof w0), r,
+                     want_str((long)rec[3 * r + 2], wr, sizeof wr));
+    }
   int any = 0;
   size_t total = 0;
   for (int r = 0; rc == CPL_OK && r < in->size; r++) {
-    any |= rec[2 * r] != 0;
-    total += (size_t)rec[2 * r + 1];
+    any |= rec[3 * r] != 0;
+    total += (size_t)rec[3 * r + 1];
   }
   if (rc == CPL_OK && any && total > 0x7fffffff)
     rc = cpli_fail(CPL_ERR_UNSUPPORTED,
@@ -135,7 +155,7 @@ static int sync_selections(cpl_input *in, const cpl_coll_options *opt, cpli_wbuf
   if (rc == CPL_OK && any) {
     int off = 0;
     for (int r = 0; r < in->size; r++) {
-      counts[r] = (int)rec[2 * r + 1];
+      counts[r] = (int)rec[3 * r + 1];
       counts[in->size + r] = off;
       off += counts[r];
     }
@@ -186,7 +206,7 @@ static int take_header(cpl_input *in, double wait, long want, cpli_hdr *h,
   cpli_wbuf sel = {0};
   /* After a timeout the credit is still out: asking twice would make the
    * producer send a step nobody waits for. */
-  if (!in->credit_out) rc = sync_selections(in, &opt, &sel);
+  if (!in->credit_out) rc = sync_selections(in, &opt, want, &sel);
   if (rc != CPL_OK) {
     cpli_w_free(&sel);
     return rc; /* collective: every rank failed the same allgather */
@@ -387,14 +407,10 @@ static int begin(cpl_input *in, const char *call, double wait, long want, long *
   if (in->eos) return CPL_END_OF_STREAM;
   if (in->credit_out && want != in->want_out) {
     char asked[64];
-    if (in->want_out >= 0) snprintf(asked, sizeof asked, "step %ld", in->want_out);
-    else
-      snprintf(asked, sizeof asked, "%s",
-               in->want_out == CPL_STEP_LATEST ? "the newest step" : "the next step");
     return cpli_fail(CPL_ERR_STATE,
                      "%s: link %s: the request for %s is still unanswered (it timed out); ask "
                      "for the same until it is",
-                     call, in->l->label, asked);
+                     call, in->l->label, want_str(in->want_out, asked, sizeof asked));
   }
   cpli_hdr h;
   unsigned char *p;

@@ -314,7 +314,8 @@ CPL_API int cpl_port_link(const cpl_context *ctx, const char *port, const char *
  *   cpl_output_close (end of stream)       cpl_input_close
  *
  * Calls on one port are collective over the component (every rank makes
- * them, in the same order); put, attr, inquire and get are local. Data move
+ * them, in the same order, with the same step number or request: ranks
+ * that differ get CPL_ERR_MISMATCH); put, attr, inquire and get are local. Data move
  * at end of step with the link's inter-group allgather, when the consumer
  * asks for the next step; until then end_step keeps a copy, at most `depth`
  * steps per link. When the queue is full, the link's policy decides: `all`

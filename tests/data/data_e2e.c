@@ -1231,6 +1231,14 @@ int main(int argc, char **argv) {
       OK(cpl_input_open(ctx, "in", NULL, &in));
       long step;
       double all[64];
+      /* Ranks that ask for different steps: refused on each, nothing asked
+       * (rank 1 took rank 0's step as step 0 before). */
+      int rc = cpl_input_begin_step_at(in, r == 0 ? CPL_STEP_NEXT : 0, &step);
+      CHECK(rc == CPL_ERR_MISMATCH &&
+                has(cpl_last_error(), "link prod.out->cons.in: the consumer ranks asked for "
+                                      "different steps: rank 0 for the next step, rank 1 for "
+                                      "step 0"),
+            "ranks asking for different steps: %s: %s", cpl_strerror(rc), cpl_last_error());
       OK(cpl_input_begin_step(in, &step));
       CHECK(step == 0, "step %ld, want 0", step);
       CHECK(cpl_input_dataset(in, 0, NULL) == CPL_ERR_ARG &&
