@@ -234,7 +234,9 @@ int cpl_output_attr(cpl_output *o, const char *dataset, const char *name, hid_t 
   snprintf(what, sizeof what, "cpl_output_attr: port %s, attribute \"%s\"", pn, name);
   CPLI_TRY(cpli_type_check(type, what));
   int rc = cpli_attrs_set(&o->attrs, dataset ? dataset : "", name, type, n, value);
-  if (rc != CPL_OK) cpli_error_prefix("port %s, step %ld: ", pn, o->step);
+  if (rc != CPL_OK)
+    cpli_error_prefix("cpl_output_attr: port %s, step %ld%s%s%s: ", pn, o->step,
+                      dataset ? ", dataset \"" : "", dataset ? dataset : "", dataset ? "\"" : "");
   return rc;
 }
 
@@ -269,7 +271,7 @@ static int agree(cpl_output *o, int changed, size_t len, const unsigned char *bl
    * number, then the root's view of the links. A root that failed to read
    * the credits still joins the allgather, so the others fail now, not at
    * a timeout. */
-  enum { HEAD = 4 };
+  enum { HEAD = 5 };
   int n = HEAD + CPLI_LREC * o->nl;
   int64_t *rec = calloc((size_t)n * (size_t)o->size, sizeof *rec);
   if (!rec) return cpli_fail(CPL_ERR_NOMEM, "out of memory");
@@ -278,6 +280,7 @@ static int agree(cpl_output *o, int changed, size_t len, const unsigned char *bl
   mine[0] = changed;
   mine[1] = (int64_t)len;
   mine[3] = o->step;
+  mine[4] = o->send_link;
   if (o->rank == 0) mine[2] = root_rc = cpli_links_poll(o, mine + HEAD);
   cpli_flights_record(o, mine + HEAD);
   cpl_coll_options opt;
@@ -320,6 +323,15 @@ static int agree(cpl_output *o, int changed, size_t len, const unsigned char *bl
                      "same step number on every rank)",
                      o->comp->name, o->port->name, (long long)rec[3], r,
                      (long long)rec[(size_t)r * n + 3]);
+  /* A step sent to different links would be half on each, header on one. */
+  for (int r = 1; rc == CPL_OK && r < o->size; r++)
+    if (rec[(size_t)r * n + 4] != rec[4])
+      rc = cpli_fail(CPL_ERR_MISMATCH,
+                     "port %s.%s, step %ld: the component's ranks sent the step to different "
+                     "links: rank 0 to link %lld, rank %d to link %lld (cpl_output_send is "
+                     "collective, with the same link on every rank)",
+                     o->comp->name, o->port->name, o->step, (long long)rec[4], r,
+                     (long long)rec[(size_t)r * n + 4]);
   if (rc == CPL_OK) rc = cpli_links_adopt(o, rec + HEAD);
   if (rc == CPL_OK) rc = cpli_flights_settle(o, rec, n, HEAD);
   if (rc == CPL_OK && bad >= 0)
@@ -468,6 +480,7 @@ int cpl_output_end_step(cpl_output *o) {
         CPL_ERR_STATE, "cpl_output_end_step: port %s.%s: %s", o->comp->name, o->port->name,
         o->serving ? "a serving port sends steps with cpl_output_send" : "no step is open");
   pstep *st = NULL;
+  o->send_link = -1;
   CPLI_TRY(finish_step(o, &st));
   int rc = CPL_OK;
   for (int i = 0; rc == CPL_OK && i < o->nl; i++) {
@@ -646,10 +659,16 @@ static int pending_link(cpl_output *o, int link, const char *call, olink **out) 
 
 int cpl_output_requests(cpl_output *o, double seconds, long want[]) {
   CPLI_TRY(check_usable(o, "cpl_output_requests"));
-  if (!o->serving || !want || !(seconds >= 0))
+  if (!o->serving || !want || !(seconds >= 0)) {
+    char why[80];
+    snprintf(why, sizeof why, "%s",
+             !o->serving ? "not serving (call cpl_output_serve)"
+             : !want     ? "want is NULL"
+                         : "");
+    if (o->serving && want) snprintf(why, sizeof why, "wait %g s is not a number >= 0", seconds);
     return cpli_fail(CPL_ERR_ARG, "cpl_output_requests: port %s.%s: %s", o->comp->name,
-                     o->port->name,
-                     !o->serving ? "not serving (call cpl_output_serve)" : "bad argument");
+                     o->port->name, why);
+  }
   double t0 = MPI_Wtime();
   int rc = cpli_links_sync(o, -2, seconds);
   for (int i = 0; i < o->nl; i++) o->links[i].st.wait_s += MPI_Wtime() - t0;
@@ -672,6 +691,7 @@ int cpl_output_send(cpl_output *o, int link) {
                      "is open",
                      o->comp->name, o->port->name);
   pstep *st;
+  o->send_link = link;
   CPLI_TRY(finish_step(o, &st));
   ol->st.steps++;
   if (chan(o, ol)->detached) { /* it closed while the step was agreed */

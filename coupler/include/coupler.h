@@ -265,7 +265,9 @@ typedef struct cpl_context cpl_context;
 CPL_API int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
                      cpl_context **out);
 
-/* Free every communicator and the context. Collective over the job. */
+/* Close the ports left open, free every communicator and the context.
+ * Collective over the job. The context and those ports' handles are
+ * invalid afterwards (as after cpl_output_close / cpl_input_close). */
 CPL_API int cpl_finalize(cpl_context *ctx);
 
 CPL_API const cpl_workflow *cpl_context_workflow(const cpl_context *ctx);
@@ -322,7 +324,7 @@ CPL_API int cpl_port_link(const cpl_context *ctx, const char *port, const char *
  * waits for the consumer, `latest` drops the oldest queued step (counted,
  * logged to stderr), `every:N` offers only every N-th step. Every wait is
  * bounded by the link's timeout, and a timeout names link, rank and step.
- * cpl_finalize closes ports left open.
+ * cpl_finalize closes ports left open (and frees them, like close).
  */
 
 /* HDF5 and threads. Debian's HDF5, like most builds, is not thread-safe,

@@ -1058,6 +1058,13 @@ int main(int argc, char **argv) {
     if (producer) {
       OK(cpl_output_open(ctx, "out", &out));
       OK(cpl_output_serve(out));
+      long none;
+      CHECK(cpl_output_requests(out, -1, &none) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "cpl_output_requests: port prod.out: wait -1 s is not"),
+            "negative wait: %s", cpl_last_error());
+      CHECK(cpl_output_requests(out, 0.1, NULL) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "cpl_output_requests: port prod.out: want is NULL"),
+            "want NULL: %s", cpl_last_error());
       static double blk[FLOW_N];
       hsize_t dims[1] = {(hsize_t)FLOW_N * p}, start[1] = {(hsize_t)FLOW_N * r},
               count[1] = {FLOW_N};
@@ -1212,6 +1219,12 @@ int main(int argc, char **argv) {
         CHECK(cpl_output_attr(out, NULL, "t", H5T_NATIVE_INT, 1, NULL) == CPL_ERR_ARG &&
                   has(cpl_last_error(), "attribute \"t\": value is NULL for 1 elements"),
               "NULL attribute value: %s", cpl_last_error());
+        static char big[70000];
+        CHECK(cpl_output_attr(out, "x", "big", H5T_NATIVE_CHAR, sizeof big, big) == CPL_ERR_ARG &&
+                  has(cpl_last_error(), "cpl_output_attr: port prod.out, step ") &&
+                  has(cpl_last_error(), ", dataset \"x\": attribute \"big\": 70000 elements of 1 "
+                                        "bytes exceed the 65536-byte limit"),
+              "attribute over 64 KiB: %s", cpl_last_error());
         OK(cpl_output_attr(out, NULL, "t", H5T_NATIVE_DOUBLE, 1, x));
         OK(cpl_output_end_step(out));
       }
@@ -1264,6 +1277,39 @@ int main(int argc, char **argv) {
             "get with boxes of another rank: %s", cpl_last_error());
       OK(cpl_input_end_step(in));
       CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "end of stream");
+      OK(cpl_input_close(in));
+    }
+  } else if (!strcmp(sc, "serve_split")) {
+    /* A serving port whose ranks send one step to different links (rank r
+     * to link r): refused on every producer rank, before anything moves,
+     * and both consumers get the reason. */
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      OK(cpl_output_serve(out));
+      long want[2] = {CPL_REQ_NONE, CPL_REQ_NONE};
+      for (int k = 0; k < 400 && (want[0] == CPL_REQ_NONE || want[1] == CPL_REQ_NONE); k++)
+        OK(cpl_output_requests(out, 0.05, want));
+      CHECK(want[0] == CPL_STEP_NEXT && want[1] == CPL_STEP_NEXT, "requests %ld %ld", want[0],
+            want[1]);
+      static double blk[FLOW_N];
+      hsize_t dims[1] = {(hsize_t)FLOW_N * p}, start[1] = {(hsize_t)FLOW_N * r},
+              count[1] = {FLOW_N};
+      OK(cpl_output_begin_step(out, 0));
+      OK(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 1, dims, start, count, blk));
+      int rc = cpl_output_send(out, r);
+      CHECK(rc == CPL_ERR_MISMATCH &&
+                has(cpl_last_error(), "port prod.out, step 0: the component's ranks sent the step "
+                                      "to different links: rank 0 to link 0, rank 1 to link 1"),
+            "send to different links: %s: %s", cpl_strerror(rc), cpl_last_error());
+      cpl_output_close(out);
+    } else {
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      long step;
+      int rc = cpl_input_begin_step(in, &step);
+      CHECK(rc == CPL_ERR_MISMATCH &&
+                has(cpl_last_error(), "producer: port prod.out, step 0: the component's ranks "
+                                      "sent the step to different links"),
+            "consumer: %s: %s", cpl_strerror(rc), cpl_last_error());
       OK(cpl_input_close(in));
     }
   } else if (!strcmp(sc, "unopened")) {
