@@ -62,11 +62,11 @@ int cpl_output_open(cpl_context *ctx, const char *port, cpl_output **out) {
   cpli_data_state *s;
   CPLI_TRY(cpli_data_get(ctx, &s));
   for (int e = 0; e < ctx->nends; e++)
-    if (ctx->ends[e].port == pi && s->chan[e].output_open)
-      return cpli_fail(CPL_ERR_STATE,
-                       "cpl_output_open: port %s.%s is "
-                       "already open",
-                       me->name, port);
+    if (ctx->ends[e].port == pi && (s->chan[e].output_open || s->chan[e].eos_sent))
+      return cpli_fail(CPL_ERR_STATE, "cpl_output_open: port %s.%s is %s", me->name, port,
+                       s->chan[e].output_open
+                           ? "already open"
+                           : "closed: its consumers had the end of stream (a port opens once)");
   cpl_output *o = calloc(1, sizeof *o);
   if (!o) return cpli_fail(CPL_ERR_NOMEM, "cpl_output_open: out of memory");
   o->ctx = ctx;

@@ -1233,6 +1233,12 @@ int main(int argc, char **argv) {
                 has(cpl_last_error(), "is the last step number there is"),
             "a step after LONG_MAX: %s", cpl_last_error());
       OK(cpl_output_close(out));
+      /* Its consumers had the end of stream: no second life (the steps of
+       * a reopened port were lost, and counted as delivered). */
+      CHECK(cpl_output_open(ctx, "out", &out) == CPL_ERR_STATE &&
+                has(cpl_last_error(), "cpl_output_open: port prod.out is closed: its consumers "
+                                      "had the end of stream"),
+            "reopened a closed port: %s", cpl_last_error());
     } else {
       CHECK(cpl_input_open(ctx, "nope", NULL, &in) == CPL_ERR_ARG &&
                 has(cpl_last_error(),
