@@ -516,10 +516,8 @@ int cpl_input_select(cpl_input *in, const char *dataset, int ndims, int nboxes,
                      const hsize_t start[], const hsize_t count[]) {
   if (!in) return cpli_fail(CPL_ERR_ARG, "cpl_input_select: input is NULL");
   if (dataset && !cpli_name_ok(dataset))
-    return cpli_fail(CPL_ERR_ARG,
-                     "cpl_input_select: link %s: bad dataset "
-                     "name",
-                     in->l->label);
+    return cpli_fail(CPL_ERR_ARG, "cpl_input_select: link %s: bad dataset name \"%.255s\" %s",
+                     in->l->label, dataset, CPLI_NAME_RULE);
   int rc = cpli_sel_set_boxes(&in->sel, dataset, ndims, nboxes, start, count);
   if (rc != CPL_OK)
     cpli_error_prefix("cpl_input_select: link %s, receiver %d, %s%s%s: ", in->l->label, in->rank,
@@ -532,10 +530,8 @@ int cpl_input_select(cpl_input *in, const char *dataset, int ndims, int nboxes,
 int cpl_input_select_rows(cpl_input *in, const char *dataset, int part, int nparts) {
   if (!in) return cpli_fail(CPL_ERR_ARG, "cpl_input_select_rows: input is NULL");
   if (dataset && !cpli_name_ok(dataset))
-    return cpli_fail(CPL_ERR_ARG,
-                     "cpl_input_select_rows: link %s: bad "
-                     "dataset name",
-                     in->l->label);
+    return cpli_fail(CPL_ERR_ARG, "cpl_input_select_rows: link %s: bad dataset name \"%.255s\" %s",
+                     in->l->label, dataset, CPLI_NAME_RULE);
   int rc = cpli_sel_set_rows(&in->sel, dataset, part, nparts);
   if (rc != CPL_OK)
     cpli_error_prefix("cpl_input_select_rows: link %s, receiver %d: ", in->l->label, in->rank);

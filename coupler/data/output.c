@@ -147,10 +147,8 @@ int cpl_output_put(cpl_output *o, const char *name, hid_t type, int rank, const 
                      "open (call cpl_output_begin_step)",
                      pn);
   if (!cpli_name_ok(name))
-    return cpli_fail(CPL_ERR_ARG,
-                     "cpl_output_put: port %s: bad dataset name "
-                     "\"%.255s\" (1-255 printable characters, no '/', not \".\")",
-                     pn, name ? name : "(null)");
+    return cpli_fail(CPL_ERR_ARG, "cpl_output_put: port %s: bad dataset name \"%.255s\" %s", pn,
+                     name ? name : "(null)", CPLI_NAME_RULE);
   snprintf(what, sizeof what,
            "cpl_output_put: port %s, step %ld, dataset "
            "\"%s\"",
@@ -216,9 +214,8 @@ int cpl_output_attr(cpl_output *o, const char *dataset, const char *name, hid_t 
                      pn);
   if (!cpli_name_ok(name))
     return cpli_fail(CPL_ERR_ARG,
-                     "cpl_output_attr: port %s, step %ld: bad attribute name \"%.255s\" "
-                     "(1-255 printable characters, no '/', not \".\")",
-                     pn, o->step, name ? name : "(null)");
+                     "cpl_output_attr: port %s, step %ld: bad attribute name \"%.255s\" %s", pn,
+                     o->step, name ? name : "(null)", CPLI_NAME_RULE);
   if (n > 0 && !value)
     return cpli_fail(CPL_ERR_ARG,
                      "cpl_output_attr: port %s, step %ld, attribute \"%s\": value is NULL "

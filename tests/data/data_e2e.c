@@ -1250,6 +1250,10 @@ int main(int argc, char **argv) {
       OK(cpl_input_open(ctx, "in", NULL, &in));
       long step;
       double all[64];
+      CHECK(cpl_input_select_rows(in, "a/b", 0, 1) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "cpl_input_select_rows: link prod.out->cons.in: bad dataset "
+                                      "name \"a/b\" (1-255 printable characters"),
+            "select a bad name: %s", cpl_last_error());
       /* Ranks that ask for different steps: refused on each, nothing asked
        * (rank 1 took rank 0's step as step 0 before). */
       int rc = cpl_input_begin_step_at(in, r == 0 ? CPL_STEP_NEXT : 0, &step);
