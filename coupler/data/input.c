@@ -128,6 +128,12 @@ static int sync_selections(cpl_input *in, const cpl_coll_options *opt, long want
     rec[3 * in->rank + 2] = want;
     rc =
         cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rec, 3, MPI_INT64_T, in->comm, opt);
+    if (rc != CPL_OK) /* the engine's words alone do not say what this wait was */
+      cpli_error_prefix("link %s, receiver %d, step after %ld: not every rank of \"%s\" asked for "
+                        "a step (its %d ranks call begin_step, begin_step_at, try_step and close "
+                        "alike): ",
+                        in->l->label, in->rank, in->last, in->ctx->wf->comps[in->l->to_comp].name,
+                        in->size);
   }
   for (int r = 1; rc == CPL_OK && r < in->size; r++)
     if (rec[3 * r + 2] != rec[2]) {

@@ -1142,6 +1142,28 @@ int main(int argc, char **argv) {
       CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "end of stream");
       OK(cpl_input_close(in));
     }
+  } else if (!strcmp(sc, "rank_leaves")) {
+    /* Consumer rank 1 closes its input after step 0 while rank 0 asks
+     * for the next: rank 0's wait says the ranks did not all ask. */
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      flow_step(out, 0, r, p); /* one step: close has nothing to wait for */
+      OK(cpl_output_close(out));
+    } else {
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      long step;
+      OK(cpl_input_begin_step(in, &step));
+      flow_check(in, step);
+      OK(cpl_input_end_step(in));
+      if (r == 0) {
+        int rc = cpl_input_begin_step(in, &step);
+        CHECK(rc == CPL_ERR_TIMEOUT &&
+                  has(cpl_last_error(), "link prod.out->cons.in, receiver 0, step after 0: not "
+                                        "every rank of \"cons\" asked for a step (its 2 ranks"),
+              "rank 1 gone: %s: %s", cpl_strerror(rc), cpl_last_error());
+      }
+      OK(cpl_input_close(in));
+    }
   } else if (!strcmp(sc, "rank_skips_end")) {
     /* Producer rank 1 closes in the middle of step 1 instead of ending it:
      * rank 0's end_step times out saying that the component's ranks did
