@@ -858,6 +858,7 @@ int cpl_input_attr_get(const cpl_input *in, const char *dataset, const char *nam
   if (a->n && !buf) return cpli_fail(CPL_ERR_ARG, "%s: buf is NULL", what);
   int same;
   CPLI_TRY(type_match(a->type, memtype, what, &same));
+  if (a->n == 0) return CPL_OK; /* nothing to copy, and buf may be NULL */
   if (same) {
     memcpy(buf, a->value, a->bytes);
     return CPL_OK;

@@ -1248,6 +1248,7 @@ int main(int argc, char **argv) {
                                         "bytes exceed the 65536-byte limit"),
               "attribute over 64 KiB: %s", cpl_last_error());
         OK(cpl_output_attr(out, NULL, "t", H5T_NATIVE_DOUBLE, 1, x));
+        OK(cpl_output_attr(out, NULL, "none", H5T_NATIVE_INT, 0, NULL));
         OK(cpl_output_end_step(out));
       }
       /* No step after the last step number: consumers see steps >= 0. */
@@ -1296,6 +1297,10 @@ int main(int argc, char **argv) {
                 has(cpl_last_error(), "dataset \"x\": memtype is not a datatype"),
             "get into memtype -1: %s", cpl_last_error());
       OK(cpl_input_get(in, "x", H5T_NATIVE_DOUBLE, NULL, NULL, all));
+      /* An attribute of no elements reads into no buffer, as it was set
+       * from none (UBSan: memcpy from NULL before). */
+      OK(cpl_input_attr_get(in, NULL, "none", H5T_NATIVE_INT, 0, NULL));
+      OK(cpl_input_attr_get(in, NULL, "none", H5T_NATIVE_LLONG, 0, NULL));
       OK(cpl_input_end_step(in));
       /* Boxes of one dimension select nothing of a 2-D dataset: get says so. */
       hsize_t s0[1] = {0}, c0[1] = {2};
