@@ -483,7 +483,9 @@ int cpl_output_end_step(cpl_output *o) {
   for (int i = 0; rc == CPL_OK && i < o->nl; i++) {
     olink *ol = &o->links[i];
     ol->st.steps++;
-    if (chan(o, ol)->detached) {
+    /* A consumer gone, or a link ended (cpl_output_end_link): its
+     * consumer has the end of stream, and asks for nothing more. */
+    if (chan(o, ol)->detached || chan(o, ol)->eos_sent) {
       ol->st.undelivered++;
       continue;
     }
@@ -726,6 +728,7 @@ int cpl_output_end_link(cpl_output *o, int link) {
   cpli_chan *ch = chan(o, ol);
   if (ch->eos_sent) return CPL_OK;
   ch->eos_sent = 1;
+  ch->credits = 0; /* the end of stream answers a pending request */
   if (o->rank != 0 || ch->detached) return CPL_OK;
   cpli_hdr h = {.kind = CPLI_HDR_EOS, .step = o->step};
   int rc = cpli_chan_send_header(o->ctx, ol->end, &h, NULL, NULL, NULL, ol->l->timeout);
