@@ -387,7 +387,10 @@ static int receive(cpl_input *in, long step, const char *where) {
                                          &opt, &ran);
     if (rc == CPL_OK) cpli_inter_algs_add(in->algs, ran);
     if (rc != CPL_OK) {
-      cpli_error_prefix("dataset \"%s\": ", s->name);
+      /* The engine names link, rank and step when a transfer fails; its
+       * own refusals (the environment, the model) do not. */
+      if (strstr(cpl_last_error(), in->l->label)) cpli_error_prefix("dataset \"%s\": ", s->name);
+      else cpli_error_prefix("%s: dataset \"%s\": ", where, s->name);
       return rc;
     }
     in->st.bytes += s->total;

@@ -1173,6 +1173,32 @@ int main(int argc, char **argv) {
       MPI_Barrier(comm);
       OK(cpl_input_close(in));
     }
+  } else if (!strcmp(sc, "consumer_env")) {
+    /* The engine refuses the consumer's environment (the producer's is
+     * fine): the consumer's error names link, rank and step, not only the
+     * dataset; the producer's transfer times out (not checked). */
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      static double blk[8];
+      hsize_t dims[1] = {8 * (hsize_t)p}, start[1] = {8 * (hsize_t)r}, count[1] = {8};
+      OK(cpl_output_begin_step(out, 0));
+      OK(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 1, dims, start, count, blk));
+      cpl_output_end_step(out); /* the transfer times out, here or in close */
+      cpl_output_close(out);
+    } else {
+      setenv("CPL_INTER_ALGORITHM", "bogus", 1);
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      long step;
+      int rc = cpl_input_begin_step(in, &step);
+      char want[80];
+      snprintf(want, sizeof want,
+               "link prod.out->cons.in, receiver %d, step 0: dataset \"x\": ", r);
+      CHECK(rc == CPL_ERR_ENV && has(cpl_last_error(), want) &&
+                has(cpl_last_error(), "CPL_INTER_ALGORITHM: unknown inter-group algorithm"),
+            "consumer: %s: %s", cpl_strerror(rc), cpl_last_error());
+      unsetenv("CPL_INTER_ALGORITHM");
+      cpl_input_close(in);
+    }
   } else if (!strcmp(sc, "rank_leaves")) {
     /* Consumer rank 1 closes its input after step 0 while rank 0 asks
      * for the next: rank 0's wait says the ranks did not all ask. */
