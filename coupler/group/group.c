@@ -278,8 +278,11 @@ static void fill_end(const cpl_context *ctx, const cpli_end *e, cpl_link_end *ou
 }
 
 int cpl_context_link(const cpl_context *ctx, int i, cpl_link_end *out) {
-  if (!ctx || !out || i < 0 || i >= ctx->nends)
-    return cpli_fail(CPL_ERR_ARG, "cpl_context_link: no link %d here", i);
+  if (!ctx || !out)
+    return cpli_fail(CPL_ERR_ARG, "cpl_context_link: %s is NULL", ctx ? "out" : "ctx");
+  if (i < 0 || i >= ctx->nends)
+    return cpli_fail(CPL_ERR_ARG, "cpl_context_link: component \"%s\" has no link %d (it has %d)",
+                     ctx->wf->comps[ctx->comp].name, i, ctx->nends);
   fill_end(ctx, &ctx->ends[i], out);
   return CPL_OK;
 }

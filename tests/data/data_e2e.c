@@ -1274,6 +1274,13 @@ int main(int argc, char **argv) {
      * call, the port or link and what is wrong (not another call's words,
      * nor HDF5's own diagnostics), and the stream goes on. */
     if (producer) {
+      cpl_link_end le;
+      CHECK(cpl_context_link(ctx, 0, NULL) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "cpl_context_link: out is NULL"),
+            "context link into NULL: %s", cpl_last_error());
+      CHECK(cpl_context_link(ctx, 1, &le) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "component \"prod\" has no link 1 (it has 1)"),
+            "context link 1: %s", cpl_last_error());
       OK(cpl_output_open(ctx, "out", &out));
       cpl_output_stats st;
       CHECK(cpl_output_stats_get(out, 0, NULL) == CPL_ERR_ARG &&
