@@ -55,7 +55,7 @@ echo "sanitize.sh: built $build"
 # (tens of seconds each), wf_run_netns_hosts (network namespaces) and
 # format (no sanitized code).
 CI_TESTS='^(unit\.|tools\.|wf_|data\.fuzz_|'\
-'data\.(shapes_.*|select_.*|policy_.*|fanout|fanin|detach|overlap|declared|unopened|requests|serve)$|'\
+'data\.(shapes_.*|select_.*|policy_.*|fanout|fanin|detach|overlap|declared|unopened|requests|serve|misuse|serve_split)$|'\
 'mpi\.(intra\.np[23]|circulant\.np3|inter\.upto4|errors|tuning\..*)$|faults_source_|'\
 'faults_(missing_program|not_executable|bare_not_in_path|exit3_before_init)$|'\
 'adapters_(source_2to2|sink_3to1|component_help)$)'

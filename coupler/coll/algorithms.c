@@ -39,6 +39,7 @@ static int parse(const char *name, const char *const *names, int n, const char *
 
 int cpl_inter_algorithm_parse(const char *name, cpl_inter_algorithm *out) {
   int v;
+  if (!out) return cpli_fail(CPL_ERR_ARG, "cpl_inter_algorithm_parse: out is NULL");
   CPLI_TRY(parse(name, cpli_inter_names, CPL_INTER_COUNT, "inter-group", &v));
   *out = (cpl_inter_algorithm)v;
   return CPL_OK;
@@ -46,6 +47,7 @@ int cpl_inter_algorithm_parse(const char *name, cpl_inter_algorithm *out) {
 
 int cpl_intra_algorithm_parse(const char *name, cpl_intra_algorithm *out) {
   int v;
+  if (!out) return cpli_fail(CPL_ERR_ARG, "cpl_intra_algorithm_parse: out is NULL");
   CPLI_TRY(parse(name, cpli_intra_names, CPL_INTRA_COUNT, "intra-group", &v));
   *out = (cpl_intra_algorithm)v;
   return CPL_OK;

@@ -45,13 +45,16 @@ int cpli_env_intra(cpl_intra_algorithm *out) {
   return env_alg("CPL_INTRA_ALGORITHM", cpli_tuning_now()->intra, parse_intra_v, out);
 }
 
+/* The model's formulas divide by the group sizes: no group, no cost. */
 double cpl_intra_cost(cpl_intra_algorithm a, int p, size_t bytes, double alpha, double beta) {
+  if (p < 1) return NAN;
   cpli_tuning_refresh();
   return cpli_intra_cost(a, p, bytes, alpha, beta);
 }
 
 double cpl_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes, double alpha,
                       double beta) {
+  if (p < 1 || q < 1) return NAN;
   cpli_tuning_refresh();
   return cpli_inter_cost(a, p, q, bytes, alpha, beta);
 }
@@ -119,6 +122,10 @@ int cpli_inter_dataset_algs_add(int p, int q, size_t total, const cpl_coll_optio
 
 int cpl_inter_select(int p, int q, size_t bytes, const cpl_coll_options *opt,
                      cpl_inter_algorithm *out) {
+  if (!out) return cpli_fail(CPL_ERR_ARG, "cpl_inter_select: out is NULL");
+  if (p < 1 || q < 1)
+    return cpli_fail(CPL_ERR_ARG, "cpl_inter_select: %d senders and %d receivers (need >= 1 each)",
+                     p, q);
   cpli_tuning_refresh();
   return cpli_inter_select(p, q, bytes, opt, out);
 }

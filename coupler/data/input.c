@@ -55,10 +55,11 @@ int cpl_input_open(cpl_context *ctx, const char *port, const char *peer, cpl_inp
   *out = NULL;
   const cpli_component *me = &ctx->wf->comps[ctx->comp];
   int pi = cpli_wf_port_index(me, port);
-  if (pi >= 0 && me->ports[pi].output)
-    return cpli_fail(CPL_ERR_ARG, "cpl_input_open: port %s.%s is an output", me->name, port);
+  if (pi < 0 || me->ports[pi].output)
+    return cpli_fail(CPL_ERR_ARG, "cpl_input_open: component \"%s\" has no input port \"%s\"%s",
+                     me->name, port, pi >= 0 ? " (it is an output)" : "");
   cpl_link_end le;
-  CPLI_TRY(cpl_port_link(ctx, port, peer, &le));
+  CPLI_TRY(cpli_port_link(ctx, port, peer, &le, "cpl_input_open"));
   cpli_data_state *s;
   CPLI_TRY(cpli_data_get(ctx, &s));
   int end = 0;
@@ -98,31 +99,57 @@ static int usable(const cpl_input *in, const char *call) {
   return CPL_OK;
 }
 
+/* What a request asks for, in words. */
+static const char *want_str(long want, char *buf, size_t n) {
+  if (want >= 0) snprintf(buf, n, "step %ld", want);
+  else snprintf(buf, n, "%s", want == CPL_STEP_LATEST ? "the newest step" : "the next step");
+  return buf;
+}
+
 /*
  * Before a new credit: if any rank changed its selection, every rank's
  * goes to the root (*blob: per rank a u64 length and its encoding), and
- * each rank's selection in force becomes the one it set.
+ * each rank's selection in force becomes the one it set. The ranks must
+ * ask for the same step (`want`): only the root's request is sent, and a
+ * rank that asked for another would take the root's step as its own.
  */
-static int sync_selections(cpl_input *in, const cpl_coll_options *opt, cpli_wbuf *blob) {
+static int sync_selections(cpl_input *in, const cpl_coll_options *opt, long want, cpli_wbuf *blob) {
   cpli_wbuf mine = {0};
   cpli_sel_encode(&in->sel, &mine);
-  int64_t *rec = calloc(2 * (size_t)in->size, sizeof *rec);
+  int64_t *rec = calloc(3 * (size_t)in->size, sizeof *rec);
   int *counts = malloc(2 * (size_t)in->size * sizeof *counts);
   unsigned char *all = NULL;
   int rc = CPL_OK;
   if (!rec || !counts || mine.oom)
     rc = cpli_fail(CPL_ERR_NOMEM, "link %s: out of memory", in->l->label);
   if (rc == CPL_OK) {
-    rec[2 * in->rank] = in->sel_dirty;
-    rec[2 * in->rank + 1] = (int64_t)mine.len;
+    rec[3 * in->rank] = in->sel_dirty;
+    rec[3 * in->rank + 1] = (int64_t)mine.len;
+    rec[3 * in->rank + 2] = want;
     rc =
-        cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rec, 2, MPI_INT64_T, in->comm, opt);
+        cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rec, 3, MPI_INT64_T, in->comm, opt);
+    if (rc != CPL_OK) /* the engine's words alone do not say what this wait was */
+      cpli_error_prefix("link %s, receiver %d, step after %ld: not every rank of \"%s\" asked for "
+                        "a step (its %d ranks call begin_step, begin_step_at, try_step and close "
+                        "alike): ",
+                        in->l->label, in->rank, in->last, in->ctx->wf->comps[in->l->to_comp].name,
+                        in->size);
   }
+  for (int r = 1; rc == CPL_OK && r < in->size; r++)
+    if (rec[3 * r + 2] != rec[2]) {
+      char w0[64], wr[64];
+      rc = cpli_fail(CPL_ERR_MISMATCH,
+                     "link %s: the consumer ranks asked for different steps: rank 0 for %s, "
+                     "rank %d for %s (begin_step, begin_step_at and try_step are collective, "
+                     "with the same request on every rank); nothing was asked",
+                     in->l->label, want_str((long)rec[2], w0, sizeof w0), r,
+                     want_str((long)rec[3 * r + 2], wr, sizeof wr));
+    }
   int any = 0;
   size_t total = 0;
   for (int r = 0; rc == CPL_OK && r < in->size; r++) {
-    any |= rec[2 * r] != 0;
-    total += (size_t)rec[2 * r + 1];
+    any |= rec[3 * r] != 0;
+    total += (size_t)rec[3 * r + 1];
   }
   if (rc == CPL_OK && any && total > 0x7fffffff)
     rc = cpli_fail(CPL_ERR_UNSUPPORTED,
@@ -134,7 +161,7 @@ static int sync_selections(cpl_input *in, const cpl_coll_options *opt, cpli_wbuf
   if (rc == CPL_OK && any) {
     int off = 0;
     for (int r = 0; r < in->size; r++) {
-      counts[r] = (int)rec[2 * r + 1];
+      counts[r] = (int)rec[3 * r + 1];
       counts[in->size + r] = off;
       off += counts[r];
     }
@@ -185,7 +212,7 @@ static int take_header(cpl_input *in, double wait, long want, cpli_hdr *h,
   cpli_wbuf sel = {0};
   /* After a timeout the credit is still out: asking twice would make the
    * producer send a step nobody waits for. */
-  if (!in->credit_out) rc = sync_selections(in, &opt, &sel);
+  if (!in->credit_out) rc = sync_selections(in, &opt, want, &sel);
   if (rc != CPL_OK) {
     cpli_w_free(&sel);
     return rc; /* collective: every rank failed the same allgather */
@@ -360,7 +387,10 @@ static int receive(cpl_input *in, long step, const char *where) {
                                          &opt, &ran);
     if (rc == CPL_OK) cpli_inter_algs_add(in->algs, ran);
     if (rc != CPL_OK) {
-      cpli_error_prefix("dataset \"%s\": ", s->name);
+      /* The engine names link, rank and step when a transfer fails; its
+       * own refusals (the environment, the model) do not. */
+      if (strstr(cpl_last_error(), in->l->label)) cpli_error_prefix("dataset \"%s\": ", s->name);
+      else cpli_error_prefix("%s: dataset \"%s\": ", where, s->name);
       return rc;
     }
     in->st.bytes += s->total;
@@ -386,14 +416,10 @@ static int begin(cpl_input *in, const char *call, double wait, long want, long *
   if (in->eos) return CPL_END_OF_STREAM;
   if (in->credit_out && want != in->want_out) {
     char asked[64];
-    if (in->want_out >= 0) snprintf(asked, sizeof asked, "step %ld", in->want_out);
-    else
-      snprintf(asked, sizeof asked, "%s",
-               in->want_out == CPL_STEP_LATEST ? "the newest step" : "the next step");
     return cpli_fail(CPL_ERR_STATE,
                      "%s: link %s: the request for %s is still unanswered (it timed out); ask "
                      "for the same until it is",
-                     call, in->l->label, asked);
+                     call, in->l->label, want_str(in->want_out, asked, sizeof asked));
   }
   cpli_hdr h;
   unsigned char *p;
@@ -499,10 +525,8 @@ int cpl_input_select(cpl_input *in, const char *dataset, int ndims, int nboxes,
                      const hsize_t start[], const hsize_t count[]) {
   if (!in) return cpli_fail(CPL_ERR_ARG, "cpl_input_select: input is NULL");
   if (dataset && !cpli_name_ok(dataset))
-    return cpli_fail(CPL_ERR_ARG,
-                     "cpl_input_select: link %s: bad dataset "
-                     "name",
-                     in->l->label);
+    return cpli_fail(CPL_ERR_ARG, "cpl_input_select: link %s: bad dataset name \"%.255s\" %s",
+                     in->l->label, dataset, CPLI_NAME_RULE);
   int rc = cpli_sel_set_boxes(&in->sel, dataset, ndims, nboxes, start, count);
   if (rc != CPL_OK)
     cpli_error_prefix("cpl_input_select: link %s, receiver %d, %s%s%s: ", in->l->label, in->rank,
@@ -515,10 +539,8 @@ int cpl_input_select(cpl_input *in, const char *dataset, int ndims, int nboxes,
 int cpl_input_select_rows(cpl_input *in, const char *dataset, int part, int nparts) {
   if (!in) return cpli_fail(CPL_ERR_ARG, "cpl_input_select_rows: input is NULL");
   if (dataset && !cpli_name_ok(dataset))
-    return cpli_fail(CPL_ERR_ARG,
-                     "cpl_input_select_rows: link %s: bad "
-                     "dataset name",
-                     in->l->label);
+    return cpli_fail(CPL_ERR_ARG, "cpl_input_select_rows: link %s: bad dataset name \"%.255s\" %s",
+                     in->l->label, dataset, CPLI_NAME_RULE);
   int rc = cpli_sel_set_rows(&in->sel, dataset, part, nparts);
   if (rc != CPL_OK)
     cpli_error_prefix("cpl_input_select_rows: link %s, receiver %d: ", in->l->label, in->rank);
@@ -600,11 +622,11 @@ int cpl_input_dataset_count(const cpl_input *in, int *n) {
 
 int cpl_input_dataset(const cpl_input *in, int i, cpl_dataset_info *info) {
   CPLI_TRY(in_step(in, "cpl_input_dataset"));
-  if (!info || i < 0 || i >= in->desc->nd)
+  if (!info) return cpli_fail(CPL_ERR_ARG, "cpl_input_dataset: info is NULL");
+  if (i < 0 || i >= in->desc->nd)
     return cpli_fail(CPL_ERR_ARG,
-                     "cpl_input_dataset: no dataset %d (step has "
-                     "%d)",
-                     i, in->desc->nd);
+                     "cpl_input_dataset: link %s, step %ld: no dataset %d (step has %d)",
+                     in->l->label, in->step, i, in->desc->nd);
   fill_info(in, i, info);
   return CPL_OK;
 }
@@ -638,7 +660,8 @@ int cpl_input_inquire(const cpl_input *in, const char *name, cpl_dataset_info *i
 static int type_match(hid_t stored, hid_t memtype, const char *what, int *same) {
   CPLI_H5_HELD;
   char t1[64], t2[64];
-  *same = H5Tequal(stored, memtype);
+  H5E_BEGIN_TRY { *same = H5Tequal(stored, memtype); } /* a bad id is our error, not HDF5's */
+  H5E_END_TRY;
   if (*same < 0) return cpli_fail(CPL_ERR_ARG, "%s: memtype is not a datatype", what);
   if (!*same && !cpli_type_convertible(stored, memtype))
     return cpli_fail(CPL_ERR_TYPE, "%s: HDF5 cannot convert %s to %s", what,
@@ -718,6 +741,12 @@ int cpl_input_get(cpl_input *in, const char *name, hid_t memtype, const hsize_t 
   cpli_box_volume(s->rank, count, &n);
   if (n == 0) return CPL_OK;
   const cpli_boxes *pc = &in->pieces[k];
+  const int sel_rank = cpli_sel_boxes_rank(&in->sel_used, s->name);
+  if (in->sel_used.active && sel_rank && sel_rank != s->rank) /* boxes of no use here */
+    return cpli_fail(CPL_ERR_ARG,
+                     "%s: this rank selected boxes of %d dimension%s for it, but the dataset has "
+                     "%d, so it receives nothing of it (give cpl_input_select ndims %d)",
+                     what, sel_rank, sel_rank == 1 ? "" : "s", s->rank, s->rank);
   if (in->sel_used.active && covered(pc, start, count) < n)
     return cpli_fail(CPL_ERR_ARG,
                      "%s: box %s is not inside the boxes this "
@@ -775,7 +804,8 @@ int cpl_input_attr_count(const cpl_input *in, const char *dataset, int *n) {
 
 int cpl_input_attr(const cpl_input *in, const char *dataset, int i, cpl_attr_info *info) {
   CPLI_TRY(in_step(in, "cpl_input_attr"));
-  int k = info && i >= 0 ? attr_index(in, dataset, i) : -1;
+  if (!info) return cpli_fail(CPL_ERR_ARG, "cpl_input_attr: info is NULL");
+  int k = i >= 0 ? attr_index(in, dataset, i) : -1;
   if (k < 0)
     return cpli_fail(CPL_ERR_ARG,
                      "cpl_input_attr: link %s, step %ld: no "
@@ -831,6 +861,7 @@ int cpl_input_attr_get(const cpl_input *in, const char *dataset, const char *nam
   if (a->n && !buf) return cpli_fail(CPL_ERR_ARG, "%s: buf is NULL", what);
   int same;
   CPLI_TRY(type_match(a->type, memtype, what, &same));
+  if (a->n == 0) return CPL_OK; /* nothing to copy, and buf may be NULL */
   if (same) {
     memcpy(buf, a->value, a->bytes);
     return CPL_OK;

@@ -16,6 +16,7 @@
  *  5. steps still queued get a private copy of this rank's blocks, since
  *     the caller's buffers are reused after end_step returns.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,11 +62,11 @@ int cpl_output_open(cpl_context *ctx, const char *port, cpl_output **out) {
   cpli_data_state *s;
   CPLI_TRY(cpli_data_get(ctx, &s));
   for (int e = 0; e < ctx->nends; e++)
-    if (ctx->ends[e].port == pi && s->chan[e].output_open)
-      return cpli_fail(CPL_ERR_STATE,
-                       "cpl_output_open: port %s.%s is "
-                       "already open",
-                       me->name, port);
+    if (ctx->ends[e].port == pi && (s->chan[e].output_open || s->chan[e].eos_sent))
+      return cpli_fail(CPL_ERR_STATE, "cpl_output_open: port %s.%s is %s", me->name, port,
+                       s->chan[e].output_open
+                           ? "already open"
+                           : "closed: its consumers had the end of stream (a port opens once)");
   cpl_output *o = calloc(1, sizeof *o);
   if (!o) return cpli_fail(CPL_ERR_NOMEM, "cpl_output_open: out of memory");
   o->ctx = ctx;
@@ -117,6 +118,11 @@ int cpl_output_begin_step(cpl_output *o, long step) {
                      "cpl_output_begin_step: port %s: step %ld "
                      "must be -1 (next) or larger than the previous step %ld",
                      port_name(o, pn, sizeof pn), step, o->step);
+  if (step == -1 && o->step == LONG_MAX) /* consumers see step numbers >= 0 */
+    return cpli_fail(CPL_ERR_ARG,
+                     "cpl_output_begin_step: port %s: step %ld is the last step number there "
+                     "is; -1 (next) has no step to number",
+                     port_name(o, pn, sizeof pn), o->step);
   o->step = step < 0 ? o->step + 1 : step;
   o->in_step = 1;
   cpli_flights_progress(o); /* steps in flight move while the caller computes */
@@ -141,10 +147,8 @@ int cpl_output_put(cpl_output *o, const char *name, hid_t type, int rank, const 
                      "open (call cpl_output_begin_step)",
                      pn);
   if (!cpli_name_ok(name))
-    return cpli_fail(CPL_ERR_ARG,
-                     "cpl_output_put: port %s: bad dataset name "
-                     "\"%s\" (1-255 printable characters, no '/')",
-                     pn, name ? name : "(null)");
+    return cpli_fail(CPL_ERR_ARG, "cpl_output_put: port %s: bad dataset name \"%.255s\" %s", pn,
+                     name ? name : "(null)", CPLI_NAME_RULE);
   snprintf(what, sizeof what,
            "cpl_output_put: port %s, step %ld, dataset "
            "\"%s\"",
@@ -208,11 +212,15 @@ int cpl_output_attr(cpl_output *o, const char *dataset, const char *name, hid_t 
                      "cpl_output_attr: port %s: no step is "
                      "open",
                      pn);
-  if (!cpli_name_ok(name) || (n > 0 && !value))
+  if (!cpli_name_ok(name))
     return cpli_fail(CPL_ERR_ARG,
-                     "cpl_output_attr: port %s: bad name or "
-                     "NULL value",
-                     pn);
+                     "cpl_output_attr: port %s, step %ld: bad attribute name \"%.255s\" %s", pn,
+                     o->step, name ? name : "(null)", CPLI_NAME_RULE);
+  if (n > 0 && !value)
+    return cpli_fail(CPL_ERR_ARG,
+                     "cpl_output_attr: port %s, step %ld, attribute \"%s\": value is NULL "
+                     "for %zu elements",
+                     pn, o->step, name, n);
   if (dataset && !find_put(o, dataset))
     return cpli_fail(CPL_ERR_ARG,
                      "cpl_output_attr: port %s, step %ld: "
@@ -223,7 +231,9 @@ int cpl_output_attr(cpl_output *o, const char *dataset, const char *name, hid_t 
   snprintf(what, sizeof what, "cpl_output_attr: port %s, attribute \"%s\"", pn, name);
   CPLI_TRY(cpli_type_check(type, what));
   int rc = cpli_attrs_set(&o->attrs, dataset ? dataset : "", name, type, n, value);
-  if (rc != CPL_OK) cpli_error_prefix("port %s, step %ld: ", pn, o->step);
+  if (rc != CPL_OK)
+    cpli_error_prefix("cpl_output_attr: port %s, step %ld%s%s%s: ", pn, o->step,
+                      dataset ? ", dataset \"" : "", dataset ? dataset : "", dataset ? "\"" : "");
   return rc;
 }
 
@@ -258,7 +268,7 @@ static int agree(cpl_output *o, int changed, size_t len, const unsigned char *bl
    * number, then the root's view of the links. A root that failed to read
    * the credits still joins the allgather, so the others fail now, not at
    * a timeout. */
-  enum { HEAD = 4 };
+  enum { HEAD = 5 };
   int n = HEAD + CPLI_LREC * o->nl;
   int64_t *rec = calloc((size_t)n * (size_t)o->size, sizeof *rec);
   if (!rec) return cpli_fail(CPL_ERR_NOMEM, "out of memory");
@@ -267,6 +277,7 @@ static int agree(cpl_output *o, int changed, size_t len, const unsigned char *bl
   mine[0] = changed;
   mine[1] = (int64_t)len;
   mine[3] = o->step;
+  mine[4] = o->send_link;
   if (o->rank == 0) mine[2] = root_rc = cpli_links_poll(o, mine + HEAD);
   cpli_flights_record(o, mine + HEAD);
   cpl_coll_options opt;
@@ -278,6 +289,11 @@ static int agree(cpl_output *o, int changed, size_t len, const unsigned char *bl
   double t0 = MPI_Wtime();
   rc = cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rec, n, MPI_INT64_T, o->comm, &opt);
   o->port_st.wait_s += MPI_Wtime() - t0;
+  if (rc != CPL_OK) /* the engine names the port as its "link": say what this wait was */
+    cpli_error_prefix("port %s.%s, step %ld: not every rank of \"%s\" reached the end of the step "
+                      "(its %d ranks call begin_step and end_step alike; one may also be held "
+                      "by a consumer): ",
+                      o->comp->name, o->port->name, o->step, o->comp->name, o->size);
   if (rc == CPL_OK && rec[2] != CPL_OK) {
     if (o->rank == 0) rc = root_rc; /* its own message stands */
     else
@@ -304,6 +320,15 @@ static int agree(cpl_output *o, int changed, size_t len, const unsigned char *bl
                      "same step number on every rank)",
                      o->comp->name, o->port->name, (long long)rec[3], r,
                      (long long)rec[(size_t)r * n + 3]);
+  /* A step sent to different links would be half on each, header on one. */
+  for (int r = 1; rc == CPL_OK && r < o->size; r++)
+    if (rec[(size_t)r * n + 4] != rec[4])
+      rc = cpli_fail(CPL_ERR_MISMATCH,
+                     "port %s.%s, step %ld: the component's ranks sent the step to different "
+                     "links: rank 0 to link %lld, rank %d to link %lld (cpl_output_send is "
+                     "collective, with the same link on every rank)",
+                     o->comp->name, o->port->name, o->step, (long long)rec[4], r,
+                     (long long)rec[(size_t)r * n + 4]);
   if (rc == CPL_OK) rc = cpli_links_adopt(o, rec + HEAD);
   if (rc == CPL_OK) rc = cpli_flights_settle(o, rec, n, HEAD);
   if (rc == CPL_OK && bad >= 0)
@@ -452,12 +477,15 @@ int cpl_output_end_step(cpl_output *o) {
         CPL_ERR_STATE, "cpl_output_end_step: port %s.%s: %s", o->comp->name, o->port->name,
         o->serving ? "a serving port sends steps with cpl_output_send" : "no step is open");
   pstep *st = NULL;
+  o->send_link = -1;
   CPLI_TRY(finish_step(o, &st));
   int rc = CPL_OK;
   for (int i = 0; rc == CPL_OK && i < o->nl; i++) {
     olink *ol = &o->links[i];
     ol->st.steps++;
-    if (chan(o, ol)->detached) {
+    /* A consumer gone, or a link ended (cpl_output_end_link): its
+     * consumer has the end of stream, and asks for nothing more. */
+    if (chan(o, ol)->detached || chan(o, ol)->eos_sent) {
       ol->st.undelivered++;
       continue;
     }
@@ -563,17 +591,21 @@ int cpl_output_link_count(const cpl_output *o, int *n) {
 }
 
 int cpl_output_link(const cpl_output *o, int i, cpl_link_end *le) {
-  if (!o || !le || i < 0 || i >= o->nl)
-    return cpli_fail(CPL_ERR_ARG, "cpl_output_link: no link %d (port has %d)", i, o ? o->nl : 0);
+  if (!o || !le) return cpli_fail(CPL_ERR_ARG, "cpl_output_link: %s is NULL", o ? "le" : "output");
+  if (i < 0 || i >= o->nl)
+    return cpli_fail(CPL_ERR_ARG, "cpl_output_link: port %s.%s has no link %d (it has %d)",
+                     o->comp->name, o->port->name, i, o->nl);
   return cpl_context_link(o->ctx, o->links[i].end, le);
 }
 
 int cpl_output_stats_get(const cpl_output *o, int link, cpl_output_stats *st) {
-  if (!o || !st || link < -1 || link >= o->nl)
+  if (!o || !st)
+    return cpli_fail(CPL_ERR_ARG, "cpl_output_stats_get: %s is NULL", o ? "st" : "output");
+  if (link < -1 || link >= o->nl)
     return cpli_fail(CPL_ERR_ARG,
-                     "cpl_output_stats_get: bad argument (link "
-                     "%d of %d)",
-                     link, o ? o->nl : 0);
+                     "cpl_output_stats_get: port %s.%s has no link %d (links 0..%d, or -1 "
+                     "for all)",
+                     o->comp->name, o->port->name, link, o->nl - 1);
   if (link >= 0) {
     *st = o->links[link].st;
     st->queue_max = o->port_st.queue_max;
@@ -626,10 +658,16 @@ static int pending_link(cpl_output *o, int link, const char *call, olink **out) 
 
 int cpl_output_requests(cpl_output *o, double seconds, long want[]) {
   CPLI_TRY(check_usable(o, "cpl_output_requests"));
-  if (!o->serving || !want || !(seconds >= 0))
+  if (!o->serving || !want || !(seconds >= 0)) {
+    char why[80];
+    snprintf(why, sizeof why, "%s",
+             !o->serving ? "not serving (call cpl_output_serve)"
+             : !want     ? "want is NULL"
+                         : "");
+    if (o->serving && want) snprintf(why, sizeof why, "wait %g s is not a number >= 0", seconds);
     return cpli_fail(CPL_ERR_ARG, "cpl_output_requests: port %s.%s: %s", o->comp->name,
-                     o->port->name,
-                     !o->serving ? "not serving (call cpl_output_serve)" : "bad argument");
+                     o->port->name, why);
+  }
   double t0 = MPI_Wtime();
   int rc = cpli_links_sync(o, -2, seconds);
   for (int i = 0; i < o->nl; i++) o->links[i].st.wait_s += MPI_Wtime() - t0;
@@ -652,6 +690,7 @@ int cpl_output_send(cpl_output *o, int link) {
                      "is open",
                      o->comp->name, o->port->name);
   pstep *st;
+  o->send_link = link;
   CPLI_TRY(finish_step(o, &st));
   ol->st.steps++;
   if (chan(o, ol)->detached) { /* it closed while the step was agreed */
@@ -689,6 +728,7 @@ int cpl_output_end_link(cpl_output *o, int link) {
   cpli_chan *ch = chan(o, ol);
   if (ch->eos_sent) return CPL_OK;
   ch->eos_sent = 1;
+  ch->credits = 0; /* the end of stream answers a pending request */
   if (o->rank != 0 || ch->detached) return CPL_OK;
   cpli_hdr h = {.kind = CPLI_HDR_EOS, .step = o->step};
   int rc = cpli_chan_send_header(o->ctx, ol->end, &h, NULL, NULL, NULL, ol->l->timeout);

@@ -75,8 +75,9 @@ struct cpl_output {
   int nl;
   double timeout; /* longest of the links' timeouts           */
   int in_step, closed;
-  int serving; /* cpl_output_serve: steps sent on request  */
-  int failed;  /* status of a failure that ended the port  */
+  int serving;   /* cpl_output_serve: steps sent on request  */
+  int send_link; /* the link cpl_output_send sends to; -1: end_step */
+  int failed;    /* status of a failure that ended the port  */
   char fail_msg[1024];
   long step, ordinal;
   put *puts;

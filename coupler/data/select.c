@@ -83,6 +83,11 @@ int cpli_box_subtract(int rank, const hsize_t *bs, const hsize_t *bc, const hsiz
 }
 
 void cpl_rows_part(hsize_t n, int part, int nparts, hsize_t *start, hsize_t *count) {
+  if (!start || !count) return;
+  if (nparts < 1 || part < 0 || part >= nparts) { /* no such part: no rows */
+    *start = *count = 0;
+    return;
+  }
   /* The first n % nparts parts get one extra row; no n * part overflow. */
   const hsize_t q = n / (hsize_t)nparts, r = n % (hsize_t)nparts;
   const hsize_t k = (hsize_t)part;
@@ -260,6 +265,13 @@ int cpli_sel_pieces(const cpli_sel *s, const char *name, int rank, const hsize_t
                            it->boxes.count + (size_t)k * rank, zero, dims, cs, cc) &&
         cpli_boxes_add(out, cs, cc) < 0)
       return -1;
+  return 0;
+}
+
+int cpli_sel_boxes_rank(const cpli_sel *s, const char *name) {
+  for (int i = 0; i < s->n; i++)
+    if (s->v[i].dataset && !strcmp(s->v[i].dataset, name))
+      return s->v[i].kind == CPLI_SEL_BOXES ? s->v[i].boxes.rank : 0;
   return 0;
 }
 

@@ -28,12 +28,16 @@ struct cpl_context {
   cpli_end *ends; /* links of this component, in global link order */
   int nends;
   struct cpli_data_state *data; /* NULL until a port is opened */
-  double finalize_timeout;      /* CPL_FINALIZE_TIMEOUT, read by cpl_init */
+  double finalize_timeout;      /* CPL_FINALIZE_TIMEOUT, checked by cpl_init */
 };
 
 /* Free the context's communicators and model. cpl_finalize (data layer,
  * data/channel.c) calls it after draining the links: the group layer
  * knows nothing of the layer above it. */
 void cpli_context_free(cpl_context *ctx);
+
+/* cpl_port_link, its messages naming `call` (the public call that asked). */
+int cpli_port_link(const cpl_context *ctx, const char *port, const char *peer, cpl_link_end *out,
+                   const char *call);
 
 #endif

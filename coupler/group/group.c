@@ -46,9 +46,8 @@ static int wait_deadline(MPI_Request *req, double timeout, const char *what) {
   }
 }
 
-/* Seconds from variable `var` (CPL_INIT_TIMEOUT, CPL_FINALIZE_TIMEOUT),
- * dflt when unset; anything else than a number in (0, 1e6] is an error,
- * not a silent default ("10m" was taken as 60 s at cpl_finalize). */
+/* Seconds from the environment variable `var`: `dflt` when unset or
+ * empty; anything but a number in (0, 1e6] is CPL_ERR_ENV. */
 static int env_seconds(const char *var, double dflt, double *out) {
   *out = dflt;
   const char *s = getenv(var);
@@ -56,7 +55,10 @@ static int env_seconds(const char *var, double dflt, double *out) {
   char *end = NULL;
   double v = strtod(s, &end);
   if (*end || !(v > 0) || v > 1e6)
-    return cpli_fail(CPL_ERR_ENV, "%s must be a number of seconds in (0, 1e6], got \"%s\"", var, s);
+    return cpli_fail(CPL_ERR_ENV,
+                     "%s must be a number of seconds in "
+                     "(0, 1e6], got \"%s\"",
+                     var, s);
   *out = v;
   return CPL_OK;
 }
@@ -165,6 +167,8 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component, c
   /* Local work first; its failure is carried into the agreement. */
   double timeout;
   int local = env_seconds("CPL_INIT_TIMEOUT", CPLI_INIT_TIMEOUT_DEFAULT, &timeout);
+  /* Read now, so a bad value fails here, alike on every rank, and not
+   * quietly at cpl_finalize. */
   if (local == CPL_OK)
     local =
         env_seconds("CPL_FINALIZE_TIMEOUT", CPLI_FINALIZE_TIMEOUT_DEFAULT, &ctx->finalize_timeout);
@@ -274,8 +278,11 @@ static void fill_end(const cpl_context *ctx, const cpli_end *e, cpl_link_end *ou
 }
 
 int cpl_context_link(const cpl_context *ctx, int i, cpl_link_end *out) {
-  if (!ctx || !out || i < 0 || i >= ctx->nends)
-    return cpli_fail(CPL_ERR_ARG, "cpl_context_link: no link %d here", i);
+  if (!ctx || !out)
+    return cpli_fail(CPL_ERR_ARG, "cpl_context_link: %s is NULL", ctx ? "out" : "ctx");
+  if (i < 0 || i >= ctx->nends)
+    return cpli_fail(CPL_ERR_ARG, "cpl_context_link: component \"%s\" has no link %d (it has %d)",
+                     ctx->wf->comps[ctx->comp].name, i, ctx->nends);
   fill_end(ctx, &ctx->ends[i], out);
   return CPL_OK;
 }
@@ -291,14 +298,19 @@ static int peer_matches(const cpl_context *ctx, const cpli_end *e, const char *p
 }
 
 int cpl_port_link(const cpl_context *ctx, const char *port, const char *peer, cpl_link_end *out) {
-  if (!ctx || !port || !out) return cpli_fail(CPL_ERR_ARG, "cpl_port_link: NULL argument");
+  return cpli_port_link(ctx, port, peer, out, "cpl_port_link");
+}
+
+int cpli_port_link(const cpl_context *ctx, const char *port, const char *peer, cpl_link_end *out,
+                   const char *call) {
+  if (!ctx || !port || !out) return cpli_fail(CPL_ERR_ARG, "%s: NULL argument", call);
   const cpli_component *me = &ctx->wf->comps[ctx->comp];
   int p = cpli_wf_port_index(me, port);
   if (p < 0)
     return cpli_fail(CPL_ERR_ARG,
-                     "cpl_port_link: component \"%s\" has no "
+                     "%s: component \"%s\" has no "
                      "port \"%s\"",
-                     me->name, port);
+                     call, me->name, port);
   const cpli_end *found = NULL;
   int nfound = 0;
   char labels[512] = "";
@@ -313,13 +325,13 @@ int cpl_port_link(const cpl_context *ctx, const char *port, const char *peer, cp
                             ctx->wf->links[e->link].label);
   }
   if (nfound == 0)
-    return cpli_fail(CPL_ERR_ARG, "cpl_port_link: port %s.%s has no link%s%s", me->name, port,
+    return cpli_fail(CPL_ERR_ARG, "%s: port %s.%s has no link%s%s", call, me->name, port,
                      peer ? " to " : "", peer ? peer : "");
   if (nfound > 1)
     return cpli_fail(CPL_ERR_ARG,
-                     "cpl_port_link: port %s.%s has %d links "
+                     "%s: port %s.%s has %d links "
                      "(%s): name the peer",
-                     me->name, port, nfound, labels);
+                     call, me->name, port, nfound, labels);
   fill_end(ctx, found, out);
   return CPL_OK;
 }

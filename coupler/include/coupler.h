@@ -141,12 +141,15 @@ CPL_API int cpl_intra_bcast(void *buf, int count, MPI_Datatype type, int root, M
                             const cpl_coll_options *opt);
 
 /* The algorithm `auto` (or the environment) picks for this call shape:
- * p senders, q receivers, `bytes` the total bytes every receiver gets. */
+ * p senders, q receivers (both >= 1, else CPL_ERR_ARG), `bytes` the total
+ * bytes every receiver gets. */
 CPL_API int cpl_inter_select(int p, int q, size_t bytes, const cpl_coll_options *opt,
                              cpl_inter_algorithm *out);
 
 /* Predicted time in seconds of an algorithm under the alpha-beta model
- * (alpha = latency s, beta = s/byte), `bytes` total per receiver. */
+ * (alpha = latency s, beta = s/byte), `bytes` total per receiver.
+ * INFINITY for an algorithm the model does not price, NAN when p or q is
+ * less than 1. */
 CPL_API double cpl_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes, double alpha,
                               double beta);
 CPL_API double cpl_intra_cost(cpl_intra_algorithm a, int p, size_t bytes, double alpha,
@@ -262,7 +265,9 @@ typedef struct cpl_context cpl_context;
 CPL_API int cpl_init(MPI_Comm world, const char *workflow_path, const char *component,
                      cpl_context **out);
 
-/* Free every communicator and the context. Collective over the job. */
+/* Close the ports left open, free every communicator and the context.
+ * Collective over the job. The context and those ports' handles are
+ * invalid afterwards (as after cpl_output_close / cpl_input_close). */
 CPL_API int cpl_finalize(cpl_context *ctx);
 
 CPL_API const cpl_workflow *cpl_context_workflow(const cpl_context *ctx);
@@ -311,14 +316,15 @@ CPL_API int cpl_port_link(const cpl_context *ctx, const char *port, const char *
  *   cpl_output_close (end of stream)       cpl_input_close
  *
  * Calls on one port are collective over the component (every rank makes
- * them, in the same order); put, attr, inquire and get are local. Data move
+ * them, in the same order, with the same step number or request: ranks
+ * that differ get CPL_ERR_MISMATCH); put, attr, inquire and get are local. Data move
  * at end of step with the link's inter-group allgather, when the consumer
  * asks for the next step; until then end_step keeps a copy, at most `depth`
  * steps per link. When the queue is full, the link's policy decides: `all`
  * waits for the consumer, `latest` drops the oldest queued step (counted,
  * logged to stderr), `every:N` offers only every N-th step. Every wait is
  * bounded by the link's timeout, and a timeout names link, rank and step.
- * cpl_finalize closes ports left open.
+ * cpl_finalize closes ports left open (and frees them, like close).
  */
 
 /* HDF5 and threads. Debian's HDF5, like most builds, is not thread-safe,
@@ -491,7 +497,8 @@ CPL_API int cpl_input_select_rows(cpl_input *in, const char *dataset, int part, 
 
 /* The rows [*start, *start + *count) of n that part `part` of `nparts`
  * reads under cpl_input_select_rows: contiguous, balanced (counts differ
- * by at most one, the first parts take the extra rows), parts in order. */
+ * by at most one, the first parts take the extra rows), parts in order.
+ * A part outside 0..nparts-1 gets no rows (*start 0, *count 0). */
 CPL_API void cpl_rows_part(hsize_t n, int part, int nparts, hsize_t *start, hsize_t *count);
 
 /* Forget this rank's selections: whole datasets again from the next step. */

@@ -8,6 +8,7 @@
  * decomposition is irregular on purpose (zero-size blocks, 2-D grids,
  * blocks changing mid-stream).
  */
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1099,6 +1100,13 @@ int main(int argc, char **argv) {
     if (producer) {
       OK(cpl_output_open(ctx, "out", &out));
       OK(cpl_output_serve(out));
+      long none;
+      CHECK(cpl_output_requests(out, -1, &none) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "cpl_output_requests: port prod.out: wait -1 s is not"),
+            "negative wait: %s", cpl_last_error());
+      CHECK(cpl_output_requests(out, 0.1, NULL) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "cpl_output_requests: port prod.out: want is NULL"),
+            "want NULL: %s", cpl_last_error());
       static double blk[FLOW_N];
       hsize_t dims[1] = {(hsize_t)FLOW_N * p}, start[1] = {(hsize_t)FLOW_N * r},
               count[1] = {FLOW_N};
@@ -1144,6 +1152,310 @@ int main(int argc, char **argv) {
       CHECK(rc == CPL_ERR_NOT_FOUND && has(cpl_last_error(), "keeping 0..4"), "refused: %s",
             cpl_last_error());
       CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "end of link");
+      OK(cpl_input_close(in));
+    }
+  } else if (!strcmp(sc, "prompt")) {
+    /* A request that arrives while the producer computes (outside MPI) is
+     * served by the producer's next end_step: producer root tells consumer
+     * root (world rank p) that it starts computing, the consumer asks
+     * (try_step), and the producer ends its step 1 s later. Before, one
+     * MPI_Improbe missed the credit, and step 0 waited for close. */
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      if (r == 0) MPI_Send(NULL, 0, MPI_BYTE, p, 77, MPI_COMM_WORLD);
+      sleep_ms(1000); /* long for a loaded machine: the credit must be there */
+      flow_step(out, 0, r, p);
+      cpl_output_stats st;
+      OK(cpl_output_stats_get(out, 0, &st));
+      CHECK(st.delivered == 1 && st.bytes_max == 0,
+            "step 0 not sent at its end_step, with the request there: delivered %ld, %zu bytes "
+            "copied",
+            st.delivered, st.bytes_max);
+      OK(cpl_output_close(out));
+    } else {
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      long step;
+      if (r == 0)
+        MPI_Recv(NULL, 0, MPI_BYTE, MPI_ANY_SOURCE, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      CHECK(cpl_input_try_step(in, 0.1, &step) == CPL_ERR_TIMEOUT, "a step before any was made");
+      OK(cpl_input_begin_step(in, &step));
+      flow_check(in, step);
+      OK(cpl_input_end_step(in));
+      CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "end of stream");
+      OK(cpl_input_close(in));
+    }
+  } else if (!strcmp(sc, "end_link")) {
+    /* cpl_output_end_link on a link whose consumer has asked: the end of
+     * stream answers it, and later steps are not for that link (they were
+     * sent to a consumer that had the end of stream, and the producer
+     * waited in the transfer until the link timeout). */
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      if (r == 0)
+        MPI_Recv(NULL, 0, MPI_BYTE, MPI_ANY_SOURCE, 78, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Barrier(comm);
+      OK(cpl_output_end_link(out, 0));
+      for (long s = 0; s < 3; s++) flow_step(out, s, r, p);
+      cpl_output_stats st;
+      OK(cpl_output_stats_get(out, 0, &st));
+      CHECK(st.delivered == 0 && st.undelivered == 3, "delivered %ld, undelivered %ld",
+            st.delivered, st.undelivered);
+      /* the consumer keeps its input open until now: no DETACH helps */
+      if (r == 0) MPI_Send(NULL, 0, MPI_BYTE, p, 79, MPI_COMM_WORLD);
+      OK(cpl_output_close(out));
+    } else {
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      long step;
+      CHECK(cpl_input_try_step(in, 0.1, &step) == CPL_ERR_TIMEOUT, "a step before any was made");
+      if (r == 0) MPI_Send(NULL, 0, MPI_BYTE, 0, 78, MPI_COMM_WORLD);
+      CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "end of the link: %s",
+            cpl_last_error());
+      if (r == 0)
+        MPI_Recv(NULL, 0, MPI_BYTE, MPI_ANY_SOURCE, 79, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Barrier(comm);
+      OK(cpl_input_close(in));
+    }
+  } else if (!strcmp(sc, "consumer_env")) {
+    /* The engine refuses the consumer's environment (the producer's is
+     * fine): the consumer's error names link, rank and step, not only the
+     * dataset; the producer's transfer times out (not checked). */
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      static double blk[8];
+      hsize_t dims[1] = {8 * (hsize_t)p}, start[1] = {8 * (hsize_t)r}, count[1] = {8};
+      OK(cpl_output_begin_step(out, 0));
+      OK(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 1, dims, start, count, blk));
+      cpl_output_end_step(out); /* the transfer times out, here or in close */
+      cpl_output_close(out);
+    } else {
+      setenv("CPL_INTER_ALGORITHM", "bogus", 1);
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      long step;
+      int rc = cpl_input_begin_step(in, &step);
+      char want[80];
+      snprintf(want, sizeof want,
+               "link prod.out->cons.in, receiver %d, step 0: dataset \"x\": ", r);
+      CHECK(rc == CPL_ERR_ENV && has(cpl_last_error(), want) &&
+                has(cpl_last_error(), "CPL_INTER_ALGORITHM: unknown inter-group algorithm"),
+            "consumer: %s: %s", cpl_strerror(rc), cpl_last_error());
+      unsetenv("CPL_INTER_ALGORITHM");
+      cpl_input_close(in);
+    }
+  } else if (!strcmp(sc, "rank_leaves")) {
+    /* Consumer rank 1 closes its input after step 0 while rank 0 asks
+     * for the next: rank 0's wait says the ranks did not all ask. */
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      flow_step(out, 0, r, p); /* one step: close has nothing to wait for */
+      OK(cpl_output_close(out));
+    } else {
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      long step;
+      OK(cpl_input_begin_step(in, &step));
+      flow_check(in, step);
+      OK(cpl_input_end_step(in));
+      if (r == 0) {
+        int rc = cpl_input_begin_step(in, &step);
+        CHECK(rc == CPL_ERR_TIMEOUT &&
+                  has(cpl_last_error(), "link prod.out->cons.in, receiver 0, step after 0: not "
+                                        "every rank of \"cons\" asked for a step (its 2 ranks"),
+              "rank 1 gone: %s: %s", cpl_strerror(rc), cpl_last_error());
+      }
+      OK(cpl_input_close(in));
+    }
+  } else if (!strcmp(sc, "rank_skips_end")) {
+    /* Producer rank 1 closes in the middle of step 1 instead of ending it:
+     * rank 0's end_step times out saying that the component's ranks did
+     * not all reach the end of the step, and the consumer gets that. */
+    if (producer) {
+      sleep_ms(300); /* the consumer asks first: step 0 goes at its end_step (else rank
+                      * 1 would wait in close to deliver it, for the peer timeout) */
+      OK(cpl_output_open(ctx, "out", &out));
+      flow_step(out, 0, r, p);
+      static double blk[FLOW_N];
+      hsize_t dims[1] = {(hsize_t)FLOW_N * p}, start[1] = {(hsize_t)FLOW_N * r},
+              count[1] = {FLOW_N};
+      OK(cpl_output_begin_step(out, 1));
+      OK(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 1, dims, start, count, blk));
+      if (r == 1) { /* a step 0 still queued (a slow consumer) makes close wait instead */
+        int rc = cpl_output_close(out);
+        CHECK((rc == CPL_ERR_STATE &&
+               has(cpl_last_error(), "port prod.out: step 1 was never ended")) ||
+                  rc == CPL_ERR_TIMEOUT,
+              "close in a step: %s", cpl_last_error());
+      } else {
+        int rc = cpl_output_end_step(out);
+        const char *m = cpl_last_error();
+        CHECK(rc == CPL_ERR_TIMEOUT &&
+                  has(m, "port prod.out, step 1: not every rank of \"prod\" reached the end of "
+                         "the step (its 2 ranks call begin_step and end_step alike"),
+              "end_step alone: %s: %s", cpl_strerror(rc), m);
+        printf("producer: %s\n", m);
+        cpl_output_close(out);
+      }
+    } else {
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      long step;
+      int rc, tries = 0;
+      /* Step 0 may arrive, or fail with the port; our own wait of 1 s may
+       * pass first while the producer waits as long (ask again). */
+      while (tries++ < 20 && ((rc = cpl_input_begin_step(in, &step)) == CPL_OK ||
+                              (rc == CPL_ERR_TIMEOUT && !has(cpl_last_error(), "producer:")))) {
+        if (rc != CPL_OK) continue;
+        CHECK(step == 0, "step %ld, want 0", step);
+        flow_check(in, step);
+        OK(cpl_input_end_step(in));
+      }
+      CHECK(rc == CPL_ERR_TIMEOUT && has(cpl_last_error(), "producer: port prod.out, step 1: not "
+                                                           "every rank of \"prod\" reached"),
+            "consumer: %s: %s", cpl_strerror(rc), cpl_last_error());
+      OK(cpl_input_close(in));
+    }
+  } else if (!strcmp(sc, "misuse")) {
+    /* Calls a component writer gets wrong: each one's message names the
+     * call, the port or link and what is wrong (not another call's words,
+     * nor HDF5's own diagnostics), and the stream goes on. */
+    if (producer) {
+      cpl_link_end le;
+      CHECK(cpl_context_link(ctx, 0, NULL) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "cpl_context_link: out is NULL"),
+            "context link into NULL: %s", cpl_last_error());
+      CHECK(cpl_context_link(ctx, 1, &le) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "component \"prod\" has no link 1 (it has 1)"),
+            "context link 1: %s", cpl_last_error());
+      OK(cpl_output_open(ctx, "out", &out));
+      cpl_output_stats st;
+      CHECK(cpl_output_stats_get(out, 0, NULL) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "cpl_output_stats_get: st is NULL"),
+            "stats into NULL: %s", cpl_last_error());
+      CHECK(cpl_output_stats_get(out, 3, &st) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "port prod.out has no link 3 (links 0..0, or -1 for all)"),
+            "stats of link 3: %s", cpl_last_error());
+      CHECK(cpl_output_link(out, 0, NULL) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "cpl_output_link: le is NULL"),
+            "link into NULL: %s", cpl_last_error());
+      double x[6] = {1, 2, 3, 4, 5, 6};
+      hsize_t dims[2] = {2 * (hsize_t)p, 3}, start[2] = {2 * (hsize_t)r, 0}, count[2] = {2, 3};
+      const long steps[2] = {0, LONG_MAX};
+      for (int k = 0; k < 2; k++) {
+        OK(cpl_output_begin_step(out, steps[k]));
+        OK(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 2, dims, start, count, x));
+        CHECK(cpl_output_attr(out, "x", "", H5T_NATIVE_INT, 1, x) == CPL_ERR_ARG &&
+                  has(cpl_last_error(), "cpl_output_attr: port prod.out, step ") &&
+                  has(cpl_last_error(), "bad attribute name \"\""),
+              "empty attribute name: %s", cpl_last_error());
+        CHECK(cpl_output_attr(out, NULL, "t", H5T_NATIVE_INT, 1, NULL) == CPL_ERR_ARG &&
+                  has(cpl_last_error(), "attribute \"t\": value is NULL for 1 elements"),
+              "NULL attribute value: %s", cpl_last_error());
+        static char big[70000];
+        CHECK(cpl_output_attr(out, "x", "big", H5T_NATIVE_CHAR, sizeof big, big) == CPL_ERR_ARG &&
+                  has(cpl_last_error(), "cpl_output_attr: port prod.out, step ") &&
+                  has(cpl_last_error(), ", dataset \"x\": attribute \"big\": 70000 elements of 1 "
+                                        "bytes exceed the 65536-byte limit"),
+              "attribute over 64 KiB: %s", cpl_last_error());
+        OK(cpl_output_attr(out, NULL, "t", H5T_NATIVE_DOUBLE, 1, x));
+        OK(cpl_output_attr(out, NULL, "none", H5T_NATIVE_INT, 0, NULL));
+        OK(cpl_output_end_step(out));
+      }
+      /* No step after the last step number: consumers see steps >= 0. */
+      CHECK(cpl_output_begin_step(out, -1) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "is the last step number there is"),
+            "a step after LONG_MAX: %s", cpl_last_error());
+      OK(cpl_output_close(out));
+      /* Its consumers had the end of stream: no second life (the steps of
+       * a reopened port were lost, and counted as delivered). */
+      CHECK(cpl_output_open(ctx, "out", &out) == CPL_ERR_STATE &&
+                has(cpl_last_error(), "cpl_output_open: port prod.out is closed: its consumers "
+                                      "had the end of stream"),
+            "reopened a closed port: %s", cpl_last_error());
+    } else {
+      CHECK(cpl_input_open(ctx, "nope", NULL, &in) == CPL_ERR_ARG &&
+                has(cpl_last_error(),
+                    "cpl_input_open: component \"cons\" has no input port \"nope\""),
+            "open of a port that is not there: %s", cpl_last_error());
+      CHECK(cpl_input_open(ctx, "in", "bogus", &in) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "cpl_input_open: port cons.in has no link to bogus"),
+            "open with a peer that is not there: %s", cpl_last_error());
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      long step;
+      double all[64];
+      CHECK(cpl_input_select_rows(in, "a/b", 0, 1) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "cpl_input_select_rows: link prod.out->cons.in: bad dataset "
+                                      "name \"a/b\" (1-255 printable characters"),
+            "select a bad name: %s", cpl_last_error());
+      /* Ranks that ask for different steps: refused on each, nothing asked
+       * (rank 1 took rank 0's step as step 0 before). */
+      int rc = cpl_input_begin_step_at(in, r == 0 ? CPL_STEP_NEXT : 0, &step);
+      CHECK(rc == CPL_ERR_MISMATCH &&
+                has(cpl_last_error(), "link prod.out->cons.in: the consumer ranks asked for "
+                                      "different steps: rank 0 for the next step, rank 1 for "
+                                      "step 0"),
+            "ranks asking for different steps: %s: %s", cpl_strerror(rc), cpl_last_error());
+      OK(cpl_input_begin_step(in, &step));
+      CHECK(step == 0, "step %ld, want 0", step);
+      CHECK(cpl_input_dataset(in, 0, NULL) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "cpl_input_dataset: info is NULL"),
+            "dataset info into NULL: %s", cpl_last_error());
+      CHECK(cpl_input_attr(in, NULL, 0, NULL) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "cpl_input_attr: info is NULL"),
+            "attribute info into NULL: %s", cpl_last_error());
+      CHECK(cpl_input_get(in, "x", (hid_t)-1, NULL, NULL, all) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "dataset \"x\": memtype is not a datatype"),
+            "get into memtype -1: %s", cpl_last_error());
+      OK(cpl_input_get(in, "x", H5T_NATIVE_DOUBLE, NULL, NULL, all));
+      /* An attribute of no elements reads into no buffer, as it was set
+       * from none (UBSan: memcpy from NULL before). */
+      OK(cpl_input_attr_get(in, NULL, "none", H5T_NATIVE_INT, 0, NULL));
+      OK(cpl_input_attr_get(in, NULL, "none", H5T_NATIVE_LLONG, 0, NULL));
+      OK(cpl_input_end_step(in));
+      /* Boxes of one dimension select nothing of a 2-D dataset: get says so. */
+      hsize_t s0[1] = {0}, c0[1] = {2};
+      OK(cpl_input_select(in, "x", 1, 1, s0, c0));
+      OK(cpl_input_begin_step(in, &step));
+      CHECK(step == LONG_MAX, "step %ld, want LONG_MAX", step);
+      hsize_t s2[2] = {0, 0}, c2[2] = {1, 3};
+      CHECK(cpl_input_get(in, "x", H5T_NATIVE_DOUBLE, s2, c2, all) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "this rank selected boxes of 1 dimension for it, but the "
+                                      "dataset has 2"),
+            "get with boxes of another rank: %s", cpl_last_error());
+      OK(cpl_input_end_step(in));
+      CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "end of stream");
+      OK(cpl_input_close(in));
+    }
+  } else if (!strcmp(sc, "serve_split")) {
+    /* A serving port whose ranks send one step to different links (rank r
+     * to link r): refused on every producer rank, before anything moves,
+     * and both consumers get the reason. */
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      OK(cpl_output_serve(out));
+      long want[2] = {CPL_REQ_NONE, CPL_REQ_NONE};
+      /* requests returns at once while one link has a request: pace it */
+      for (int k = 0; k < 1000 && (want[0] == CPL_REQ_NONE || want[1] == CPL_REQ_NONE); k++) {
+        if (k) sleep_ms(10);
+        OK(cpl_output_requests(out, 0.05, want));
+      }
+      CHECK(want[0] == CPL_STEP_NEXT && want[1] == CPL_STEP_NEXT, "requests %ld %ld", want[0],
+            want[1]);
+      static double blk[FLOW_N];
+      hsize_t dims[1] = {(hsize_t)FLOW_N * p}, start[1] = {(hsize_t)FLOW_N * r},
+              count[1] = {FLOW_N};
+      OK(cpl_output_begin_step(out, 0));
+      OK(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 1, dims, start, count, blk));
+      int rc = cpl_output_send(out, r);
+      CHECK(rc == CPL_ERR_MISMATCH &&
+                has(cpl_last_error(), "port prod.out, step 0: the component's ranks sent the step "
+                                      "to different links: rank 0 to link 0, rank 1 to link 1"),
+            "send to different links: %s: %s", cpl_strerror(rc), cpl_last_error());
+      cpl_output_close(out);
+    } else {
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      long step;
+      int rc = cpl_input_begin_step(in, &step);
+      CHECK(rc == CPL_ERR_MISMATCH &&
+                has(cpl_last_error(), "producer: port prod.out, step 0: the component's ranks "
+                                      "sent the step to different links"),
+            "consumer: %s: %s", cpl_strerror(rc), cpl_last_error());
       OK(cpl_input_close(in));
     }
   } else if (!strcmp(sc, "unopened")) {

@@ -217,7 +217,32 @@ static void test_two_hop(void) {
             "%d|%d: two-hop cheaper than a receiver's port", p, q);
 }
 
+/* The public entry points refuse shapes the model cannot price, and
+ * NULL outputs, instead of dividing by zero or writing through NULL. */
+static void test_bad_args(void) {
+  cpl_inter_algorithm a = CPL_INTER_FC;
+  cpl_intra_algorithm b = CPL_INTRA_RING;
+  CHECK(cpl_inter_select(0, 4, 1000, NULL, &a) == CPL_ERR_ARG &&
+            strstr(cpl_last_error(), "cpl_inter_select: 0 senders and 4 receivers"),
+        "0 senders: %s", cpl_last_error());
+  CHECK(cpl_inter_select(3, -4, 1000, NULL, &a) == CPL_ERR_ARG, "negative receivers accepted");
+  CHECK(cpl_inter_select(4, 4, 1000, NULL, NULL) == CPL_ERR_ARG, "NULL out accepted");
+  CHECK(cpl_inter_select(4, 4, 1000, NULL, &a) == CPL_OK, "a good shape refused");
+  CHECK(isnan(cpl_inter_cost(CPL_INTER_FC, 0, 4, 1000, 1e-6, 1e-9)), "fc with p = 0");
+  CHECK(isnan(cpl_inter_cost(CPL_INTER_RING, 4, 0, 1000, 1e-6, 1e-9)), "ring with q = 0");
+  CHECK(isnan(cpl_inter_cost(CPL_INTER_ROOT, -1, 4, 1000, 1e-6, 1e-9)), "root with p = -1");
+  CHECK(isnan(cpl_intra_cost(CPL_INTRA_CIRCULANT, 0, 1000, 1e-6, 1e-9)), "circulant with p = 0");
+  CHECK(isnan(cpl_intra_cost(CPL_INTRA_BRUCK, -5, 1000, 1e-6, 1e-9)), "bruck with p = -5");
+  CHECK(cpl_inter_cost(CPL_INTER_FC, 4, 4, 1000, 1e-6, 1e-9) > 0, "fc 4|4 has a cost");
+  CHECK(cpl_inter_algorithm_parse("fc", NULL) == CPL_ERR_ARG &&
+            strstr(cpl_last_error(), "cpl_inter_algorithm_parse: out is NULL"),
+        "inter parse into NULL: %s", cpl_last_error());
+  CHECK(cpl_intra_algorithm_parse("ring", NULL) == CPL_ERR_ARG, "intra parse into NULL");
+  CHECK(cpl_intra_algorithm_parse("ring", &b) == CPL_OK && b == CPL_INTRA_RING, "intra parse");
+}
+
 int main(void) {
+  test_bad_args();
   unsetenv("CPL_ALPHA");
   unsetenv("CPL_BETA");
   unsetenv("CPL_INTER_ALGORITHM");

@@ -153,6 +153,15 @@ static void test_rows_and_names(void) {
       }
       CHECK(next == n, "rows do not tile");
     }
+  /* A part that does not exist reads nothing (no division by zero). */
+  const int bad[][2] = {{0, 0}, {3, 2}, {-1, 3}, {0, -2}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    hsize_t s = 7, c = 7;
+    cpl_rows_part(10, bad[i][0], bad[i][1], &s, &c);
+    CHECK(s == 0 && c == 0, "part %d of %d: rows [%llu, +%llu)", bad[i][0], bad[i][1],
+          (unsigned long long)s, (unsigned long long)c);
+  }
+  cpl_rows_part(10, 0, 2, NULL, NULL);
   hsize_t d2[2] = {10, 4}, d3[3] = {5, 2, 2};
   cpli_sel sel = {0};
   cpli_boxes p = {0};
