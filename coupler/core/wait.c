@@ -18,7 +18,10 @@ int cpli_wait_slow(cpli_wait *w) {
     const struct timespec nap = {0, 1000 * (long)w->nap_us};
     nanosleep(&nap, NULL);
   }
-  if (!(w->timeout > 0)) return 1; /* a try: one poll */
+  /* A try looks twice: MPICH's probes and tests match what its progress
+   * had taken in, then read the network, so a message already there is
+   * seen by the second look only. */
+  if (!(w->timeout > 0)) return w->polls >= 2;
   if (isinf(w->timeout) || w->polls % CPLI_WAIT_CLOCK_POLLS != 0) return 0;
   const double now = MPI_Wtime();
   if (w->moved) {

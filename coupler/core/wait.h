@@ -6,7 +6,8 @@
  * once, MPI_Testall) thus fails `timeout` seconds after it began; a wait
  * on many messages (a dataflow plan) fails only when all of them stall
  * that long, so a slow but moving transfer is never cut off. timeout 0
- * means one poll (a try); CPLI_WAIT_FOREVER means no deadline. Callers map
+ * means a try (two polls: see cpli_wait_slow); CPLI_WAIT_FOREVER means no
+ * deadline. Callers map
  * their own conventions (an option's "<= 0: no limit") onto these.
  *
  *   cpli_wait w;

@@ -1184,6 +1184,34 @@ int main(int argc, char **argv) {
       CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "end of stream");
       OK(cpl_input_close(in));
     }
+  } else if (!strcmp(sc, "try_now")) {
+    /* cpl_input_try_step(in, 0) with the step's header already at the
+     * consumer: it takes the step. The consumer asks (its first try times
+     * out), tells the producer, then stays out of MPI while the producer
+     * answers. Before, the one MPI_Improbe of a zero wait missed the
+     * header: MPICH matches what it had taken in, then reads the network. */
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      if (r == 0)
+        MPI_Recv(NULL, 0, MPI_BYTE, MPI_ANY_SOURCE, 79, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Barrier(comm);
+      flow_step(out, 0, r, p);
+      OK(cpl_output_close(out));
+    } else {
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      long step;
+      CHECK(cpl_input_try_step(in, 0.1, &step) == CPL_ERR_TIMEOUT, "a step before any was made");
+      if (r == 0) MPI_Send(NULL, 0, MPI_BYTE, 0, 79, MPI_COMM_WORLD);
+      sleep_ms(1000); /* long for a loaded machine: the header must be there */
+      int rc = cpl_input_try_step(in, 0, &step);
+      CHECK(rc == CPL_OK && step == 0, "try_step(in, 0) with step 0's header there: %s",
+            rc == CPL_OK ? "another step" : cpl_last_error());
+      if (rc != CPL_OK) OK(cpl_input_begin_step(in, &step));
+      flow_check(in, step);
+      OK(cpl_input_end_step(in));
+      CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "end of stream");
+      OK(cpl_input_close(in));
+    }
   } else if (!strcmp(sc, "end_link")) {
     /* cpl_output_end_link on a link whose consumer has asked: the end of
      * stream answers it, and later steps are not for that link (they were
