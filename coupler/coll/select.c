@@ -139,3 +139,17 @@ int cpli_intra_requested(const cpl_coll_options *opt, cpl_intra_algorithm *out) 
   *out = a;
   return CPL_OK;
 }
+
+const char *cpli_inter_forecast(cpl_inter_algorithm file, char *buf, size_t n) {
+  cpl_coll_options env;
+  cpl_coll_options_init(&env);
+  env.inter = file;
+  cpl_inter_algorithm ia = file;
+  if (cpli_inter_requested(&env, &ia) != CPL_OK)
+    snprintf(buf, n, "%s (model: %.100s)", cpl_inter_algorithm_name(file), cpl_last_error());
+  else if (ia != file)
+    snprintf(buf, n, "%s (CPL_INTER_ALGORITHM; the file says %s)", cpl_inter_algorithm_name(ia),
+             cpl_inter_algorithm_name(file));
+  else return NULL;
+  return buf;
+}

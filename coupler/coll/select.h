@@ -21,6 +21,10 @@ int cpli_inter_select(int p, int q, size_t bytes, const cpl_coll_options *opt,
  * the environment; AUTO if neither names one. */
 int cpli_inter_requested(const cpl_coll_options *opt, cpl_inter_algorithm *out);
 int cpli_intra_requested(const cpl_coll_options *opt, cpl_intra_algorithm *out);
+/* For the forecasts of cpl-run --dry-run and cpl-validate: what a link's
+ * algorithm `file` (not AUTO) becomes in the run, in words: the
+ * environment's override, or why the run would fail; NULL if it stands. */
+const char *cpli_inter_forecast(cpl_inter_algorithm file, char *buf, size_t n);
 
 /* Block size both groups assume when choosing the inter-group algorithm
  * for an irregular call, whose senders do not know each other's sizes. */

@@ -34,18 +34,12 @@ static void print_link(const cpli_workflow *wf, const cpli_link *l) {
   /* The environment overrides the file's algorithms, as in the run. */
   cpl_coll_options env;
   cpl_coll_options_init(&env);
-  env.inter = l->inter;
   env.intra = l->intra;
-  cpl_inter_algorithm ia = l->inter;
   cpl_intra_algorithm ra = l->intra;
   cpli_tuning_refresh();
   if (l->inter != CPL_INTER_AUTO) {
-    if (cpli_inter_requested(&env, &ia) != CPL_OK)
-      snprintf(ag, sizeof ag, "%s (%.100s)", cpl_inter_algorithm_name(l->inter), cpl_last_error());
-    else if (ia != l->inter)
-      snprintf(ag, sizeof ag, "%s (CPL_INTER_ALGORITHM; the file says %s)",
-               cpl_inter_algorithm_name(ia), cpl_inter_algorithm_name(l->inter));
-    else snprintf(ag, sizeof ag, "%s", cpl_inter_algorithm_name(l->inter));
+    if (!cpli_inter_forecast(l->inter, ag, sizeof ag))
+      snprintf(ag, sizeof ag, "%s", cpl_inter_algorithm_name(l->inter));
   } else {
     /* Ask the same cost model and rule the run will use (environment
      * included): one allgather per dataset. */

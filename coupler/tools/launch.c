@@ -812,15 +812,9 @@ void cpli_launch_print(const cpli_launch *l, const cpli_workflow *wf, FILE *f) {
       continue;
     }
     if (bypass) put(&t, "%s (policy latest; steps left at close: ", bypass);
-    cpl_coll_options env; /* the environment overrides the file, as in the run */
-    cpl_coll_options_init(&env);
-    env.inter = k->inter;
-    cpl_inter_algorithm ia = k->inter;
-    if (k->inter != CPL_INTER_AUTO && cpli_inter_requested(&env, &ia) != CPL_OK)
-      put(&t, "%s (model: %s)", cpl_inter_algorithm_name(k->inter), cpl_last_error());
-    else if (k->inter != CPL_INTER_AUTO && ia != k->inter)
-      put(&t, "%s (CPL_INTER_ALGORITHM; the file says %s)", cpl_inter_algorithm_name(ia),
-          cpl_inter_algorithm_name(k->inter));
+    char said[256]; /* the environment overrides the file, as in the run */
+    if (k->inter != CPL_INTER_AUTO && cpli_inter_forecast(k->inter, said, sizeof said))
+      put(&t, "%s", said);
     else if (k->inter != CPL_INTER_AUTO)
       put(&t, "%s (set in the file)", cpl_inter_algorithm_name(k->inter));
     else if (bytes == 0) put(&t, "auto (sizes not declared)");
