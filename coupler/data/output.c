@@ -659,12 +659,9 @@ static int pending_link(cpl_output *o, int link, const char *call, olink **out) 
 int cpl_output_requests(cpl_output *o, double seconds, long want[]) {
   CPLI_TRY(check_usable(o, "cpl_output_requests"));
   if (!o->serving || !want || !(seconds >= 0)) {
-    char why[80];
-    snprintf(why, sizeof why, "%s",
-             !o->serving ? "not serving (call cpl_output_serve)"
-             : !want     ? "want is NULL"
-                         : "");
-    if (o->serving && want) snprintf(why, sizeof why, "wait %g s is not a number >= 0", seconds);
+    char why[80] = "not serving (call cpl_output_serve)";
+    if (o->serving && !want) snprintf(why, sizeof why, "want is NULL");
+    else if (o->serving) snprintf(why, sizeof why, "wait %g s is not a number >= 0", seconds);
     return cpli_fail(CPL_ERR_ARG, "cpl_output_requests: port %s.%s: %s", o->comp->name,
                      o->port->name, why);
   }
