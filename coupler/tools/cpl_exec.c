@@ -22,7 +22,7 @@
  * exit status is the program's, and the program dies with it
  * (PR_SET_PDEATHSIG) if hydra kills it.
  */
-#define _GNU_SOURCE /* pipe2 */
+#define _GNU_SOURCE /* pipe2, ppoll */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +42,8 @@
 static pid_t child = -1;
 static volatile sig_atomic_t received; /* the last signal forwarded */
 
+static void child_ended(int sig) { (void)sig; } /* only wakes ppoll */
+
 static void forward(int sig) {
   received = sig;
   if (child > 0) kill(child, sig);
@@ -60,6 +62,17 @@ static void die_by(int sig) {
   sigprocmask(SIG_UNBLOCK, &set, NULL);
   raise(sig);
   _exit(128 + sig);
+}
+
+/* Before a fault ends the job, give the processes that failed with this
+ * one the time to report too: one fault often kills several (a SIGKILLed
+ * process, then a peer whose transport read from it), and the first
+ * cpl-exec to die makes the launcher kill the others' cpl-exec, report
+ * and all. Half a second is short against a job's end and long against
+ * a SIGCHLD reaching an idle cpl-exec. */
+static void stop_job(int sig) {
+  nanosleep(&(struct timespec){0, 500000000L}, NULL);
+  die_by(sig);
 }
 
 /* cpl_init's CPL_INIT_TIMEOUT (group.c): seconds, default 60; a value
@@ -149,6 +162,18 @@ int main(int argc, char **argv) {
     fprintf(stderr, "cpl-run: component \"%s\", %s: pipe: %s\n", comp, rank, strerror(errno));
     die_by(SIGTERM);
   }
+  /* SIGCHLD is blocked but while cpl-exec waits in ppoll, so the
+   * program's end wakes it at once, not at the next poll timeout: a
+   * report lost to a peer's faster stop is what that delay cost. */
+  sigset_t chld, inherited, waiting;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, &inherited);
+  waiting = inherited;
+  sigdelset(&waiting, SIGCHLD);
+  struct sigaction on_chld = {.sa_handler = child_ended, .sa_flags = SA_NOCLDSTOP};
+  sigemptyset(&on_chld.sa_mask);
+  sigaction(SIGCHLD, &on_chld, NULL);
   pid_t parent = getpid();
   child = fork();
   if (child < 0) {
@@ -156,6 +181,7 @@ int main(int argc, char **argv) {
     die_by(SIGTERM);
   }
   if (child == 0) {
+    sigprocmask(SIG_SETMASK, &inherited, NULL);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127); /* cpl-exec died already */
     int fd = dup(ready[1]);              /* without O_CLOEXEC: the program inherits it */
@@ -184,7 +210,7 @@ int main(int argc, char **argv) {
             "%s: %s; stopping the job\n",
             comp, rank, jobrank, (int)child, argv[1], strerror(exec_errno));
     waitpid(child, NULL, 0);
-    die_by(SIGTERM);
+    stop_job(SIGTERM);
   }
   /* Listen until the program ends. Descendants may hold the pipe open, so
    * the end is the child's exit, not end of file. */
@@ -202,7 +228,7 @@ int main(int argc, char **argv) {
       die_by(SIGTERM);
     }
     struct pollfd pf = {.fd = open_fd ? ready[0] : -1, .events = POLLIN};
-    int n = poll(&pf, 1, 100);
+    int n = ppoll(&pf, 1, &(struct timespec){0, 100000000L}, &waiting);
     if (n > 0 && (pf.revents & (POLLIN | POLLHUP)) && listen_to(ready[0], &s) == 0) open_fd = 0;
     /* after reading: an "I" just said counts */
     if (!s.init && now() - start > limit) {
@@ -213,7 +239,7 @@ int main(int argc, char **argv) {
               comp, rank, jobrank, argv[1], (int)child, limit);
       kill(child, SIGKILL);
       waitpid(child, NULL, 0);
-      die_by(SIGTERM);
+      stop_job(SIGTERM);
     }
   }
   /* What is left, without waiting for a descendant that still holds the
@@ -253,7 +279,7 @@ int main(int argc, char **argv) {
               "exited with status %d without calling cpl_init (every "
               "process of a workflow must); stopping the job\n",
               comp, rank, jobrank, argv[1], (int)child, WEXITSTATUS(status));
-    die_by(SIGTERM);
+    stop_job(SIGTERM);
   }
   if (WIFSIGNALED(status)) {
     fprintf(stderr,
@@ -261,7 +287,7 @@ int main(int argc, char **argv) {
             "by signal %d (%s)%s%s; stopping the job\n",
             comp, rank, jobrank, (int)child, WTERMSIG(status), strsignal(WTERMSIG(status)), where,
             s.finalize ? ", in or after cpl_finalize" : "");
-    die_by(WTERMSIG(status));
+    stop_job(WTERMSIG(status));
   }
   if (!s.finalize) {
     fprintf(stderr,
@@ -269,7 +295,7 @@ int main(int argc, char **argv) {
             "with status %d without calling cpl_finalize%s; stopping the "
             "job (its peers would wait for it)\n",
             comp, rank, jobrank, (int)child, WEXITSTATUS(status), where);
-    die_by(SIGTERM);
+    stop_job(SIGTERM);
   }
   return WEXITSTATUS(status);
 }

@@ -1,17 +1,23 @@
 /*
  * A producer or consumer of a long stream, for the fault tests (the
  * fault itself comes from outside: kill, SIGSTOP, or a mode below).
- *   stream prod [quit:N]   publish up to 400 steps of 4096 doubles per
+ *   stream prod [quit:N|pair:N]
+ *                          publish up to 400 steps of 4096 doubles per
  *                          rank, 50 ms apart; quit:N: exit(0) after N
- *                          steps, without closing or cpl_finalize
+ *                          steps, without closing or cpl_finalize;
+ *                          pair:N: after N steps rank 0 kills itself
+ *                          (SIGKILL) and rank 1 aborts the moment it
+ *                          sees rank 0 dead (two deaths, one cause)
  *   stream cons [stall]    take every step; stall: open the input and
  *                          never begin a step
  * Any Coupler error: the message (link, rank, step), then exit 1.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "coupler.h"
 
@@ -22,6 +28,31 @@ static void ok(int rc, const char *what) {
   if (rc == CPL_OK) return;
   fprintf(stderr, "stream: %s: %s: %s\n", what, cpl_strerror(rc), cpl_last_error());
   exit(1); /* cpl-exec stops the job: no cpl_finalize */
+}
+
+/* pair:N. Rank 0 tells rank 1 its pid, then SIGKILLs itself; rank 1
+ * aborts as soon as /proc shows rank 0 dead (a zombie, or reaped). Only
+ * rank 0's death is the cause, and its report must not be lost when
+ * rank 1's cpl-exec stops the job first. */
+static void die_in_pair(MPI_Comm comm, int r) {
+  int pid = (int)getpid();
+  if (r == 0) {
+    MPI_Send(&pid, 1, MPI_INT, 1, 0, comm);
+    kill(getpid(), SIGKILL);
+  }
+  MPI_Recv(&pid, 1, MPI_INT, 0, 0, comm, MPI_STATUS_IGNORE);
+  char path[64], stat[256];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  for (;;) {
+    FILE *f = fopen(path, "r");
+    if (!f) break; /* reaped */
+    size_t n = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    const char *state = strrchr(stat, ')'); /* "pid (comm) S ..." */
+    if (state && state[1] && (state[2] == 'Z' || state[2] == 'X')) break;
+  }
+  abort();
 }
 
 int main(int argc, char **argv) {
@@ -36,12 +67,14 @@ int main(int argc, char **argv) {
   MPI_Comm_size(comm, &p);
   if (argc > 1 && !strcmp(argv[1], "prod")) {
     int quit = !strncmp(mode, "quit:", 5) ? atoi(mode + 5) : -1;
+    int pair = !strncmp(mode, "pair:", 5) && p == 2 ? atoi(mode + 5) : -1;
     cpl_output *out;
     ok(cpl_output_open(ctx, "out", &out), "open");
     static double x[N];
     hsize_t dims[1] = {(hsize_t)N * p}, start[1] = {(hsize_t)N * r}, count[1] = {N};
     for (long s = 0; s < STEPS; s++) {
       if (s == quit) exit(0);
+      if (s == pair) die_in_pair(comm, r);
       for (int i = 0; i < N; i++) x[i] = (double)s + i;
       ok(cpl_output_begin_step(out, -1), "begin_step");
       ok(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 1, dims, start, count, x), "put");
