@@ -707,8 +707,47 @@ int cpl_output_send(cpl_output *o, int link) {
   return CPL_OK;
 }
 
+/* refuse and end_link act on rank 0's word alone (only it sends to the
+ * consumer), while every rank updates the link's state: ranks naming
+ * different links would part ways silently. They agree first, before any
+ * rank checks the link on its own. */
+static int ranks_name_one_link(cpl_output *o, int link, const char *call) {
+  if (o->size == 1) return CPL_OK;
+  int64_t *links = malloc(sizeof *links * (size_t)o->size);
+  if (!links)
+    return cpli_fail(CPL_ERR_NOMEM, "%s: port %s.%s: out of memory", call, o->comp->name,
+                     o->port->name);
+  links[o->rank] = link;
+  cpl_coll_options opt;
+  cpl_coll_options_init(&opt);
+  opt.timeout = o->timeout;
+  opt.label = o->port->name;
+  opt.step = o->step;
+  int rc =
+      cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, links, 1, MPI_INT64_T, o->comm, &opt);
+  if (rc != CPL_OK)
+    cpli_error_prefix("%s: port %s.%s: not every rank of \"%s\" made the call (it is collective): ",
+                      call, o->comp->name, o->port->name, o->comp->name);
+  for (int r = 1; rc == CPL_OK && r < o->size; r++)
+    if (links[r] != links[0])
+      rc = cpli_fail(CPL_ERR_MISMATCH,
+                     "%s: port %s.%s: the component's ranks named different links: rank 0 link "
+                     "%lld, rank %d link %lld (the call is collective, with the same link on "
+                     "every rank)",
+                     call, o->comp->name, o->port->name, (long long)links[0], r,
+                     (long long)links[r]);
+  free(links);
+  if (rc != CPL_OK) {
+    cpli_queue_send_error(o, rc); /* the consumers must not wait for an answer */
+    return fail_port(o, rc);
+  }
+  return CPL_OK;
+}
+
 int cpl_output_refuse(cpl_output *o, int link, const char *why) {
   olink *ol;
+  CPLI_TRY(check_usable(o, "cpl_output_refuse"));
+  CPLI_TRY(ranks_name_one_link(o, link, "cpl_output_refuse"));
   CPLI_TRY(pending_link(o, link, "cpl_output_refuse", &ol));
   int rc = cpli_queue_send_missing(o, ol, why ? why : "step not held");
   return rc == CPL_OK ? CPL_OK : fail_port(o, rc);
@@ -716,6 +755,7 @@ int cpl_output_refuse(cpl_output *o, int link, const char *why) {
 
 int cpl_output_end_link(cpl_output *o, int link) {
   CPLI_TRY(check_usable(o, "cpl_output_end_link"));
+  CPLI_TRY(ranks_name_one_link(o, link, "cpl_output_end_link"));
   if (link < 0 || link >= o->nl)
     return cpli_fail(CPL_ERR_ARG,
                      "cpl_output_end_link: port %s.%s has no "

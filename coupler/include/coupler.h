@@ -526,7 +526,9 @@ CPL_API int cpl_input_link(const cpl_input *in, cpl_link_end *out);
  * requests itself instead of queueing every step for every link: it polls
  * the port's links for requests, then builds the step a request asks for
  * (begin_step, puts, attrs) and sends it to that one link. All calls are
- * collective over the component, like the rest of the port's calls.
+ * collective over the component, like the rest of the port's calls; ranks
+ * that name different links to send, refuse or end_link get
+ * CPL_ERR_MISMATCH (and so do the consumers waiting on the port).
  */
 
 /* Switch a freshly opened port to serving: end_step is replaced by

@@ -1486,6 +1486,37 @@ int main(int argc, char **argv) {
             "consumer: %s: %s", cpl_strerror(rc), cpl_last_error());
       OK(cpl_input_close(in));
     }
+  } else if (!strcmp(sc, "refuse_split") || !strcmp(sc, "end_link_split")) {
+    /* A serving port whose ranks refuse, or end, different links (rank r
+     * names link r): refused on every producer rank, and both consumers
+     * get the reason instead of waiting for an answer. */
+    int refuse = !strcmp(sc, "refuse_split");
+    const char *call = refuse ? "cpl_output_refuse" : "cpl_output_end_link";
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      OK(cpl_output_serve(out));
+      long want[2] = {CPL_REQ_NONE, CPL_REQ_NONE};
+      for (int k = 0; k < 1000 && (want[0] == CPL_REQ_NONE || want[1] == CPL_REQ_NONE); k++) {
+        if (k) sleep_ms(10);
+        OK(cpl_output_requests(out, 0.05, want));
+      }
+      int rc = refuse ? cpl_output_refuse(out, r, "not kept") : cpl_output_end_link(out, r);
+      char expect[160];
+      snprintf(expect, sizeof expect,
+               "%s: port prod.out: the component's ranks named different links: rank 0 link 0, "
+               "rank 1 link 1",
+               call);
+      CHECK(rc == CPL_ERR_MISMATCH && has(cpl_last_error(), expect), "%s: %s: %s", call,
+            cpl_strerror(rc), cpl_last_error());
+      cpl_output_close(out);
+    } else {
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      long step;
+      int rc = cpl_input_begin_step(in, &step);
+      CHECK(rc == CPL_ERR_MISMATCH && has(cpl_last_error(), "named different links"),
+            "consumer: %s: %s", cpl_strerror(rc), cpl_last_error());
+      OK(cpl_input_close(in));
+    }
   } else if (!strcmp(sc, "unopened")) {
     /* A producer that never opens its port: consumers see end of stream
      * at cpl_finalize, not a timeout. */
