@@ -533,11 +533,16 @@ int cpl_output_close(cpl_output *o) {
                    "never ended; it is not sent",
                    pn, o->step);
   }
-  /* Deliver what is queued, then end the stream. */
+  /* Deliver what is queued, then end the stream. A step left open stays
+   * the error: a failure to deliver is said after it, not instead. */
+  char open_msg[1024];
+  snprintf(open_msg, sizeof open_msg, "%s", rc != CPL_OK ? cpl_last_error() : "");
   for (int i = 0; i < o->nl && !o->failed; i++) {
     int r = cpli_queue_drain(o, i, 0);
     if (r != CPL_OK) {
-      rc = fail_port(o, r);
+      fail_port(o, r);
+      if (rc == CPL_OK) rc = r;
+      else cpli_error_prefix("%s; then, delivering the steps queued before it: ", open_msg);
       break;
     }
   }
