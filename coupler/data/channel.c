@@ -286,8 +286,7 @@ int cpli_data_get(cpl_context *ctx, cpli_data_state **out) {
     }
     for (int i = 0; i < ctx->nends; i++) ch[i].detach_req = MPI_REQUEST_NULL;
     s->chan = ch;
-    const char *prog = getenv("CPL_PROGRESS");
-    s->progress = prog && !strcmp(prog, "1");
+    s->progress = ctx->progress;
     s->trace = cpli_trace_open(cpli_trace_spec(ctx->wf->trace));
     if (cpli_trace_chrome(s->trace)) { /* names for the viewer's rows */
       char line[400];

@@ -29,6 +29,7 @@ struct cpl_context {
   int nends;
   struct cpli_data_state *data; /* NULL until a port is opened */
   double finalize_timeout;      /* CPL_FINALIZE_TIMEOUT, checked by cpl_init */
+  int progress;                 /* CPL_PROGRESS=1: a line per step (data/report.c) */
 };
 
 /* Free the context's communicators and model. cpl_finalize (data layer,

@@ -63,6 +63,15 @@ static int env_seconds(const char *var, double dflt, double *out) {
   return CPL_OK;
 }
 
+/* A switch: unset, empty, "0" or "1"; anything else ("yes", "on") is an
+ * error, not quietly off. */
+static int env_switch(const char *var, int *out) {
+  const char *s = getenv(var);
+  *out = s && !strcmp(s, "1");
+  if (!s || !*s || !strcmp(s, "0") || *out) return CPL_OK;
+  return cpli_fail(CPL_ERR_ENV, "%s must be 0 or 1, got \"%s\"", var, s);
+}
+
 /* Load the workflow on this rank; on failure put every message (as many
  * as fit) into the last-error text, not only the first. */
 static int load_local(const char *path, cpli_workflow **wf) {
@@ -172,6 +181,7 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component, c
   if (local == CPL_OK)
     local =
         env_seconds("CPL_FINALIZE_TIMEOUT", CPLI_FINALIZE_TIMEOUT_DEFAULT, &ctx->finalize_timeout);
+  if (local == CPL_OK) local = env_switch("CPL_PROGRESS", &ctx->progress);
   const char *path = workflow_path ? workflow_path : getenv("CPL_WORKFLOW");
   const char *name = component ? component : getenv("CPL_COMPONENT");
   if (local == CPL_OK) local = load_local(path, &ctx->wf);
