@@ -230,6 +230,15 @@ static int check_comm(MPI_Comm comm, int want_inter) {
   return CPL_OK;
 }
 
+/* A caller's mistake (argument, communicator, environment) names the
+ * public call it was made to; transfer failures name link and step. */
+static int named(int rc, const char *call) {
+  if ((rc == CPL_ERR_ARG || rc == CPL_ERR_COMM || rc == CPL_ERR_ENV) &&
+      strncmp(cpl_last_error(), call, strlen(call)) != 0)
+    cpli_error_prefix("%s: ", call);
+  return rc;
+}
+
 /* The run column of the algorithm tables (coll/algorithms.h). */
 #define RUN(e, name, autopick, restriction, cost, run) [e] = run,
 static const cpli_inter_fn inter_runs[CPL_INTER_COUNT] = {CPLI_INTER_TABLE(RUN)};
@@ -335,9 +344,11 @@ static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
 int cpl_inter_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                          const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                          cpl_role role, MPI_Comm intercomm, const cpl_coll_options *opt) {
-  if (role == CPL_RECEIVER && !displs) return cpli_fail(CPL_ERR_ARG, "displs must not be NULL");
-  return inter_run(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, role,
-                   intercomm, opt, 0, 0, NULL, NULL);
+  if (role == CPL_RECEIVER && !displs)
+    return cpli_fail(CPL_ERR_ARG, "cpl_inter_allgatherv: displs must not be NULL");
+  return named(inter_run(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, role,
+                         intercomm, opt, 0, 0, NULL, NULL),
+               "cpl_inter_allgatherv");
 }
 
 int cpli_inter_allgatherv_bytes(const void *own, size_t own_bytes, void *recvbuf,
@@ -353,9 +364,9 @@ int cpli_inter_allgatherv_bytes(const void *own, size_t own_bytes, void *recvbuf
                    ran);
 }
 
-int cpl_inter_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                        int recvcount, MPI_Datatype recvtype, cpl_role role, MPI_Comm intercomm,
-                        const cpl_coll_options *opt) {
+static int inter_regular(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                         int recvcount, MPI_Datatype recvtype, cpl_role role, MPI_Comm intercomm,
+                         const cpl_coll_options *opt) {
   CPLI_TRY(check_comm(intercomm, 1));
   int p;
   if (role == CPL_SENDER) MPI_Comm_size(intercomm, &p);
@@ -381,6 +392,14 @@ int cpl_inter_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
                    opt, block, 1, NULL, NULL);
   free(counts);
   return rc;
+}
+
+int cpl_inter_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                        int recvcount, MPI_Datatype recvtype, cpl_role role, MPI_Comm intercomm,
+                        const cpl_coll_options *opt) {
+  return named(inter_regular(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, role,
+                             intercomm, opt),
+               "cpl_inter_allgather");
 }
 
 /* --------------------------------------------------------------- intra */
@@ -463,8 +482,10 @@ static int intra_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
 int cpl_intra_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                          const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                          MPI_Comm comm, const cpl_coll_options *opt) {
-  if (!displs) return cpli_fail(CPL_ERR_ARG, "displs must not be NULL");
-  return intra_run(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, opt);
+  if (!displs) return cpli_fail(CPL_ERR_ARG, "cpl_intra_allgatherv: displs must not be NULL");
+  return named(
+      intra_run(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, opt),
+      "cpl_intra_allgatherv");
 }
 
 static int intra_bytes_engine(void *buf, const size_t counts[], const size_t displs[],
@@ -498,9 +519,9 @@ int cpli_intra_allgatherv_bytes(void *buf, const size_t counts[], const size_t d
   return rc;
 }
 
-int cpl_intra_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                        int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
-                        const cpl_coll_options *opt) {
+static int intra_regular(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                         int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                         const cpl_coll_options *opt) {
   CPLI_TRY(check_comm(comm, 0));
   if (recvcount < 0) return cpli_fail(CPL_ERR_ARG, "recvcount is negative (%d)", recvcount);
   int p;
@@ -511,6 +532,13 @@ int cpl_intra_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
   int rc = intra_run(sendbuf, sendcount, sendtype, recvbuf, c, NULL, recvtype, comm, opt);
   free(c);
   return rc;
+}
+
+int cpl_intra_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                        int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                        const cpl_coll_options *opt) {
+  return named(intra_regular(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, opt),
+               "cpl_intra_allgather");
 }
 
 static int bcast_engine(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
@@ -553,7 +581,7 @@ int cpl_intra_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm 
   cpli_world_returns_enter();
   const int rc = bcast_engine(buf, count, type, root, comm, opt);
   cpli_world_returns_leave();
-  return rc;
+  return named(rc, "cpl_intra_bcast");
 }
 
 int cpli_intra_bcast_napping(void *buf, int count, MPI_Datatype type, MPI_Comm comm,

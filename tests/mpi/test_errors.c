@@ -45,28 +45,30 @@ int main(int argc, char **argv) {
   /* Local argument checks: fail before any communication. */
   if (role == CPL_SENDER) {
     expect(cpl_inter_allgather(NULL, 4, MPI_INT, NULL, 0, MPI_INT, role, inter, NULL), CPL_ERR_ARG,
-           "sendbuf is NULL", "NULL send buffer, count 4");
+           "cpl_inter_allgather: sendbuf is NULL", "NULL send buffer, count 4");
     expect(cpl_inter_allgather(buf, -1, MPI_INT, NULL, 0, MPI_INT, role, inter, NULL), CPL_ERR_ARG,
            "negative", "negative sendcount");
   } else {
     expect(cpl_inter_allgatherv(NULL, 0, MPI_INT, NULL, counts, displs, MPI_INT, role, inter, NULL),
-           CPL_ERR_ARG, "recvbuf is NULL", "NULL receive buffer, count 4");
+           CPL_ERR_ARG, "cpl_inter_allgatherv: recvbuf is NULL", "NULL receive buffer, count 4");
     expect(cpl_inter_allgatherv(NULL, 0, MPI_INT, buf, neg, displs, MPI_INT, role, inter, NULL),
-           CPL_ERR_ARG, "recvcounts[0] is negative", "negative recvcounts");
+           CPL_ERR_ARG, "cpl_inter_allgatherv: recvcounts[0] is negative", "negative recvcounts");
     expect(cpl_inter_allgatherv(NULL, 0, MPI_INT, buf, NULL, displs, MPI_INT, role, inter, NULL),
            CPL_ERR_ARG, "must not be NULL", "NULL recvcounts");
     expect(cpl_inter_allgather(NULL, 0, MPI_INT, buf, 4, MPI_DATATYPE_NULL, role, inter, NULL),
-           CPL_ERR_ARG, "MPI_DATATYPE_NULL", "null datatype");
+           CPL_ERR_ARG, "cpl_inter_allgather: recvtype is MPI_DATATYPE_NULL", "null datatype");
   }
   expect(cpl_inter_allgather(buf, 1, MPI_INT, buf, 1, MPI_INT, role, MPI_COMM_WORLD, NULL),
-         CPL_ERR_COMM, "intercommunicator is required", "intracommunicator for inter call");
+         CPL_ERR_COMM, "cpl_inter_allgather: an intercommunicator is required",
+         "intracommunicator for inter call");
   expect(cpl_inter_allgather(buf, 1, MPI_INT, buf, 1, MPI_INT, role, MPI_COMM_NULL, NULL),
-         CPL_ERR_COMM, "MPI_COMM_NULL", "MPI_COMM_NULL");
+         CPL_ERR_COMM, "cpl_inter_allgather: communicator is MPI_COMM_NULL", "MPI_COMM_NULL");
   expect(cpl_intra_allgather(buf, 1, MPI_INT, buf, 1, MPI_INT, inter, NULL), CPL_ERR_COMM,
-         "intracommunicator is required", "intercommunicator for intra call");
+         "cpl_intra_allgather: an intracommunicator is required",
+         "intercommunicator for intra call");
   expect(cpl_inter_allgather(buf, 1, MPI_INT, buf, 1, MPI_INT, (cpl_role)7, inter, NULL),
-         CPL_ERR_ARG, "role must be", "invalid role");
-  expect(cpl_intra_bcast(buf, 1, MPI_INT, 5, local, NULL), CPL_ERR_ARG, "root 5",
+         CPL_ERR_ARG, "cpl_inter_allgather: role must be", "invalid role");
+  expect(cpl_intra_bcast(buf, 1, MPI_INT, 5, local, NULL), CPL_ERR_ARG, "cpl_intra_bcast: root 5",
          "bcast root out of range");
   cpl_inter_algorithm ia;
   expect(cpl_inter_algorithm_parse("fastest", &ia), CPL_ERR_ARG, "fc|ring|root|native",
@@ -81,7 +83,7 @@ int main(int argc, char **argv) {
   unsetenv("CPL_INTRA_ALGORITHM");
   setenv("CPL_TIMEOUT", "soon", 1);
   expect(cpl_intra_allgather(buf, 1, MPI_INT, buf + 2, 1, MPI_INT, local, NULL), CPL_ERR_ENV,
-         "CPL_TIMEOUT", "unparsable CPL_TIMEOUT");
+         "cpl_intra_allgather: CPL_TIMEOUT", "unparsable CPL_TIMEOUT");
   unsetenv("CPL_TIMEOUT");
   if (cpl_strerror(-3) == NULL || strcmp(cpl_strerror(CPL_OK), "success") != 0) failures++;
 
