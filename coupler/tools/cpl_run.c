@@ -193,7 +193,7 @@ int main(int argc, char **argv) {
   /* Hydra fails with internal errors on a missing -wdir; check it where
    * this host is where the processes run. */
   if (kind == CPLI_LAUNCHER_MPIEXEC && !hostfile && !l.rank_host) cpli_wf_check_workdirs(wf, d);
-  cpli_launch_check_hosts(&l, &lo, wf, d);
+  cpli_launch_check_hosts(&l, &lo, wf, !dry, d);
   for (int i = 0; i < cpl_diag_count(d); i++)
     fprintf(stderr, "%s%s\n", dry ? "warning: " : "", cpl_diag_message(d, i));
   if (cpl_diag_count(d) && !dry) {

@@ -23,8 +23,10 @@
 #include "workflow/diag.h"
 
 #include <errno.h>
+#include <ifaddrs.h>
 #include <limits.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -701,8 +703,75 @@ static const char *ssh_cannot_find(const char *host) {
   return why;
 }
 
+/* Whether hydra starts host's processes itself, without ssh: the host is
+ * this one by name, or by an address of one of its interfaces. */
+static int host_is_here(const char *host) {
+  char me[256] = "";
+  gethostname(me, sizeof me - 1);
+  size_t n = strcspn(me, ".");
+  if (!strcasecmp(host, me) || (strlen(host) == n && !strncasecmp(host, me, n))) return 1;
+  struct addrinfo *ai = NULL, hints = {.ai_family = AF_UNSPEC};
+  if (getaddrinfo(host, NULL, &hints, &ai) != 0) return 0;
+  struct ifaddrs *ifs = NULL;
+  int here = 0;
+  if (getifaddrs(&ifs) == 0)
+    for (const struct addrinfo *a = ai; a && !here; a = a->ai_next)
+      for (const struct ifaddrs *i = ifs; i && !here; i = i->ifa_next) {
+        const struct sockaddr *s = i->ifa_addr;
+        if (!s || s->sa_family != a->ai_family) continue;
+        if (s->sa_family == AF_INET)
+          here =
+              !memcmp(&((const struct sockaddr_in *)s)->sin_addr,
+                      &((const struct sockaddr_in *)a->ai_addr)->sin_addr, sizeof(struct in_addr));
+        else if (s->sa_family == AF_INET6)
+          here = !memcmp(&((const struct sockaddr_in6 *)s)->sin6_addr,
+                         &((const struct sockaddr_in6 *)a->ai_addr)->sin6_addr,
+                         sizeof(struct in6_addr));
+      }
+  if (ifs) freeifaddrs(ifs);
+  freeaddrinfo(ai);
+  return here;
+}
+
+/* A remote host to try ssh on: where it was placed, and what ssh said. */
+typedef struct login_try {
+  const char *host;
+  int comp, rank;
+  FILE *out;
+  char said[256];
+} login_try;
+
+/* Log in to each host as hydra does (ssh -x), with no prompt (hydra's ssh
+ * could not answer one) and a bounded wait, at most 64 at a time; said is
+ * ssh's last line for a host where it failed, else empty. */
+static void try_logins(login_try *t, int n) {
+  for (int b = 0; b < n; b += 64) {
+    int e = b + 64 < n ? b + 64 : n;
+    for (int i = b; i < e; i++) {
+      text cmd = {0};
+      put(&cmd, "ssh -x -o BatchMode=yes -o ConnectTimeout=10 ");
+      put_shell_word(&cmd, t[i].host);
+      put(&cmd, " true </dev/null 2>&1");
+      t[i].out = popen(cmd.s, "r");
+      free(cmd.s);
+      if (!t[i].out) snprintf(t[i].said, sizeof t[i].said, "cannot run ssh: %s", strerror(errno));
+    }
+    for (int i = b; i < e; i++) {
+      if (!t[i].out) continue;
+      char line[256], last[256] = "";
+      while (fgets(line, sizeof line, t[i].out))
+        if (line[strspn(line, " \t\r\n")]) snprintf(last, sizeof last, "%s", line);
+      int st = pclose(t[i].out);
+      last[strcspn(last, "\r\n")] = '\0';
+      if (st != 0)
+        snprintf(t[i].said, sizeof t[i].said, "%s",
+                 last[0] ? last : "ssh failed without a message");
+    }
+  }
+}
+
 void cpli_launch_check_hosts(const cpli_launch *l, const cpli_launch_opts *o,
-                             const cpli_workflow *wf, cpl_diag *d) {
+                             const cpli_workflow *wf, int login, cpl_diag *d) {
   if (o->launcher != CPLI_LAUNCHER_MPIEXEC || !hydra_ssh(o)) return;
   char **host = l->rank_host;
   pool p = {0};
@@ -726,7 +795,8 @@ void cpli_launch_check_hosts(const cpli_launch *l, const cpli_launch_opts *o,
   while (host && cap < 2 * (size_t)l->nranks) cap *= 2;
   const char **seen = calloc(cap, sizeof *seen);
   if (!seen) oom();
-  int bad = 0;
+  int bad = 0, ntry = 0, cap_try = 0;
+  login_try *tries = NULL;
   for (int r = 0, c = 0, first = 0; host && r < l->nranks && bad < 10; r++) {
     while (r >= first + wf->comps[c].nprocs) first += wf->comps[c++].nprocs;
     if (r && !strcmp(host[r], host[r - 1])) continue;
@@ -744,7 +814,27 @@ void cpli_launch_check_hosts(const cpli_launch *l, const cpli_launch_opts *o,
                     "ssh alias: hydra would wait forever for the processes it cannot start "
                     "there (a launcher given after --, e.g. -launcher-exec, skips this check)",
                     wf->comps[c].name, r - first, host[r], why);
+    else if (login && !host_is_here(host[r])) {
+      if (ntry == cap_try &&
+          !(tries = realloc(tries, sizeof *tries * (size_t)(cap_try = 2 * cap_try + 8))))
+        oom();
+      tries[ntry++] = (login_try){.host = host[r], .comp = c, .rank = r - first};
+    }
   }
+  try_logins(tries, ntry);
+  for (int i = 0; i < ntry && bad < 10; i++) {
+    if (!tries[i].said[0]) continue;
+    bad++;
+    cpli_diag_add(d, l->rank_host ? wf->path : o->hostfile,
+                  l->rank_host ? wf->comps[tries[i].comp].pos.line : 0,
+                  l->rank_host ? wf->comps[tries[i].comp].pos.col : 0,
+                  "component \"%s\", rank %d: host \"%s\": ssh cannot log in there without a "
+                  "prompt (ssh -o BatchMode=yes: %s): hydra would wait forever for the processes "
+                  "it cannot start there (a launcher given after --, e.g. -launcher-exec, skips "
+                  "this check)",
+                  wf->comps[tries[i].comp].name, tries[i].rank, tries[i].host, tries[i].said);
+  }
+  free(tries);
   free(seen);
   if (host != l->rank_host) free(host);
   pool_free(&p);

@@ -61,10 +61,12 @@ int cpli_launch_build(const cpli_workflow *wf, const cpli_launch_opts *o, cpli_l
 int cpli_launch_write_files(const cpli_launch *l, char *err, size_t errsize);
 
 /* Hosts hydra would reach with ssh (placement, or the --hostfile's slots
- * the ranks fill) that do not resolve and are no ssh alias: hydra waits
- * forever when ssh fails. One error each into d. */
+ * the ranks fill) that do not resolve and are no ssh alias, and, with
+ * login set (a real launch, not a dry run), other hosts where ssh cannot
+ * log in without a prompt: hydra waits forever when ssh fails. One error
+ * each into d. */
 void cpli_launch_check_hosts(const cpli_launch *l, const cpli_launch_opts *o,
-                             const cpli_workflow *wf, cpl_diag *d);
+                             const cpli_workflow *wf, int login, cpl_diag *d);
 
 /* --dry-run: the command (shell-quoted), each file with its contents, and
  * the table: component, ranks, hosts, and each link's inter-group
