@@ -338,6 +338,30 @@ static void flow_step(cpl_output *out, long s, int r, int p) {
   OK(cpl_output_end_step(out));
 }
 
+/* A consumer whose first step must fail with status and a message holding
+ * fragment (the producer's failure, passed on). */
+static void first_step_fails(cpl_context *ctx, int status, const char *fragment) {
+  cpl_input *in;
+  OK(cpl_input_open(ctx, "in", NULL, &in));
+  long step;
+  int rc = cpl_input_begin_step(in, &step);
+  CHECK(rc == status && has(cpl_last_error(), fragment), "consumer: %s: %s", cpl_strerror(rc),
+        cpl_last_error());
+  OK(cpl_input_close(in));
+}
+
+/* A serving port of two links, until both consumers have asked for the
+ * next step (requests returns at once while one link has a request: pace
+ * it). */
+static void await_both_requests(cpl_output *out) {
+  long want[2] = {CPL_REQ_NONE, CPL_REQ_NONE};
+  for (int k = 0; k < 1000 && (want[0] == CPL_REQ_NONE || want[1] == CPL_REQ_NONE); k++) {
+    if (k) sleep_ms(10);
+    OK(cpl_output_requests(out, 0.05, want));
+  }
+  CHECK(want[0] == CPL_STEP_NEXT && want[1] == CPL_STEP_NEXT, "requests %ld %ld", want[0], want[1]);
+}
+
 static void flow_publish(cpl_output *out, int r, int p, int sleep_each) {
   for (long s = 0; s < FLOW_STEPS; s++) {
     flow_step(out, s, r, p);
@@ -966,12 +990,7 @@ int main(int argc, char **argv) {
             cpl_strerror(rc), m);
       cpl_output_close(out);
     } else {
-      OK(cpl_input_open(ctx, "in", NULL, &in));
-      long step;
-      int rc = cpl_input_begin_step(in, &step);
-      CHECK(rc == CPL_ERR_MISMATCH && has(cpl_last_error(), "began different steps"),
-            "consumer: %s: %s", cpl_strerror(rc), cpl_last_error());
-      OK(cpl_input_close(in));
+      first_step_fails(ctx, CPL_ERR_MISMATCH, "began different steps");
     }
   } else if (!strcmp(sc, "huge")) {
     /* A step over the data layer's size limit (64 TiB; the blocks are
@@ -1455,14 +1474,7 @@ int main(int argc, char **argv) {
     if (producer) {
       OK(cpl_output_open(ctx, "out", &out));
       OK(cpl_output_serve(out));
-      long want[2] = {CPL_REQ_NONE, CPL_REQ_NONE};
-      /* requests returns at once while one link has a request: pace it */
-      for (int k = 0; k < 1000 && (want[0] == CPL_REQ_NONE || want[1] == CPL_REQ_NONE); k++) {
-        if (k) sleep_ms(10);
-        OK(cpl_output_requests(out, 0.05, want));
-      }
-      CHECK(want[0] == CPL_STEP_NEXT && want[1] == CPL_STEP_NEXT, "requests %ld %ld", want[0],
-            want[1]);
+      await_both_requests(out);
       static double blk[FLOW_N];
       hsize_t dims[1] = {(hsize_t)FLOW_N * p}, start[1] = {(hsize_t)FLOW_N * r},
               count[1] = {FLOW_N};
@@ -1475,14 +1487,9 @@ int main(int argc, char **argv) {
             "send to different links: %s: %s", cpl_strerror(rc), cpl_last_error());
       cpl_output_close(out);
     } else {
-      OK(cpl_input_open(ctx, "in", NULL, &in));
-      long step;
-      int rc = cpl_input_begin_step(in, &step);
-      CHECK(rc == CPL_ERR_MISMATCH &&
-                has(cpl_last_error(), "producer: port prod.out, step 0: the component's ranks "
-                                      "sent the step to different links"),
-            "consumer: %s: %s", cpl_strerror(rc), cpl_last_error());
-      OK(cpl_input_close(in));
+      first_step_fails(ctx, CPL_ERR_MISMATCH,
+                       "producer: port prod.out, step 0: the component's ranks sent the step to "
+                       "different links");
     }
   } else if (!strcmp(sc, "close_open_step")) {
     /* Close with step 1 open while step 0 waits in the queue for a
@@ -1513,11 +1520,7 @@ int main(int argc, char **argv) {
     if (producer) {
       OK(cpl_output_open(ctx, "out", &out));
       OK(cpl_output_serve(out));
-      long want[2] = {CPL_REQ_NONE, CPL_REQ_NONE};
-      for (int k = 0; k < 1000 && (want[0] == CPL_REQ_NONE || want[1] == CPL_REQ_NONE); k++) {
-        if (k) sleep_ms(10);
-        OK(cpl_output_requests(out, 0.05, want));
-      }
+      await_both_requests(out);
       int rc = refuse ? cpl_output_refuse(out, r, "not kept") : cpl_output_end_link(out, r);
       char expect[160];
       snprintf(expect, sizeof expect,
@@ -1528,12 +1531,7 @@ int main(int argc, char **argv) {
             cpl_strerror(rc), cpl_last_error());
       cpl_output_close(out);
     } else {
-      OK(cpl_input_open(ctx, "in", NULL, &in));
-      long step;
-      int rc = cpl_input_begin_step(in, &step);
-      CHECK(rc == CPL_ERR_MISMATCH && has(cpl_last_error(), "named different links"),
-            "consumer: %s: %s", cpl_strerror(rc), cpl_last_error());
-      OK(cpl_input_close(in));
+      first_step_fails(ctx, CPL_ERR_MISMATCH, "named different links");
     }
   } else if (!strcmp(sc, "unopened")) {
     /* A producer that never opens its port: consumers see end of stream
