@@ -40,13 +40,14 @@
 #include "tools/cli.h"
 
 static pid_t child = -1;
+static volatile sig_atomic_t reaped;   /* child's pid may be another's now */
 static volatile sig_atomic_t received; /* the last signal forwarded */
 
 static void child_ended(int sig) { (void)sig; } /* only wakes ppoll */
 
 static void forward(int sig) {
   received = sig;
-  if (child > 0) kill(child, sig);
+  if (child > 0 && !reaped) kill(child, sig);
 }
 
 static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT};
@@ -210,6 +211,7 @@ int main(int argc, char **argv) {
             "%s: %s; stopping the job\n",
             comp, rank, jobrank, (int)child, argv[1], strerror(exec_errno));
     waitpid(child, NULL, 0);
+    reaped = 1;
     stop_job(SIGTERM);
   }
   /* Listen until the program ends. Descendants may hold the pipe open, so
@@ -222,7 +224,10 @@ int main(int argc, char **argv) {
   double limit = init_timeout(), start = now();
   for (;;) {
     pid_t w = waitpid(child, &status, WNOHANG);
-    if (w == child) break;
+    if (w == child) {
+      reaped = 1;
+      break;
+    }
     if (w < 0 && errno != EINTR) {
       fprintf(stderr, "cpl-run: component \"%s\", %s: waitpid: %s\n", comp, rank, strerror(errno));
       die_by(SIGTERM);
@@ -239,6 +244,7 @@ int main(int argc, char **argv) {
               comp, rank, jobrank, argv[1], (int)child, limit);
       kill(child, SIGKILL);
       waitpid(child, NULL, 0);
+      reaped = 1;
       stop_job(SIGTERM);
     }
   }
