@@ -177,7 +177,7 @@ static int cpli_mpi_inter_check(const cpli_mpi_call *c, int rsize, int *code, co
   if (c->sendcount < 0) return *code = MPI_ERR_COUNT, *why = "sendcount is negative", 0;
   if (c->sendcount > 0 && !cpli_mpi_type_ok(c->sendtype))
     return *code = MPI_ERR_TYPE, *why = "sendtype is MPI_DATATYPE_NULL", 0;
-  if (c->sendcount > 0 && !c->sendbuf)
+  if (cpli_buffer_null(c->sendbuf, c->sendcount, c->sendtype))
     return *code = MPI_ERR_BUFFER, *why = "sendbuf is NULL with a nonzero sendcount", 0;
   long long total = 0;
   if (v) {
@@ -193,7 +193,7 @@ static int cpli_mpi_inter_check(const cpli_mpi_call *c, int rsize, int *code, co
   }
   if (total > 0 && !cpli_mpi_type_ok(c->recvtype))
     return *code = MPI_ERR_TYPE, *why = "recvtype is MPI_DATATYPE_NULL", 0;
-  if (total > 0 && !c->recvbuf)
+  if (cpli_buffer_null(c->recvbuf, total, c->recvtype))
     return *code = MPI_ERR_BUFFER, *why = "recvbuf is NULL with nonzero recvcounts", 0;
   return 1;
 }

@@ -23,7 +23,8 @@
  * On every intercommunicator: MPI_Allgather and MPI_Allgatherv, both
  * directions and one direction only, counts 0, 1, odd and 100000, with
  * MPI_INT, a strided vector type (on the send or the receive side) and a
- * padded struct type.
+ * padded struct type; and MPI_BOTTOM with absolute-address types (inter
+ * and intra).
  */
 #include <dlfcn.h>
 #include <mpi.h>
@@ -266,6 +267,70 @@ static void case_allgatherv(const side *s, int k, int pt, int call) {
   free(rc), free(dp), free(sb), free(sc), free(ref), free(got);
 }
 
+/* MPI_BOTTOM (NULL in MPICH) with absolute-address datatypes, on the
+ * send side, the receive side or both, MPI_Allgather and MPI_Allgatherv:
+ * valid MPI, which the library refused (MPI_ERR_BUFFER on
+ * intercommunicators; on intracommunicators a NULL buffer error from the
+ * engine, then MPICH's MPI_Pack, which refuses a NULL buffer). */
+static MPI_Datatype at_address(const void *p, int ints) {
+  MPI_Aint a;
+  MPI_Get_address(p, &a);
+  MPI_Datatype t;
+  MPI_Type_create_hindexed(1, &ints, &a, MPI_INT, &t);
+  MPI_Type_commit(&t);
+  return t;
+}
+
+static void case_bottom(const side *s) {
+  enum { N = 3 }; /* ints per block */
+  int sb[N], sc[N];
+  const size_t rn = (size_t)s->rsize * N * sizeof(int) + 1;
+  unsigned char *ref = malloc(rn), *got = malloc(rn);
+  for (int i = 0; i < N; i++) sb[i] = wrank * 100 + i;
+  memcpy(sc, sb, sizeof sb);
+  /* A block type at got/ref: element i is block i (extent N ints). */
+  MPI_Datatype sbt = at_address(sb, N), rt_got, rt_ref, t;
+  t = at_address(got, N);
+  MPI_Type_create_resized(t, 0, N * (MPI_Aint)sizeof(int), &rt_got);
+  MPI_Type_free(&t);
+  t = at_address(ref, N);
+  MPI_Type_create_resized(t, 0, N * (MPI_Aint)sizeof(int), &rt_ref);
+  MPI_Type_free(&t);
+  MPI_Type_commit(&rt_got), MPI_Type_commit(&rt_ref);
+  int *cnt = malloc(sizeof(int) * 2 * (size_t)s->rsize), *dsp = cnt + s->rsize;
+  for (int i = 0; i < s->rsize; i++) cnt[i] = 1, dsp[i] = s->rsize - 1 - i;
+  for (int c = 0; c < 6; c++) {
+    const int send_bottom = c % 3 != 1, recv_bottom = c % 3 != 0, v = c >= 3;
+    const void *sbuf = send_bottom ? MPI_BOTTOM : sb;
+    MPI_Datatype st = send_bottom ? sbt : MPI_INT;
+    const int scount = send_bottom ? 1 : N;
+    memset(ref, FILL, rn), memset(got, FILL, rn);
+    char what[96];
+    snprintf(what, sizeof what, "MPI_BOTTOM %s%s", send_bottom ? "send" : "",
+             recv_bottom ? " recv" : "");
+    int r1, r2;
+    if (!v) {
+      r1 = PMPI_Allgather(sbuf, scount, st, recv_bottom ? MPI_BOTTOM : ref, recv_bottom ? 1 : N,
+                          recv_bottom ? rt_ref : MPI_INT, s->inter);
+      r2 = allgather(sbuf, scount, st, recv_bottom ? MPI_BOTTOM : got, recv_bottom ? 1 : N,
+                     recv_bottom ? rt_got : MPI_INT, s->inter, what);
+    } else {
+      /* blocks in reverse order; counts and displacements in rt units */
+      if (!recv_bottom)
+        for (int i = 0; i < s->rsize; i++) cnt[i] = N, dsp[i] = (s->rsize - 1 - i) * N;
+      r1 = PMPI_Allgatherv(sbuf, scount, st, recv_bottom ? MPI_BOTTOM : ref, cnt, dsp,
+                           recv_bottom ? rt_ref : MPI_INT, s->inter);
+      r2 = allgatherv(sbuf, scount, st, recv_bottom ? MPI_BOTTOM : got, cnt, dsp,
+                      recv_bottom ? rt_got : MPI_INT, s->inter, what);
+      for (int i = 0; i < s->rsize; i++) cnt[i] = 1, dsp[i] = s->rsize - 1 - i;
+    }
+    compare(s, v ? "MPI_Allgatherv" : "MPI_Allgather", what, ref, got, rn, r1, r2,
+            (const unsigned char *)sb, (const unsigned char *)sc, sizeof sb);
+  }
+  MPI_Type_free(&sbt), MPI_Type_free(&rt_got), MPI_Type_free(&rt_ref);
+  free(cnt), free(ref), free(got);
+}
+
 static void run_inter(const side *s) {
   static const int counts[][2] = {{0, 0}, {1, 1}, {37, 5}, {LARGE, LARGE}, {7, 0}, {0, 7}};
   int call = 0;
@@ -274,6 +339,7 @@ static void run_inter(const side *s) {
       case_allgather(s, k, counts[c][0], counts[c][1], call++);
     for (int pt = 0; pt < V_COUNT; pt++) case_allgatherv(s, k, pt, call++);
   }
+  case_bottom(s);
 }
 
 /* ------------------------------------------------------ building shapes */
@@ -458,6 +524,7 @@ static void run_intra(MPI_Comm comm, const char *name) {
     }
     free(cnt), free(dsp), free(sb), free(ref), free(got);
   }
+  case_bottom(&s);
 }
 
 /* Many intercommunicators created, used and freed. If the library's
