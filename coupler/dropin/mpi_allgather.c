@@ -323,10 +323,15 @@ static int cpli_mpi_intra(const cpli_mpi_call *c) {
   cpl_intra_algorithm a = CPL_INTRA_NATIVE;
   int rc = CPL_OK;
   /* Bad arguments and int-overflowing displacements go to PMPI, which
-   * reports or handles them exactly as MPI does. */
+   * reports them with MPI's class (MPI_ERR_TYPE, MPI_ERR_BUFFER; the
+   * engine's would be MPI_ERR_ARG) or handles them exactly as MPI does.
+   * A bad recvtype or recvcount makes the choice below PMPI. */
+  const int sends = c->sendbuf != MPI_IN_PLACE && c->sendcount != 0;
   int usable = !(regular && c->recvcount > 0 && (long long)(p - 1) * c->recvcount > INT_MAX) &&
                !(!regular && (!c->recvcounts || !c->displs)) &&
-               !(c->sendbuf != MPI_IN_PLACE && c->sendcount < 0);
+               !(sends && (c->sendcount < 0 || !cpli_mpi_type_ok(c->sendtype) ||
+                           cpli_buffer_null(c->sendbuf, c->sendcount, c->sendtype))) &&
+               !cpli_buffer_null(c->recvbuf, regular ? c->recvcount : 1, c->recvtype);
   if (usable) rc = cpli_mpi_intra_choice(p, c->recvcounts, c->recvcount, c->recvtype, &a);
   if (rc != CPL_OK) return cpli_mpi_engine_error(c->comm, rc, c->fn);
   if (cpli_mpi_env_on("CPL_MPI_VERBOSE"))

@@ -12,7 +12,8 @@
  *   create   intercommunicator from two MPI_Comm_create calls: world ranks
  *            r % 3 == 0 against the rest (interleaved, needs >= 2 ranks)
  *   intra    intracommunicator calls (world and a split half), MPI_IN_PLACE
- *   errors   MPI_ERRORS_RETURN: bad arguments return codes, nothing aborts
+ *   errors   MPI_ERRORS_RETURN: bad arguments return codes with MPI's class
+ *            (inter, and intra on a duplicate of world), nothing aborts
  *   mismatch only the count mismatch of `errors`, on every shape
  *   cycle    create, use and free many intercommunicators: the library's
  *            private communicators must be freed with the user's
@@ -459,6 +460,35 @@ static void run_errors(const side *s) {
   run_mismatch(s);
 }
 
+/* Argument errors on an intracommunicator, where the engine may run the
+ * call (CPL_INTRA_ALGORITHM forces it): MPI's error class, the one
+ * PMPI_Allgather returns, not the engine's MPI_ERR_ARG. */
+static void run_intra_errors(void) {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  int p, buf[4] = {1, 2, 3, 4}, *rbuf = malloc(sizeof(int) * 4 * 64);
+  MPI_Comm_size(comm, &p);
+  static const char *what[] = {"intra sendtype MPI_DATATYPE_NULL", "intra sendbuf NULL",
+                               "intra recvbuf NULL"};
+  for (int c = 0; c < 3; c++) {
+    const void *sb = c == 1 ? NULL : buf;
+    void *rb = c == 2 ? NULL : rbuf;
+    MPI_Datatype st = c == 0 ? MPI_DATATYPE_NULL : MPI_INT;
+    int want, got;
+    MPI_Error_class(PMPI_Allgather(sb, 4, st, rb, 4, MPI_INT, comm), &want);
+    MPI_Error_class(allgather(sb, 4, st, rb, 4, MPI_INT, comm, what[c]), &got);
+    checks++;
+    if (want == MPI_SUCCESS || got != want) {
+      char msg[80];
+      snprintf(msg, sizeof msg, "error class %d, PMPI_Allgather's is %d", got, want);
+      fail(what[c], msg);
+    }
+  }
+  free(rbuf);
+  MPI_Comm_free(&comm);
+}
+
 static void run_intra(MPI_Comm comm, const char *name) {
   int p, r;
   MPI_Comm_size(comm, &p);
@@ -640,6 +670,7 @@ int main(int argc, char **argv) {
     MPI_Barrier(MPI_COMM_WORLD);
     if (wrank == 0) printf("%-14s done\n", shape);
   }
+  if (want_errors) run_intra_errors();
   if (want_intra) {
     run_intra(MPI_COMM_WORLD, "world");
     MPI_Comm half;
