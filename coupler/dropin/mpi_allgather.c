@@ -357,15 +357,27 @@ static int cpli_mpi_intra(const cpli_mpi_call *c) {
 
 /* ------------------------------------------------------------- dispatch */
 
+/* 1 inter, 0 intra, -1: MPI's own call, which reports the error in the
+ * program's call's name: MPI not initialized or already finalized, a null
+ * or invalid communicator. MPI raises an invalid handle's error on world,
+ * whose fatal handler would abort in the probe, naming
+ * MPI_Comm_test_inter: world returns errors for the probe. */
+static int cpli_mpi_kind(MPI_Comm comm) {
+  int up = 0, down = 1, inter = 0;
+  PMPI_Initialized(&up);
+  PMPI_Finalized(&down);
+  if (!up || down || comm == MPI_COMM_NULL) return -1;
+  cpli_world_returns_enter();
+  const int rc = PMPI_Comm_test_inter(comm, &inter);
+  cpli_world_returns_leave();
+  return rc == MPI_SUCCESS ? inter != 0 : -1;
+}
+
 static int cpli_mpi_dispatch(const cpli_mpi_call *c) {
   atomic_fetch_add(&cpli_mpi_calls, 1);
   cpli_tuning_refresh();
-  int inter = 0;
-  /* A null or invalid communicator, or CPL_MPI_DISABLE: MPI's own call,
-   * which reports bad communicators the standard way. */
-  if (c->comm == MPI_COMM_NULL || cpli_mpi_env_on("CPL_MPI_DISABLE") ||
-      PMPI_Comm_test_inter(c->comm, &inter) != MPI_SUCCESS)
-    inter = -1;
+  /* CPL_MPI_DISABLE: every call is MPI's own. */
+  const int inter = cpli_mpi_env_on("CPL_MPI_DISABLE") ? -1 : cpli_mpi_kind(c->comm);
   if (inter == 1) return cpli_mpi_inter(c);
   if (inter == 0) return cpli_mpi_intra(c);
   return c->v ? PMPI_Allgatherv(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf, c->recvcounts,

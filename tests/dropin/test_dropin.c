@@ -18,6 +18,9 @@
  *   cycle    create, use and free many intercommunicators: the library's
  *            private communicators must be freed with the user's
  *   verbose  CPL_MPI_VERBOSE=1 prints a line naming the algorithm
+ *   invalid-comm    MPI_Allgather on an invalid handle, world's handler
+ *            fatal: must abort naming MPI_Allgather (checked by ctest)
+ *   after-finalize  MPI_Allgather after MPI_Finalize: the same
  *   --expect-interposed  fail unless cpl_mpi_interposed_calls() exists and
  *            counts every MPI_Allgather(v) call (i.e. the library is in)
  *
@@ -620,6 +623,7 @@ int main(int argc, char **argv) {
   void *self = dlopen(NULL, RTLD_NOW);
   *(void **)&interposed_calls = self ? dlsym(self, "cpl_mpi_interposed_calls") : NULL;
   int want_errors = 0, want_mismatch = 0, want_intra = 0, want_cycle = 0, want_verbose = 0;
+  int want_after = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--expect-interposed")) expect_interposed = 1;
     else if (!strcmp(argv[i], "errors")) want_errors = 1;
@@ -627,6 +631,12 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "intra")) want_intra = 1;
     else if (!strcmp(argv[i], "cycle")) want_cycle = 1;
     else if (!strcmp(argv[i], "verbose")) want_verbose = 1;
+    else if (!strcmp(argv[i], "after-finalize")) want_after = 1;
+    else if (!strcmp(argv[i], "invalid-comm")) {
+      int v = 1, out[64];
+      /* Not a communicator handle in MPICH; MPI aborts the job here. */
+      allgather(&v, 1, MPI_INT, out, 1, MPI_INT, (MPI_Comm)0x12345678, "invalid-comm");
+    }
   }
   if (expect_interposed && !interposed_calls) {
     if (wrank == 0)
@@ -687,5 +697,9 @@ int main(int argc, char **argv) {
   MPI_Type_free(&pair_t);
   MPI_Type_free(&rec_t);
   MPI_Finalize();
+  if (want_after) { /* MPI aborts the process here */
+    int v = 1, out[64];
+    MPI_Allgather(&v, 1, MPI_INT, out, 1, MPI_INT, MPI_COMM_WORLD);
+  }
   return all[0] != 0;
 }
