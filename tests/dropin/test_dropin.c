@@ -21,6 +21,8 @@
  *   invalid-comm    MPI_Allgather on an invalid handle, world's handler
  *            fatal: must abort naming MPI_Allgather (checked by ctest)
  *   after-finalize  MPI_Allgather after MPI_Finalize: the same
+ *   threads  MPI_THREAD_MULTIPLE: threads call at once on their own
+ *            communicators after each communicator's first call
  *   --expect-interposed  fail unless cpl_mpi_interposed_calls() exists and
  *            counts every MPI_Allgather(v) call (i.e. the library is in)
  *
@@ -32,6 +34,7 @@
  */
 #include <dlfcn.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -612,10 +615,63 @@ static void run_verbose(const side *s) {
   else if (wrank == 0) printf("verbose: %s", text);
 }
 
+/* MPI_THREAD_MULTIPLE: after each communicator's first call (made here,
+ * one at a time, as README asks), NT threads call at once, each on its
+ * own intercommunicator and its own duplicate of world, and check every
+ * block. */
+#define NT 4
+typedef struct thread_arg {
+  MPI_Comm inter, intra;
+  int t, bad;
+} thread_arg;
+
+static int thread_call(thread_arg *a, int it) {
+  int rs, p, v[3] = {wrank, it, a->t}, out[3 * 64], bad = 0;
+  MPI_Comm_remote_size(a->inter, &rs);
+  MPI_Comm_size(a->intra, &p);
+  MPI_Comm comm = it % 2 ? a->inter : a->intra;
+  const int n = it % 2 ? rs : p;
+  if (MPI_Allgather(v, 3, MPI_INT, out, 3, MPI_INT, comm) != MPI_SUCCESS) return 1;
+  for (int i = 0; i < n; i++) bad |= out[3 * i + 1] != it || out[3 * i + 2] != a->t;
+  return bad;
+}
+
+static void *thread_main(void *arg) {
+  thread_arg *a = arg;
+  for (int it = 1; it <= 100 && !a->bad; it++) a->bad = thread_call(a, it);
+  return NULL;
+}
+
+static void run_threads(int wsize) {
+  const int half = wsize / 2, color = wrank >= half;
+  MPI_Comm local, inter;
+  MPI_Comm_split(MPI_COMM_WORLD, color, wrank, &local);
+  MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, color ? 0 : half, 77, &inter);
+  thread_arg a[NT];
+  pthread_t th[NT];
+  for (int t = 0; t < NT; t++) {
+    a[t] = (thread_arg){MPI_COMM_NULL, MPI_COMM_NULL, t, 0};
+    MPI_Comm_dup(inter, &a[t].inter);
+    MPI_Comm_dup(MPI_COMM_WORLD, &a[t].intra);
+    a[t].bad = thread_call(&a[t], 0) | thread_call(&a[t], 1); /* first calls */
+  }
+  for (int t = 0; t < NT; t++) pthread_create(&th[t], NULL, thread_main, &a[t]);
+  for (int t = 0; t < NT; t++) {
+    pthread_join(th[t], NULL);
+    checks++;
+    if (a[t].bad) fail("threads", "a block differs, or a call failed");
+    MPI_Comm_free(&a[t].inter), MPI_Comm_free(&a[t].intra);
+  }
+  MPI_Comm_free(&inter), MPI_Comm_free(&local);
+}
+
 /* ------------------------------------------------------------------ main */
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  int want_threads = 0, provided;
+  for (int i = 1; i < argc; i++) want_threads |= !strcmp(argv[i], "threads");
+  if (want_threads) MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  else MPI_Init(&argc, &argv);
   int wsize;
   MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
   MPI_Comm_size(MPI_COMM_WORLD, &wsize);
@@ -681,6 +737,11 @@ int main(int argc, char **argv) {
     if (wrank == 0) printf("%-14s done\n", shape);
   }
   if (want_errors) run_intra_errors();
+  if (want_threads && wsize >= 2) {
+    if (provided < MPI_THREAD_MULTIPLE) fail("threads", "no MPI_THREAD_MULTIPLE");
+    else run_threads(wsize);
+    if (wrank == 0) printf("threads        done\n");
+  }
   if (want_intra) {
     run_intra(MPI_COMM_WORLD, "world");
     MPI_Comm half;
