@@ -67,7 +67,7 @@ static int cpli_mpi_class_of(int cpl_rc) {
   case CPL_ERR_UNSUPPORTED: return MPI_ERR_UNSUPPORTED_OPERATION;
   case CPL_ERR_TYPE: return MPI_ERR_TYPE;
   case CPL_ERR_INTERNAL: return MPI_ERR_INTERN;
-  /* The engine keeps only the MPI message, not the code: see README. */
+  case CPL_ERR_MPI: return cpli_last_mpi_class(); /* MPI_ERR_TRUNCATE, ... */
   default: return MPI_ERR_OTHER;
   }
 }
@@ -80,10 +80,11 @@ static int cpli_mpi_raise(MPI_Comm comm, int code, const char *fn, const char *w
 }
 
 static int cpli_mpi_engine_error(MPI_Comm comm, int cpl_rc, const char *fn) {
+  const int code = cpli_mpi_class_of(cpl_rc);
   /* Always printed: the MPI code alone cannot say where it failed. */
   fprintf(stderr, "coupler_mpi: %s failed: %s: %s\n", fn, cpl_strerror(cpl_rc), cpl_last_error());
-  MPI_Comm_call_errhandler(comm, cpli_mpi_class_of(cpl_rc));
-  return cpli_mpi_class_of(cpl_rc);
+  MPI_Comm_call_errhandler(comm, code);
+  return code;
 }
 
 /* MPI_Allgather waits as long as it takes; only an explicit CPL_TIMEOUT
