@@ -176,7 +176,8 @@ static int cpli_mpi_inter_check(const cpli_mpi_call *c, int rsize, int *code, co
   if (c->sendbuf == MPI_IN_PLACE)
     return *code = MPI_ERR_ARG, *why = "MPI_IN_PLACE is not allowed on an intercommunicator", 0;
   if (c->sendcount < 0) return *code = MPI_ERR_COUNT, *why = "sendcount is negative", 0;
-  if (c->sendcount > 0 && !cpli_mpi_type_ok(c->sendtype))
+  /* MPI_DATATYPE_NULL is refused even with count 0, as MPICH does. */
+  if (!cpli_mpi_type_ok(c->sendtype))
     return *code = MPI_ERR_TYPE, *why = "sendtype is MPI_DATATYPE_NULL", 0;
   if (cpli_buffer_null(c->sendbuf, c->sendcount, c->sendtype))
     return *code = MPI_ERR_BUFFER, *why = "sendbuf is NULL with a nonzero sendcount", 0;
@@ -192,7 +193,7 @@ static int cpli_mpi_inter_check(const cpli_mpi_call *c, int rsize, int *code, co
     if (c->recvcount < 0) return *code = MPI_ERR_COUNT, *why = "recvcount is negative", 0;
     total = c->recvcount;
   }
-  if (total > 0 && !cpli_mpi_type_ok(c->recvtype))
+  if (!cpli_mpi_type_ok(c->recvtype))
     return *code = MPI_ERR_TYPE, *why = "recvtype is MPI_DATATYPE_NULL", 0;
   if (cpli_buffer_null(c->recvbuf, total, c->recvtype))
     return *code = MPI_ERR_BUFFER, *why = "recvbuf is NULL with nonzero recvcounts", 0;
@@ -327,7 +328,7 @@ static int cpli_mpi_intra(const cpli_mpi_call *c) {
    * reports them with MPI's class (MPI_ERR_TYPE, MPI_ERR_BUFFER; the
    * engine's would be MPI_ERR_ARG) or handles them exactly as MPI does.
    * A bad recvtype or recvcount makes the choice below PMPI. */
-  const int sends = c->sendbuf != MPI_IN_PLACE && c->sendcount != 0;
+  const int sends = c->sendbuf != MPI_IN_PLACE;
   int usable = !(regular && c->recvcount > 0 && (long long)(p - 1) * c->recvcount > INT_MAX) &&
                !(!regular && (!c->recvcounts || !c->displs)) &&
                !(sends && (c->sendcount < 0 || !cpli_mpi_type_ok(c->sendtype) ||

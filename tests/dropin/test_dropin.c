@@ -439,8 +439,9 @@ static void run_errors(const side *s) {
   } cases[] = {{"negative sendcount", MPI_ERR_COUNT},
                {"MPI_IN_PLACE on an intercommunicator", MPI_ERR_ARG},
                {"negative recvcounts entry", MPI_ERR_COUNT},
-               {"MPI_DATATYPE_NULL", MPI_ERR_TYPE}};
-  for (int c = 0; c < 4; c++) {
+               {"MPI_DATATYPE_NULL", MPI_ERR_TYPE},
+               {"MPI_DATATYPE_NULL, count 0 (MPICH refuses it)", MPI_ERR_TYPE}};
+  for (int c = 0; c < 5; c++) {
     int rc;
     switch (c) {
     case 0: rc = allgather(buf, -1, MPI_INT, rbuf, 1, MPI_INT, s->inter, cases[c].what); break;
@@ -450,7 +451,12 @@ static void run_errors(const side *s) {
     case 2:
       rc = allgatherv(buf, 1, MPI_INT, rbuf, cnt, dsp, MPI_INT, s->inter, cases[c].what);
       break;
-    default: rc = allgather(buf, 1, MPI_DATATYPE_NULL, rbuf, 1, MPI_INT, s->inter, cases[c].what);
+    case 3:
+      rc = allgather(buf, 1, MPI_DATATYPE_NULL, rbuf, 1, MPI_INT, s->inter, cases[c].what);
+      break;
+    default:
+      rc =
+          allgather(buf, 0, MPI_DATATYPE_NULL, rbuf, 0, MPI_DATATYPE_NULL, s->inter, cases[c].what);
     }
     checks++;
     MPI_Error_class(rc, &cls);
@@ -482,14 +488,15 @@ static void run_intra_errors(void) {
   int p, buf[4] = {1, 2, 3, 4}, *rbuf = malloc(sizeof(int) * 4 * 64);
   MPI_Comm_size(comm, &p);
   static const char *what[] = {"intra sendtype MPI_DATATYPE_NULL", "intra sendbuf NULL",
-                               "intra recvbuf NULL"};
-  for (int c = 0; c < 3; c++) {
+                               "intra recvbuf NULL", "intra MPI_DATATYPE_NULL, count 0"};
+  for (int c = 0; c < 4; c++) {
     const void *sb = c == 1 ? NULL : buf;
     void *rb = c == 2 ? NULL : rbuf;
-    MPI_Datatype st = c == 0 ? MPI_DATATYPE_NULL : MPI_INT;
+    MPI_Datatype st = c == 0 || c == 3 ? MPI_DATATYPE_NULL : MPI_INT;
+    const int n = c == 3 ? 0 : 4;
     int want, got;
-    MPI_Error_class(PMPI_Allgather(sb, 4, st, rb, 4, MPI_INT, comm), &want);
-    MPI_Error_class(allgather(sb, 4, st, rb, 4, MPI_INT, comm, what[c]), &got);
+    MPI_Error_class(PMPI_Allgather(sb, n, st, rb, n, MPI_INT, comm), &want);
+    MPI_Error_class(allgather(sb, n, st, rb, n, MPI_INT, comm, what[c]), &got);
     checks++;
     if (want == MPI_SUCCESS || got != want) {
       char msg[80];
