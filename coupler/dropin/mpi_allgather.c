@@ -334,6 +334,12 @@ static int cpli_mpi_intra(const cpli_mpi_call *c) {
                !(sends && (c->sendcount < 0 || !cpli_mpi_type_ok(c->sendtype) ||
                            cpli_buffer_null(c->sendbuf, c->sendcount, c->sendtype))) &&
                !cpli_buffer_null(c->recvbuf, regular ? c->recvcount : 1, c->recvtype);
+  /* A contribution longer than its own block: MPI_ERR_TRUNCATE from MPI
+   * (the engine's would be MPI_ERR_ARG). */
+  if (usable && sends && cpli_mpi_type_ok(c->recvtype) &&
+      cpli_mpi_bytes(c->sendcount, c->sendtype) >
+          cpli_mpi_bytes(regular ? c->recvcount : c->recvcounts[r], c->recvtype))
+    usable = 0;
   if (usable) rc = cpli_mpi_intra_choice(p, c->recvcounts, c->recvcount, c->recvtype, &a);
   if (rc != CPL_OK) return cpli_mpi_engine_error(c->comm, rc, c->fn);
   if (cpli_mpi_env_on("CPL_MPI_VERBOSE"))

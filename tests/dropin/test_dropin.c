@@ -488,15 +488,16 @@ static void run_intra_errors(void) {
   int p, buf[4] = {1, 2, 3, 4}, *rbuf = malloc(sizeof(int) * 4 * 64);
   MPI_Comm_size(comm, &p);
   static const char *what[] = {"intra sendtype MPI_DATATYPE_NULL", "intra sendbuf NULL",
-                               "intra recvbuf NULL", "intra MPI_DATATYPE_NULL, count 0"};
-  for (int c = 0; c < 4; c++) {
+                               "intra recvbuf NULL", "intra MPI_DATATYPE_NULL, count 0",
+                               "intra 4 ints sent, blocks of 2 (MPI_ERR_TRUNCATE)"};
+  for (int c = 0; c < 5; c++) {
     const void *sb = c == 1 ? NULL : buf;
     void *rb = c == 2 ? NULL : rbuf;
     MPI_Datatype st = c == 0 || c == 3 ? MPI_DATATYPE_NULL : MPI_INT;
-    const int n = c == 3 ? 0 : 4;
+    const int n = c == 3 ? 0 : 4, rn = c == 4 ? 2 : n;
     int want, got;
-    MPI_Error_class(PMPI_Allgather(sb, n, st, rb, n, MPI_INT, comm), &want);
-    MPI_Error_class(allgather(sb, n, st, rb, n, MPI_INT, comm, what[c]), &got);
+    MPI_Error_class(PMPI_Allgather(sb, n, st, rb, rn, MPI_INT, comm), &want);
+    MPI_Error_class(allgather(sb, n, st, rb, rn, MPI_INT, comm, what[c]), &got);
     checks++;
     if (want == MPI_SUCCESS || got != want) {
       char msg[80];
