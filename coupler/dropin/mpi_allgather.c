@@ -32,6 +32,7 @@
  * nonblocking forms), so these wrappers cannot recurse.
  */
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,7 +169,29 @@ typedef struct cpli_mpi_call {
   MPI_Comm comm;
 } cpli_mpi_call;
 
-static int cpli_mpi_type_ok(MPI_Datatype t) { return t != MPI_DATATYPE_NULL; }
+/* A private duplicate of MPI_COMM_SELF that returns errors: the type
+ * check below asks MPI on it, so the check itself raises nothing. */
+static pthread_once_t cpli_mpi_self_once = PTHREAD_ONCE_INIT;
+static MPI_Comm cpli_mpi_self = MPI_COMM_NULL;
+
+static void cpli_mpi_self_make(void) {
+  if (PMPI_Comm_dup(MPI_COMM_SELF, &cpli_mpi_self) == MPI_SUCCESS)
+    PMPI_Comm_set_errhandler(cpli_mpi_self, MPI_ERRORS_RETURN);
+}
+
+/* Not MPI_DATATYPE_NULL, and committed: MPI refuses an uncommitted type
+ * (MPI_ERR_TYPE), but the engine moves a contiguous one without asking
+ * MPI. Named types are always committed; MPI_Pack_size checks the rest. */
+static int cpli_mpi_type_ok(MPI_Datatype t) {
+  if (t == MPI_DATATYPE_NULL) return 0;
+  int ni, na, nd, comb;
+  if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb) != MPI_SUCCESS || comb == MPI_COMBINER_NAMED)
+    return 1;
+  pthread_once(&cpli_mpi_self_once, cpli_mpi_self_make);
+  MPI_Count size;
+  return cpli_mpi_self == MPI_COMM_NULL ||
+         PMPI_Pack_size_c(1, t, cpli_mpi_self, &size) == MPI_SUCCESS;
+}
 
 /* MPI's local argument checks, so bad calls fail before communicating. */
 static int cpli_mpi_inter_check(const cpli_mpi_call *c, int rsize, int *code, const char **why) {
@@ -178,7 +201,7 @@ static int cpli_mpi_inter_check(const cpli_mpi_call *c, int rsize, int *code, co
   if (c->sendcount < 0) return *code = MPI_ERR_COUNT, *why = "sendcount is negative", 0;
   /* MPI_DATATYPE_NULL is refused even with count 0, as MPICH does. */
   if (!cpli_mpi_type_ok(c->sendtype))
-    return *code = MPI_ERR_TYPE, *why = "sendtype is MPI_DATATYPE_NULL", 0;
+    return *code = MPI_ERR_TYPE, *why = "sendtype is MPI_DATATYPE_NULL or not committed", 0;
   if (cpli_buffer_null(c->sendbuf, c->sendcount, c->sendtype))
     return *code = MPI_ERR_BUFFER, *why = "sendbuf is NULL with a nonzero sendcount", 0;
   long long total = 0;
@@ -194,7 +217,7 @@ static int cpli_mpi_inter_check(const cpli_mpi_call *c, int rsize, int *code, co
     total = c->recvcount;
   }
   if (!cpli_mpi_type_ok(c->recvtype))
-    return *code = MPI_ERR_TYPE, *why = "recvtype is MPI_DATATYPE_NULL", 0;
+    return *code = MPI_ERR_TYPE, *why = "recvtype is MPI_DATATYPE_NULL or not committed", 0;
   if (cpli_buffer_null(c->recvbuf, total, c->recvtype))
     return *code = MPI_ERR_BUFFER, *why = "recvbuf is NULL with nonzero recvcounts", 0;
   return 1;
@@ -326,17 +349,18 @@ static int cpli_mpi_intra(const cpli_mpi_call *c) {
   int rc = CPL_OK;
   /* Bad arguments and int-overflowing displacements go to PMPI, which
    * reports them with MPI's class (MPI_ERR_TYPE, MPI_ERR_BUFFER; the
-   * engine's would be MPI_ERR_ARG) or handles them exactly as MPI does.
-   * A bad recvtype or recvcount makes the choice below PMPI. */
+   * engine's would be MPI_ERR_ARG or none) or handles them exactly as MPI
+   * does. A negative recvcount makes the choice below PMPI. */
   const int sends = c->sendbuf != MPI_IN_PLACE;
   int usable = !(regular && c->recvcount > 0 && (long long)(p - 1) * c->recvcount > INT_MAX) &&
                !(!regular && (!c->recvcounts || !c->displs)) &&
                !(sends && (c->sendcount < 0 || !cpli_mpi_type_ok(c->sendtype) ||
                            cpli_buffer_null(c->sendbuf, c->sendcount, c->sendtype))) &&
+               cpli_mpi_type_ok(c->recvtype) &&
                !cpli_buffer_null(c->recvbuf, regular ? c->recvcount : 1, c->recvtype);
   /* A contribution longer than its own block: MPI_ERR_TRUNCATE from MPI
    * (the engine's would be MPI_ERR_ARG). */
-  if (usable && sends && cpli_mpi_type_ok(c->recvtype) &&
+  if (usable && sends &&
       cpli_mpi_bytes(c->sendcount, c->sendtype) >
           cpli_mpi_bytes(regular ? c->recvcount : c->recvcounts[r], c->recvtype))
     usable = 0;

@@ -440,8 +440,11 @@ static void run_errors(const side *s) {
                {"MPI_IN_PLACE on an intercommunicator", MPI_ERR_ARG},
                {"negative recvcounts entry", MPI_ERR_COUNT},
                {"MPI_DATATYPE_NULL", MPI_ERR_TYPE},
-               {"MPI_DATATYPE_NULL, count 0 (MPICH refuses it)", MPI_ERR_TYPE}};
-  for (int c = 0; c < 5; c++) {
+               {"MPI_DATATYPE_NULL, count 0 (MPICH refuses it)", MPI_ERR_TYPE},
+               {"uncommitted datatype", MPI_ERR_TYPE}};
+  MPI_Datatype loose; /* never committed */
+  MPI_Type_contiguous(2, MPI_INT, &loose);
+  for (int c = 0; c < 6; c++) {
     int rc;
     switch (c) {
     case 0: rc = allgather(buf, -1, MPI_INT, rbuf, 1, MPI_INT, s->inter, cases[c].what); break;
@@ -454,9 +457,11 @@ static void run_errors(const side *s) {
     case 3:
       rc = allgather(buf, 1, MPI_DATATYPE_NULL, rbuf, 1, MPI_INT, s->inter, cases[c].what);
       break;
-    default:
+    case 4:
       rc =
           allgather(buf, 0, MPI_DATATYPE_NULL, rbuf, 0, MPI_DATATYPE_NULL, s->inter, cases[c].what);
+      break;
+    default: rc = allgather(buf, 1, loose, rbuf, 1, loose, s->inter, cases[c].what);
     }
     checks++;
     MPI_Error_class(rc, &cls);
@@ -468,6 +473,7 @@ static void run_errors(const side *s) {
       fail(cases[c].what, msg);
     }
   }
+  MPI_Type_free(&loose);
   /* The MPI library agrees these are errors. */
   checks++;
   if (PMPI_Allgather(buf, -1, MPI_INT, rbuf, 1, MPI_INT, s->inter) == MPI_SUCCESS)
@@ -487,13 +493,18 @@ static void run_intra_errors(void) {
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
   int p, buf[4] = {1, 2, 3, 4}, *rbuf = malloc(sizeof(int) * 4 * 64);
   MPI_Comm_size(comm, &p);
-  static const char *what[] = {"intra sendtype MPI_DATATYPE_NULL", "intra sendbuf NULL",
-                               "intra recvbuf NULL", "intra MPI_DATATYPE_NULL, count 0",
-                               "intra 4 ints sent, blocks of 2 (MPI_ERR_TRUNCATE)"};
-  for (int c = 0; c < 5; c++) {
+  static const char *what[] = {"intra sendtype MPI_DATATYPE_NULL",
+                               "intra sendbuf NULL",
+                               "intra recvbuf NULL",
+                               "intra MPI_DATATYPE_NULL, count 0",
+                               "intra 4 ints sent, blocks of 2 (MPI_ERR_TRUNCATE)",
+                               "intra uncommitted sendtype"};
+  MPI_Datatype loose; /* never committed */
+  MPI_Type_contiguous(1, MPI_INT, &loose);
+  for (int c = 0; c < 6; c++) {
     const void *sb = c == 1 ? NULL : buf;
     void *rb = c == 2 ? NULL : rbuf;
-    MPI_Datatype st = c == 0 || c == 3 ? MPI_DATATYPE_NULL : MPI_INT;
+    MPI_Datatype st = c == 0 || c == 3 ? MPI_DATATYPE_NULL : c == 5 ? loose : MPI_INT;
     const int n = c == 3 ? 0 : 4, rn = c == 4 ? 2 : n;
     int want, got;
     MPI_Error_class(PMPI_Allgather(sb, n, st, rb, rn, MPI_INT, comm), &want);
@@ -505,6 +516,7 @@ static void run_intra_errors(void) {
       fail(what[c], msg);
     }
   }
+  MPI_Type_free(&loose);
   free(rbuf);
   MPI_Comm_free(&comm);
 }
