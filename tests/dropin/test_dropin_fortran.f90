@@ -12,7 +12,7 @@ program test_dropin_fortran
       import :: c_int
     end function interposed_calls
   end interface
-  integer :: ierr, wrank, wsize, half, color, local, inter, rsize, rbase, i, j, n, fails, total
+  integer :: ierr, wrank, wsize, half, color, local, inter, rsize, rbase, i, j, n, k, fails, total
   integer :: s(3), r(3 * 64), counts(64), displs(64)
 
   call MPI_Init(ierr)
@@ -31,7 +31,8 @@ program test_dropin_fortran
   n = interposed_calls()
   r = -1
   call MPI_Allgather(s, 3, MPI_INTEGER, r, 3, MPI_INTEGER, inter, ierr)
-  call check('MPI_ALLGATHER inter', ierr == MPI_SUCCESS .and. interposed_calls() == n + 1)
+  k = interposed_calls() ! before the test: .and. may skip a call in it
+  call check('MPI_ALLGATHER inter', ierr == MPI_SUCCESS .and. k == n + 1)
   do i = 0, rsize - 1
     call check('MPI_ALLGATHER inter values', all(r(3 * i + 1:3 * i + 3) == &
                                                 [((rbase + i) * 10 + j, j = 1, 3)]))
@@ -45,7 +46,8 @@ program test_dropin_fortran
   n = interposed_calls()
   r = -1
   call MPI_Allgatherv(s, 3, MPI_INTEGER, r, counts, displs, MPI_INTEGER, inter, ierr)
-  call check('MPI_ALLGATHERV inter', ierr == MPI_SUCCESS .and. interposed_calls() == n + 1)
+  k = interposed_calls() ! before the test: .and. may skip a call in it
+  call check('MPI_ALLGATHERV inter', ierr == MPI_SUCCESS .and. k == n + 1)
   do i = 0, rsize - 1
     call check('MPI_ALLGATHERV inter values', all(r(displs(i + 1) + 1:displs(i + 1) + 3) == &
                                                  [((rbase + i) * 10 + j, j = 1, 3)]))
@@ -55,7 +57,8 @@ program test_dropin_fortran
   r = -1
   r(3 * wrank + 1:3 * wrank + 3) = s
   call MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r, 3, MPI_INTEGER, MPI_COMM_WORLD, ierr)
-  call check('MPI_ALLGATHER MPI_IN_PLACE', ierr == MPI_SUCCESS .and. interposed_calls() == n + 1)
+  k = interposed_calls() ! before the test: .and. may skip a call in it
+  call check('MPI_ALLGATHER MPI_IN_PLACE', ierr == MPI_SUCCESS .and. k == n + 1)
   do i = 0, wsize - 1
     call check('MPI_ALLGATHER MPI_IN_PLACE values', all(r(3 * i + 1:3 * i + 3) == &
                                                        [(i * 10 + j, j = 1, 3)]))
