@@ -105,6 +105,36 @@ static int get_type(MPI_Datatype t, const char *what, type_info *ti) {
   return CPL_OK;
 }
 
+int cpli_buffer_null(const void *buf, long long count, MPI_Datatype type) {
+  MPI_Count size = 0, lb = 0, extent;
+  if (buf || count <= 0 || type == MPI_DATATYPE_NULL) return 0;
+  MPI_Type_size_c(type, &size);
+  MPI_Type_get_true_extent_c(type, &lb, &extent);
+  return size > 0 && lb == 0;
+}
+
+/* MPI_Pack and MPI_Unpack (pack: 1, unpack: 0) of count elements of type
+ * at buf, also at MPI_BOTTOM (NULL), which MPICH 4.0.2's MPI_Pack refuses:
+ * there the same bytes are one element of {count x type at -lb} at lb,
+ * the data's own address. An MPI error code. */
+static int pack_at(int pack, void *buf, MPI_Count count, MPI_Datatype type, void *packed,
+                   MPI_Count size, MPI_Count *pos, MPI_Comm comm) {
+  MPI_Datatype shifted = MPI_DATATYPE_NULL;
+  if (!buf && count > 0) {
+    MPI_Count lb, extent;
+    int rc = MPI_Type_get_true_extent_c(type, &lb, &extent);
+    const MPI_Count disp = -lb;
+    if (rc == MPI_SUCCESS) rc = MPI_Type_create_struct_c(1, &count, &disp, &type, &shifted);
+    if (rc == MPI_SUCCESS) rc = MPI_Type_commit(&shifted);
+    if (rc != MPI_SUCCESS) return rc;
+    buf = (char *)(intptr_t)lb, count = 1, type = shifted;
+  }
+  const int rc = pack ? MPI_Pack_c(buf, count, type, packed, size, pos, comm)
+                      : MPI_Unpack_c(packed, size, pos, buf, count, type, comm);
+  if (shifted != MPI_DATATYPE_NULL) MPI_Type_free(&shifted);
+  return rc;
+}
+
 /* One contribution as bytes: in place if dense, else packed into *tmp. */
 static int send_view(const void *buf, int count, MPI_Datatype type, MPI_Comm comm, const void **out,
                      size_t *bytes, char **tmp) {
@@ -124,7 +154,7 @@ static int send_view(const void *buf, int count, MPI_Datatype type, MPI_Comm com
   CPLI_TRY(cpli_mpi_check(rc, "MPI_Pack_size", "packing the send buffer"));
   if (!(*tmp = malloc(psize ? (size_t)psize : 1)))
     return cpli_fail(CPL_ERR_NOMEM, "out of memory packing %lld bytes", (long long)psize);
-  rc = MPI_Pack_c(buf, count, type, *tmp, psize, &pos, comm);
+  rc = pack_at(1, (void *)buf, count, type, *tmp, psize, &pos, comm);
   CPLI_TRY(cpli_mpi_check(rc, "MPI_Pack", "packing the send buffer"));
   *out = *tmp;
   *bytes = (size_t)pos;
@@ -159,10 +189,10 @@ static int recv_view_make(void *recvbuf, const int *recvcounts, const int *displ
       return cpli_fail(CPL_ERR_ARG, "recvcounts[%d] is negative (%d)", i, recvcounts[i]);
     total += (size_t)recvcounts[i];
   }
-  if (total > 0 && !recvbuf)
+  if (cpli_buffer_null(recvbuf, (long long)total, type))
     return cpli_fail(CPL_ERR_ARG, "recvbuf is NULL but recvcounts add up to %zu elements", total);
   if (total > 0) CPLI_TRY(get_type(type, "recvtype", &v->ti));
-  if (!(v->mem = malloc(sizeof *v->mem * 2 * (size_t)(n ? n : 1))))
+  if (!(v->mem = malloc(sizeof *v->mem * 2 * (size_t)(n > 0 ? n : 1))))
     return cpli_fail(CPL_ERR_NOMEM, "out of memory for %d blocks", n);
   size_t *counts = v->mem, *bd = v->mem + n;
   v->regular = 1;
@@ -205,9 +235,9 @@ static int recv_view_finish(recv_view *v, void *recvbuf, const int *recvcounts, 
     for (int i = 0; i < n && rc == CPL_OK; i++) {
       if (i == skip || recvcounts[i] == 0) continue;
       MPI_Count pos = 0;
-      int mrc = MPI_Unpack_c(v->stage + v->blk.displs[i], (MPI_Count)v->blk.counts[i], &pos,
-                             (char *)recvbuf + disp_of(displs, recvcounts, i) * v->ti.extent,
-                             recvcounts[i], type, comm);
+      int mrc =
+          pack_at(0, (char *)recvbuf + disp_of(displs, recvcounts, i) * v->ti.extent, recvcounts[i],
+                  type, v->stage + v->blk.displs[i], (MPI_Count)v->blk.counts[i], &pos, comm);
       rc = cpli_mpi_check(mrc, "MPI_Unpack", "unpacking block %d", i);
     }
   free(v->stage);
@@ -275,7 +305,7 @@ static int inter_engine(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
   const int sender = role == CPL_SENDER;
   if (sender && sendcount < 0)
     return cpli_fail(CPL_ERR_ARG, "sendcount is negative (%d)", sendcount);
-  if (sender && sendcount > 0 && !sendbuf)
+  if (sender && cpli_buffer_null(sendbuf, sendcount, sendtype))
     return cpli_fail(CPL_ERR_ARG, "sendbuf is NULL with sendcount %d", sendcount);
   cpli_link *link;
   CPLI_TRY(cpli_link_get(intercomm, &ctx, &link));
@@ -438,7 +468,7 @@ static int intra_engine(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
   const int in_place = sendbuf == MPI_IN_PLACE;
   if (!in_place && sendcount < 0)
     return cpli_fail(CPL_ERR_ARG, "sendcount is negative (%d)", sendcount);
-  if (!in_place && sendcount > 0 && !sendbuf)
+  if (!in_place && cpli_buffer_null(sendbuf, sendcount, sendtype))
     return cpli_fail(CPL_ERR_ARG, "sendbuf is NULL with sendcount %d", sendcount);
   recv_view v;
   CPLI_TRY(recv_view_make(recvbuf, recvcounts, displs, recvtype, p, &v));
@@ -447,9 +477,9 @@ static int intra_engine(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
   if (in_place && v.stage && recvcounts[r] > 0) {
     /* stage our own block from the caller's buffer */
     MPI_Count pos = 0;
-    rc = cpli_mpi_check(MPI_Pack_c((char *)recvbuf + disp_of(displs, recvcounts, r) * v.ti.extent,
-                                   recvcounts[r], recvtype, own_place, (MPI_Count)v.blk.counts[r],
-                                   &pos, comm),
+    rc = cpli_mpi_check(pack_at(1, (char *)recvbuf + disp_of(displs, recvcounts, r) * v.ti.extent,
+                                recvcounts[r], recvtype, own_place, (MPI_Count)v.blk.counts[r],
+                                &pos, comm),
                         "MPI_Pack", "staging the own block");
   } else if (!in_place) {
     const void *own;

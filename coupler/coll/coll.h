@@ -147,6 +147,11 @@ int cpli_inter_allgatherv_bytes(const void *own, size_t own_bytes, void *recvbuf
 int cpli_intra_allgatherv_bytes(void *buf, const size_t counts[], const size_t displs[],
                                 MPI_Comm comm, const cpl_coll_options *opt);
 
+/* Is buf a NULL pointer where count elements of type would be? NULL is
+ * MPI_BOTTOM, right for a type of absolute addresses (true lower bound
+ * not 0); wrong when data would sit at address 0, as MPI sees it. */
+int cpli_buffer_null(const void *buf, long long count, MPI_Datatype type);
+
 /* --------------------------------------------------------- intra-group */
 
 /* Allgatherv inside comm (a private communicator). On entry the calling

@@ -7,6 +7,7 @@
 #define MSG_MAX 2048
 
 static _Thread_local char last_msg[MSG_MAX];
+static _Thread_local int last_mpi_class = MPI_ERR_OTHER;
 
 static const char *const descriptions[CPL_STATUS_COUNT] = {
     [CPL_OK] = "success",
@@ -37,7 +38,10 @@ const char *cpl_strerror(int status) {
 
 const char *cpl_last_error(void) { return last_msg; }
 
+int cpli_last_mpi_class(void) { return last_mpi_class; }
+
 int cpli_fail(int status, const char *fmt, ...) {
+  last_mpi_class = MPI_ERR_OTHER;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(last_msg, sizeof last_msg, fmt, ap);
@@ -55,7 +59,9 @@ CPLI_COLD static int mpi_failed(int mpi_rc, const char *what, const char *fmt, v
   int len = 0;
   if (MPI_Error_string(mpi_rc, mpimsg, &len) != MPI_SUCCESS)
     snprintf(mpimsg, sizeof mpimsg, "MPI error code %d", mpi_rc);
-  return cpli_fail(CPL_ERR_MPI, "%s%s%s failed: %s", ctx, ctx[0] ? ": " : "", what, mpimsg);
+  const int rc = cpli_fail(CPL_ERR_MPI, "%s%s%s failed: %s", ctx, ctx[0] ? ": " : "", what, mpimsg);
+  if (MPI_Error_class(mpi_rc, &last_mpi_class) != MPI_SUCCESS) last_mpi_class = MPI_ERR_OTHER;
+  return rc;
 }
 
 int cpli_mpi_check(int mpi_rc, const char *what, const char *fmt, ...) {

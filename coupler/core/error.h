@@ -20,6 +20,11 @@ int cpli_fail(int status, const char *fmt, ...) CPLI_PRINTF(2, 3);
  * else CPL_ERR_MPI with the MPI error string appended to the context. */
 int cpli_mpi_check(int mpi_rc, const char *what, const char *fmt, ...) CPLI_PRINTF(3, 4);
 
+/* The MPI error class behind the thread's last failure if that was
+ * CPL_ERR_MPI (cpli_mpi_check), else MPI_ERR_OTHER: the drop-in returns
+ * it, as MPI would (MPI_ERR_TRUNCATE for a receive too small). */
+int cpli_last_mpi_class(void);
+
 /* Prepend context ("link sim.out->ana.in: ") to the current message. */
 void cpli_error_prefix(const char *fmt, ...) CPLI_PRINTF(1, 2);
 

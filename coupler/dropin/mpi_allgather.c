@@ -32,6 +32,7 @@
  * nonblocking forms), so these wrappers cannot recurse.
  */
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,7 +68,7 @@ static int cpli_mpi_class_of(int cpl_rc) {
   case CPL_ERR_UNSUPPORTED: return MPI_ERR_UNSUPPORTED_OPERATION;
   case CPL_ERR_TYPE: return MPI_ERR_TYPE;
   case CPL_ERR_INTERNAL: return MPI_ERR_INTERN;
-  /* The engine keeps only the MPI message, not the code: see README. */
+  case CPL_ERR_MPI: return cpli_last_mpi_class(); /* MPI_ERR_TRUNCATE, ... */
   default: return MPI_ERR_OTHER;
   }
 }
@@ -80,10 +81,11 @@ static int cpli_mpi_raise(MPI_Comm comm, int code, const char *fn, const char *w
 }
 
 static int cpli_mpi_engine_error(MPI_Comm comm, int cpl_rc, const char *fn) {
+  const int code = cpli_mpi_class_of(cpl_rc);
   /* Always printed: the MPI code alone cannot say where it failed. */
   fprintf(stderr, "coupler_mpi: %s failed: %s: %s\n", fn, cpl_strerror(cpl_rc), cpl_last_error());
-  MPI_Comm_call_errhandler(comm, cpli_mpi_class_of(cpl_rc));
-  return cpli_mpi_class_of(cpl_rc);
+  MPI_Comm_call_errhandler(comm, code);
+  return code;
 }
 
 /* MPI_Allgather waits as long as it takes; only an explicit CPL_TIMEOUT
@@ -167,7 +169,29 @@ typedef struct cpli_mpi_call {
   MPI_Comm comm;
 } cpli_mpi_call;
 
-static int cpli_mpi_type_ok(MPI_Datatype t) { return t != MPI_DATATYPE_NULL; }
+/* A private duplicate of MPI_COMM_SELF that returns errors: the type
+ * check below asks MPI on it, so the check itself raises nothing. */
+static pthread_once_t cpli_mpi_self_once = PTHREAD_ONCE_INIT;
+static MPI_Comm cpli_mpi_self = MPI_COMM_NULL;
+
+static void cpli_mpi_self_make(void) {
+  if (PMPI_Comm_dup(MPI_COMM_SELF, &cpli_mpi_self) == MPI_SUCCESS)
+    PMPI_Comm_set_errhandler(cpli_mpi_self, MPI_ERRORS_RETURN);
+}
+
+/* Not MPI_DATATYPE_NULL, and committed: MPI refuses an uncommitted type
+ * (MPI_ERR_TYPE), but the engine moves a contiguous one without asking
+ * MPI. Named types are always committed; MPI_Pack_size checks the rest. */
+static int cpli_mpi_type_ok(MPI_Datatype t) {
+  if (t == MPI_DATATYPE_NULL) return 0;
+  int ni, na, nd, comb;
+  if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb) != MPI_SUCCESS || comb == MPI_COMBINER_NAMED)
+    return 1;
+  pthread_once(&cpli_mpi_self_once, cpli_mpi_self_make);
+  MPI_Count size;
+  return cpli_mpi_self == MPI_COMM_NULL ||
+         PMPI_Pack_size_c(1, t, cpli_mpi_self, &size) == MPI_SUCCESS;
+}
 
 /* MPI's local argument checks, so bad calls fail before communicating. */
 static int cpli_mpi_inter_check(const cpli_mpi_call *c, int rsize, int *code, const char **why) {
@@ -175,9 +199,10 @@ static int cpli_mpi_inter_check(const cpli_mpi_call *c, int rsize, int *code, co
   if (c->sendbuf == MPI_IN_PLACE)
     return *code = MPI_ERR_ARG, *why = "MPI_IN_PLACE is not allowed on an intercommunicator", 0;
   if (c->sendcount < 0) return *code = MPI_ERR_COUNT, *why = "sendcount is negative", 0;
-  if (c->sendcount > 0 && !cpli_mpi_type_ok(c->sendtype))
-    return *code = MPI_ERR_TYPE, *why = "sendtype is MPI_DATATYPE_NULL", 0;
-  if (c->sendcount > 0 && !c->sendbuf)
+  /* MPI_DATATYPE_NULL is refused even with count 0, as MPICH does. */
+  if (!cpli_mpi_type_ok(c->sendtype))
+    return *code = MPI_ERR_TYPE, *why = "sendtype is MPI_DATATYPE_NULL or not committed", 0;
+  if (cpli_buffer_null(c->sendbuf, c->sendcount, c->sendtype))
     return *code = MPI_ERR_BUFFER, *why = "sendbuf is NULL with a nonzero sendcount", 0;
   long long total = 0;
   if (v) {
@@ -191,9 +216,9 @@ static int cpli_mpi_inter_check(const cpli_mpi_call *c, int rsize, int *code, co
     if (c->recvcount < 0) return *code = MPI_ERR_COUNT, *why = "recvcount is negative", 0;
     total = c->recvcount;
   }
-  if (total > 0 && !cpli_mpi_type_ok(c->recvtype))
-    return *code = MPI_ERR_TYPE, *why = "recvtype is MPI_DATATYPE_NULL", 0;
-  if (total > 0 && !c->recvbuf)
+  if (!cpli_mpi_type_ok(c->recvtype))
+    return *code = MPI_ERR_TYPE, *why = "recvtype is MPI_DATATYPE_NULL or not committed", 0;
+  if (cpli_buffer_null(c->recvbuf, total, c->recvtype))
     return *code = MPI_ERR_BUFFER, *why = "recvbuf is NULL with nonzero recvcounts", 0;
   return 1;
 }
@@ -323,10 +348,22 @@ static int cpli_mpi_intra(const cpli_mpi_call *c) {
   cpl_intra_algorithm a = CPL_INTRA_NATIVE;
   int rc = CPL_OK;
   /* Bad arguments and int-overflowing displacements go to PMPI, which
-   * reports or handles them exactly as MPI does. */
+   * reports them with MPI's class (MPI_ERR_TYPE, MPI_ERR_BUFFER; the
+   * engine's would be MPI_ERR_ARG or none) or handles them exactly as MPI
+   * does. A negative recvcount makes the choice below PMPI. */
+  const int sends = c->sendbuf != MPI_IN_PLACE;
   int usable = !(regular && c->recvcount > 0 && (long long)(p - 1) * c->recvcount > INT_MAX) &&
                !(!regular && (!c->recvcounts || !c->displs)) &&
-               !(c->sendbuf != MPI_IN_PLACE && c->sendcount < 0);
+               !(sends && (c->sendcount < 0 || !cpli_mpi_type_ok(c->sendtype) ||
+                           cpli_buffer_null(c->sendbuf, c->sendcount, c->sendtype))) &&
+               cpli_mpi_type_ok(c->recvtype) &&
+               !cpli_buffer_null(c->recvbuf, regular ? c->recvcount : 1, c->recvtype);
+  /* A contribution longer than its own block: MPI_ERR_TRUNCATE from MPI
+   * (the engine's would be MPI_ERR_ARG). */
+  if (usable && sends &&
+      cpli_mpi_bytes(c->sendcount, c->sendtype) >
+          cpli_mpi_bytes(regular ? c->recvcount : c->recvcounts[r], c->recvtype))
+    usable = 0;
   if (usable) rc = cpli_mpi_intra_choice(p, c->recvcounts, c->recvcount, c->recvtype, &a);
   if (rc != CPL_OK) return cpli_mpi_engine_error(c->comm, rc, c->fn);
   if (cpli_mpi_env_on("CPL_MPI_VERBOSE"))
@@ -352,15 +389,27 @@ static int cpli_mpi_intra(const cpli_mpi_call *c) {
 
 /* ------------------------------------------------------------- dispatch */
 
+/* 1 inter, 0 intra, -1: MPI's own call, which reports the error in the
+ * program's call's name: MPI not initialized or already finalized, a null
+ * or invalid communicator. MPI raises an invalid handle's error on world,
+ * whose fatal handler would abort in the probe, naming
+ * MPI_Comm_test_inter: world returns errors for the probe. */
+static int cpli_mpi_kind(MPI_Comm comm) {
+  int up = 0, down = 1, inter = 0;
+  PMPI_Initialized(&up);
+  PMPI_Finalized(&down);
+  if (!up || down || comm == MPI_COMM_NULL) return -1;
+  cpli_world_returns_enter();
+  const int rc = PMPI_Comm_test_inter(comm, &inter);
+  cpli_world_returns_leave();
+  return rc == MPI_SUCCESS ? inter != 0 : -1;
+}
+
 static int cpli_mpi_dispatch(const cpli_mpi_call *c) {
   atomic_fetch_add(&cpli_mpi_calls, 1);
   cpli_tuning_refresh();
-  int inter = 0;
-  /* A null or invalid communicator, or CPL_MPI_DISABLE: MPI's own call,
-   * which reports bad communicators the standard way. */
-  if (c->comm == MPI_COMM_NULL || cpli_mpi_env_on("CPL_MPI_DISABLE") ||
-      PMPI_Comm_test_inter(c->comm, &inter) != MPI_SUCCESS)
-    inter = -1;
+  /* CPL_MPI_DISABLE: every call is MPI's own. */
+  const int inter = cpli_mpi_env_on("CPL_MPI_DISABLE") ? -1 : cpli_mpi_kind(c->comm);
   if (inter == 1) return cpli_mpi_inter(c);
   if (inter == 0) return cpli_mpi_intra(c);
   return c->v ? PMPI_Allgatherv(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf, c->recvcounts,

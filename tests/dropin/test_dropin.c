@@ -12,21 +12,29 @@
  *   create   intercommunicator from two MPI_Comm_create calls: world ranks
  *            r % 3 == 0 against the rest (interleaved, needs >= 2 ranks)
  *   intra    intracommunicator calls (world and a split half), MPI_IN_PLACE
- *   errors   MPI_ERRORS_RETURN: bad arguments return codes, nothing aborts
+ *   errors   MPI_ERRORS_RETURN: bad arguments return codes with MPI's class
+ *            (inter, and intra on a duplicate of world), nothing aborts
  *   mismatch only the count mismatch of `errors`, on every shape
  *   cycle    create, use and free many intercommunicators: the library's
  *            private communicators must be freed with the user's
  *   verbose  CPL_MPI_VERBOSE=1 prints a line naming the algorithm
+ *   invalid-comm    MPI_Allgather on an invalid handle, world's handler
+ *            fatal: must abort naming MPI_Allgather (checked by ctest)
+ *   after-finalize  MPI_Allgather after MPI_Finalize: the same
+ *   threads  MPI_THREAD_MULTIPLE: threads call at once on their own
+ *            communicators after each communicator's first call
  *   --expect-interposed  fail unless cpl_mpi_interposed_calls() exists and
  *            counts every MPI_Allgather(v) call (i.e. the library is in)
  *
  * On every intercommunicator: MPI_Allgather and MPI_Allgatherv, both
  * directions and one direction only, counts 0, 1, odd and 100000, with
  * MPI_INT, a strided vector type (on the send or the receive side) and a
- * padded struct type.
+ * padded struct type; and MPI_BOTTOM with absolute-address types (inter
+ * and intra).
  */
 #include <dlfcn.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -266,6 +274,70 @@ static void case_allgatherv(const side *s, int k, int pt, int call) {
   free(rc), free(dp), free(sb), free(sc), free(ref), free(got);
 }
 
+/* MPI_BOTTOM (NULL in MPICH) with absolute-address datatypes, on the
+ * send side, the receive side or both, MPI_Allgather and MPI_Allgatherv:
+ * valid MPI, which the library refused (MPI_ERR_BUFFER on
+ * intercommunicators; on intracommunicators a NULL buffer error from the
+ * engine, then MPICH's MPI_Pack, which refuses a NULL buffer). */
+static MPI_Datatype at_address(const void *p, int ints) {
+  MPI_Aint a;
+  MPI_Get_address(p, &a);
+  MPI_Datatype t;
+  MPI_Type_create_hindexed(1, &ints, &a, MPI_INT, &t);
+  MPI_Type_commit(&t);
+  return t;
+}
+
+static void case_bottom(const side *s) {
+  enum { N = 3 }; /* ints per block */
+  int sb[N], sc[N];
+  const size_t rn = (size_t)s->rsize * N * sizeof(int) + 1;
+  unsigned char *ref = malloc(rn), *got = malloc(rn);
+  for (int i = 0; i < N; i++) sb[i] = wrank * 100 + i;
+  memcpy(sc, sb, sizeof sb);
+  /* A block type at got/ref: element i is block i (extent N ints). */
+  MPI_Datatype sbt = at_address(sb, N), rt_got, rt_ref, t;
+  t = at_address(got, N);
+  MPI_Type_create_resized(t, 0, N * (MPI_Aint)sizeof(int), &rt_got);
+  MPI_Type_free(&t);
+  t = at_address(ref, N);
+  MPI_Type_create_resized(t, 0, N * (MPI_Aint)sizeof(int), &rt_ref);
+  MPI_Type_free(&t);
+  MPI_Type_commit(&rt_got), MPI_Type_commit(&rt_ref);
+  int *cnt = malloc(sizeof(int) * 2 * (size_t)s->rsize), *dsp = cnt + s->rsize;
+  for (int i = 0; i < s->rsize; i++) cnt[i] = 1, dsp[i] = s->rsize - 1 - i;
+  for (int c = 0; c < 6; c++) {
+    const int send_bottom = c % 3 != 1, recv_bottom = c % 3 != 0, v = c >= 3;
+    const void *sbuf = send_bottom ? MPI_BOTTOM : sb;
+    MPI_Datatype st = send_bottom ? sbt : MPI_INT;
+    const int scount = send_bottom ? 1 : N;
+    memset(ref, FILL, rn), memset(got, FILL, rn);
+    char what[96];
+    snprintf(what, sizeof what, "MPI_BOTTOM %s%s", send_bottom ? "send" : "",
+             recv_bottom ? " recv" : "");
+    int r1, r2;
+    if (!v) {
+      r1 = PMPI_Allgather(sbuf, scount, st, recv_bottom ? MPI_BOTTOM : ref, recv_bottom ? 1 : N,
+                          recv_bottom ? rt_ref : MPI_INT, s->inter);
+      r2 = allgather(sbuf, scount, st, recv_bottom ? MPI_BOTTOM : got, recv_bottom ? 1 : N,
+                     recv_bottom ? rt_got : MPI_INT, s->inter, what);
+    } else {
+      /* blocks in reverse order; counts and displacements in rt units */
+      if (!recv_bottom)
+        for (int i = 0; i < s->rsize; i++) cnt[i] = N, dsp[i] = (s->rsize - 1 - i) * N;
+      r1 = PMPI_Allgatherv(sbuf, scount, st, recv_bottom ? MPI_BOTTOM : ref, cnt, dsp,
+                           recv_bottom ? rt_ref : MPI_INT, s->inter);
+      r2 = allgatherv(sbuf, scount, st, recv_bottom ? MPI_BOTTOM : got, cnt, dsp,
+                      recv_bottom ? rt_got : MPI_INT, s->inter, what);
+      for (int i = 0; i < s->rsize; i++) cnt[i] = 1, dsp[i] = s->rsize - 1 - i;
+    }
+    compare(s, v ? "MPI_Allgatherv" : "MPI_Allgather", what, ref, got, rn, r1, r2,
+            (const unsigned char *)sb, (const unsigned char *)sc, sizeof sb);
+  }
+  MPI_Type_free(&sbt), MPI_Type_free(&rt_got), MPI_Type_free(&rt_ref);
+  free(cnt), free(ref), free(got);
+}
+
 static void run_inter(const side *s) {
   static const int counts[][2] = {{0, 0}, {1, 1}, {37, 5}, {LARGE, LARGE}, {7, 0}, {0, 7}};
   int call = 0;
@@ -274,6 +346,7 @@ static void run_inter(const side *s) {
       case_allgather(s, k, counts[c][0], counts[c][1], call++);
     for (int pt = 0; pt < V_COUNT; pt++) case_allgatherv(s, k, pt, call++);
   }
+  case_bottom(s);
 }
 
 /* ------------------------------------------------------ building shapes */
@@ -342,8 +415,14 @@ static void run_mismatch(const side *s) {
   int rc = s->in_a ? allgather(sbuf, 4, MPI_INT, rb, 4, MPI_INT, bad, "count mismatch")
                    : allgather(sbuf, 2, MPI_INT, rb, 2, MPI_INT, bad, "count mismatch");
   checks++;
+  int cls;
+  MPI_Error_class(rc, &cls);
   if (!s->in_a && rc == MPI_SUCCESS)
     fail("count mismatch", "the receiving side returned MPI_SUCCESS");
+  /* MPI's class for a message longer than the receive, where the
+   * receiver is the one that sees it (no forwarding peers). */
+  else if (!s->in_a && !deadline && cls != MPI_ERR_TRUNCATE)
+    fail("count mismatch", "the receiving side's error class is not MPI_ERR_TRUNCATE");
   if (deadline) unsetenv("CPL_TIMEOUT");
   free(rb);
   MPI_Comm_free(&bad);
@@ -360,8 +439,12 @@ static void run_errors(const side *s) {
   } cases[] = {{"negative sendcount", MPI_ERR_COUNT},
                {"MPI_IN_PLACE on an intercommunicator", MPI_ERR_ARG},
                {"negative recvcounts entry", MPI_ERR_COUNT},
-               {"MPI_DATATYPE_NULL", MPI_ERR_TYPE}};
-  for (int c = 0; c < 4; c++) {
+               {"MPI_DATATYPE_NULL", MPI_ERR_TYPE},
+               {"MPI_DATATYPE_NULL, count 0 (MPICH refuses it)", MPI_ERR_TYPE},
+               {"uncommitted datatype", MPI_ERR_TYPE}};
+  MPI_Datatype loose; /* never committed */
+  MPI_Type_contiguous(2, MPI_INT, &loose);
+  for (int c = 0; c < 6; c++) {
     int rc;
     switch (c) {
     case 0: rc = allgather(buf, -1, MPI_INT, rbuf, 1, MPI_INT, s->inter, cases[c].what); break;
@@ -371,7 +454,14 @@ static void run_errors(const side *s) {
     case 2:
       rc = allgatherv(buf, 1, MPI_INT, rbuf, cnt, dsp, MPI_INT, s->inter, cases[c].what);
       break;
-    default: rc = allgather(buf, 1, MPI_DATATYPE_NULL, rbuf, 1, MPI_INT, s->inter, cases[c].what);
+    case 3:
+      rc = allgather(buf, 1, MPI_DATATYPE_NULL, rbuf, 1, MPI_INT, s->inter, cases[c].what);
+      break;
+    case 4:
+      rc =
+          allgather(buf, 0, MPI_DATATYPE_NULL, rbuf, 0, MPI_DATATYPE_NULL, s->inter, cases[c].what);
+      break;
+    default: rc = allgather(buf, 1, loose, rbuf, 1, loose, s->inter, cases[c].what);
     }
     checks++;
     MPI_Error_class(rc, &cls);
@@ -383,6 +473,7 @@ static void run_errors(const side *s) {
       fail(cases[c].what, msg);
     }
   }
+  MPI_Type_free(&loose);
   /* The MPI library agrees these are errors. */
   checks++;
   if (PMPI_Allgather(buf, -1, MPI_INT, rbuf, 1, MPI_INT, s->inter) == MPI_SUCCESS)
@@ -391,6 +482,43 @@ static void run_errors(const side *s) {
   case_allgather(s, K_INT, 3, 2, 999);
   MPI_Comm_set_errhandler(s->inter, MPI_ERRORS_ARE_FATAL);
   run_mismatch(s);
+}
+
+/* Argument errors on an intracommunicator, where the engine may run the
+ * call (CPL_INTRA_ALGORITHM forces it): MPI's error class, the one
+ * PMPI_Allgather returns, not the engine's MPI_ERR_ARG. */
+static void run_intra_errors(void) {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  int p, buf[4] = {1, 2, 3, 4}, *rbuf = malloc(sizeof(int) * 4 * 64);
+  MPI_Comm_size(comm, &p);
+  static const char *what[] = {"intra sendtype MPI_DATATYPE_NULL",
+                               "intra sendbuf NULL",
+                               "intra recvbuf NULL",
+                               "intra MPI_DATATYPE_NULL, count 0",
+                               "intra 4 ints sent, blocks of 2 (MPI_ERR_TRUNCATE)",
+                               "intra uncommitted sendtype"};
+  MPI_Datatype loose; /* never committed */
+  MPI_Type_contiguous(1, MPI_INT, &loose);
+  for (int c = 0; c < 6; c++) {
+    const void *sb = c == 1 ? NULL : buf;
+    void *rb = c == 2 ? NULL : rbuf;
+    MPI_Datatype st = c == 0 || c == 3 ? MPI_DATATYPE_NULL : c == 5 ? loose : MPI_INT;
+    const int n = c == 3 ? 0 : 4, rn = c == 4 ? 2 : n;
+    int want, got;
+    MPI_Error_class(PMPI_Allgather(sb, n, st, rb, rn, MPI_INT, comm), &want);
+    MPI_Error_class(allgather(sb, n, st, rb, rn, MPI_INT, comm, what[c]), &got);
+    checks++;
+    if (want == MPI_SUCCESS || got != want) {
+      char msg[80];
+      snprintf(msg, sizeof msg, "error class %d, PMPI_Allgather's is %d", got, want);
+      fail(what[c], msg);
+    }
+  }
+  MPI_Type_free(&loose);
+  free(rbuf);
+  MPI_Comm_free(&comm);
 }
 
 static void run_intra(MPI_Comm comm, const char *name) {
@@ -458,6 +586,7 @@ static void run_intra(MPI_Comm comm, const char *name) {
     }
     free(cnt), free(dsp), free(sb), free(ref), free(got);
   }
+  case_bottom(&s);
 }
 
 /* Many intercommunicators created, used and freed. If the library's
@@ -512,10 +641,63 @@ static void run_verbose(const side *s) {
   else if (wrank == 0) printf("verbose: %s", text);
 }
 
+/* MPI_THREAD_MULTIPLE: after each communicator's first call (made here,
+ * one at a time, as README asks), NT threads call at once, each on its
+ * own intercommunicator and its own duplicate of world, and check every
+ * block. */
+#define NT 4
+typedef struct thread_arg {
+  MPI_Comm inter, intra;
+  int t, bad;
+} thread_arg;
+
+static int thread_call(thread_arg *a, int it) {
+  int rs, p, v[3] = {wrank, it, a->t}, out[3 * 64], bad = 0;
+  MPI_Comm_remote_size(a->inter, &rs);
+  MPI_Comm_size(a->intra, &p);
+  MPI_Comm comm = it % 2 ? a->inter : a->intra;
+  const int n = it % 2 ? rs : p;
+  if (MPI_Allgather(v, 3, MPI_INT, out, 3, MPI_INT, comm) != MPI_SUCCESS) return 1;
+  for (int i = 0; i < n; i++) bad |= out[3 * i + 1] != it || out[3 * i + 2] != a->t;
+  return bad;
+}
+
+static void *thread_main(void *arg) {
+  thread_arg *a = arg;
+  for (int it = 1; it <= 100 && !a->bad; it++) a->bad = thread_call(a, it);
+  return NULL;
+}
+
+static void run_threads(int wsize) {
+  const int half = wsize / 2, color = wrank >= half;
+  MPI_Comm local, inter;
+  MPI_Comm_split(MPI_COMM_WORLD, color, wrank, &local);
+  MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, color ? 0 : half, 77, &inter);
+  thread_arg a[NT];
+  pthread_t th[NT];
+  for (int t = 0; t < NT; t++) {
+    a[t] = (thread_arg){MPI_COMM_NULL, MPI_COMM_NULL, t, 0};
+    MPI_Comm_dup(inter, &a[t].inter);
+    MPI_Comm_dup(MPI_COMM_WORLD, &a[t].intra);
+    a[t].bad = thread_call(&a[t], 0) | thread_call(&a[t], 1); /* first calls */
+  }
+  for (int t = 0; t < NT; t++) pthread_create(&th[t], NULL, thread_main, &a[t]);
+  for (int t = 0; t < NT; t++) {
+    pthread_join(th[t], NULL);
+    checks++;
+    if (a[t].bad) fail("threads", "a block differs, or a call failed");
+    MPI_Comm_free(&a[t].inter), MPI_Comm_free(&a[t].intra);
+  }
+  MPI_Comm_free(&inter), MPI_Comm_free(&local);
+}
+
 /* ------------------------------------------------------------------ main */
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  int want_threads = 0, provided;
+  for (int i = 1; i < argc; i++) want_threads |= !strcmp(argv[i], "threads");
+  if (want_threads) MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  else MPI_Init(&argc, &argv);
   int wsize;
   MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
   MPI_Comm_size(MPI_COMM_WORLD, &wsize);
@@ -523,6 +705,7 @@ int main(int argc, char **argv) {
   void *self = dlopen(NULL, RTLD_NOW);
   *(void **)&interposed_calls = self ? dlsym(self, "cpl_mpi_interposed_calls") : NULL;
   int want_errors = 0, want_mismatch = 0, want_intra = 0, want_cycle = 0, want_verbose = 0;
+  int want_after = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--expect-interposed")) expect_interposed = 1;
     else if (!strcmp(argv[i], "errors")) want_errors = 1;
@@ -530,6 +713,12 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "intra")) want_intra = 1;
     else if (!strcmp(argv[i], "cycle")) want_cycle = 1;
     else if (!strcmp(argv[i], "verbose")) want_verbose = 1;
+    else if (!strcmp(argv[i], "after-finalize")) want_after = 1;
+    else if (!strcmp(argv[i], "invalid-comm")) {
+      int v = 1, out[64];
+      /* Not a communicator handle in MPICH; MPI aborts the job here. */
+      allgather(&v, 1, MPI_INT, out, 1, MPI_INT, (MPI_Comm)0x12345678, "invalid-comm");
+    }
   }
   if (expect_interposed && !interposed_calls) {
     if (wrank == 0)
@@ -573,6 +762,12 @@ int main(int argc, char **argv) {
     MPI_Barrier(MPI_COMM_WORLD);
     if (wrank == 0) printf("%-14s done\n", shape);
   }
+  if (want_errors) run_intra_errors();
+  if (want_threads && wsize >= 2) {
+    if (provided < MPI_THREAD_MULTIPLE) fail("threads", "no MPI_THREAD_MULTIPLE");
+    else run_threads(wsize);
+    if (wrank == 0) printf("threads        done\n");
+  }
   if (want_intra) {
     run_intra(MPI_COMM_WORLD, "world");
     MPI_Comm half;
@@ -589,5 +784,9 @@ int main(int argc, char **argv) {
   MPI_Type_free(&pair_t);
   MPI_Type_free(&rec_t);
   MPI_Finalize();
+  if (want_after) { /* MPI aborts the process here */
+    int v = 1, out[64];
+    MPI_Allgather(&v, 1, MPI_INT, out, 1, MPI_INT, MPI_COMM_WORLD);
+  }
   return all[0] != 0;
 }
