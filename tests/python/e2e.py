@@ -8,7 +8,10 @@ link may be C or Python. Like data_e2e, every process ends with a sum of
 failures over MPI_COMM_WORLD, and exits 1 if any.
 """
 
+import signal
 import sys
+import threading
+import time
 
 import numpy as np
 
@@ -342,6 +345,34 @@ def select(ctx, producer, r, p):
     step = inp.begin_step(want=coupler.STEP_LATEST)
     check(step is not None and step >= 3, f"latest: {step}")
     inp.end_step()
+    inp.close()
+
+
+def interrupted(ctx, producer, r, p):
+    """Ctrl-C (KeyboardInterrupt) while the consumer waits in begin_step
+    takes effect as the wait returns with a step: that step must not be
+    lost: a new `for` loop starts with it."""
+    if producer:
+        with ctx.output("out") as out:
+            time.sleep(1.0)  # the consumer is waiting, a signal comes in
+            for s in range(4):
+                with out.step():
+                    out.put("x", np.full(3, float(s)))
+        return
+    inp = ctx.input("in")
+    # the "Ctrl-C", while begin_step waits for step 0 (the producer is late)
+    threading.Timer(0.3, signal.pthread_kill, (threading.get_ident(), signal.SIGINT)).start()
+    seen = []
+    try:
+        for step in inp:
+            seen.append(step.number)
+        check(False, "no KeyboardInterrupt")
+    except KeyboardInterrupt:
+        pass
+    for step in inp:
+        check(step.get("x")[0] == step.number, f"step {step.number}: data")
+        seen.append(step.number)
+    check(seen == [0, 1, 2, 3], f"steps {seen}: one lost to the interrupt")
     inp.close()
 
 

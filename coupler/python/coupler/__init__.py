@@ -270,15 +270,14 @@ class Input(_Port, _core.Input):
 
     def __init__(self, ctx, port, peer=None):
         super().__init__(ctx, port, peer)
-        self._in_step = False
+        self._unseen = False  # the iterator's begin_step may have taken a step it did not yield
 
     def begin_step(self, want=None):
         """Wait for the next step (or the one `want` asks for: STEP_LATEST,
         STEP_NEXT or a step number): its number, or None at end of stream.
         A step the producer no longer holds raises NotFoundError."""
-        s = super().begin_step() if want is None else super().begin_step_at(want)
-        self._in_step = s is not None
-        return s
+        self._unseen = False
+        return super().begin_step() if want is None else super().begin_step_at(want)
 
     def select(self, boxes, dataset=None):
         """Read only these boxes, [(start, count), ...], of `dataset` (None:
@@ -300,22 +299,28 @@ class Input(_Port, _core.Input):
     def try_step(self, seconds=0.0):
         """As begin_step, waiting at most `seconds`: None if no step came
         in time or at end of stream (then `ended` is True)."""
-        s = super().try_step(seconds)
-        self._in_step = s is not None
-        return s
+        self._unseen = False
+        return super().try_step(seconds)
 
     def end_step(self):
-        self._in_step = False
+        self._unseen = False
         super().end_step()
 
     def __iter__(self):
         while True:
-            if self._in_step:
-                self.end_step()
-            s = self.begin_step()
-            if s is None:
-                return
-            yield Step(self, s)
+            # A KeyboardInterrupt raised as begin_step returned left its step
+            # open (`step`, kept by Coupler's side) and never yielded: yield it
+            # now rather than end it unseen.
+            if not (self._unseen and self.step is not None):
+                if self.step is not None:
+                    self.end_step()
+                self._unseen = True
+                if _core.Input.begin_step(self) is None:
+                    self._unseen = False
+                    return
+            step = Step(self, self.step)
+            self._unseen = False
+            yield step
 
     def datasets(self):
         """DatasetInfo of every dataset of the current step."""

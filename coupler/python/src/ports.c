@@ -29,6 +29,7 @@ typedef struct {
   PyObject_HEAD ContextObj *owner;
   cpl_input *in;
   int ended;
+  long step; /* the open step, or -1 */
 } InputObj;
 
 /* --------------------------------------------------------------- helpers */
@@ -434,6 +435,7 @@ static int Input_init(InputObj *self, PyObject *args, PyObject *kw) {
   }
   Py_INCREF(c);
   self->owner = c;
+  self->step = -1;
   return 0;
 }
 
@@ -455,6 +457,7 @@ static PyObject *Input_begin_step(InputObj *self, PyObject *noarg) {
     Py_RETURN_NONE;
   }
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_input_begin_step");
+  self->step = step;
   return PyLong_FromLong(step);
 }
 
@@ -471,6 +474,7 @@ static PyObject *Input_try_step(InputObj *self, PyObject *args) {
   if (rc == CPL_END_OF_STREAM) self->ended = 1;
   if (rc == CPL_END_OF_STREAM || rc == CPL_ERR_TIMEOUT) Py_RETURN_NONE;
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_input_try_step");
+  self->step = step;
   return PyLong_FromLong(step);
 }
 
@@ -489,6 +493,7 @@ static PyObject *Input_begin_step_at(InputObj *self, PyObject *args) {
     Py_RETURN_NONE;
   }
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_input_begin_step_at");
+  self->step = step;
   return PyLong_FromLong(step);
 }
 
@@ -751,6 +756,7 @@ static PyObject *Input_end_step(InputObj *self, PyObject *noarg) {
   (void)noarg;
   cpl_input *in = live_input(self);
   if (!in) return NULL;
+  self->step = -1; /* closed even when end_step fails */
   CALL(self->owner, "cpl_input_end_step", cpl_input_end_step(in));
   Py_RETURN_NONE;
 }
@@ -760,6 +766,7 @@ static PyObject *Input_close(InputObj *self, PyObject *noarg) {
   if (!self->in || self->owner->finalized) Py_RETURN_NONE;
   cpl_input *in = self->in;
   self->in = NULL;
+  self->step = -1;
   CALL(self->owner, "cpl_input_close", cpl_input_close(in));
   Py_RETURN_NONE;
 }
@@ -781,6 +788,15 @@ static PyObject *Input_closed(InputObj *self, void *unused) {
 static PyObject *Input_ended(InputObj *self, void *unused) {
   (void)unused;
   return PyBool_FromLong(self->ended);
+}
+
+/* The open step's number, kept here rather than by the Python layer: an
+ * exception raised as a begin call returns (KeyboardInterrupt) would
+ * otherwise lose a step Coupler holds open. */
+static PyObject *Input_step(InputObj *self, void *unused) {
+  (void)unused;
+  if (self->step < 0 || !self->in || self->owner->finalized) Py_RETURN_NONE;
+  return PyLong_FromLong(self->step);
 }
 
 static PyMethodDef Input_methods[] = {
@@ -805,6 +821,7 @@ static PyMethodDef Input_methods[] = {
 static PyGetSetDef Input_getset[] = {
     {"closed", (getter)Input_closed, NULL, NULL, NULL},
     {"ended", (getter)Input_ended, NULL, "end of stream seen", NULL},
+    {"step", (getter)Input_step, NULL, "number of the open step, None between steps", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
