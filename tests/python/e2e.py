@@ -8,6 +8,7 @@ link may be C or Python. Like data_e2e, every process ends with a sum of
 failures over MPI_COMM_WORLD, and exits 1 if any.
 """
 
+import os
 import signal
 import sys
 import threading
@@ -374,6 +375,41 @@ def interrupted(ctx, producer, r, p):
         seen.append(step.number)
     check(seen == [0, 1, 2, 3], f"steps {seen}: one lost to the interrupt")
     inp.close()
+
+
+class CtrlCAgain:
+    """stderr that sends this process SIGINT once the abort hook says it
+    aborts: Ctrl-C arrives more than once (terminal, hydra, cpl-exec)."""
+
+    def __init__(self, f):
+        self.f = f
+
+    def write(self, s):
+        n = self.f.write(s)
+        if "aborting the MPI job" in s:
+            self.f.flush()
+            signal.raise_signal(signal.SIGINT)
+        return n
+
+    def __getattr__(self, k):
+        return getattr(self.f, k)
+
+
+def ctrl_c_twice(ctx, producer, r, p):
+    """A producer stopped by Ctrl-C whose abort hook gets a second SIGINT
+    must still abort the job: its consumer must not see a normal end of
+    stream (what the exit's finalize would send)."""
+    if producer:
+        out = ctx.output("out")
+        with out.step():
+            out.put("x", np.zeros(3))
+        sys.stderr = CtrlCAgain(sys.stderr)
+        signal.raise_signal(signal.SIGINT)  # uncaught KeyboardInterrupt
+    with ctx.input("in") as inp:
+        for step in inp:
+            pass
+    print("FAILED: the consumer saw a clean end of stream", flush=True)
+    os._exit(1)  # the producer is not coming to main's allreduce
 
 
 def main():

@@ -14,6 +14,7 @@ components"); failures raise coupler.Error subclasses carrying Coupler's
 message.
 """
 
+import signal as _signal
 import sys as _sys
 import time as _time
 from collections import namedtuple as _namedtuple
@@ -80,16 +81,26 @@ def _install_abort_hook():
         return
 
     def hook(etype, value, tb):
-        prev(etype, value, tb)
-        initialized, finalized, _ = _core.mpi_state()
-        if initialized and not finalized:
-            print("coupler: uncaught exception, aborting the MPI job",
-                  file=_sys.stderr, flush=True)
-            # hydra kills the job on MPI_Abort and drops what its proxy
-            # has not yet read from this process's stderr: give it the
-            # traceback first (seen cut off mid-line under load)
-            _time.sleep(0.3)
-            _core.comm_abort(_core.comm_world(), 1)
+        # One Ctrl-C reaches a process more than once (terminal, hydra,
+        # cpl-exec): a KeyboardInterrupt in here would skip the abort, and
+        # the finalize at exit would then end this component's streams as
+        # if it had finished.
+        try:
+            _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+        except ValueError:  # not the main thread
+            pass
+        try:
+            prev(etype, value, tb)
+        finally:
+            initialized, finalized, _ = _core.mpi_state()
+            if initialized and not finalized:
+                print("coupler: uncaught exception, aborting the MPI job",
+                      file=_sys.stderr, flush=True)
+                # hydra kills the job on MPI_Abort and drops what its proxy
+                # has not yet read from this process's stderr: give it the
+                # traceback first (seen cut off mid-line under load)
+                _time.sleep(0.3)
+                _core.comm_abort(_core.comm_world(), 1)
 
     hook._coupler = True
     _sys.excepthook = hook
