@@ -377,6 +377,19 @@ def interrupted(ctx, producer, r, p):
     inp.close()
 
 
+def uncaught_thread(ctx, producer, r, p):
+    """An exception nobody catches in a thread aborts the job too, rather
+    than let it end with status 0 and the thread's work missing."""
+    with ctx.input("in") as inp:
+        def work():
+            for step in inp:
+                step.get("no such dataset")
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+    print("FAILED: the job went on after an uncaught exception in a thread", flush=True)
+
+
 class CtrlCAgain:
     """stderr that sends this process SIGINT once the abort hook says it
     aborts: Ctrl-C arrives more than once (terminal, hydra, cpl-exec)."""

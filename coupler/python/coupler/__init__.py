@@ -16,6 +16,7 @@ message.
 
 import signal as _signal
 import sys as _sys
+import threading as _threading
 import time as _time
 from collections import namedtuple as _namedtuple
 from contextlib import contextmanager as _contextmanager
@@ -65,9 +66,9 @@ def init(comm=None, workflow=None, component=None, abort_on_exception=True):
     of the job calls it. comm: an mpi4py MPI.Comm, a coupler.Comm, or None
     for MPI_COMM_WORLD (MPI is started if nothing started it). workflow,
     component: None means CPL_WORKFLOW and CPL_COMPONENT.
-    abort_on_exception: an uncaught exception prints its traceback, then
-    aborts the MPI job (MPI_Abort), rather than leave the other ranks and
-    components waiting for this one until their timeouts."""
+    abort_on_exception: an uncaught exception (in any thread) prints its
+    traceback, then aborts the MPI job (MPI_Abort), rather than leave the
+    other ranks and components waiting for this one until their timeouts."""
     if comm is None:
         mpi_init()
     if abort_on_exception:
@@ -76,11 +77,11 @@ def init(comm=None, workflow=None, component=None, abort_on_exception=True):
 
 
 def _install_abort_hook():
-    prev = _sys.excepthook
+    prev, prev_thread = _sys.excepthook, _threading.excepthook
     if getattr(prev, "_coupler", False):
         return
 
-    def hook(etype, value, tb):
+    def abort(show):
         # One Ctrl-C reaches a process more than once (terminal, hydra,
         # cpl-exec): a KeyboardInterrupt in here would skip the abort, and
         # the finalize at exit would then end this component's streams as
@@ -90,7 +91,7 @@ def _install_abort_hook():
         except ValueError:  # not the main thread
             pass
         try:
-            prev(etype, value, tb)
+            show()
         finally:
             initialized, finalized, _ = _core.mpi_state()
             if initialized and not finalized:
@@ -102,8 +103,19 @@ def _install_abort_hook():
                 _time.sleep(0.3)
                 _core.comm_abort(_core.comm_world(), 1)
 
+    def hook(etype, value, tb):
+        abort(lambda: prev(etype, value, tb))
+
+    # A thread's uncaught exception too: otherwise the job ends with
+    # status 0 and the thread's work silently missing.
+    def thread_hook(args):
+        if args.exc_type is SystemExit:
+            return prev_thread(args)
+        abort(lambda: prev_thread(args))
+
     hook._coupler = True
     _sys.excepthook = hook
+    _threading.excepthook = thread_hook
 
 
 _contexts = []
