@@ -88,6 +88,11 @@ def test_ports():
         out.begin_step()
         raises(TypeError, lambda: out.put("u", np.array(["a"])), "no HDF5 equivalent")
         raises(ValueError, lambda: out.put("s", np.float64(1), dims=(1, 1)), "dims")
+        # a row of a 2-D dataset put as a 1-D array: the array is the block
+        raises(ValueError, lambda: out.put("row", np.zeros(4), dims=(3, 4), start=(1, 0)),
+               'dataset "row": dims has 2 entries, but the array put has 1 dimension')
+        raises(ValueError, lambda: out.put("neg", np.zeros(2), dims=(4,), start=(-2,)),
+               'dataset "neg": start[0] is negative')
         raises(coupler.Error, lambda: out.put("big", np.zeros(4), dims=(3,)))
         out.put("x", np.arange(3.0))
         unaligned = np.frombuffer(b"\0" + np.arange(3.0).tobytes(), dtype="f8", offset=1)

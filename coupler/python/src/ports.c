@@ -79,20 +79,23 @@ static cpl_input *live_input(InputObj *i) {
 
 static const char *opt_str(PyObject *o) { return o == Py_None ? NULL : PyUnicode_AsUTF8(o); }
 
-/* A sequence of n non-negative integers (dims, start, count). */
-static int hsizes(PyObject *seq, int n, hsize_t *out, const char *what) {
+/* A sequence of n non-negative integers (dims, start, count) given for
+ * `name`; `n_is` says what n counts, for the message. */
+static int hsizes(PyObject *seq, int n, hsize_t *out, const char *what, const char *name,
+                  const char *n_is) {
   PyObject *f = PySequence_Fast(seq, what);
   if (!f) return -1;
   if (PySequence_Fast_GET_SIZE(f) != n) {
-    PyErr_Format(PyExc_ValueError, "%s has %zd entries, the dataset %d dims", what,
-                 PySequence_Fast_GET_SIZE(f), n);
+    PyErr_Format(PyExc_ValueError, "%s: %s has %zd entries, but %s %d dimension%s", name, what,
+                 PySequence_Fast_GET_SIZE(f), n_is, n, n == 1 ? "" : "s");
     Py_DECREF(f);
     return -1;
   }
   for (int k = 0; k < n; k++) {
     long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(f, k));
     if (v < 0) {
-      if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "%s[%d] is negative", what, k);
+      if (!PyErr_Occurred())
+        PyErr_Format(PyExc_ValueError, "%s: %s[%d] is negative", name, what, k);
       Py_DECREF(f);
       return -1;
     }
@@ -284,7 +287,11 @@ static PyObject *Output_put(OutputObj *self, PyObject *args) {
                         "C-contiguous and aligned",
                         name);
   hsize_t dims[CPL_MAX_RANK], start[CPL_MAX_RANK], count[CPL_MAX_RANK];
-  if (hsizes(dims_o, rank, dims, "dims") < 0 || hsizes(start_o, rank, start, "start") < 0)
+  char what[300];
+  snprintf(what, sizeof what, "dataset \"%s\"", name);
+  /* the array is the block: its shape is the count */
+  if (hsizes(dims_o, rank, dims, "dims", what, "the array put has") < 0 ||
+      hsizes(start_o, rank, start, "start", what, "the array put has") < 0)
     return NULL;
   for (int k = 0; k < rank; k++) count[k] = (hsize_t)PyArray_DIM(a, k);
   int owned;
@@ -514,12 +521,17 @@ static PyObject *Input_select(InputObj *self, PyObject *args) {
   int bad = !v;
   for (Py_ssize_t b = 0; !bad && b < n; b++) {
     PyObject *box = PySequence_Fast_GET_ITEM(f, b);
+    char what[320];
+    snprintf(what, sizeof what, "select, box %zd of %s%s%s", b, name ? "dataset \"" : "the default",
+             name ? name : "", name ? "\"" : "");
     PyObject *sc = PySequence_Fast(box, "a box is (start, count)");
     bad = !sc || PySequence_Fast_GET_SIZE(sc) != 2;
     if (sc && bad) PyErr_SetString(PyExc_ValueError, "a box is (start, count)");
     if (!bad)
-      bad = hsizes(PySequence_Fast_GET_ITEM(sc, 0), ndims, v + b * ndims, "start") < 0 ||
-            hsizes(PySequence_Fast_GET_ITEM(sc, 1), ndims, v + (n + b) * ndims, "count") < 0;
+      bad = hsizes(PySequence_Fast_GET_ITEM(sc, 0), ndims, v + b * ndims, "start", what,
+                   "the boxes have") < 0 ||
+            hsizes(PySequence_Fast_GET_ITEM(sc, 1), ndims, v + (n + b) * ndims, "count", what,
+                   "the boxes have") < 0;
     Py_XDECREF(sc);
   }
   Py_DECREF(f);
@@ -620,16 +632,20 @@ static PyObject *Input_get(InputObj *self, PyObject *args) {
   LOCAL("cpl_input_inquire", cpl_input_inquire(in, name, &info));
   int rank = info.rank;
   hsize_t start[CPL_MAX_RANK], count[CPL_MAX_RANK];
+  char what[300];
+  snprintf(what, sizeof what, "dataset \"%s\"", name);
   if ((start_o == Py_None) != (count_o == Py_None))
-    return PyErr_Format(PyExc_ValueError, "give both start and count, or "
-                                          "neither (the whole array)");
+    return PyErr_Format(PyExc_ValueError,
+                        "%s: give both start and count, or "
+                        "neither (the whole array)",
+                        what);
   if (start_o == Py_None) {
     for (int k = 0; k < rank; k++) {
       start[k] = 0;
       count[k] = info.dims[k];
     }
-  } else if (hsizes(start_o, rank, start, "start") < 0 ||
-             hsizes(count_o, rank, count, "count") < 0) {
+  } else if (hsizes(start_o, rank, start, "start", what, "the dataset has") < 0 ||
+             hsizes(count_o, rank, count, "count", what, "the dataset has") < 0) {
     return NULL;
   }
   npy_intp n = 1, shape[CPL_MAX_RANK];
