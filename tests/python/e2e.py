@@ -147,10 +147,18 @@ def shapes(ctx, producer, r, p):
                 publish(out, s, r, p)
     else:
         seen = []
+        prev = None
         with ctx.input("in") as inp:
             for step in inp:
                 seen.append(step.number)
                 check_step(step, step.number)
+                if prev is not None:  # a Step kept past its step reads nothing
+                    try:
+                        prev.get("a1")
+                        check(False, f"step {prev.number} read during step {step.number}")
+                    except ValueError as e:
+                        check(f"step {prev.number} is over" in str(e), str(e))
+                prev = step
             check(inp.ended and inp.begin_step() is None, "end of stream sticks")
         check(seen == [0, 1, 2, 3, 4], f"steps {seen}")
 

@@ -256,9 +256,32 @@ def _step(out, step):
     out.end_step()
 
 
+def _while_open(inp, number, call):
+    """`call` of `inp`, refused once step `number` is over: the input reads
+    only its open step, so a kept Step would read another step's data."""
+    def stale():
+        at = "no step" if inp.step is None else "step %d" % inp.step
+        return ValueError(f"step {number} is over (the input is at {at}): a Step reads "
+                          "only until the next step; keep what get() returned instead")
+
+    if call == inp.get:  # the hot one: no argument packing
+        def get(name, out=None, dtype=None, start=None, count=None):
+            if inp.step != number and not inp.closed:
+                raise stale()
+            return call(name, out, dtype, start, count)
+        return get
+
+    def checked(*args, **kw):
+        if inp.step != number and not inp.closed:
+            raise stale()
+        return call(*args, **kw)
+    return checked
+
+
 class Step:
     """One step of an input port, as the iterator yields it: its number
-    and the input's reading calls (valid until the next step)."""
+    and the input's reading calls, which raise ValueError once the step
+    is over."""
 
     __slots__ = ("input", "number", "get", "inquire", "datasets", "attr",
                  "attrs")
@@ -267,8 +290,9 @@ class Step:
         self.input = inp
         self.number = number
         # Bound once: a lookup through __getattr__ would cost every call.
-        self.get, self.inquire, self.datasets = inp.get, inp.inquire, inp.datasets
-        self.attr, self.attrs = inp.attr, inp.attrs
+        self.get, self.inquire, self.datasets, self.attr, self.attrs = (
+            _while_open(inp, number, f)
+            for f in (inp.get, inp.inquire, inp.datasets, inp.attr, inp.attrs))
 
     def __int__(self):
         return self.number
