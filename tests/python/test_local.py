@@ -207,8 +207,19 @@ def test_mpich_mpi4py():
         sys.path.remove(d)
 
 
+def test_star_import():
+    """`from coupler import *` must leave the built-in exception names
+    alone: `except IOError` around open() would stop catching OSError."""
+    ns = {}
+    exec("from coupler import *", ns)
+    shadowed = [n for n in ("IOError", "EnvironmentError", "TimeoutError") if n in ns]
+    check(not shadowed, f"from coupler import * replaces the built-ins {shadowed}")
+    check("ArgumentError" in ns and "init" in ns, "star import exports")
+
+
 def main():
     coupler.mpi_init()
+    test_star_import()
     test_init_errors()
     test_ports()
     test_dtypes()

@@ -398,11 +398,15 @@ class Input(_Port, _core.Input):
         return a[0] if a.size == 1 else a
 
 
+# Not exported by `from coupler import *`: IOError, EnvironmentError and
+# TimeoutError, which would replace the built-ins of the same names (an
+# `except IOError` around open() would then miss OSError). Use
+# coupler.IOError etc.
 __all__ = [
     "init", "Context", "Output", "Input", "Step", "Comm", "DatasetInfo",
-    "AttrInfo", "wtime", "STEP_NEXT", "STEP_LATEST", "mpi_init", "mpi_library", "mpi4py_usable", "MPI4PyError",
-    "Error", "ArgumentError", "CommError", "MPIError", "NoMemoryError",
-    "EnvironmentError", "ParseError", "ConfigError", "MismatchError",
-    "TimeoutError", "IOError", "HDF5Error", "StateError", "UnsupportedError",
-    "NotFoundError", "TypeMismatchError", "ShapeError", "InternalError",
+    "AttrInfo", "wtime", "STEP_NEXT", "STEP_LATEST", "mpi_init", "mpi_library",
+    "mpi4py_usable", "MPI4PyError", "Error", "ArgumentError", "CommError",
+    "MPIError", "NoMemoryError", "ParseError", "ConfigError", "MismatchError",
+    "HDF5Error", "StateError", "UnsupportedError", "NotFoundError",
+    "TypeMismatchError", "ShapeError", "InternalError",
 ]
