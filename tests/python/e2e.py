@@ -342,7 +342,13 @@ def select(ctx, producer, r, p):
                 check("not inside the boxes this rank selected" in str(e), str(e))
         inp.end_step()
     inp.select([((r, 2), (6, 6)), ((r + 3, 0), (6, 4))], dataset="b2")
+    inp.select([], dataset="c3", ndims=3)  # none of it: no box to tell the dims
     check(inp.begin_step() == 2, "step 2")
+    try:
+        inp.get("c3", start=(0, 0, 0), count=(1, 1, 1))
+        check(False, "a get of c3, selected empty, was accepted")
+    except coupler.ArgumentError as e:
+        check("not inside the boxes this rank selected (0 pieces" in str(e), str(e))
     b2 = expected(DSETS[1], 2)
     check(np.array_equal(inp.get("b2", start=(r, 2), count=(6, 6)), b2[r:r + 6, 2:8]),
           "first box of b2")

@@ -326,12 +326,14 @@ class Input(_Port, _core.Input):
         self._unseen = False
         return super().begin_step() if want is None else super().begin_step_at(want)
 
-    def select(self, boxes, dataset=None):
+    def select(self, boxes, dataset=None, ndims=None):
         """Read only these boxes, [(start, count), ...], of `dataset` (None:
-        of every dataset with that many dims and no selection of its own),
-        from the next step on; [] reads nothing of it."""
+        of every dataset with `ndims` dims and no selection of its own),
+        from the next step on; [] reads nothing of it. ndims: the boxes'
+        length by default; give it with [] (else 1)."""
         boxes = list(boxes)
-        ndims = len(boxes[0][0]) if boxes else 1
+        if ndims is None:
+            ndims = len(boxes[0][0]) if boxes else 1
         super().select(dataset, ndims, boxes)
 
     def select_rows(self, part, nparts, dataset=None):
