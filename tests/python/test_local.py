@@ -9,6 +9,7 @@ Prints 'N passed, N failed'.
 """
 
 import os
+import pathlib
 import sys
 import tempfile
 import textwrap
@@ -78,6 +79,11 @@ def test_ports():
         components:
           - {name: a, nprocs: 1, command: x, outputs: [o]}
         """)
+    # a path as pathlib gives it, or as bytes (a name that is not UTF-8)
+    for path in (pathlib.Path(wf), os.fsencode(wf)):
+        with coupler.init(workflow=path, component="a") as ctx:
+            check(ctx.name == "a", f"workflow={path!r}")
+    raises(TypeError, lambda: coupler.init(workflow=wf, component=1), "component", "int")
     with coupler.init(workflow=wf, component="a") as ctx:
         check(ctx.name == "a" and ctx.workflow_name == "solo", repr(ctx))
         check(ctx.ccomm.size == 1 and ctx.ccomm.rank == 0, "component comm")

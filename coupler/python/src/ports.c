@@ -77,7 +77,16 @@ static cpl_input *live_input(InputObj *i) {
   return NULL;
 }
 
-static const char *opt_str(PyObject *o) { return o == Py_None ? NULL : PyUnicode_AsUTF8(o); }
+/* A str argument or None (NULL); on error NULL with an exception set. */
+static const char *opt_str(PyObject *o, const char *what) {
+  if (o == Py_None) return NULL;
+  if (!PyUnicode_Check(o)) {
+    PyErr_Format(PyExc_TypeError, "%s must be a str or None, not %.100s", what,
+                 Py_TYPE(o)->tp_name);
+    return NULL;
+  }
+  return PyUnicode_AsUTF8(o);
+}
 
 /* A sequence of n non-negative integers (dims, start, count) given for
  * `name`; `n_is` says what n counts, for the message. */
@@ -130,12 +139,21 @@ static int Context_init(ContextObj *self, PyObject *args, PyObject *kw) {
   }
   MPI_Comm world = cplpy_comm_arg(h);
   if (world == MPI_COMM_NULL) return -1;
-  const char *path = opt_str(wf), *name = opt_str(comp);
-  if (PyErr_Occurred()) return -1;
+  /* The workflow is a file name: str, bytes or os.PathLike, as open() takes. */
+  PyObject *path_b = NULL;
+  if (wf != Py_None && !PyUnicode_FSConverter(wf, &path_b)) return -1;
+  const char *path = path_b ? PyBytes_AS_STRING(path_b) : NULL, *name = opt_str(comp, "component");
+  if (PyErr_Occurred()) {
+    Py_XDECREF(path_b);
+    return -1;
+  }
   int rc;
   cpl_context *ctx = NULL;
-  Py_BEGIN_ALLOW_THREADS rc = cpl_init(world, path, name, &ctx);
-  Py_END_ALLOW_THREADS if (rc != CPL_OK) {
+  Py_BEGIN_ALLOW_THREADS;
+  rc = cpl_init(world, path, name, &ctx);
+  Py_END_ALLOW_THREADS;
+  Py_XDECREF(path_b);
+  if (rc != CPL_OK) {
     cplpy_raise(rc, "cpl_init");
     return -1;
   }
@@ -313,7 +331,7 @@ static PyObject *Output_attr(OutputObj *self, PyObject *args) {
   if (!PyArg_ParseTuple(args, "OsO!", &ds, &name, &PyArray_Type, &a)) return NULL;
   cpl_output *o = live_output(self);
   if (!o) return NULL;
-  const char *dataset = opt_str(ds);
+  const char *dataset = opt_str(ds, "dataset");
   if (PyErr_Occurred()) return NULL;
   if (!PyArray_IS_C_CONTIGUOUS(a))
     return PyErr_Format(PyExc_ValueError, "attribute %s: contiguous array", name);
@@ -431,7 +449,7 @@ static int Input_init(InputObj *self, PyObject *args, PyObject *kw) {
     if (self->in) PyErr_SetString(PyExc_ValueError, "port already open");
     return -1;
   }
-  const char *peer = opt_str(peer_o);
+  const char *peer = opt_str(peer_o, "peer");
   if (PyErr_Occurred()) return -1;
   int rc;
   UNLOCKED(c, rc = cpl_input_open(c->ctx, port, peer, &self->in));
@@ -708,7 +726,7 @@ static PyObject *Input_attrs(InputObj *self, PyObject *args) {
   if (!PyArg_ParseTuple(args, "O", &ds)) return NULL;
   cpl_input *in = live_input(self);
   if (!in) return NULL;
-  const char *dataset = opt_str(ds);
+  const char *dataset = opt_str(ds, "dataset");
   if (PyErr_Occurred()) return NULL;
   int n;
   LOCAL("cpl_input_attr_count", cpl_input_attr_count(in, dataset, &n));
@@ -737,7 +755,7 @@ static PyObject *Input_attr_get(InputObj *self, PyObject *args) {
   if (!PyArg_ParseTuple(args, "OsO", &ds, &name, &dtype_o)) return NULL;
   cpl_input *in = live_input(self);
   if (!in) return NULL;
-  const char *dataset = opt_str(ds);
+  const char *dataset = opt_str(ds, "dataset");
   if (PyErr_Occurred()) return NULL;
   cpl_attr_info ai;
   LOCAL("cpl_input_attr_inquire", cpl_input_attr_inquire(in, dataset, name, &ai));
