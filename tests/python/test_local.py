@@ -84,6 +84,9 @@ def test_ports():
         with coupler.init(workflow=path, component="a") as ctx:
             check(ctx.name == "a", f"workflow={path!r}")
     raises(TypeError, lambda: coupler.init(workflow=wf, component=1), "component", "int")
+    # Coupler's message quotes a path that is not UTF-8: still its exception
+    raises(coupler.IOError, lambda: coupler.init(workflow=b"/nonexistent/caf\xe9.yaml"),
+           "/nonexistent/caf\\xe9.yaml")
     with coupler.init(workflow=wf, component="a") as ctx:
         check(ctx.name == "a" and ctx.workflow_name == "solo", repr(ctx))
         check(ctx.ccomm.size == 1 and ctx.ccomm.rank == 0, "component comm")
