@@ -84,6 +84,12 @@ def test_ports():
         with coupler.init(workflow=path, component="a") as ctx:
             check(ctx.name == "a", f"workflow={path!r}")
     raises(TypeError, lambda: coupler.init(workflow=wf, component=1), "component", "int")
+    # a workflow whose path is not UTF-8 (as cpl-run passes it in CPL_WORKFLOW)
+    latin = os.path.join(os.fsencode(tempfile.mkdtemp()), b"caf\xe9.yaml")
+    with open(wf, "rb") as f, open(latin, "wb") as g:
+        g.write(f.read())
+    with coupler.init(workflow=latin, component="a") as ctx:
+        check(ctx.name == "a" and "solo" in repr(ctx), "a workflow path that is not UTF-8")
     # Coupler's message quotes a path that is not UTF-8: still its exception
     raises(coupler.IOError, lambda: coupler.init(workflow=b"/nonexistent/caf\xe9.yaml"),
            "/nonexistent/caf\\xe9.yaml")

@@ -194,7 +194,9 @@ static PyObject *Context_component(ContextObj *self, PyObject *noarg) {
   const char *name;
   LOCAL("cpl_context_component", cpl_context_component(self->ctx, &index, &name));
   const cpl_workflow *wf = cpl_context_workflow(self->ctx);
-  return Py_BuildValue("(isss)", index, name, cpl_workflow_name(wf), cpl_workflow_path(wf));
+  /* The path as os.fsdecode gives it: it need not be UTF-8. */
+  return Py_BuildValue("(issN)", index, name, cpl_workflow_name(wf),
+                       PyUnicode_DecodeFSDefault(cpl_workflow_path(wf)));
 }
 
 static PyObject *Context_links(ContextObj *self, PyObject *noarg) {
