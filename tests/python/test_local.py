@@ -136,6 +136,22 @@ def test_dtypes():
               f"{dt}: back {back}, HDF5 size {size}")
     for dt in ["U3", "O", "M8[s]", "m8[s]"]:
         raises(TypeError, lambda: coupler._core.h5type_roundtrip(dt), "no HDF5 equivalent")
+    # dtypes HDF5 itself refuses: a TypeError, and no HDF5 error stack on stderr
+    union = np.dtype({"names": ["a", "b"], "formats": ["<i4", "<f4"], "offsets": [0, 0]})
+    empty_field = np.dtype([("a", "<i4", (0,))])
+    with tempfile.TemporaryFile() as err:
+        saved = os.dup(2)
+        os.dup2(err.fileno(), 2)
+        try:
+            for dt in [union, empty_field]:
+                raises(TypeError, lambda: coupler._core.h5type_roundtrip(dt),
+                       "no HDF5 equivalent")
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        err.seek(0)
+        said = err.read().decode(errors="replace")
+    check("HDF5-DIAG" not in said, f"HDF5's error stack on stderr: {said[:200]}")
 
 
 def test_comm():

@@ -45,6 +45,8 @@ static hid_t half_type(PyArray_Descr *d) {
   return t;
 }
 
+static hid_t h5type(PyArray_Descr *d);
+
 static hid_t compound_type(PyArray_Descr *d) {
   hid_t t = H5Tcreate(H5T_COMPOUND, (size_t)d->elsize);
   if (t < 0) return -1;
@@ -54,7 +56,7 @@ static hid_t compound_type(PyArray_Descr *d) {
     PyObject *field = PyDict_GetItem(d->fields, name); /* (dtype, offset, ..) */
     PyArray_Descr *fd = (PyArray_Descr *)PyTuple_GET_ITEM(field, 0);
     long off = PyLong_AsLong(PyTuple_GET_ITEM(field, 1));
-    hid_t ft = cplpy_h5type(fd);
+    hid_t ft = h5type(fd);
     if (ft < 0) {
       H5Tclose(t);
       return -1;
@@ -69,8 +71,7 @@ static hid_t compound_type(PyArray_Descr *d) {
   return t;
 }
 
-hid_t cplpy_h5type(PyArray_Descr *d) {
-  CPLPY_H5_HELD;
+static hid_t h5type(PyArray_Descr *d) {
   if (d->subarray) { /* e.g. ('<f8', (3,)) inside a structured dtype */
     PyObject *shape = d->subarray->shape;
     hsize_t dims[H5S_MAX_RANK];
@@ -82,7 +83,7 @@ hid_t cplpy_h5type(PyArray_Descr *d) {
     } else {
       dims[0] = (hsize_t)PyLong_AsLong(shape);
     }
-    hid_t base = cplpy_h5type(d->subarray->base);
+    hid_t base = h5type(d->subarray->base);
     if (base < 0) return -1;
     hid_t t = H5Tarray_create2(base, (unsigned)nd, dims);
     H5Tclose(base);
@@ -93,8 +94,10 @@ hid_t cplpy_h5type(PyArray_Descr *d) {
   case 'b': {
     hid_t t = H5Tenum_create(H5T_NATIVE_INT8);
     signed char f = 0, tr = 1;
-    if (t < 0 || H5Tenum_insert(t, "FALSE", &f) < 0 || H5Tenum_insert(t, "TRUE", &tr) < 0)
+    if (t >= 0 && (H5Tenum_insert(t, "FALSE", &f) < 0 || H5Tenum_insert(t, "TRUE", &tr) < 0)) {
+      H5Tclose(t);
       return -1;
+    }
     return t;
   }
   case 'i':
@@ -123,7 +126,7 @@ hid_t cplpy_h5type(PyArray_Descr *d) {
                                                                      : NPY_LONGDOUBLE);
     if (!half) return -1;
     if (d->byteorder == '<' || d->byteorder == '>') half->byteorder = d->byteorder;
-    hid_t ft = cplpy_h5type(half);
+    hid_t ft = h5type(half);
     Py_DECREF(half);
     if (ft < 0) return -1;
     size_t fs = H5Tget_size(ft);
@@ -153,6 +156,17 @@ hid_t cplpy_h5type(PyArray_Descr *d) {
                           "encode to bytes ('S') first");
   }
   return unsupported(d, NULL);
+}
+
+hid_t cplpy_h5type(PyArray_Descr *d) {
+  CPLPY_H5_HELD;
+  hid_t t;
+  /* A dtype HDF5 refuses (overlapping fields, a zero-size sub-array) is
+   * a TypeError here, not HDF5's error stack on stderr. */
+  H5E_BEGIN_TRY { t = h5type(d); }
+  H5E_END_TRY;
+  if (t < 0 && !PyErr_Occurred()) unsupported(d, "HDF5 refused it");
+  return t;
 }
 
 void cplpy_h5close(hid_t t) {
