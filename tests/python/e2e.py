@@ -404,6 +404,30 @@ def uncaught_thread(ctx, producer, r, p):
     print("FAILED: the job went on after an uncaught exception in a thread", flush=True)
 
 
+def latin1_names(ctx, producer, r, p):
+    """Dataset and attribute names that are not UTF-8 (a C producer's
+    Latin-1 "temp\xe9rature"): listed with surrogates, as os.fsdecode
+    does, and read back by those names; here the producer is Python and
+    writes them with surrogates."""
+    name, unit = b"temp\xe9rature".decode(errors="surrogateescape"), "unit\udce9"
+    if producer:
+        with ctx.output("out") as out:
+            with out.step():
+                out.put(name, np.arange(3.0))
+                out.put("ok", np.arange(2.0))
+                out.attr(unit, 1.5)
+                out.attr(unit, 2.5, dataset=name)
+        return
+    with ctx.input("in") as inp:
+        for step in inp:
+            names = [d.name for d in step.datasets()]
+            check(names == [name, "ok"], f"datasets {names}")
+            check(np.array_equal(step.get(name), np.arange(3.0)), "get by the Latin-1 name")
+            check(step.inquire(name).shape == (3,), "inquire")
+            check([a.name for a in step.attrs()] == [unit] and step.attr(unit) == 1.5, "attrs")
+            check(step.attr(unit, dataset=name) == 2.5, "dataset attribute")
+
+
 class CtrlCAgain:
     """stderr that sends this process SIGINT once the abort hook says it
     aborts: Ctrl-C arrives more than once (terminal, hydra, cpl-exec)."""

@@ -88,6 +88,40 @@ static const char *opt_str(PyObject *o, const char *what) {
   return PyUnicode_AsUTF8(o);
 }
 
+/* Dataset and attribute names are bytes to Coupler, UTF-8 in Python's
+ * view; one a C program gave in another encoding (Latin-1) comes out
+ * with surrogates, as os.fsdecode does, and goes back in as the same
+ * bytes. name_in's bytes live in *keep: declare it CPLPY_KEEP. */
+static PyObject *name_out(const char *s) {
+  return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "surrogateescape");
+}
+
+static const char *name_in(PyObject *o, const char *what, PyObject **keep) {
+  if (o == Py_None) return NULL;
+  if (!PyUnicode_Check(o)) {
+    PyErr_Format(PyExc_TypeError, "%s must be a str or None, not %.100s", what,
+                 Py_TYPE(o)->tp_name);
+    return NULL;
+  }
+  Py_ssize_t n;
+  const char *s = PyUnicode_AsUTF8AndSize(o, &n); /* cached by the str */
+  if (!s) {
+    PyErr_Clear();
+    *keep = PyUnicode_AsEncodedString(o, "utf-8", "surrogateescape");
+    if (!*keep) return NULL;
+    s = PyBytes_AS_STRING(*keep);
+    n = PyBytes_GET_SIZE(*keep);
+  }
+  if ((size_t)n != strlen(s)) {
+    PyErr_Format(PyExc_ValueError, "%s contains a NUL character", what);
+    return NULL;
+  }
+  return s;
+}
+
+static inline void drop_ref(PyObject **o) { Py_XDECREF(*o); }
+#define CPLPY_KEEP __attribute__((cleanup(drop_ref))) PyObject *
+
 /* A sequence of n non-negative integers (dims, start, count) given for
  * `name`; `n_is` says what n counts, for the message. */
 static int hsizes(PyObject *seq, int n, hsize_t *out, const char *what, const char *name,
@@ -291,12 +325,14 @@ static PyObject *Output_begin_step(OutputObj *self, PyObject *args) {
 /* put(name, array, dims, start): the array is the block (count = shape),
  * C-contiguous in its own dtype; referenced until end_step. */
 static PyObject *Output_put(OutputObj *self, PyObject *args) {
-  const char *name;
+  PyObject *name_o, *dims_o, *start_o;
   PyArrayObject *a;
-  PyObject *dims_o, *start_o;
-  if (!PyArg_ParseTuple(args, "sO!OO", &name, &PyArray_Type, &a, &dims_o, &start_o)) return NULL;
+  if (!PyArg_ParseTuple(args, "UO!OO", &name_o, &PyArray_Type, &a, &dims_o, &start_o)) return NULL;
   cpl_output *o = live_output(self);
   if (!o) return NULL;
+  CPLPY_KEEP keep = NULL;
+  const char *name = name_in(name_o, "name", &keep);
+  if (!name) return NULL;
   int rank = PyArray_NDIM(a);
   if (rank < 1 || rank > CPL_MAX_RANK)
     return PyErr_Format(PyExc_ValueError, "dataset %s: %d dims (1 to %d)", name, rank,
@@ -327,13 +363,15 @@ static PyObject *Output_put(OutputObj *self, PyObject *args) {
 
 /* attr(dataset or None, name, array): n = array.size elements. */
 static PyObject *Output_attr(OutputObj *self, PyObject *args) {
-  PyObject *ds;
-  const char *name;
+  PyObject *ds, *name_o;
   PyArrayObject *a;
-  if (!PyArg_ParseTuple(args, "OsO!", &ds, &name, &PyArray_Type, &a)) return NULL;
+  if (!PyArg_ParseTuple(args, "OUO!", &ds, &name_o, &PyArray_Type, &a)) return NULL;
   cpl_output *o = live_output(self);
   if (!o) return NULL;
-  const char *dataset = opt_str(ds, "dataset");
+  CPLPY_KEEP keep_ds = NULL;
+  CPLPY_KEEP keep = NULL;
+  const char *dataset = name_in(ds, "dataset", &keep_ds), *name = NULL;
+  if (!PyErr_Occurred()) name = name_in(name_o, "name", &keep);
   if (PyErr_Occurred()) return NULL;
   if (!PyArray_IS_C_CONTIGUOUS(a))
     return PyErr_Format(PyExc_ValueError, "attribute %s: contiguous array", name);
@@ -526,12 +564,14 @@ static PyObject *Input_begin_step_at(InputObj *self, PyObject *args) {
 
 /* select(dataset or None, ndims, [(start, count), ...]) */
 static PyObject *Input_select(InputObj *self, PyObject *args) {
-  const char *name;
+  PyObject *name_o, *boxes;
   int ndims;
-  PyObject *boxes;
-  if (!PyArg_ParseTuple(args, "ziO", &name, &ndims, &boxes)) return NULL;
+  if (!PyArg_ParseTuple(args, "OiO", &name_o, &ndims, &boxes)) return NULL;
   cpl_input *in = live_input(self);
   if (!in) return NULL;
+  CPLPY_KEEP keep = NULL;
+  const char *name = name_in(name_o, "dataset", &keep);
+  if (PyErr_Occurred()) return NULL;
   if (ndims < 1 || ndims > CPL_MAX_RANK)
     return PyErr_Format(PyExc_ValueError, "ndims %d is not in 1..%d", ndims, CPL_MAX_RANK);
   PyObject *f = PySequence_Fast(boxes, "boxes must be a sequence of (start, count)");
@@ -567,11 +607,14 @@ static PyObject *Input_select(InputObj *self, PyObject *args) {
 
 /* select_rows(dataset or None, part, nparts) */
 static PyObject *Input_select_rows(InputObj *self, PyObject *args) {
-  const char *name;
+  PyObject *name_o;
   int part, nparts;
-  if (!PyArg_ParseTuple(args, "zii", &name, &part, &nparts)) return NULL;
+  if (!PyArg_ParseTuple(args, "Oii", &name_o, &part, &nparts)) return NULL;
   cpl_input *in = live_input(self);
   if (!in) return NULL;
+  CPLPY_KEEP keep = NULL;
+  const char *name = name_in(name_o, "dataset", &keep);
+  if (PyErr_Occurred()) return NULL;
   int rc = cpl_input_select_rows(in, name, part, nparts);
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_input_select_rows");
   Py_RETURN_NONE;
@@ -605,7 +648,7 @@ static PyObject *info_tuple(const cpl_dataset_info *info) {
     PyErr_Clear(); /* listed all the same; get() with a dtype still works */
     dt = Py_NewRef(Py_None);
   }
-  return Py_BuildValue("(sNNni)", info->name, dt, hsize_tuple(info->dims, info->rank),
+  return Py_BuildValue("(NNNni)", name_out(info->name), dt, hsize_tuple(info->dims, info->rank),
                        (Py_ssize_t)info->bytes, info->nattrs);
 }
 
@@ -630,10 +673,13 @@ static PyObject *Input_datasets(InputObj *self, PyObject *noarg) {
 }
 
 static PyObject *Input_inquire(InputObj *self, PyObject *args) {
-  const char *name;
-  if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+  PyObject *name_o;
+  if (!PyArg_ParseTuple(args, "U", &name_o)) return NULL;
   cpl_input *in = live_input(self);
   if (!in) return NULL;
+  CPLPY_KEEP keep = NULL;
+  const char *name = name_in(name_o, "name", &keep);
+  if (!name) return NULL;
   cpl_dataset_info info;
   LOCAL("cpl_input_inquire", cpl_input_inquire(in, name, &info));
   return info_tuple(&info);
@@ -643,11 +689,13 @@ static PyObject *Input_inquire(InputObj *self, PyObject *args) {
  * as many elements as the box) or a new array of shape count in `dtype`
  * (None: the stored type's). start/count None: the whole array. */
 static PyObject *Input_get(InputObj *self, PyObject *args) {
-  const char *name;
-  PyObject *out_o, *dtype_o, *start_o, *count_o;
-  if (!PyArg_ParseTuple(args, "sOOOO", &name, &out_o, &dtype_o, &start_o, &count_o)) return NULL;
+  PyObject *name_o, *out_o, *dtype_o, *start_o, *count_o;
+  if (!PyArg_ParseTuple(args, "UOOOO", &name_o, &out_o, &dtype_o, &start_o, &count_o)) return NULL;
   cpl_input *in = live_input(self);
   if (!in) return NULL;
+  CPLPY_KEEP keep = NULL;
+  const char *name = name_in(name_o, "name", &keep);
+  if (!name) return NULL;
   cpl_dataset_info info;
   LOCAL("cpl_input_inquire", cpl_input_inquire(in, name, &info));
   int rank = info.rank;
@@ -728,7 +776,8 @@ static PyObject *Input_attrs(InputObj *self, PyObject *args) {
   if (!PyArg_ParseTuple(args, "O", &ds)) return NULL;
   cpl_input *in = live_input(self);
   if (!in) return NULL;
-  const char *dataset = opt_str(ds, "dataset");
+  CPLPY_KEEP keep = NULL;
+  const char *dataset = name_in(ds, "dataset", &keep);
   if (PyErr_Occurred()) return NULL;
   int n;
   LOCAL("cpl_input_attr_count", cpl_input_attr_count(in, dataset, &n));
@@ -745,19 +794,26 @@ static PyObject *Input_attrs(InputObj *self, PyObject *args) {
       PyErr_Clear();
       dt = Py_NewRef(Py_None);
     }
-    PyList_SET_ITEM(l, i, Py_BuildValue("(sNn)", ai.name, dt, (Py_ssize_t)ai.n));
+    PyObject *t = Py_BuildValue("(NNn)", name_out(ai.name), dt, (Py_ssize_t)ai.n);
+    if (!t) {
+      Py_DECREF(l);
+      return NULL;
+    }
+    PyList_SET_ITEM(l, i, t);
   }
   return l;
 }
 
 /* attr_get(dataset or None, name, dtype or None): 1-D array of n. */
 static PyObject *Input_attr_get(InputObj *self, PyObject *args) {
-  PyObject *ds, *dtype_o;
-  const char *name;
-  if (!PyArg_ParseTuple(args, "OsO", &ds, &name, &dtype_o)) return NULL;
+  PyObject *ds, *name_o, *dtype_o;
+  if (!PyArg_ParseTuple(args, "OUO", &ds, &name_o, &dtype_o)) return NULL;
   cpl_input *in = live_input(self);
   if (!in) return NULL;
-  const char *dataset = opt_str(ds, "dataset");
+  CPLPY_KEEP keep_ds = NULL;
+  CPLPY_KEEP keep = NULL;
+  const char *dataset = name_in(ds, "dataset", &keep_ds), *name = NULL;
+  if (!PyErr_Occurred()) name = name_in(name_o, "name", &keep);
   if (PyErr_Occurred()) return NULL;
   cpl_attr_info ai;
   LOCAL("cpl_input_attr_inquire", cpl_input_attr_inquire(in, dataset, name, &ai));
