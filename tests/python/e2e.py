@@ -428,6 +428,23 @@ def latin1_names(ctx, producer, r, p):
             check(step.attr(unit, dataset=name) == 2.5, "dataset attribute")
 
 
+def thread_at_exit(ctx, producer, r, p):
+    """The consumer's main thread ends while another thread still waits
+    in begin_step: the finalize at exit cannot free that port, and MPI
+    must not be finalized under the waiting thread either: the job is
+    aborted, saying why."""
+    if producer:
+        with ctx.output("out") as out:
+            time.sleep(20)  # the consumer is gone by then
+            with out.step():
+                out.put("x", np.zeros(3))
+        return
+    inp = ctx.input("in")
+    threading.Thread(target=inp.begin_step, daemon=True).start()
+    time.sleep(0.3)
+    sys.exit(0)  # main() would finalize; a script that simply ends does not
+
+
 class CtrlCAgain:
     """stderr that sends this process SIGINT once the abort hook says it
     aborts: Ctrl-C arrives more than once (terminal, hydra, cpl-exec)."""

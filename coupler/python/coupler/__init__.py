@@ -95,13 +95,7 @@ def _install_abort_hook():
         finally:
             initialized, finalized, _ = _core.mpi_state()
             if initialized and not finalized:
-                print("coupler: uncaught exception, aborting the MPI job",
-                      file=_sys.stderr, flush=True)
-                # hydra kills the job on MPI_Abort and drops what its proxy
-                # has not yet read from this process's stderr: give it the
-                # traceback first (seen cut off mid-line under load)
-                _time.sleep(0.3)
-                _core.comm_abort(_core.comm_world(), 1)
+                _abort_job("uncaught exception")
 
     def hook(etype, value, tb):
         abort(lambda: prev(etype, value, tb))
@@ -121,10 +115,24 @@ def _install_abort_hook():
 _contexts = []
 
 
+def _abort_job(why):
+    print(f"coupler: {why}, aborting the MPI job", file=_sys.stderr, flush=True)
+    # hydra kills the job on MPI_Abort and drops what its proxy has not
+    # yet read from this process's stderr: give it the message first
+    # (a traceback was seen cut off mid-line under load)
+    _time.sleep(0.3)
+    _core.comm_abort(_core.comm_world(), 1)
+
+
 def _finalize_all():
     for c in reversed(_contexts):
         if not c.finalized:
-            c.finalize()
+            try:
+                c.finalize()
+            except RuntimeError as e:
+                # Another thread is inside a call on one of its ports: no
+                # finalize, and no MPI_Finalize under that thread either.
+                _abort_job(f"at exit: {e}")
 
 
 class Context(_core.Context):
