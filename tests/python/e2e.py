@@ -369,7 +369,7 @@ def interrupted(ctx, producer, r, p):
     lost: a new `for` loop starts with it."""
     if producer:
         with ctx.output("out") as out:
-            time.sleep(1.0)  # the consumer is waiting, a signal comes in
+            time.sleep(2.0)  # the consumer waits; the signal comes at 0.3 s
             for s in range(4):
                 with out.step():
                     out.put("x", np.full(3, float(s)))
