@@ -366,22 +366,37 @@ def select(ctx, producer, r, p):
 def interrupted(ctx, producer, r, p):
     """Ctrl-C (KeyboardInterrupt) while the consumer waits in begin_step
     takes effect as the wait returns with a step: that step must not be
-    lost: a new `for` loop starts with it."""
+    lost, whether the iterator or the program called begin_step: a new
+    `for` loop starts with it."""
     if producer:
         with ctx.output("out") as out:
-            time.sleep(2.0)  # the consumer waits; the signal comes at 0.3 s
             for s in range(4):
+                if s < 2:
+                    time.sleep(2.0)  # the consumer waits; its signal comes at 0.3 s
                 with out.step():
                     out.put("x", np.full(3, float(s)))
         return
+
+    def ctrl_c_soon():
+        threading.Timer(0.3, signal.pthread_kill, (threading.get_ident(), signal.SIGINT)).start()
+
     inp = ctx.input("in")
-    # the "Ctrl-C", while begin_step waits for step 0 (the producer is late)
-    threading.Timer(0.3, signal.pthread_kill, (threading.get_ident(), signal.SIGINT)).start()
     seen = []
+    ctrl_c_soon()
     try:
-        for step in inp:
+        for step in inp:  # waits for step 0
             seen.append(step.number)
-        check(False, "no KeyboardInterrupt")
+        check(False, "no KeyboardInterrupt in the for loop")
+    except KeyboardInterrupt:
+        pass
+    for step in inp:
+        seen.append(step.number)
+        break
+    inp.end_step()
+    ctrl_c_soon()
+    try:
+        inp.begin_step()  # waits for step 1
+        check(False, "no KeyboardInterrupt in begin_step")
     except KeyboardInterrupt:
         pass
     for step in inp:

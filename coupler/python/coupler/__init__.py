@@ -325,14 +325,23 @@ class Input(_Port, _core.Input):
 
     def __init__(self, ctx, port, peer=None):
         super().__init__(ctx, port, peer)
-        self._unseen = False  # the iterator's begin_step may have taken a step it did not yield
+        # True from a begin call until its caller has the step: a
+        # KeyboardInterrupt raised as the C call returns leaves the step
+        # open (`step`, kept by the C side) and unseen; iteration yields
+        # it rather than end it.
+        self._unseen = False
+
+    def _begin(self, want):
+        self._unseen = True
+        return super().begin_step() if want is None else super().begin_step_at(want)
 
     def begin_step(self, want=None):
         """Wait for the next step (or the one `want` asks for: STEP_LATEST,
         STEP_NEXT or a step number): its number, or None at end of stream.
         A step the producer no longer holds raises NotFoundError."""
+        s = self._begin(want)
         self._unseen = False
-        return super().begin_step() if want is None else super().begin_step_at(want)
+        return s
 
     def select(self, boxes, dataset=None, ndims=None):
         """Read only these boxes, [(start, count), ...], of `dataset` (None:
@@ -356,8 +365,10 @@ class Input(_Port, _core.Input):
     def try_step(self, seconds=0.0):
         """As begin_step, waiting at most `seconds`: None if no step came
         in time or at end of stream (then `ended` is True)."""
+        self._unseen = True
+        s = super().try_step(seconds)
         self._unseen = False
-        return super().try_step(seconds)
+        return s
 
     def end_step(self):
         self._unseen = False
@@ -365,14 +376,10 @@ class Input(_Port, _core.Input):
 
     def __iter__(self):
         while True:
-            # A KeyboardInterrupt raised as begin_step returned left its step
-            # open (`step`, kept by Coupler's side) and never yielded: yield it
-            # now rather than end it unseen.
             if not (self._unseen and self.step is not None):
                 if self.step is not None:
                     self.end_step()
-                self._unseen = True
-                if _core.Input.begin_step(self) is None:
+                if self._begin(None) is None:
                     self._unseen = False
                     return
             step = Step(self, self.step)
