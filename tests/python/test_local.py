@@ -238,6 +238,17 @@ def test_mpich_mpi4py():
         sys.path.remove(d)
 
 
+def test_wrong_interpreter():
+    """An interpreter without NumPy (a workflow's `command: python3 ...`
+    finding a pyenv python3 first on PATH) is told which one it is and
+    which one to use."""
+    import subprocess
+    r = subprocess.run([sys.executable, "-c", "import sys; sys.modules['numpy'] = None; "
+                        "import coupler"], capture_output=True, text=True)
+    check(r.returncode != 0 and sys.executable in r.stderr and "Python3_EXECUTABLE" in r.stderr,
+          f"import without NumPy: {r.stderr.strip().splitlines()[-1:]}")
+
+
 def test_star_import():
     """`from coupler import *` must leave the built-in exception names
     alone: `except IOError` around open() would stop catching OSError."""
@@ -251,6 +262,7 @@ def test_star_import():
 def main():
     coupler.mpi_init()
     test_star_import()
+    test_wrong_interpreter()
     test_init_errors()
     test_ports()
     test_dtypes()

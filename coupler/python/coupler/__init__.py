@@ -31,7 +31,23 @@ if _m is not None and "MPICH" not in _m.Get_library_version():
         "components')" % _m.Get_library_version().split("\n")[0])
 del _m
 
-import numpy as _np
+
+
+def _other_python(e):
+    """What to say when this interpreter lacks NumPy or the extension: most
+    often a workflow's `command: python3 ...` found another python3 first
+    on PATH (pyenv, a venv) than the one the package was built for."""
+    return ImportError(
+        f"coupler: {e} under {_sys.executable} (Python {_sys.version.split()[0]}); "
+        "the package runs under the interpreter the build used (CMake's "
+        "Python3_EXECUTABLE, Debian's /usr/bin/python3 by default): name it in "
+        "the workflow's command, as `python3` is looked up in PATH")
+
+
+try:
+    import numpy as _np
+except ImportError as e:
+    raise _other_python(e) from e
 
 # MPI's libraries join the global symbol scope, as in a C program: MPICH
 # and UCX load plugins that need them, and a preloaded shim (the test
@@ -40,6 +56,8 @@ _flags = _sys.getdlopenflags()
 _sys.setdlopenflags(_flags | __import__("os").RTLD_GLOBAL)
 try:
     from . import _core
+except ImportError as e:
+    raise _other_python(e) from e
 finally:
     _sys.setdlopenflags(_flags)
 del _flags
