@@ -460,6 +460,25 @@ def thread_at_exit(ctx, producer, r, p):
     sys.exit(0)  # main() would finalize; a script that simply ends does not
 
 
+def bitfields(ctx, producer, r, p):
+    """A C producer's HDF5 bitfields (bitfield_prod.c): datasets() gives
+    them an unsigned integer dtype, and get() and attr() read them in it."""
+    with ctx.input("in") as inp:
+        for step in inp:
+            info = step.inquire("flags")
+            check(info.dtype == np.dtype("u2"), f"flags: {info}")
+            for dt in (None, "u2", ">u2"):
+                try:
+                    got = step.get("flags", dtype=dt)
+                    check(list(got) == [1, 2, 0xFFFF], f"flags as {dt}: {got}")
+                except coupler.Error as e:
+                    check(False, f"flags as {dt}: {e}")
+            try:
+                check(step.attr("mask") == 0x81, f"mask {step.attr('mask')!r}")
+            except coupler.Error as e:
+                check(False, f"mask: {e}")
+
+
 class CtrlCAgain:
     """stderr that sends this process SIGINT once the abort hook says it
     aborts: Ctrl-C arrives more than once (terminal, hydra, cpl-exec)."""

@@ -38,6 +38,8 @@ void cplpy_h5close(hid_t t); /* H5Tclose under the lock */
 hid_t cplpy_h5type(PyArray_Descr *d); /* new hid_t, or -1 + error */
 /* The same, shared for built-in native types: close it only if *owned. */
 hid_t cplpy_h5type_shared(PyArray_Descr *d, int *owned);
+/* The memory type reading `stored` into dtype d (bitfields: see types.c). */
+hid_t cplpy_memtype(hid_t stored, PyArray_Descr *d, int *owned);
 PyArray_Descr *cplpy_dtype(hid_t type); /* new reference, or NULL   */
 
 /* Objects (ports.c, comm.c). */

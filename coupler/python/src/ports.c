@@ -751,7 +751,7 @@ static PyObject *Input_get(InputObj *self, PyObject *args) {
     }
   }
   int owned;
-  hid_t memtype = cplpy_h5type_shared(d, &owned);
+  hid_t memtype = cplpy_memtype(info.type, d, &owned);
   Py_DECREF(d);
   if (memtype < 0) {
     Py_DECREF(out);
@@ -823,7 +823,8 @@ static PyObject *Input_attr_get(InputObj *self, PyObject *args) {
   } else if (!(d = cplpy_dtype(ai.type))) {
     return NULL;
   }
-  hid_t memtype = cplpy_h5type(d);
+  int owned;
+  hid_t memtype = cplpy_memtype(ai.type, d, &owned);
   if (memtype < 0) {
     Py_DECREF(d);
     return NULL;
@@ -832,11 +833,11 @@ static PyObject *Input_attr_get(InputObj *self, PyObject *args) {
   PyArrayObject *a = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, d, 1, shape, NULL, NULL,
                                                            0, NULL); /* steals d */
   if (!a) {
-    cplpy_h5close(memtype);
+    if (owned) cplpy_h5close(memtype);
     return NULL;
   }
   int rc = cpl_input_attr_get(in, dataset, name, memtype, ai.n, PyArray_DATA(a));
-  cplpy_h5close(memtype);
+  if (owned) cplpy_h5close(memtype);
   if (rc != CPL_OK) {
     Py_DECREF(a);
     return cplpy_raise(rc, "cpl_input_attr_get");

@@ -192,6 +192,23 @@ hid_t cplpy_h5type_shared(PyArray_Descr *d, int *owned) {
   return cplpy_h5type(d);
 }
 
+/* The memory type to read data stored as `stored` into dtype d. HDF5
+ * converts no integer to or from a bitfield, which cplpy_dtype gives as
+ * the unsigned integer of its size: an integer dtype of that size reads
+ * a bitfield as a bitfield in the dtype's byte order, its bits as they
+ * are. Close the type only if *owned. */
+hid_t cplpy_memtype(hid_t stored, PyArray_Descr *d, int *owned) {
+  CPLPY_H5_HELD;
+  if (H5Tget_class(stored) == H5T_BITFIELD && (d->kind == 'u' || d->kind == 'i') && !d->names &&
+      !d->subarray && (size_t)d->elsize == H5Tget_size(stored)) {
+    *owned = 1;
+    hid_t t = with_order(stored, d);
+    if (t < 0) unsupported(d, "HDF5 refused a bitfield of its order");
+    return t;
+  }
+  return cplpy_h5type_shared(d, owned);
+}
+
 /* ------------------------------------------------------------ HDF5 -> NumPy */
 
 static PyArray_Descr *descr_from(PyObject *spec) {
