@@ -460,24 +460,29 @@ def thread_at_exit(ctx, producer, r, p):
     sys.exit(0)  # main() would finalize; a script that simply ends does not
 
 
-def bitfields(ctx, producer, r, p):
-    """A C producer's HDF5 bitfields (bitfield_prod.c): datasets() gives
-    them an unsigned integer dtype, and get() and attr() read them in it."""
+def c_types(ctx, producer, r, p):
+    """A C producer's HDF5 types with no exact NumPy match (c_types_prod.c):
+    bitfields read as the unsigned integers datasets() names, fixed
+    strings of character set UTF-8 as the bytes."""
     with ctx.input("in") as inp:
         for step in inp:
             info = step.inquire("flags")
             check(info.dtype == np.dtype("u2"), f"flags: {info}")
-            for dt in (None, "u2", ">u2"):
+            check(step.inquire("names").dtype == np.dtype("S6"), "names dtype")
+            for name, dt, want in (("flags", None, [1, 2, 0xFFFF]), ("flags", "u2", [1, 2, 0xFFFF]),
+                                   ("flags", ">u2", [1, 2, 0xFFFF]),
+                                   ("names", None, ["caf\u00e9".encode(), b"abcde"]),
+                                   ("names", "S3", [b"caf", b"abc"])):
                 try:
-                    got = step.get("flags", dtype=dt)
-                    check(list(got) == [1, 2, 0xFFFF], f"flags as {dt}: {got}")
+                    got = step.get(name, dtype=dt)
+                    check(list(got) == want, f"{name} as {dt}: {got}")
                 except coupler.Error as e:
-                    check(False, f"flags as {dt}: {e}")
-            try:
-                check(step.attr("mask") == 0x81, f"mask {step.attr('mask')!r}")
-            except coupler.Error as e:
-                check(False, f"mask: {e}")
-
+                    check(False, f"{name} as {dt}: {e}")
+            for name, want in (("mask", 0x81), ("unit", "caf\u00e9".encode())):
+                try:
+                    check(step.attr(name) == want, f"{name} {step.attr(name)!r}")
+                except coupler.Error as e:
+                    check(False, f"{name}: {e}")
 
 class CtrlCAgain:
     """stderr that sends this process SIGINT once the abort hook says it

@@ -196,14 +196,27 @@ hid_t cplpy_h5type_shared(PyArray_Descr *d, int *owned) {
  * converts no integer to or from a bitfield, which cplpy_dtype gives as
  * the unsigned integer of its size: an integer dtype of that size reads
  * a bitfield as a bitfield in the dtype's byte order, its bits as they
- * are. Close the type only if *owned. */
+ * are. Nor does it convert strings between character sets: an 'S' dtype
+ * reads a fixed string in the stored one (UTF-8 text as its bytes).
+ * Close the type only if *owned. */
 hid_t cplpy_memtype(hid_t stored, PyArray_Descr *d, int *owned) {
   CPLPY_H5_HELD;
-  if (H5Tget_class(stored) == H5T_BITFIELD && (d->kind == 'u' || d->kind == 'i') && !d->names &&
-      !d->subarray && (size_t)d->elsize == H5Tget_size(stored)) {
+  H5T_class_t c = H5Tget_class(stored);
+  if (d->names || d->subarray) return cplpy_h5type_shared(d, owned);
+  if (c == H5T_BITFIELD && (d->kind == 'u' || d->kind == 'i') &&
+      (size_t)d->elsize == H5Tget_size(stored)) {
     *owned = 1;
     hid_t t = with_order(stored, d);
     if (t < 0) unsupported(d, "HDF5 refused a bitfield of its order");
+    return t;
+  }
+  if (c == H5T_STRING && d->kind == 'S' && d->elsize > 0 && H5Tis_variable_str(stored) == 0) {
+    hid_t t = cplpy_h5type(d);
+    *owned = 1;
+    if (t >= 0 && H5Tset_cset(t, H5Tget_cset(stored)) < 0) {
+      H5Tclose(t);
+      t = unsupported(d, "HDF5 refused the stored character set");
+    }
     return t;
   }
   return cplpy_h5type_shared(d, owned);
