@@ -8,11 +8,14 @@ module reporting MPICH, to check the handle conversions both ways).
 Prints 'N passed, N failed'.
 """
 
+import gc
 import os
 import pathlib
 import sys
 import tempfile
 import textwrap
+import threading
+import time
 
 import numpy as np
 
@@ -154,6 +157,44 @@ def test_dtypes():
     check("HDF5-DIAG" not in said, f"HDF5's error stack on stderr: {said[:200]}")
 
 
+class _SlowFinalizer:
+    """Cyclic garbage whose finalizer lets other threads run."""
+    started = None
+
+    def __init__(self):
+        self.me = self
+
+    def __del__(self):
+        _SlowFinalizer.started.set()
+        time.sleep(0.05)  # gives the GIL away
+
+
+def test_gc_under_hdf5_lock():
+    """The extension holds Coupler's HDF5 lock while it builds dtypes; a
+    garbage collection there runs finalizers, which let another thread
+    take the GIL. That thread must not then wait for the HDF5 lock while
+    holding the GIL: both would wait for ever."""
+    dt = np.dtype([("x", ">f8"), ("y", "<i2", (2,)), ("z", [("a", "u1"), ("b", "f4")])])
+    _SlowFinalizer.started = started = threading.Event()
+    threshold = gc.get_threshold()
+    gc.set_threshold(1, 1, 1)  # the next allocation collects
+    try:
+        for _ in range(5):
+            started.clear()
+            other = threading.Thread(
+                target=lambda: (started.wait(), coupler._core.h5type_roundtrip(dt)))
+            other.start()
+            gc.disable()
+            _SlowFinalizer()
+            gc.enable()
+            coupler._core.h5type_roundtrip(dt)  # collects inside, under the lock
+            started.set()
+            other.join()
+    finally:
+        gc.set_threshold(*threshold)
+    check(True, "no deadlock")
+
+
 def test_comm():
     w = coupler.Comm.world()
     check(w.rank == 0 and w.size == 1, "world")
@@ -266,6 +307,7 @@ def main():
     test_init_errors()
     test_ports()
     test_dtypes()
+    test_gc_under_hdf5_lock()
     test_comm()
     test_openmpi_mpi4py(sys.argv[1])
     test_mpich_mpi4py()

@@ -353,8 +353,10 @@ static PyObject *Output_put(OutputObj *self, PyObject *args) {
   int owned;
   hid_t t = cplpy_h5type_shared(PyArray_DESCR(a), &owned);
   if (t < 0) return NULL;
-  int rc = cpl_output_put(o, name, t, rank, dims, start, count,
-                          PyArray_SIZE(a) ? PyArray_DATA(a) : NULL);
+  int rc;
+  const void *data = PyArray_SIZE(a) ? PyArray_DATA(a) : NULL;
+  /* without the GIL: it takes the HDF5 lock (module.h) */
+  UNLOCKED(self->owner, rc = cpl_output_put(o, name, t, rank, dims, start, count, data));
   if (owned) cplpy_h5close(t);
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_output_put");
   if (PyList_Append(self->keep, (PyObject *)a) < 0) return NULL;
@@ -377,7 +379,10 @@ static PyObject *Output_attr(OutputObj *self, PyObject *args) {
     return PyErr_Format(PyExc_ValueError, "attribute %s: contiguous array", name);
   hid_t t = cplpy_h5type(PyArray_DESCR(a));
   if (t < 0) return NULL;
-  int rc = cpl_output_attr(o, dataset, name, t, (size_t)PyArray_SIZE(a), PyArray_DATA(a));
+  int rc;
+  size_t n = (size_t)PyArray_SIZE(a);
+  const void *value = PyArray_DATA(a);
+  UNLOCKED(self->owner, rc = cpl_output_attr(o, dataset, name, t, n, value));
   cplpy_h5close(t);
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_output_attr");
   Py_RETURN_NONE;
@@ -836,7 +841,9 @@ static PyObject *Input_attr_get(InputObj *self, PyObject *args) {
     if (owned) cplpy_h5close(memtype);
     return NULL;
   }
-  int rc = cpl_input_attr_get(in, dataset, name, memtype, ai.n, PyArray_DATA(a));
+  int rc;
+  void *buf = PyArray_DATA(a);
+  UNLOCKED(self->owner, rc = cpl_input_attr_get(in, dataset, name, memtype, ai.n, buf));
   if (owned) cplpy_h5close(memtype);
   if (rc != CPL_OK) {
     Py_DECREF(a);

@@ -175,18 +175,19 @@ void cplpy_h5close(hid_t t) {
 }
 
 /* Built-in dtypes in native order map to one HDF5 type each, made once:
- * a put or get then costs no type construction. */
+ * a put or get then costs no type construction. The cache is read and
+ * written with the GIL held, so a hit takes no lock. */
 hid_t cplpy_h5type_shared(PyArray_Descr *d, int *owned) {
-  CPLPY_H5_HELD;
   static hid_t cache[NPY_NTYPES];
   int n = d->type_num;
   *owned = 0;
   if (n >= 0 && n < NPY_NTYPES && n != NPY_VOID && n != NPY_STRING && n != NPY_UNICODE &&
       !d->names && !d->subarray && PyArray_ISNBO(d->byteorder)) {
-    if (cache[n] <= 0) cache[n] = cplpy_h5type(d);
     if (cache[n] > 0) return cache[n];
-    cache[n] = 0;
-    return -1;
+    hid_t t = cplpy_h5type(d); /* another thread may fill the cache meanwhile */
+    if (t < 0 || cache[n] <= 0) return t < 0 ? -1 : (cache[n] = t);
+    cplpy_h5close(t);
+    return cache[n];
   }
   *owned = 1;
   return cplpy_h5type(d);
@@ -200,9 +201,10 @@ hid_t cplpy_h5type_shared(PyArray_Descr *d, int *owned) {
  * reads a fixed string in the stored one (UTF-8 text as its bytes).
  * Close the type only if *owned. */
 hid_t cplpy_memtype(hid_t stored, PyArray_Descr *d, int *owned) {
+  /* other dtypes need no look at the stored type, nor the lock for it */
+  if (d->names || d->subarray || !strchr("uiS", d->kind)) return cplpy_h5type_shared(d, owned);
   CPLPY_H5_HELD;
   H5T_class_t c = H5Tget_class(stored);
-  if (d->names || d->subarray) return cplpy_h5type_shared(d, owned);
   if (c == H5T_BITFIELD && (d->kind == 'u' || d->kind == 'i') &&
       (size_t)d->elsize == H5Tget_size(stored)) {
     *owned = 1;
