@@ -432,6 +432,7 @@ def latin1_names(ctx, producer, r, p):
                 out.put("ok", np.arange(2.0))
                 out.attr(unit, 1.5)
                 out.attr(unit, 2.5, dataset=name)
+                out.attr("file", "/data/caf\udce9.nc")  # os.fsdecode'd text
         return
     with ctx.input("in") as inp:
         for step in inp:
@@ -439,7 +440,9 @@ def latin1_names(ctx, producer, r, p):
             check(names == [name, "ok"], f"datasets {names}")
             check(np.array_equal(step.get(name), np.arange(3.0)), "get by the Latin-1 name")
             check(step.inquire(name).shape == (3,), "inquire")
-            check([a.name for a in step.attrs()] == [unit] and step.attr(unit) == 1.5, "attrs")
+            check([a.name for a in step.attrs()] == [unit, "file"] and step.attr(unit) == 1.5,
+                  "attrs")
+            check(step.attr("file") == b"/data/caf\xe9.nc", f"file {step.attr('file')!r}")
             check(step.attr(unit, dataset=name) == 2.5, "dataset attribute")
 
 

@@ -269,7 +269,7 @@ class Output(_Port, _core.Output):
         """Attribute `name` of the step (or of `dataset`, put in this
         step): a number, bytes, str (stored as bytes) or a 1-D array."""
         if isinstance(value, str):
-            value = value.encode()
+            value = value.encode("utf-8", "surrogateescape")  # as names are
         a = _np.ascontiguousarray(_np.atleast_1d(_np.asarray(value)))
         super().attr(dataset, name, a.reshape(-1))
 
