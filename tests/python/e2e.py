@@ -8,7 +8,11 @@ link may be C or Python. Like data_e2e, every process ends with a sum of
 failures over MPI_COMM_WORLD, and exits 1 if any.
 """
 
+import os
+import signal
 import sys
+import threading
+import time
 
 import numpy as np
 
@@ -143,10 +147,18 @@ def shapes(ctx, producer, r, p):
                 publish(out, s, r, p)
     else:
         seen = []
+        prev = None
         with ctx.input("in") as inp:
             for step in inp:
                 seen.append(step.number)
                 check_step(step, step.number)
+                if prev is not None:  # a Step kept past its step reads nothing
+                    try:
+                        prev.get("a1")
+                        check(False, f"step {prev.number} read during step {step.number}")
+                    except ValueError as e:
+                        check(f"step {prev.number} is over" in str(e), str(e))
+                prev = step
             check(inp.ended and inp.begin_step() is None, "end of stream sticks")
         check(seen == [0, 1, 2, 3, 4], f"steps {seen}")
 
@@ -330,7 +342,13 @@ def select(ctx, producer, r, p):
                 check("not inside the boxes this rank selected" in str(e), str(e))
         inp.end_step()
     inp.select([((r, 2), (6, 6)), ((r + 3, 0), (6, 4))], dataset="b2")
+    inp.select([], dataset="c3", ndims=3)  # none of it: no box to tell the dims
     check(inp.begin_step() == 2, "step 2")
+    try:
+        inp.get("c3", start=(0, 0, 0), count=(1, 1, 1))
+        check(False, "a get of c3, selected empty, was accepted")
+    except coupler.ArgumentError as e:
+        check("not inside the boxes this rank selected (0 pieces" in str(e), str(e))
     b2 = expected(DSETS[1], 2)
     check(np.array_equal(inp.get("b2", start=(r, 2), count=(6, 6)), b2[r:r + 6, 2:8]),
           "first box of b2")
@@ -343,6 +361,165 @@ def select(ctx, producer, r, p):
     check(step is not None and step >= 3, f"latest: {step}")
     inp.end_step()
     inp.close()
+
+
+def interrupted(ctx, producer, r, p):
+    """Ctrl-C (KeyboardInterrupt) while the consumer waits in begin_step
+    takes effect as the wait returns with a step: that step must not be
+    lost, whether the iterator or the program called begin_step: a new
+    `for` loop starts with it."""
+    if producer:
+        with ctx.output("out") as out:
+            for s in range(4):
+                if s < 2:
+                    time.sleep(2.0)  # the consumer waits; its signal comes at 0.3 s
+                with out.step():
+                    out.put("x", np.full(3, float(s)))
+        return
+
+    def ctrl_c_soon():
+        threading.Timer(0.3, signal.pthread_kill, (threading.get_ident(), signal.SIGINT)).start()
+
+    inp = ctx.input("in")
+    seen = []
+    ctrl_c_soon()
+    try:
+        for step in inp:  # waits for step 0
+            seen.append(step.number)
+        check(False, "no KeyboardInterrupt in the for loop")
+    except KeyboardInterrupt:
+        pass
+    for step in inp:
+        seen.append(step.number)
+        break
+    inp.end_step()
+    ctrl_c_soon()
+    try:
+        inp.begin_step()  # waits for step 1
+        check(False, "no KeyboardInterrupt in begin_step")
+    except KeyboardInterrupt:
+        pass
+    for step in inp:
+        check(step.get("x")[0] == step.number, f"step {step.number}: data")
+        seen.append(step.number)
+    check(seen == [0, 1, 2, 3], f"steps {seen}: one lost to the interrupt")
+    inp.close()
+
+
+def uncaught_thread(ctx, producer, r, p):
+    """An exception nobody catches in a thread aborts the job too, rather
+    than let it end with status 0 and the thread's work missing."""
+    with ctx.input("in") as inp:
+        def work():
+            for step in inp:
+                step.get("no such dataset")
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+    print("FAILED: the job went on after an uncaught exception in a thread", flush=True)
+
+
+def latin1_names(ctx, producer, r, p):
+    """Dataset and attribute names that are not UTF-8 (a C producer's
+    Latin-1 "temp\xe9rature"): listed with surrogates, as os.fsdecode
+    does, and read back by those names; here the producer is Python and
+    writes them with surrogates."""
+    name, unit = b"temp\xe9rature".decode(errors="surrogateescape"), "unit\udce9"
+    if producer:
+        with ctx.output("out") as out:
+            with out.step():
+                out.put(name, np.arange(3.0))
+                out.put("ok", np.arange(2.0))
+                out.attr(unit, 1.5)
+                out.attr(unit, 2.5, dataset=name)
+                out.attr("file", "/data/caf\udce9.nc")  # os.fsdecode'd text
+        return
+    with ctx.input("in") as inp:
+        for step in inp:
+            names = [d.name for d in step.datasets()]
+            check(names == [name, "ok"], f"datasets {names}")
+            check(np.array_equal(step.get(name), np.arange(3.0)), "get by the Latin-1 name")
+            check(step.inquire(name).shape == (3,), "inquire")
+            check([a.name for a in step.attrs()] == [unit, "file"] and step.attr(unit) == 1.5,
+                  "attrs")
+            check(step.attr("file") == b"/data/caf\xe9.nc", f"file {step.attr('file')!r}")
+            check(step.attr(unit, dataset=name) == 2.5, "dataset attribute")
+
+
+def thread_at_exit(ctx, producer, r, p):
+    """The consumer's main thread ends while another thread still waits
+    in begin_step: the finalize at exit cannot free that port, and MPI
+    must not be finalized under the waiting thread either: the job is
+    aborted, saying why."""
+    if producer:
+        with ctx.output("out") as out:
+            time.sleep(20)  # the consumer is gone by then
+            with out.step():
+                out.put("x", np.zeros(3))
+        return
+    inp = ctx.input("in")
+    threading.Thread(target=inp.begin_step, daemon=True).start()
+    time.sleep(0.3)
+    sys.exit(0)  # main() would finalize; a script that simply ends does not
+
+
+def c_types(ctx, producer, r, p):
+    """A C producer's HDF5 types with no exact NumPy match (c_types_prod.c):
+    bitfields read as the unsigned integers datasets() names, fixed
+    strings of character set UTF-8 as the bytes."""
+    with ctx.input("in") as inp:
+        for step in inp:
+            info = step.inquire("flags")
+            check(info.dtype == np.dtype("u2"), f"flags: {info}")
+            check(step.inquire("names").dtype == np.dtype("S6"), "names dtype")
+            for name, dt, want in (("flags", None, [1, 2, 0xFFFF]), ("flags", "u2", [1, 2, 0xFFFF]),
+                                   ("flags", ">u2", [1, 2, 0xFFFF]),
+                                   ("names", None, ["caf\u00e9".encode(), b"abcde"]),
+                                   ("names", "S3", [b"caf", b"abc"])):
+                try:
+                    got = step.get(name, dtype=dt)
+                    check(list(got) == want, f"{name} as {dt}: {got}")
+                except coupler.Error as e:
+                    check(False, f"{name} as {dt}: {e}")
+            for name, want in (("mask", 0x81), ("unit", "caf\u00e9".encode())):
+                try:
+                    check(step.attr(name) == want, f"{name} {step.attr(name)!r}")
+                except coupler.Error as e:
+                    check(False, f"{name}: {e}")
+
+class CtrlCAgain:
+    """stderr that sends this process SIGINT once the abort hook says it
+    aborts: Ctrl-C arrives more than once (terminal, hydra, cpl-exec)."""
+
+    def __init__(self, f):
+        self.f = f
+
+    def write(self, s):
+        n = self.f.write(s)
+        if "aborting the MPI job" in s:
+            self.f.flush()
+            signal.raise_signal(signal.SIGINT)
+        return n
+
+    def __getattr__(self, k):
+        return getattr(self.f, k)
+
+
+def ctrl_c_twice(ctx, producer, r, p):
+    """A producer stopped by Ctrl-C whose abort hook gets a second SIGINT
+    must still abort the job: its consumer must not see a normal end of
+    stream (what the exit's finalize would send)."""
+    if producer:
+        out = ctx.output("out")
+        with out.step():
+            out.put("x", np.zeros(3))
+        sys.stderr = CtrlCAgain(sys.stderr)
+        signal.raise_signal(signal.SIGINT)  # uncaught KeyboardInterrupt
+    with ctx.input("in") as inp:
+        for step in inp:
+            pass
+    print("FAILED: the consumer saw a clean end of stream", flush=True)
+    os._exit(1)  # the producer is not coming to main's allreduce
 
 
 def main():

@@ -8,10 +8,14 @@ module reporting MPICH, to check the handle conversions both ways).
 Prints 'N passed, N failed'.
 """
 
+import gc
 import os
+import pathlib
 import sys
 import tempfile
 import textwrap
+import threading
+import time
 
 import numpy as np
 
@@ -78,6 +82,20 @@ def test_ports():
         components:
           - {name: a, nprocs: 1, command: x, outputs: [o]}
         """)
+    # a path as pathlib gives it, or as bytes (a name that is not UTF-8)
+    for path in (pathlib.Path(wf), os.fsencode(wf)):
+        with coupler.init(workflow=path, component="a") as ctx:
+            check(ctx.name == "a", f"workflow={path!r}")
+    raises(TypeError, lambda: coupler.init(workflow=wf, component=1), "component", "int")
+    # a workflow whose path is not UTF-8 (as cpl-run passes it in CPL_WORKFLOW)
+    latin = os.path.join(os.fsencode(tempfile.mkdtemp()), b"caf\xe9.yaml")
+    with open(wf, "rb") as f, open(latin, "wb") as g:
+        g.write(f.read())
+    with coupler.init(workflow=latin, component="a") as ctx:
+        check(ctx.name == "a" and "solo" in repr(ctx), "a workflow path that is not UTF-8")
+    # Coupler's message quotes a path that is not UTF-8: still its exception
+    raises(coupler.IOError, lambda: coupler.init(workflow=b"/nonexistent/caf\xe9.yaml"),
+           "/nonexistent/caf\\xe9.yaml")
     with coupler.init(workflow=wf, component="a") as ctx:
         check(ctx.name == "a" and ctx.workflow_name == "solo", repr(ctx))
         check(ctx.ccomm.size == 1 and ctx.ccomm.rank == 0, "component comm")
@@ -88,6 +106,11 @@ def test_ports():
         out.begin_step()
         raises(TypeError, lambda: out.put("u", np.array(["a"])), "no HDF5 equivalent")
         raises(ValueError, lambda: out.put("s", np.float64(1), dims=(1, 1)), "dims")
+        # a row of a 2-D dataset put as a 1-D array: the array is the block
+        raises(ValueError, lambda: out.put("row", np.zeros(4), dims=(3, 4), start=(1, 0)),
+               'dataset "row": dims has 2 entries, but the array put has 1 dimension')
+        raises(ValueError, lambda: out.put("neg", np.zeros(2), dims=(4,), start=(-2,)),
+               'dataset "neg": start[0] is negative')
         raises(coupler.Error, lambda: out.put("big", np.zeros(4), dims=(3,)))
         out.put("x", np.arange(3.0))
         unaligned = np.frombuffer(b"\0" + np.arange(3.0).tobytes(), dtype="f8", offset=1)
@@ -116,6 +139,60 @@ def test_dtypes():
               f"{dt}: back {back}, HDF5 size {size}")
     for dt in ["U3", "O", "M8[s]", "m8[s]"]:
         raises(TypeError, lambda: coupler._core.h5type_roundtrip(dt), "no HDF5 equivalent")
+    # dtypes HDF5 itself refuses: a TypeError, and no HDF5 error stack on stderr
+    union = np.dtype({"names": ["a", "b"], "formats": ["<i4", "<f4"], "offsets": [0, 0]})
+    empty_field = np.dtype([("a", "<i4", (0,))])
+    with tempfile.TemporaryFile() as err:
+        saved = os.dup(2)
+        os.dup2(err.fileno(), 2)
+        try:
+            for dt in [union, empty_field]:
+                raises(TypeError, lambda: coupler._core.h5type_roundtrip(dt),
+                       "no HDF5 equivalent")
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        err.seek(0)
+        said = err.read().decode(errors="replace")
+    check("HDF5-DIAG" not in said, f"HDF5's error stack on stderr: {said[:200]}")
+
+
+class _SlowFinalizer:
+    """Cyclic garbage whose finalizer lets other threads run."""
+    started = None
+
+    def __init__(self):
+        self.me = self
+
+    def __del__(self):
+        _SlowFinalizer.started.set()
+        time.sleep(0.05)  # gives the GIL away
+
+
+def test_gc_under_hdf5_lock():
+    """The extension holds Coupler's HDF5 lock while it builds dtypes; a
+    garbage collection there runs finalizers, which let another thread
+    take the GIL. That thread must not then wait for the HDF5 lock while
+    holding the GIL: both would wait for ever."""
+    dt = np.dtype([("x", ">f8"), ("y", "<i2", (2,)), ("z", [("a", "u1"), ("b", "f4")])])
+    _SlowFinalizer.started = started = threading.Event()
+    threshold = gc.get_threshold()
+    gc.set_threshold(1, 1, 1)  # the next allocation collects
+    try:
+        for _ in range(5):
+            started.clear()
+            other = threading.Thread(
+                target=lambda: (started.wait(), coupler._core.h5type_roundtrip(dt)))
+            other.start()
+            gc.disable()
+            _SlowFinalizer()
+            gc.enable()
+            coupler._core.h5type_roundtrip(dt)  # collects inside, under the lock
+            started.set()
+            other.join()
+    finally:
+        gc.set_threshold(*threshold)
+    check(True, "no deadlock")
 
 
 def test_comm():
@@ -202,11 +279,35 @@ def test_mpich_mpi4py():
         sys.path.remove(d)
 
 
+def test_wrong_interpreter():
+    """An interpreter without NumPy (a workflow's `command: python3 ...`
+    finding a pyenv python3 first on PATH) is told which one it is and
+    which one to use."""
+    import subprocess
+    r = subprocess.run([sys.executable, "-c", "import sys; sys.modules['numpy'] = None; "
+                        "import coupler"], capture_output=True, text=True)
+    check(r.returncode != 0 and sys.executable in r.stderr and "Python3_EXECUTABLE" in r.stderr,
+          f"import without NumPy: {r.stderr.strip().splitlines()[-1:]}")
+
+
+def test_star_import():
+    """`from coupler import *` must leave the built-in exception names
+    alone: `except IOError` around open() would stop catching OSError."""
+    ns = {}
+    exec("from coupler import *", ns)
+    shadowed = [n for n in ("IOError", "EnvironmentError", "TimeoutError") if n in ns]
+    check(not shadowed, f"from coupler import * replaces the built-ins {shadowed}")
+    check("ArgumentError" in ns and "init" in ns, "star import exports")
+
+
 def main():
     coupler.mpi_init()
+    test_star_import()
+    test_wrong_interpreter()
     test_init_errors()
     test_ports()
     test_dtypes()
+    test_gc_under_hdf5_lock()
     test_comm()
     test_openmpi_mpi4py(sys.argv[1])
     test_mpich_mpi4py()

@@ -14,7 +14,9 @@ components"); failures raise coupler.Error subclasses carrying Coupler's
 message.
 """
 
+import signal as _signal
 import sys as _sys
+import threading as _threading
 import time as _time
 from collections import namedtuple as _namedtuple
 from contextlib import contextmanager as _contextmanager
@@ -29,7 +31,23 @@ if _m is not None and "MPICH" not in _m.Get_library_version():
         "components')" % _m.Get_library_version().split("\n")[0])
 del _m
 
-import numpy as _np
+
+
+def _other_python(e):
+    """What to say when this interpreter lacks NumPy or the extension: most
+    often a workflow's `command: python3 ...` found another python3 first
+    on PATH (pyenv, a venv) than the one the package was built for."""
+    return ImportError(
+        f"coupler: {e} under {_sys.executable} (Python {_sys.version.split()[0]}); "
+        "the package runs under the interpreter the build used (CMake's "
+        "Python3_EXECUTABLE, Debian's /usr/bin/python3 by default): name it in "
+        "the workflow's command, as `python3` is looked up in PATH")
+
+
+try:
+    import numpy as _np
+except ImportError as e:
+    raise _other_python(e) from e
 
 # MPI's libraries join the global symbol scope, as in a C program: MPICH
 # and UCX load plugins that need them, and a preloaded shim (the test
@@ -38,6 +56,8 @@ _flags = _sys.getdlopenflags()
 _sys.setdlopenflags(_flags | __import__("os").RTLD_GLOBAL)
 try:
     from . import _core
+except ImportError as e:
+    raise _other_python(e) from e
 finally:
     _sys.setdlopenflags(_flags)
 del _flags
@@ -64,9 +84,9 @@ def init(comm=None, workflow=None, component=None, abort_on_exception=True):
     of the job calls it. comm: an mpi4py MPI.Comm, a coupler.Comm, or None
     for MPI_COMM_WORLD (MPI is started if nothing started it). workflow,
     component: None means CPL_WORKFLOW and CPL_COMPONENT.
-    abort_on_exception: an uncaught exception prints its traceback, then
-    aborts the MPI job (MPI_Abort), rather than leave the other ranks and
-    components waiting for this one until their timeouts."""
+    abort_on_exception: an uncaught exception (in any thread) prints its
+    traceback, then aborts the MPI job (MPI_Abort), rather than leave the
+    other ranks and components waiting for this one until their timeouts."""
     if comm is None:
         mpi_init()
     if abort_on_exception:
@@ -75,33 +95,62 @@ def init(comm=None, workflow=None, component=None, abort_on_exception=True):
 
 
 def _install_abort_hook():
-    prev = _sys.excepthook
+    prev, prev_thread = _sys.excepthook, _threading.excepthook
     if getattr(prev, "_coupler", False):
         return
 
+    def abort(show):
+        # One Ctrl-C reaches a process more than once (terminal, hydra,
+        # cpl-exec): a KeyboardInterrupt in here would skip the abort, and
+        # the finalize at exit would then end this component's streams as
+        # if it had finished.
+        try:
+            _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+        except ValueError:  # not the main thread
+            pass
+        try:
+            show()
+        finally:
+            initialized, finalized, _ = _core.mpi_state()
+            if initialized and not finalized:
+                _abort_job("uncaught exception")
+
     def hook(etype, value, tb):
-        prev(etype, value, tb)
-        initialized, finalized, _ = _core.mpi_state()
-        if initialized and not finalized:
-            print("coupler: uncaught exception, aborting the MPI job",
-                  file=_sys.stderr, flush=True)
-            # hydra kills the job on MPI_Abort and drops what its proxy
-            # has not yet read from this process's stderr: give it the
-            # traceback first (seen cut off mid-line under load)
-            _time.sleep(0.3)
-            _core.comm_abort(_core.comm_world(), 1)
+        abort(lambda: prev(etype, value, tb))
+
+    # A thread's uncaught exception too: otherwise the job ends with
+    # status 0 and the thread's work silently missing.
+    def thread_hook(args):
+        if args.exc_type is SystemExit:
+            return prev_thread(args)
+        abort(lambda: prev_thread(args))
 
     hook._coupler = True
     _sys.excepthook = hook
+    _threading.excepthook = thread_hook
 
 
 _contexts = []
 
 
+def _abort_job(why):
+    print(f"coupler: {why}, aborting the MPI job", file=_sys.stderr, flush=True)
+    # hydra kills the job on MPI_Abort and drops what its proxy has not
+    # yet read from this process's stderr: give it the message first
+    # (a traceback was seen cut off mid-line under load)
+    _time.sleep(0.3)
+    _core.comm_abort(_core.comm_world(), 1)
+
+
 def _finalize_all():
     for c in reversed(_contexts):
         if not c.finalized:
-            c.finalize()
+            try:
+                c.finalize()
+            except RuntimeError as e:
+                # Another thread is inside a call on one of its ports: no
+                # finalize, and no MPI_Finalize under that thread either.
+                _abort_job(f"at exit: {e}")
 
 
 class Context(_core.Context):
@@ -220,7 +269,7 @@ class Output(_Port, _core.Output):
         """Attribute `name` of the step (or of `dataset`, put in this
         step): a number, bytes, str (stored as bytes) or a 1-D array."""
         if isinstance(value, str):
-            value = value.encode()
+            value = value.encode("utf-8", "surrogateescape")  # as names are
         a = _np.ascontiguousarray(_np.atleast_1d(_np.asarray(value)))
         super().attr(dataset, name, a.reshape(-1))
 
@@ -233,9 +282,32 @@ def _step(out, step):
     out.end_step()
 
 
+def _while_open(inp, number, call):
+    """`call` of `inp`, refused once step `number` is over: the input reads
+    only its open step, so a kept Step would read another step's data."""
+    def stale():
+        at = "no step" if inp.step is None else "step %d" % inp.step
+        return ValueError(f"step {number} is over (the input is at {at}): a Step reads "
+                          "only until the next step; keep what get() returned instead")
+
+    if call == inp.get:  # the hot one: no argument packing
+        def get(name, out=None, dtype=None, start=None, count=None):
+            if inp.step != number and not inp.closed:
+                raise stale()
+            return call(name, out, dtype, start, count)
+        return get
+
+    def checked(*args, **kw):
+        if inp.step != number and not inp.closed:
+            raise stale()
+        return call(*args, **kw)
+    return checked
+
+
 class Step:
     """One step of an input port, as the iterator yields it: its number
-    and the input's reading calls (valid until the next step)."""
+    and the input's reading calls, which raise ValueError once the step
+    is over."""
 
     __slots__ = ("input", "number", "get", "inquire", "datasets", "attr",
                  "attrs")
@@ -244,8 +316,9 @@ class Step:
         self.input = inp
         self.number = number
         # Bound once: a lookup through __getattr__ would cost every call.
-        self.get, self.inquire, self.datasets = inp.get, inp.inquire, inp.datasets
-        self.attr, self.attrs = inp.attr, inp.attrs
+        self.get, self.inquire, self.datasets, self.attr, self.attrs = (
+            _while_open(inp, number, f)
+            for f in (inp.get, inp.inquire, inp.datasets, inp.attr, inp.attrs))
 
     def __int__(self):
         return self.number
@@ -270,22 +343,32 @@ class Input(_Port, _core.Input):
 
     def __init__(self, ctx, port, peer=None):
         super().__init__(ctx, port, peer)
-        self._in_step = False
+        # True from a begin call until its caller has the step: a
+        # KeyboardInterrupt raised as the C call returns leaves the step
+        # open (`step`, kept by the C side) and unseen; iteration yields
+        # it rather than end it.
+        self._unseen = False
+
+    def _begin(self, want):
+        self._unseen = True
+        return super().begin_step() if want is None else super().begin_step_at(want)
 
     def begin_step(self, want=None):
         """Wait for the next step (or the one `want` asks for: STEP_LATEST,
         STEP_NEXT or a step number): its number, or None at end of stream.
         A step the producer no longer holds raises NotFoundError."""
-        s = super().begin_step() if want is None else super().begin_step_at(want)
-        self._in_step = s is not None
+        s = self._begin(want)
+        self._unseen = False
         return s
 
-    def select(self, boxes, dataset=None):
+    def select(self, boxes, dataset=None, ndims=None):
         """Read only these boxes, [(start, count), ...], of `dataset` (None:
-        of every dataset with that many dims and no selection of its own),
-        from the next step on; [] reads nothing of it."""
+        of every dataset with `ndims` dims and no selection of its own),
+        from the next step on; [] reads nothing of it. ndims: the boxes'
+        length by default; give it with [] (else 1)."""
         boxes = list(boxes)
-        ndims = len(boxes[0][0]) if boxes else 1
+        if ndims is None:
+            ndims = len(boxes[0][0]) if boxes else 1
         super().select(dataset, ndims, boxes)
 
     def select_rows(self, part, nparts, dataset=None):
@@ -300,22 +383,26 @@ class Input(_Port, _core.Input):
     def try_step(self, seconds=0.0):
         """As begin_step, waiting at most `seconds`: None if no step came
         in time or at end of stream (then `ended` is True)."""
+        self._unseen = True
         s = super().try_step(seconds)
-        self._in_step = s is not None
+        self._unseen = False
         return s
 
     def end_step(self):
-        self._in_step = False
+        self._unseen = False
         super().end_step()
 
     def __iter__(self):
         while True:
-            if self._in_step:
-                self.end_step()
-            s = self.begin_step()
-            if s is None:
-                return
-            yield Step(self, s)
+            if not (self._unseen and self.step is not None):
+                if self.step is not None:
+                    self.end_step()
+                if self._begin(None) is None:
+                    self._unseen = False
+                    return
+            step = Step(self, self.step)
+            self._unseen = False
+            yield step
 
     def datasets(self):
         """DatasetInfo of every dataset of the current step."""
@@ -346,11 +433,15 @@ class Input(_Port, _core.Input):
         return a[0] if a.size == 1 else a
 
 
+# Not exported by `from coupler import *`: IOError, EnvironmentError and
+# TimeoutError, which would replace the built-ins of the same names (an
+# `except IOError` around open() would then miss OSError). Use
+# coupler.IOError etc.
 __all__ = [
     "init", "Context", "Output", "Input", "Step", "Comm", "DatasetInfo",
-    "AttrInfo", "wtime", "STEP_NEXT", "STEP_LATEST", "mpi_init", "mpi_library", "mpi4py_usable", "MPI4PyError",
-    "Error", "ArgumentError", "CommError", "MPIError", "NoMemoryError",
-    "EnvironmentError", "ParseError", "ConfigError", "MismatchError",
-    "TimeoutError", "IOError", "HDF5Error", "StateError", "UnsupportedError",
-    "NotFoundError", "TypeMismatchError", "ShapeError", "InternalError",
+    "AttrInfo", "wtime", "STEP_NEXT", "STEP_LATEST", "mpi_init", "mpi_library",
+    "mpi4py_usable", "MPI4PyError", "Error", "ArgumentError", "CommError",
+    "MPIError", "NoMemoryError", "ParseError", "ConfigError", "MismatchError",
+    "HDF5Error", "StateError", "UnsupportedError", "NotFoundError",
+    "TypeMismatchError", "ShapeError", "InternalError",
 ]

@@ -2,6 +2,8 @@
 #define CPLPY_IMPORT_ARRAY
 #include "module.h"
 
+#include <string.h>
+
 /* One class per status; TimeoutError and MemoryError also derive from the
  * built-ins, so `except TimeoutError` works as a Python user expects. */
 static const struct {
@@ -37,8 +39,13 @@ PyObject *cplpy_raise(int status, const char *what) {
                       : error_base;
   const char *msg = cpl_last_error();
   if (!msg || !*msg) msg = cpl_strerror(status);
-  /* str(e) is Coupler's message; .status and .call say which code/call. */
-  PyObject *exc = PyObject_CallFunction(cls, "s", msg);
+  /* str(e) is Coupler's message; .status and .call say which code/call.
+   * It may quote a file name that is not UTF-8: escaped, not a
+   * UnicodeDecodeError in place of the error. */
+  PyObject *text = PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg), "backslashreplace");
+  if (!text) return NULL;
+  PyObject *exc = PyObject_CallOneArg(cls, text);
+  Py_DECREF(text);
   if (!exc) return NULL;
   PyObject *st = PyLong_FromLong(status);
   PyObject *call = PyUnicode_FromString(what);

@@ -26,18 +26,30 @@ int cplpy_errors_init(PyObject *module);
 /* HDF5 is not thread-safe, and Coupler calls it in threads that released
  * the GIL: every HDF5 call of the extension holds cpl_hdf5_lock().
  * CPLPY_H5_HELD; as a function's first statement holds it until the
- * function returns. */
+ * function returns. The lock is taken with the GIL released: its holder
+ * may run Python code (a garbage collection in an allocation runs
+ * finalizers, and the interpreter then switches threads), so a thread
+ * waiting for it while holding the GIL would wait for ever. For the same
+ * reason the C calls that take it (put, attr, get) run without the GIL. */
 static inline void cplpy_h5_release(int *held) {
   if (*held) cpl_hdf5_unlock();
 }
+static inline int cplpy_h5_acquire(void) {
+  Py_BEGIN_ALLOW_THREADS;
+  cpl_hdf5_lock();
+  Py_END_ALLOW_THREADS;
+  return 1;
+}
 #define CPLPY_H5_HELD                                                                              \
-  __attribute__((cleanup(cplpy_h5_release))) int cplpy_h5_held_ = (cpl_hdf5_lock(), 1)
+  __attribute__((cleanup(cplpy_h5_release))) int cplpy_h5_held_ = cplpy_h5_acquire()
 void cplpy_h5close(hid_t t); /* H5Tclose under the lock */
 
 /* NumPy dtype <-> HDF5 datatype (types.c). */
 hid_t cplpy_h5type(PyArray_Descr *d); /* new hid_t, or -1 + error */
 /* The same, shared for built-in native types: close it only if *owned. */
 hid_t cplpy_h5type_shared(PyArray_Descr *d, int *owned);
+/* The memory type reading `stored` into dtype d (bitfields: see types.c). */
+hid_t cplpy_memtype(hid_t stored, PyArray_Descr *d, int *owned);
 PyArray_Descr *cplpy_dtype(hid_t type); /* new reference, or NULL   */
 
 /* Objects (ports.c, comm.c). */

@@ -29,6 +29,7 @@ typedef struct {
   PyObject_HEAD ContextObj *owner;
   cpl_input *in;
   int ended;
+  long step; /* the open step, or -1 */
 } InputObj;
 
 /* --------------------------------------------------------------- helpers */
@@ -76,22 +77,68 @@ static cpl_input *live_input(InputObj *i) {
   return NULL;
 }
 
-static const char *opt_str(PyObject *o) { return o == Py_None ? NULL : PyUnicode_AsUTF8(o); }
+/* A str argument or None (NULL); on error NULL with an exception set. */
+static const char *opt_str(PyObject *o, const char *what) {
+  if (o == Py_None) return NULL;
+  if (!PyUnicode_Check(o)) {
+    PyErr_Format(PyExc_TypeError, "%s must be a str or None, not %.100s", what,
+                 Py_TYPE(o)->tp_name);
+    return NULL;
+  }
+  return PyUnicode_AsUTF8(o);
+}
 
-/* A sequence of n non-negative integers (dims, start, count). */
-static int hsizes(PyObject *seq, int n, hsize_t *out, const char *what) {
+/* Dataset and attribute names are bytes to Coupler, UTF-8 in Python's
+ * view; one a C program gave in another encoding (Latin-1) comes out
+ * with surrogates, as os.fsdecode does, and goes back in as the same
+ * bytes. name_in's bytes live in *keep: declare it CPLPY_KEEP. */
+static PyObject *name_out(const char *s) {
+  return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "surrogateescape");
+}
+
+static const char *name_in(PyObject *o, const char *what, PyObject **keep) {
+  if (o == Py_None) return NULL;
+  if (!PyUnicode_Check(o)) {
+    PyErr_Format(PyExc_TypeError, "%s must be a str or None, not %.100s", what,
+                 Py_TYPE(o)->tp_name);
+    return NULL;
+  }
+  Py_ssize_t n;
+  const char *s = PyUnicode_AsUTF8AndSize(o, &n); /* cached by the str */
+  if (!s) {
+    PyErr_Clear();
+    *keep = PyUnicode_AsEncodedString(o, "utf-8", "surrogateescape");
+    if (!*keep) return NULL;
+    s = PyBytes_AS_STRING(*keep);
+    n = PyBytes_GET_SIZE(*keep);
+  }
+  if ((size_t)n != strlen(s)) {
+    PyErr_Format(PyExc_ValueError, "%s contains a NUL character", what);
+    return NULL;
+  }
+  return s;
+}
+
+static inline void drop_ref(PyObject **o) { Py_XDECREF(*o); }
+#define CPLPY_KEEP __attribute__((cleanup(drop_ref))) PyObject *
+
+/* A sequence of n non-negative integers (dims, start, count) given for
+ * `name`; `n_is` says what n counts, for the message. */
+static int hsizes(PyObject *seq, int n, hsize_t *out, const char *what, const char *name,
+                  const char *n_is) {
   PyObject *f = PySequence_Fast(seq, what);
   if (!f) return -1;
   if (PySequence_Fast_GET_SIZE(f) != n) {
-    PyErr_Format(PyExc_ValueError, "%s has %zd entries, the dataset %d dims", what,
-                 PySequence_Fast_GET_SIZE(f), n);
+    PyErr_Format(PyExc_ValueError, "%s: %s has %zd entries, but %s %d dimension%s", name, what,
+                 PySequence_Fast_GET_SIZE(f), n_is, n, n == 1 ? "" : "s");
     Py_DECREF(f);
     return -1;
   }
   for (int k = 0; k < n; k++) {
     long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(f, k));
     if (v < 0) {
-      if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "%s[%d] is negative", what, k);
+      if (!PyErr_Occurred())
+        PyErr_Format(PyExc_ValueError, "%s: %s[%d] is negative", name, what, k);
       Py_DECREF(f);
       return -1;
     }
@@ -126,12 +173,21 @@ static int Context_init(ContextObj *self, PyObject *args, PyObject *kw) {
   }
   MPI_Comm world = cplpy_comm_arg(h);
   if (world == MPI_COMM_NULL) return -1;
-  const char *path = opt_str(wf), *name = opt_str(comp);
-  if (PyErr_Occurred()) return -1;
+  /* The workflow is a file name: str, bytes or os.PathLike, as open() takes. */
+  PyObject *path_b = NULL;
+  if (wf != Py_None && !PyUnicode_FSConverter(wf, &path_b)) return -1;
+  const char *path = path_b ? PyBytes_AS_STRING(path_b) : NULL, *name = opt_str(comp, "component");
+  if (PyErr_Occurred()) {
+    Py_XDECREF(path_b);
+    return -1;
+  }
   int rc;
   cpl_context *ctx = NULL;
-  Py_BEGIN_ALLOW_THREADS rc = cpl_init(world, path, name, &ctx);
-  Py_END_ALLOW_THREADS if (rc != CPL_OK) {
+  Py_BEGIN_ALLOW_THREADS;
+  rc = cpl_init(world, path, name, &ctx);
+  Py_END_ALLOW_THREADS;
+  Py_XDECREF(path_b);
+  if (rc != CPL_OK) {
     cplpy_raise(rc, "cpl_init");
     return -1;
   }
@@ -172,7 +228,9 @@ static PyObject *Context_component(ContextObj *self, PyObject *noarg) {
   const char *name;
   LOCAL("cpl_context_component", cpl_context_component(self->ctx, &index, &name));
   const cpl_workflow *wf = cpl_context_workflow(self->ctx);
-  return Py_BuildValue("(isss)", index, name, cpl_workflow_name(wf), cpl_workflow_path(wf));
+  /* The path as os.fsdecode gives it: it need not be UTF-8. */
+  return Py_BuildValue("(issN)", index, name, cpl_workflow_name(wf),
+                       PyUnicode_DecodeFSDefault(cpl_workflow_path(wf)));
 }
 
 static PyObject *Context_links(ContextObj *self, PyObject *noarg) {
@@ -267,12 +325,14 @@ static PyObject *Output_begin_step(OutputObj *self, PyObject *args) {
 /* put(name, array, dims, start): the array is the block (count = shape),
  * C-contiguous in its own dtype; referenced until end_step. */
 static PyObject *Output_put(OutputObj *self, PyObject *args) {
-  const char *name;
+  PyObject *name_o, *dims_o, *start_o;
   PyArrayObject *a;
-  PyObject *dims_o, *start_o;
-  if (!PyArg_ParseTuple(args, "sO!OO", &name, &PyArray_Type, &a, &dims_o, &start_o)) return NULL;
+  if (!PyArg_ParseTuple(args, "UO!OO", &name_o, &PyArray_Type, &a, &dims_o, &start_o)) return NULL;
   cpl_output *o = live_output(self);
   if (!o) return NULL;
+  CPLPY_KEEP keep = NULL;
+  const char *name = name_in(name_o, "name", &keep);
+  if (!name) return NULL;
   int rank = PyArray_NDIM(a);
   if (rank < 1 || rank > CPL_MAX_RANK)
     return PyErr_Format(PyExc_ValueError, "dataset %s: %d dims (1 to %d)", name, rank,
@@ -283,14 +343,20 @@ static PyObject *Output_put(OutputObj *self, PyObject *args) {
                         "C-contiguous and aligned",
                         name);
   hsize_t dims[CPL_MAX_RANK], start[CPL_MAX_RANK], count[CPL_MAX_RANK];
-  if (hsizes(dims_o, rank, dims, "dims") < 0 || hsizes(start_o, rank, start, "start") < 0)
+  char what[300];
+  snprintf(what, sizeof what, "dataset \"%s\"", name);
+  /* the array is the block: its shape is the count */
+  if (hsizes(dims_o, rank, dims, "dims", what, "the array put has") < 0 ||
+      hsizes(start_o, rank, start, "start", what, "the array put has") < 0)
     return NULL;
   for (int k = 0; k < rank; k++) count[k] = (hsize_t)PyArray_DIM(a, k);
   int owned;
   hid_t t = cplpy_h5type_shared(PyArray_DESCR(a), &owned);
   if (t < 0) return NULL;
-  int rc = cpl_output_put(o, name, t, rank, dims, start, count,
-                          PyArray_SIZE(a) ? PyArray_DATA(a) : NULL);
+  int rc;
+  const void *data = PyArray_SIZE(a) ? PyArray_DATA(a) : NULL;
+  /* without the GIL: it takes the HDF5 lock (module.h) */
+  UNLOCKED(self->owner, rc = cpl_output_put(o, name, t, rank, dims, start, count, data));
   if (owned) cplpy_h5close(t);
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_output_put");
   if (PyList_Append(self->keep, (PyObject *)a) < 0) return NULL;
@@ -299,19 +365,24 @@ static PyObject *Output_put(OutputObj *self, PyObject *args) {
 
 /* attr(dataset or None, name, array): n = array.size elements. */
 static PyObject *Output_attr(OutputObj *self, PyObject *args) {
-  PyObject *ds;
-  const char *name;
+  PyObject *ds, *name_o;
   PyArrayObject *a;
-  if (!PyArg_ParseTuple(args, "OsO!", &ds, &name, &PyArray_Type, &a)) return NULL;
+  if (!PyArg_ParseTuple(args, "OUO!", &ds, &name_o, &PyArray_Type, &a)) return NULL;
   cpl_output *o = live_output(self);
   if (!o) return NULL;
-  const char *dataset = opt_str(ds);
+  CPLPY_KEEP keep_ds = NULL;
+  CPLPY_KEEP keep = NULL;
+  const char *dataset = name_in(ds, "dataset", &keep_ds), *name = NULL;
+  if (!PyErr_Occurred()) name = name_in(name_o, "name", &keep);
   if (PyErr_Occurred()) return NULL;
   if (!PyArray_IS_C_CONTIGUOUS(a))
     return PyErr_Format(PyExc_ValueError, "attribute %s: contiguous array", name);
   hid_t t = cplpy_h5type(PyArray_DESCR(a));
   if (t < 0) return NULL;
-  int rc = cpl_output_attr(o, dataset, name, t, (size_t)PyArray_SIZE(a), PyArray_DATA(a));
+  int rc;
+  size_t n = (size_t)PyArray_SIZE(a);
+  const void *value = PyArray_DATA(a);
+  UNLOCKED(self->owner, rc = cpl_output_attr(o, dataset, name, t, n, value));
   cplpy_h5close(t);
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_output_attr");
   Py_RETURN_NONE;
@@ -423,7 +494,7 @@ static int Input_init(InputObj *self, PyObject *args, PyObject *kw) {
     if (self->in) PyErr_SetString(PyExc_ValueError, "port already open");
     return -1;
   }
-  const char *peer = opt_str(peer_o);
+  const char *peer = opt_str(peer_o, "peer");
   if (PyErr_Occurred()) return -1;
   int rc;
   UNLOCKED(c, rc = cpl_input_open(c->ctx, port, peer, &self->in));
@@ -434,6 +505,7 @@ static int Input_init(InputObj *self, PyObject *args, PyObject *kw) {
   }
   Py_INCREF(c);
   self->owner = c;
+  self->step = -1;
   return 0;
 }
 
@@ -455,6 +527,7 @@ static PyObject *Input_begin_step(InputObj *self, PyObject *noarg) {
     Py_RETURN_NONE;
   }
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_input_begin_step");
+  self->step = step;
   return PyLong_FromLong(step);
 }
 
@@ -471,6 +544,7 @@ static PyObject *Input_try_step(InputObj *self, PyObject *args) {
   if (rc == CPL_END_OF_STREAM) self->ended = 1;
   if (rc == CPL_END_OF_STREAM || rc == CPL_ERR_TIMEOUT) Py_RETURN_NONE;
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_input_try_step");
+  self->step = step;
   return PyLong_FromLong(step);
 }
 
@@ -489,17 +563,20 @@ static PyObject *Input_begin_step_at(InputObj *self, PyObject *args) {
     Py_RETURN_NONE;
   }
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_input_begin_step_at");
+  self->step = step;
   return PyLong_FromLong(step);
 }
 
 /* select(dataset or None, ndims, [(start, count), ...]) */
 static PyObject *Input_select(InputObj *self, PyObject *args) {
-  const char *name;
+  PyObject *name_o, *boxes;
   int ndims;
-  PyObject *boxes;
-  if (!PyArg_ParseTuple(args, "ziO", &name, &ndims, &boxes)) return NULL;
+  if (!PyArg_ParseTuple(args, "OiO", &name_o, &ndims, &boxes)) return NULL;
   cpl_input *in = live_input(self);
   if (!in) return NULL;
+  CPLPY_KEEP keep = NULL;
+  const char *name = name_in(name_o, "dataset", &keep);
+  if (PyErr_Occurred()) return NULL;
   if (ndims < 1 || ndims > CPL_MAX_RANK)
     return PyErr_Format(PyExc_ValueError, "ndims %d is not in 1..%d", ndims, CPL_MAX_RANK);
   PyObject *f = PySequence_Fast(boxes, "boxes must be a sequence of (start, count)");
@@ -509,12 +586,17 @@ static PyObject *Input_select(InputObj *self, PyObject *args) {
   int bad = !v;
   for (Py_ssize_t b = 0; !bad && b < n; b++) {
     PyObject *box = PySequence_Fast_GET_ITEM(f, b);
+    char what[320];
+    snprintf(what, sizeof what, "select, box %zd of %s%s%s", b, name ? "dataset \"" : "the default",
+             name ? name : "", name ? "\"" : "");
     PyObject *sc = PySequence_Fast(box, "a box is (start, count)");
     bad = !sc || PySequence_Fast_GET_SIZE(sc) != 2;
     if (sc && bad) PyErr_SetString(PyExc_ValueError, "a box is (start, count)");
     if (!bad)
-      bad = hsizes(PySequence_Fast_GET_ITEM(sc, 0), ndims, v + b * ndims, "start") < 0 ||
-            hsizes(PySequence_Fast_GET_ITEM(sc, 1), ndims, v + (n + b) * ndims, "count") < 0;
+      bad = hsizes(PySequence_Fast_GET_ITEM(sc, 0), ndims, v + b * ndims, "start", what,
+                   "the boxes have") < 0 ||
+            hsizes(PySequence_Fast_GET_ITEM(sc, 1), ndims, v + (n + b) * ndims, "count", what,
+                   "the boxes have") < 0;
     Py_XDECREF(sc);
   }
   Py_DECREF(f);
@@ -530,11 +612,14 @@ static PyObject *Input_select(InputObj *self, PyObject *args) {
 
 /* select_rows(dataset or None, part, nparts) */
 static PyObject *Input_select_rows(InputObj *self, PyObject *args) {
-  const char *name;
+  PyObject *name_o;
   int part, nparts;
-  if (!PyArg_ParseTuple(args, "zii", &name, &part, &nparts)) return NULL;
+  if (!PyArg_ParseTuple(args, "Oii", &name_o, &part, &nparts)) return NULL;
   cpl_input *in = live_input(self);
   if (!in) return NULL;
+  CPLPY_KEEP keep = NULL;
+  const char *name = name_in(name_o, "dataset", &keep);
+  if (PyErr_Occurred()) return NULL;
   int rc = cpl_input_select_rows(in, name, part, nparts);
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_input_select_rows");
   Py_RETURN_NONE;
@@ -568,7 +653,7 @@ static PyObject *info_tuple(const cpl_dataset_info *info) {
     PyErr_Clear(); /* listed all the same; get() with a dtype still works */
     dt = Py_NewRef(Py_None);
   }
-  return Py_BuildValue("(sNNni)", info->name, dt, hsize_tuple(info->dims, info->rank),
+  return Py_BuildValue("(NNNni)", name_out(info->name), dt, hsize_tuple(info->dims, info->rank),
                        (Py_ssize_t)info->bytes, info->nattrs);
 }
 
@@ -593,10 +678,13 @@ static PyObject *Input_datasets(InputObj *self, PyObject *noarg) {
 }
 
 static PyObject *Input_inquire(InputObj *self, PyObject *args) {
-  const char *name;
-  if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+  PyObject *name_o;
+  if (!PyArg_ParseTuple(args, "U", &name_o)) return NULL;
   cpl_input *in = live_input(self);
   if (!in) return NULL;
+  CPLPY_KEEP keep = NULL;
+  const char *name = name_in(name_o, "name", &keep);
+  if (!name) return NULL;
   cpl_dataset_info info;
   LOCAL("cpl_input_inquire", cpl_input_inquire(in, name, &info));
   return info_tuple(&info);
@@ -606,25 +694,31 @@ static PyObject *Input_inquire(InputObj *self, PyObject *args) {
  * as many elements as the box) or a new array of shape count in `dtype`
  * (None: the stored type's). start/count None: the whole array. */
 static PyObject *Input_get(InputObj *self, PyObject *args) {
-  const char *name;
-  PyObject *out_o, *dtype_o, *start_o, *count_o;
-  if (!PyArg_ParseTuple(args, "sOOOO", &name, &out_o, &dtype_o, &start_o, &count_o)) return NULL;
+  PyObject *name_o, *out_o, *dtype_o, *start_o, *count_o;
+  if (!PyArg_ParseTuple(args, "UOOOO", &name_o, &out_o, &dtype_o, &start_o, &count_o)) return NULL;
   cpl_input *in = live_input(self);
   if (!in) return NULL;
+  CPLPY_KEEP keep = NULL;
+  const char *name = name_in(name_o, "name", &keep);
+  if (!name) return NULL;
   cpl_dataset_info info;
   LOCAL("cpl_input_inquire", cpl_input_inquire(in, name, &info));
   int rank = info.rank;
   hsize_t start[CPL_MAX_RANK], count[CPL_MAX_RANK];
+  char what[300];
+  snprintf(what, sizeof what, "dataset \"%s\"", name);
   if ((start_o == Py_None) != (count_o == Py_None))
-    return PyErr_Format(PyExc_ValueError, "give both start and count, or "
-                                          "neither (the whole array)");
+    return PyErr_Format(PyExc_ValueError,
+                        "%s: give both start and count, or "
+                        "neither (the whole array)",
+                        what);
   if (start_o == Py_None) {
     for (int k = 0; k < rank; k++) {
       start[k] = 0;
       count[k] = info.dims[k];
     }
-  } else if (hsizes(start_o, rank, start, "start") < 0 ||
-             hsizes(count_o, rank, count, "count") < 0) {
+  } else if (hsizes(start_o, rank, start, "start", what, "the dataset has") < 0 ||
+             hsizes(count_o, rank, count, "count", what, "the dataset has") < 0) {
     return NULL;
   }
   npy_intp n = 1, shape[CPL_MAX_RANK];
@@ -662,7 +756,7 @@ static PyObject *Input_get(InputObj *self, PyObject *args) {
     }
   }
   int owned;
-  hid_t memtype = cplpy_h5type_shared(d, &owned);
+  hid_t memtype = cplpy_memtype(info.type, d, &owned);
   Py_DECREF(d);
   if (memtype < 0) {
     Py_DECREF(out);
@@ -687,7 +781,8 @@ static PyObject *Input_attrs(InputObj *self, PyObject *args) {
   if (!PyArg_ParseTuple(args, "O", &ds)) return NULL;
   cpl_input *in = live_input(self);
   if (!in) return NULL;
-  const char *dataset = opt_str(ds);
+  CPLPY_KEEP keep = NULL;
+  const char *dataset = name_in(ds, "dataset", &keep);
   if (PyErr_Occurred()) return NULL;
   int n;
   LOCAL("cpl_input_attr_count", cpl_input_attr_count(in, dataset, &n));
@@ -704,19 +799,26 @@ static PyObject *Input_attrs(InputObj *self, PyObject *args) {
       PyErr_Clear();
       dt = Py_NewRef(Py_None);
     }
-    PyList_SET_ITEM(l, i, Py_BuildValue("(sNn)", ai.name, dt, (Py_ssize_t)ai.n));
+    PyObject *t = Py_BuildValue("(NNn)", name_out(ai.name), dt, (Py_ssize_t)ai.n);
+    if (!t) {
+      Py_DECREF(l);
+      return NULL;
+    }
+    PyList_SET_ITEM(l, i, t);
   }
   return l;
 }
 
 /* attr_get(dataset or None, name, dtype or None): 1-D array of n. */
 static PyObject *Input_attr_get(InputObj *self, PyObject *args) {
-  PyObject *ds, *dtype_o;
-  const char *name;
-  if (!PyArg_ParseTuple(args, "OsO", &ds, &name, &dtype_o)) return NULL;
+  PyObject *ds, *name_o, *dtype_o;
+  if (!PyArg_ParseTuple(args, "OUO", &ds, &name_o, &dtype_o)) return NULL;
   cpl_input *in = live_input(self);
   if (!in) return NULL;
-  const char *dataset = opt_str(ds);
+  CPLPY_KEEP keep_ds = NULL;
+  CPLPY_KEEP keep = NULL;
+  const char *dataset = name_in(ds, "dataset", &keep_ds), *name = NULL;
+  if (!PyErr_Occurred()) name = name_in(name_o, "name", &keep);
   if (PyErr_Occurred()) return NULL;
   cpl_attr_info ai;
   LOCAL("cpl_input_attr_inquire", cpl_input_attr_inquire(in, dataset, name, &ai));
@@ -726,7 +828,8 @@ static PyObject *Input_attr_get(InputObj *self, PyObject *args) {
   } else if (!(d = cplpy_dtype(ai.type))) {
     return NULL;
   }
-  hid_t memtype = cplpy_h5type(d);
+  int owned;
+  hid_t memtype = cplpy_memtype(ai.type, d, &owned);
   if (memtype < 0) {
     Py_DECREF(d);
     return NULL;
@@ -735,11 +838,13 @@ static PyObject *Input_attr_get(InputObj *self, PyObject *args) {
   PyArrayObject *a = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, d, 1, shape, NULL, NULL,
                                                            0, NULL); /* steals d */
   if (!a) {
-    cplpy_h5close(memtype);
+    if (owned) cplpy_h5close(memtype);
     return NULL;
   }
-  int rc = cpl_input_attr_get(in, dataset, name, memtype, ai.n, PyArray_DATA(a));
-  cplpy_h5close(memtype);
+  int rc;
+  void *buf = PyArray_DATA(a);
+  UNLOCKED(self->owner, rc = cpl_input_attr_get(in, dataset, name, memtype, ai.n, buf));
+  if (owned) cplpy_h5close(memtype);
   if (rc != CPL_OK) {
     Py_DECREF(a);
     return cplpy_raise(rc, "cpl_input_attr_get");
@@ -751,6 +856,7 @@ static PyObject *Input_end_step(InputObj *self, PyObject *noarg) {
   (void)noarg;
   cpl_input *in = live_input(self);
   if (!in) return NULL;
+  self->step = -1; /* closed even when end_step fails */
   CALL(self->owner, "cpl_input_end_step", cpl_input_end_step(in));
   Py_RETURN_NONE;
 }
@@ -760,6 +866,7 @@ static PyObject *Input_close(InputObj *self, PyObject *noarg) {
   if (!self->in || self->owner->finalized) Py_RETURN_NONE;
   cpl_input *in = self->in;
   self->in = NULL;
+  self->step = -1;
   CALL(self->owner, "cpl_input_close", cpl_input_close(in));
   Py_RETURN_NONE;
 }
@@ -781,6 +888,15 @@ static PyObject *Input_closed(InputObj *self, void *unused) {
 static PyObject *Input_ended(InputObj *self, void *unused) {
   (void)unused;
   return PyBool_FromLong(self->ended);
+}
+
+/* The open step's number, kept here rather than by the Python layer: an
+ * exception raised as a begin call returns (KeyboardInterrupt) would
+ * otherwise lose a step Coupler holds open. */
+static PyObject *Input_step(InputObj *self, void *unused) {
+  (void)unused;
+  if (self->step < 0 || !self->in || self->owner->finalized) Py_RETURN_NONE;
+  return PyLong_FromLong(self->step);
 }
 
 static PyMethodDef Input_methods[] = {
@@ -805,6 +921,7 @@ static PyMethodDef Input_methods[] = {
 static PyGetSetDef Input_getset[] = {
     {"closed", (getter)Input_closed, NULL, NULL, NULL},
     {"ended", (getter)Input_ended, NULL, "end of stream seen", NULL},
+    {"step", (getter)Input_step, NULL, "number of the open step, None between steps", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

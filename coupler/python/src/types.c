@@ -45,6 +45,8 @@ static hid_t half_type(PyArray_Descr *d) {
   return t;
 }
 
+static hid_t h5type(PyArray_Descr *d);
+
 static hid_t compound_type(PyArray_Descr *d) {
   hid_t t = H5Tcreate(H5T_COMPOUND, (size_t)d->elsize);
   if (t < 0) return -1;
@@ -54,7 +56,7 @@ static hid_t compound_type(PyArray_Descr *d) {
     PyObject *field = PyDict_GetItem(d->fields, name); /* (dtype, offset, ..) */
     PyArray_Descr *fd = (PyArray_Descr *)PyTuple_GET_ITEM(field, 0);
     long off = PyLong_AsLong(PyTuple_GET_ITEM(field, 1));
-    hid_t ft = cplpy_h5type(fd);
+    hid_t ft = h5type(fd);
     if (ft < 0) {
       H5Tclose(t);
       return -1;
@@ -69,8 +71,7 @@ static hid_t compound_type(PyArray_Descr *d) {
   return t;
 }
 
-hid_t cplpy_h5type(PyArray_Descr *d) {
-  CPLPY_H5_HELD;
+static hid_t h5type(PyArray_Descr *d) {
   if (d->subarray) { /* e.g. ('<f8', (3,)) inside a structured dtype */
     PyObject *shape = d->subarray->shape;
     hsize_t dims[H5S_MAX_RANK];
@@ -82,7 +83,7 @@ hid_t cplpy_h5type(PyArray_Descr *d) {
     } else {
       dims[0] = (hsize_t)PyLong_AsLong(shape);
     }
-    hid_t base = cplpy_h5type(d->subarray->base);
+    hid_t base = h5type(d->subarray->base);
     if (base < 0) return -1;
     hid_t t = H5Tarray_create2(base, (unsigned)nd, dims);
     H5Tclose(base);
@@ -93,8 +94,10 @@ hid_t cplpy_h5type(PyArray_Descr *d) {
   case 'b': {
     hid_t t = H5Tenum_create(H5T_NATIVE_INT8);
     signed char f = 0, tr = 1;
-    if (t < 0 || H5Tenum_insert(t, "FALSE", &f) < 0 || H5Tenum_insert(t, "TRUE", &tr) < 0)
+    if (t >= 0 && (H5Tenum_insert(t, "FALSE", &f) < 0 || H5Tenum_insert(t, "TRUE", &tr) < 0)) {
+      H5Tclose(t);
       return -1;
+    }
     return t;
   }
   case 'i':
@@ -123,7 +126,7 @@ hid_t cplpy_h5type(PyArray_Descr *d) {
                                                                      : NPY_LONGDOUBLE);
     if (!half) return -1;
     if (d->byteorder == '<' || d->byteorder == '>') half->byteorder = d->byteorder;
-    hid_t ft = cplpy_h5type(half);
+    hid_t ft = h5type(half);
     Py_DECREF(half);
     if (ft < 0) return -1;
     size_t fs = H5Tget_size(ft);
@@ -155,27 +158,70 @@ hid_t cplpy_h5type(PyArray_Descr *d) {
   return unsupported(d, NULL);
 }
 
+hid_t cplpy_h5type(PyArray_Descr *d) {
+  CPLPY_H5_HELD;
+  hid_t t;
+  /* A dtype HDF5 refuses (overlapping fields, a zero-size sub-array) is
+   * a TypeError here, not HDF5's error stack on stderr. */
+  H5E_BEGIN_TRY { t = h5type(d); }
+  H5E_END_TRY;
+  if (t < 0 && !PyErr_Occurred()) unsupported(d, "HDF5 refused it");
+  return t;
+}
+
 void cplpy_h5close(hid_t t) {
   CPLPY_H5_HELD;
   H5Tclose(t);
 }
 
 /* Built-in dtypes in native order map to one HDF5 type each, made once:
- * a put or get then costs no type construction. */
+ * a put or get then costs no type construction. The cache is read and
+ * written with the GIL held, so a hit takes no lock. */
 hid_t cplpy_h5type_shared(PyArray_Descr *d, int *owned) {
-  CPLPY_H5_HELD;
   static hid_t cache[NPY_NTYPES];
   int n = d->type_num;
   *owned = 0;
   if (n >= 0 && n < NPY_NTYPES && n != NPY_VOID && n != NPY_STRING && n != NPY_UNICODE &&
       !d->names && !d->subarray && PyArray_ISNBO(d->byteorder)) {
-    if (cache[n] <= 0) cache[n] = cplpy_h5type(d);
     if (cache[n] > 0) return cache[n];
-    cache[n] = 0;
-    return -1;
+    hid_t t = cplpy_h5type(d); /* another thread may fill the cache meanwhile */
+    if (t < 0 || cache[n] <= 0) return t < 0 ? -1 : (cache[n] = t);
+    cplpy_h5close(t);
+    return cache[n];
   }
   *owned = 1;
   return cplpy_h5type(d);
+}
+
+/* The memory type to read data stored as `stored` into dtype d. HDF5
+ * converts no integer to or from a bitfield, which cplpy_dtype gives as
+ * the unsigned integer of its size: an integer dtype of that size reads
+ * a bitfield as a bitfield in the dtype's byte order, its bits as they
+ * are. Nor does it convert strings between character sets: an 'S' dtype
+ * reads a fixed string in the stored one (UTF-8 text as its bytes).
+ * Close the type only if *owned. */
+hid_t cplpy_memtype(hid_t stored, PyArray_Descr *d, int *owned) {
+  /* other dtypes need no look at the stored type, nor the lock for it */
+  if (d->names || d->subarray || !strchr("uiS", d->kind)) return cplpy_h5type_shared(d, owned);
+  CPLPY_H5_HELD;
+  H5T_class_t c = H5Tget_class(stored);
+  if (c == H5T_BITFIELD && (d->kind == 'u' || d->kind == 'i') &&
+      (size_t)d->elsize == H5Tget_size(stored)) {
+    *owned = 1;
+    hid_t t = with_order(stored, d);
+    if (t < 0) unsupported(d, "HDF5 refused a bitfield of its order");
+    return t;
+  }
+  if (c == H5T_STRING && d->kind == 'S' && d->elsize > 0 && H5Tis_variable_str(stored) == 0) {
+    hid_t t = cplpy_h5type(d);
+    *owned = 1;
+    if (t >= 0 && H5Tset_cset(t, H5Tget_cset(stored)) < 0) {
+      H5Tclose(t);
+      t = unsupported(d, "HDF5 refused the stored character set");
+    }
+    return t;
+  }
+  return cplpy_h5type_shared(d, owned);
 }
 
 /* ------------------------------------------------------------ HDF5 -> NumPy */
