@@ -322,12 +322,15 @@ void cpli_desc_unref(cpli_desc *desc) {
   if (!desc || --desc->refs > 0) return;
   for (int i = 0; i < desc->nd; i++) dset_free(&desc->d[i]);
   free(desc->d);
+  cpli_index_free(&desc->names);
   free(desc);
 }
 
 int cpli_desc_find(const cpli_desc *desc, const char *name) {
-  for (int i = 0; i < desc->nd; i++)
-    if (!strcmp(desc->d[i].name, name)) return i;
+  const uint64_t h = cpli_name_hash(name);
+  size_t probe = 0;
+  for (int k; (k = cpli_index_next(&desc->names, h, &probe)) >= 0;)
+    if (!strcmp(desc->d[k].name, name)) return k;
   return -1;
 }
 
@@ -350,7 +353,8 @@ int cpli_desc_add(cpli_desc *desc, const char *name, hid_t type, int rank, const
   s->bytes = calloc(nb, sizeof *s->bytes);
   s->offset = calloc(nb, sizeof *s->offset);
   s->type = H5Tcopy(type);
-  if (!s->name || !s->start || !s->count || !s->bytes || !s->offset || s->type < 0) {
+  if (!s->name || !s->start || !s->count || !s->bytes || !s->offset || s->type < 0 ||
+      cpli_index_add(&desc->names, cpli_name_hash(name), desc->nd) < 0) {
     dset_free(s);
     return CPLI_DESC_NOMEM;
   }
@@ -457,37 +461,15 @@ int cpli_desc_finish(cpli_desc *desc, const char *where) {
   return CPL_OK;
 }
 
-static uint64_t name_hash(const char *s) { /* FNV-1a */
-  uint64_t h = 1469598103934665603u;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
-  return h;
-}
-
 int cpli_desc_merge(int p, const unsigned char *const *blobs, const size_t *lens, const char *where,
                     cpli_desc **out) {
   CPLI_H5_HELD;
   *out = NULL;
-  /* Names -> index in m, a hash table at most half full: a linear search
-   * per name made merging 65536 datasets take seconds. Sized from the
-   * blobs' dataset counts (read again by the decode). */
-  size_t want = 0, nslot = 16;
-  for (int r = 0; r < p; r++) {
-    cpli_rbuf h = cpli_r_init(blobs[r], lens[r]);
-    cpli_r_u32(&h);
-    cpli_r_u32(&h);
-    uint32_t nd = cpli_r_u32(&h);
-    want += nd < MAX_DATASETS ? nd : MAX_DATASETS;
-    if (want > MAX_DATASETS) want = MAX_DATASETS;
-  }
-  while (nslot < 2 * want) nslot *= 2;
-  int *slot = malloc(nslot * sizeof *slot);
-  cpli_desc *m = slot ? cpli_desc_new(p) : NULL;
+  /* Names are found in m's index: a linear search per name made merging
+   * 65536 datasets take seconds. */
+  cpli_desc *m = cpli_desc_new(p);
   int *first = NULL; /* rank that first put each dataset */
-  if (!m) {
-    free(slot);
-    return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
-  }
-  memset(slot, -1, nslot * sizeof *slot);
+  if (!m) return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
   int rc = CPL_OK;
   char t1[64], t2[64];
   for (int r = 0; r < p && rc == CPL_OK; r++) {
@@ -496,9 +478,7 @@ int cpli_desc_merge(int p, const unsigned char *const *blobs, const size_t *lens
     if (rc != CPL_OK) break;
     for (int i = 0; i < one->nd && rc == CPL_OK; i++) {
       const cpli_dset *s = &one->d[i];
-      size_t at = name_hash(s->name) & (nslot - 1);
-      while (slot[at] >= 0 && strcmp(m->d[slot[at]].name, s->name)) at = (at + 1) & (nslot - 1);
-      int k = slot[at];
+      int k = cpli_desc_find(m, s->name);
       if (k < 0) {
         k = cpli_desc_add(m, s->name, s->type, s->rank, s->dims);
         if (k == CPLI_DESC_FULL) { /* each rank within the limit, not their union */
@@ -508,14 +488,13 @@ int cpli_desc_merge(int p, const unsigned char *const *blobs, const size_t *lens
                          where, MAX_DATASETS, r);
           break;
         }
-        int *f = k < 0 ? NULL : realloc(first, (size_t)(k + 1) * sizeof *f);
+        int *f = k < 0 ? NULL : realloc(first, (size_t)m->cap * sizeof *f); /* grows as m->d */
         if (!f) {
           rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
           break;
         }
         first = f;
         first[k] = r;
-        slot[at] = k;
       }
       cpli_dset *t = &m->d[k];
       if (t->rank != s->rank || memcmp(t->dims, s->dims, (size_t)s->rank * sizeof *s->dims) ||
@@ -537,7 +516,6 @@ int cpli_desc_merge(int p, const unsigned char *const *blobs, const size_t *lens
     cpli_desc_unref(one);
   }
   free(first);
-  free(slot);
   if (rc == CPL_OK) rc = cpli_desc_finish(m, where);
   if (rc != CPL_OK) {
     cpli_desc_unref(m);
@@ -547,14 +525,15 @@ int cpli_desc_merge(int p, const unsigned char *const *blobs, const size_t *lens
   return CPL_OK;
 }
 
-int cpli_desc_check_port(const cpli_desc *desc, const cpli_component *comp, const cpli_port *port,
-                         int producer_side, const char *where) {
-  if (port->ndatasets == 0) return CPL_OK; /* nothing declared */
+static int check_decls(const cpli_desc *desc, const cpli_component *comp, const cpli_port *port,
+                       const cpli_index *decls, int producer_side, const char *where) {
   char t1[64], t2[64];
   for (int i = 0; i < desc->nd; i++) {
     const cpli_dset *s = &desc->d[i];
     const cpli_dataset *decl = NULL;
-    for (int j = 0; j < port->ndatasets && !decl; j++)
+    const uint64_t h = cpli_name_hash(s->name);
+    size_t probe = 0;
+    for (int j; !decl && (j = cpli_index_next(decls, h, &probe)) >= 0;)
       if (!strcmp(port->datasets[j].name, s->name)) decl = &port->datasets[j];
     if (!decl)
       return cpli_fail(CPL_ERR_MISMATCH,
@@ -593,6 +572,20 @@ int cpli_desc_check_port(const cpli_desc *desc, const cpli_component *comp, cons
   return CPL_OK;
 }
 
+int cpli_desc_check_port(const cpli_desc *desc, const cpli_component *comp, const cpli_port *port,
+                         int producer_side, const char *where) {
+  if (port->ndatasets == 0) return CPL_OK; /* nothing declared */
+  cpli_index decls = {0};                  /* the declarations by name */
+  for (int j = 0; j < port->ndatasets; j++)
+    if (cpli_index_add(&decls, cpli_name_hash(port->datasets[j].name), j) < 0) {
+      cpli_index_free(&decls);
+      return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
+    }
+  int rc = check_decls(desc, comp, port, &decls, producer_side, where);
+  cpli_index_free(&decls);
+  return rc;
+}
+
 /* ------------------------------------------------------------ attributes */
 
 static void attr_free(cpli_attr *a) {
@@ -606,7 +599,16 @@ static void attr_free(cpli_attr *a) {
 void cpli_attrs_clear(cpli_attrs *a) {
   for (int i = 0; i < a->n; i++) attr_free(&a->v[i]);
   free(a->v);
+  cpli_index_free(&a->names);
   *a = (cpli_attrs){0};
+}
+
+int cpli_attrs_find(const cpli_attrs *a, const char *dataset, const char *name) {
+  const uint64_t h = cpli_name_hash2(dataset, name);
+  size_t probe = 0;
+  for (int k; (k = cpli_index_next(&a->names, h, &probe)) >= 0;)
+    if (!strcmp(a->v[k].name, name) && !strcmp(a->v[k].dataset, dataset)) return k;
+  return -1;
 }
 
 int cpli_attrs_set(cpli_attrs *a, const char *dataset, const char *name, hid_t type, size_t n,
@@ -619,8 +621,8 @@ int cpli_attrs_set(cpli_attrs *a, const char *dataset, const char *name, hid_t t
                      "bytes exceed the %d-byte limit of an attribute",
                      name, n, esize, CPLI_ATTR_MAX_BYTES);
   size_t bytes = n * esize;
-  int k = 0;
-  while (k < a->n && (strcmp(a->v[k].dataset, dataset) || strcmp(a->v[k].name, name))) k++;
+  int k = cpli_attrs_find(a, dataset, name);
+  if (k < 0) k = a->n;
   size_t others = a->bytes - (k < a->n ? a->v[k].bytes : 0);
   if (others + bytes > CPLI_ATTRS_MAX_BYTES)
     return cpli_fail(CPL_ERR_ARG,
@@ -641,12 +643,16 @@ int cpli_attrs_set(cpli_attrs *a, const char *dataset, const char *name, hid_t t
   if (k == a->n && a->n == a->cap) {
     int cap = a->cap ? 2 * a->cap : 8;
     cpli_attr *nv = realloc(a->v, (size_t)cap * sizeof *nv);
-    if (!nv) {
-      attr_free(&v);
-      return cpli_fail(CPL_ERR_NOMEM, "attribute \"%s\": out of memory", name);
+    if (nv) {
+      a->v = nv;
+      a->cap = cap;
     }
-    a->v = nv;
-    a->cap = cap;
+  }
+  /* A new attribute needs room in v and a place in the index. */
+  if (k == a->n &&
+      (a->n == a->cap || cpli_index_add(&a->names, cpli_name_hash2(dataset, name), k) < 0)) {
+    attr_free(&v);
+    return cpli_fail(CPL_ERR_NOMEM, "attribute \"%s\": out of memory", name);
   }
   if (k < a->n) attr_free(&a->v[k]);
   else a->n++;
