@@ -297,6 +297,35 @@ static hid_t decode_type(cpli_rbuf *r) {
   return t;
 }
 
+/* The last type decode_memo decoded, and its bytes: the datasets and
+ * attributes of a step mostly share a few types, and walking, decoding and
+ * checking one costs far more than comparing its bytes. */
+typedef struct type_memo {
+  const unsigned char *p;
+  uint32_t n;
+  hid_t t; /* owned; H5I_INVALID_HID: none yet */
+} type_memo;
+
+/* decode_type, the same bytes as the last call's giving the same type,
+ * owned by the memo: the caller does not close it. */
+static hid_t decode_memo(cpli_rbuf *r, type_memo *m) {
+  CPLI_H5_HELD;
+  const size_t at = r->pos;
+  uint32_t n = cpli_r_u32(r);
+  const unsigned char *p = cpli_r_bytes(r, n);
+  if (p && m->t >= 0 && n == m->n && !memcmp(p, m->p, n)) return m->t;
+  r->pos = at;
+  if (m->t >= 0) H5Tclose(m->t);
+  *m = (type_memo){.p = p, .n = n, .t = decode_type(r)};
+  return m->t;
+}
+
+static void memo_free(type_memo *m) {
+  CPLI_H5_HELD;
+  if (m->t >= 0) H5Tclose(m->t);
+  m->t = H5I_INVALID_HID;
+}
+
 /* ------------------------------------------------------ descriptions */
 
 cpli_desc *cpli_desc_new(int nblocks) {
@@ -392,6 +421,7 @@ int cpli_desc_decode(const void *data, size_t len, const char *where, cpli_desc 
   cpli_desc *desc = cpli_desc_new((int)nb);
   if (!desc) return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
   int rc = CPL_OK;
+  type_memo memo = {.t = H5I_INVALID_HID};
   for (uint32_t i = 0; i < nd && rc == CPL_OK; i++) {
     const char *name = cpli_r_str(&r);
     uint32_t rank = cpli_r_u32(&r);
@@ -400,14 +430,13 @@ int cpli_desc_decode(const void *data, size_t len, const char *where, cpli_desc 
       break;
     }
     const void *dims = cpli_r_bytes(&r, rank * sizeof(hsize_t));
-    hid_t type = decode_type(&r);
+    hid_t type = decode_memo(&r, &memo);
     size_t n = (size_t)nb * rank * sizeof(hsize_t);
     const void *start = cpli_r_bytes(&r, n), *count = cpli_r_bytes(&r, n);
     hsize_t d[CPL_MAX_RANK];
     if (dims) memcpy(d, dims, rank * sizeof(hsize_t));
     int k = (!dims || type < 0 || !start || !count) ? -1
                                                     : cpli_desc_add(desc, name, type, (int)rank, d);
-    if (type >= 0) H5Tclose(type);
     if (k < 0) {
       rc = r.bad || type < 0 ? cpli_fail(CPL_ERR_INTERNAL,
                                          "%s: corrupt dataset "
@@ -419,6 +448,7 @@ int cpli_desc_decode(const void *data, size_t len, const char *where, cpli_desc 
     memcpy(desc->d[k].start, start, n);
     memcpy(desc->d[k].count, count, n);
   }
+  memo_free(&memo);
   if (rc == CPL_OK && r.pos != r.len)
     rc = cpli_fail(CPL_ERR_INTERNAL, "%s: corrupt dataset description", where);
   if (rc != CPL_OK) {
@@ -683,17 +713,18 @@ int cpli_attrs_decode(const void *data, size_t len, const char *where, cpli_attr
   cpli_rbuf r = cpli_r_init(data, len);
   uint32_t magic = cpli_r_u32(&r), n = cpli_r_u32(&r);
   int rc = magic == ATTRS_MAGIC ? CPL_OK : CPL_ERR_INTERNAL;
+  type_memo memo = {.t = H5I_INVALID_HID};
   for (uint32_t i = 0; i < n && rc == CPL_OK; i++) {
     const char *ds = cpli_r_str(&r), *name = cpli_r_str(&r);
-    hid_t type = decode_type(&r);
+    hid_t type = decode_memo(&r, &memo);
     uint64_t cnt = cpli_r_u64(&r);
     size_t es = type >= 0 ? H5Tget_size(type) : 0;
     const void *val =
         es && cnt <= CPLI_ATTR_MAX_BYTES / es ? cpli_r_bytes(&r, (size_t)cnt * es) : NULL;
     if (r.bad || !val) rc = CPL_ERR_INTERNAL;
     else rc = cpli_attrs_set(out, ds, name, type, (size_t)cnt, val);
-    if (type >= 0) H5Tclose(type);
   }
+  memo_free(&memo);
   if (rc == CPL_OK && r.pos != r.len) rc = CPL_ERR_INTERNAL;
   if (rc == CPL_ERR_INTERNAL) rc = cpli_fail(rc, "%s: corrupt attributes", where);
   if (rc != CPL_OK) cpli_attrs_clear(out);
