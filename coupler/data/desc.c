@@ -297,6 +297,35 @@ static hid_t decode_type(cpli_rbuf *r) {
   return t;
 }
 
+/* The last type decode_memo decoded, and its bytes: the datasets and
+ * attributes of a step mostly share a few types, and walking, decoding and
+ * checking one costs far more than comparing its bytes. */
+typedef struct type_memo {
+  const unsigned char *p;
+  uint32_t n;
+  hid_t t; /* owned; H5I_INVALID_HID: none yet */
+} type_memo;
+
+/* decode_type, the same bytes as the last call's giving the same type,
+ * owned by the memo: the caller does not close it. */
+static hid_t decode_memo(cpli_rbuf *r, type_memo *m) {
+  CPLI_H5_HELD;
+  const size_t at = r->pos;
+  uint32_t n = cpli_r_u32(r);
+  const unsigned char *p = cpli_r_bytes(r, n);
+  if (p && m->t >= 0 && n == m->n && !memcmp(p, m->p, n)) return m->t;
+  r->pos = at;
+  if (m->t >= 0) H5Tclose(m->t);
+  *m = (type_memo){.p = p, .n = n, .t = decode_type(r)};
+  return m->t;
+}
+
+static void memo_free(type_memo *m) {
+  CPLI_H5_HELD;
+  if (m->t >= 0) H5Tclose(m->t);
+  m->t = H5I_INVALID_HID;
+}
+
 /* ------------------------------------------------------ descriptions */
 
 cpli_desc *cpli_desc_new(int nblocks) {
@@ -322,12 +351,15 @@ void cpli_desc_unref(cpli_desc *desc) {
   if (!desc || --desc->refs > 0) return;
   for (int i = 0; i < desc->nd; i++) dset_free(&desc->d[i]);
   free(desc->d);
+  cpli_index_free(&desc->names);
   free(desc);
 }
 
 int cpli_desc_find(const cpli_desc *desc, const char *name) {
-  for (int i = 0; i < desc->nd; i++)
-    if (!strcmp(desc->d[i].name, name)) return i;
+  const uint64_t h = cpli_name_hash(name);
+  size_t probe = 0;
+  for (int k; (k = cpli_index_next(&desc->names, h, &probe)) >= 0;)
+    if (!strcmp(desc->d[k].name, name)) return k;
   return -1;
 }
 
@@ -350,7 +382,8 @@ int cpli_desc_add(cpli_desc *desc, const char *name, hid_t type, int rank, const
   s->bytes = calloc(nb, sizeof *s->bytes);
   s->offset = calloc(nb, sizeof *s->offset);
   s->type = H5Tcopy(type);
-  if (!s->name || !s->start || !s->count || !s->bytes || !s->offset || s->type < 0) {
+  if (!s->name || !s->start || !s->count || !s->bytes || !s->offset || s->type < 0 ||
+      cpli_index_add(&desc->names, cpli_name_hash(name), desc->nd) < 0) {
     dset_free(s);
     return CPLI_DESC_NOMEM;
   }
@@ -388,6 +421,7 @@ int cpli_desc_decode(const void *data, size_t len, const char *where, cpli_desc 
   cpli_desc *desc = cpli_desc_new((int)nb);
   if (!desc) return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
   int rc = CPL_OK;
+  type_memo memo = {.t = H5I_INVALID_HID};
   for (uint32_t i = 0; i < nd && rc == CPL_OK; i++) {
     const char *name = cpli_r_str(&r);
     uint32_t rank = cpli_r_u32(&r);
@@ -396,14 +430,13 @@ int cpli_desc_decode(const void *data, size_t len, const char *where, cpli_desc 
       break;
     }
     const void *dims = cpli_r_bytes(&r, rank * sizeof(hsize_t));
-    hid_t type = decode_type(&r);
+    hid_t type = decode_memo(&r, &memo);
     size_t n = (size_t)nb * rank * sizeof(hsize_t);
     const void *start = cpli_r_bytes(&r, n), *count = cpli_r_bytes(&r, n);
     hsize_t d[CPL_MAX_RANK];
     if (dims) memcpy(d, dims, rank * sizeof(hsize_t));
     int k = (!dims || type < 0 || !start || !count) ? -1
                                                     : cpli_desc_add(desc, name, type, (int)rank, d);
-    if (type >= 0) H5Tclose(type);
     if (k < 0) {
       rc = r.bad || type < 0 ? cpli_fail(CPL_ERR_INTERNAL,
                                          "%s: corrupt dataset "
@@ -415,6 +448,7 @@ int cpli_desc_decode(const void *data, size_t len, const char *where, cpli_desc 
     memcpy(desc->d[k].start, start, n);
     memcpy(desc->d[k].count, count, n);
   }
+  memo_free(&memo);
   if (rc == CPL_OK && r.pos != r.len)
     rc = cpli_fail(CPL_ERR_INTERNAL, "%s: corrupt dataset description", where);
   if (rc != CPL_OK) {
@@ -457,37 +491,15 @@ int cpli_desc_finish(cpli_desc *desc, const char *where) {
   return CPL_OK;
 }
 
-static uint64_t name_hash(const char *s) { /* FNV-1a */
-  uint64_t h = 1469598103934665603u;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
-  return h;
-}
-
 int cpli_desc_merge(int p, const unsigned char *const *blobs, const size_t *lens, const char *where,
                     cpli_desc **out) {
   CPLI_H5_HELD;
   *out = NULL;
-  /* Names -> index in m, a hash table at most half full: a linear search
-   * per name made merging 65536 datasets take seconds. Sized from the
-   * blobs' dataset counts (read again by the decode). */
-  size_t want = 0, nslot = 16;
-  for (int r = 0; r < p; r++) {
-    cpli_rbuf h = cpli_r_init(blobs[r], lens[r]);
-    cpli_r_u32(&h);
-    cpli_r_u32(&h);
-    uint32_t nd = cpli_r_u32(&h);
-    want += nd < MAX_DATASETS ? nd : MAX_DATASETS;
-    if (want > MAX_DATASETS) want = MAX_DATASETS;
-  }
-  while (nslot < 2 * want) nslot *= 2;
-  int *slot = malloc(nslot * sizeof *slot);
-  cpli_desc *m = slot ? cpli_desc_new(p) : NULL;
+  /* Names are found in m's index: a linear search per name made merging
+   * 65536 datasets take seconds. */
+  cpli_desc *m = cpli_desc_new(p);
   int *first = NULL; /* rank that first put each dataset */
-  if (!m) {
-    free(slot);
-    return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
-  }
-  memset(slot, -1, nslot * sizeof *slot);
+  if (!m) return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
   int rc = CPL_OK;
   char t1[64], t2[64];
   for (int r = 0; r < p && rc == CPL_OK; r++) {
@@ -496,9 +508,7 @@ int cpli_desc_merge(int p, const unsigned char *const *blobs, const size_t *lens
     if (rc != CPL_OK) break;
     for (int i = 0; i < one->nd && rc == CPL_OK; i++) {
       const cpli_dset *s = &one->d[i];
-      size_t at = name_hash(s->name) & (nslot - 1);
-      while (slot[at] >= 0 && strcmp(m->d[slot[at]].name, s->name)) at = (at + 1) & (nslot - 1);
-      int k = slot[at];
+      int k = cpli_desc_find(m, s->name);
       if (k < 0) {
         k = cpli_desc_add(m, s->name, s->type, s->rank, s->dims);
         if (k == CPLI_DESC_FULL) { /* each rank within the limit, not their union */
@@ -508,14 +518,13 @@ int cpli_desc_merge(int p, const unsigned char *const *blobs, const size_t *lens
                          where, MAX_DATASETS, r);
           break;
         }
-        int *f = k < 0 ? NULL : realloc(first, (size_t)(k + 1) * sizeof *f);
+        int *f = k < 0 ? NULL : realloc(first, (size_t)m->cap * sizeof *f); /* grows as m->d */
         if (!f) {
           rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
           break;
         }
         first = f;
         first[k] = r;
-        slot[at] = k;
       }
       cpli_dset *t = &m->d[k];
       if (t->rank != s->rank || memcmp(t->dims, s->dims, (size_t)s->rank * sizeof *s->dims) ||
@@ -537,7 +546,6 @@ int cpli_desc_merge(int p, const unsigned char *const *blobs, const size_t *lens
     cpli_desc_unref(one);
   }
   free(first);
-  free(slot);
   if (rc == CPL_OK) rc = cpli_desc_finish(m, where);
   if (rc != CPL_OK) {
     cpli_desc_unref(m);
@@ -547,14 +555,15 @@ int cpli_desc_merge(int p, const unsigned char *const *blobs, const size_t *lens
   return CPL_OK;
 }
 
-int cpli_desc_check_port(const cpli_desc *desc, const cpli_component *comp, const cpli_port *port,
-                         int producer_side, const char *where) {
-  if (port->ndatasets == 0) return CPL_OK; /* nothing declared */
+static int check_decls(const cpli_desc *desc, const cpli_component *comp, const cpli_port *port,
+                       const cpli_index *decls, int producer_side, const char *where) {
   char t1[64], t2[64];
   for (int i = 0; i < desc->nd; i++) {
     const cpli_dset *s = &desc->d[i];
     const cpli_dataset *decl = NULL;
-    for (int j = 0; j < port->ndatasets && !decl; j++)
+    const uint64_t h = cpli_name_hash(s->name);
+    size_t probe = 0;
+    for (int j; !decl && (j = cpli_index_next(decls, h, &probe)) >= 0;)
       if (!strcmp(port->datasets[j].name, s->name)) decl = &port->datasets[j];
     if (!decl)
       return cpli_fail(CPL_ERR_MISMATCH,
@@ -593,6 +602,20 @@ int cpli_desc_check_port(const cpli_desc *desc, const cpli_component *comp, cons
   return CPL_OK;
 }
 
+int cpli_desc_check_port(const cpli_desc *desc, const cpli_component *comp, const cpli_port *port,
+                         int producer_side, const char *where) {
+  if (port->ndatasets == 0) return CPL_OK; /* nothing declared */
+  cpli_index decls = {0};                  /* the declarations by name */
+  for (int j = 0; j < port->ndatasets; j++)
+    if (cpli_index_add(&decls, cpli_name_hash(port->datasets[j].name), j) < 0) {
+      cpli_index_free(&decls);
+      return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
+    }
+  int rc = check_decls(desc, comp, port, &decls, producer_side, where);
+  cpli_index_free(&decls);
+  return rc;
+}
+
 /* ------------------------------------------------------------ attributes */
 
 static void attr_free(cpli_attr *a) {
@@ -606,7 +629,16 @@ static void attr_free(cpli_attr *a) {
 void cpli_attrs_clear(cpli_attrs *a) {
   for (int i = 0; i < a->n; i++) attr_free(&a->v[i]);
   free(a->v);
+  cpli_index_free(&a->names);
   *a = (cpli_attrs){0};
+}
+
+int cpli_attrs_find(const cpli_attrs *a, const char *dataset, const char *name) {
+  const uint64_t h = cpli_name_hash2(dataset, name);
+  size_t probe = 0;
+  for (int k; (k = cpli_index_next(&a->names, h, &probe)) >= 0;)
+    if (!strcmp(a->v[k].name, name) && !strcmp(a->v[k].dataset, dataset)) return k;
+  return -1;
 }
 
 int cpli_attrs_set(cpli_attrs *a, const char *dataset, const char *name, hid_t type, size_t n,
@@ -619,8 +651,8 @@ int cpli_attrs_set(cpli_attrs *a, const char *dataset, const char *name, hid_t t
                      "bytes exceed the %d-byte limit of an attribute",
                      name, n, esize, CPLI_ATTR_MAX_BYTES);
   size_t bytes = n * esize;
-  int k = 0;
-  while (k < a->n && (strcmp(a->v[k].dataset, dataset) || strcmp(a->v[k].name, name))) k++;
+  int k = cpli_attrs_find(a, dataset, name);
+  if (k < 0) k = a->n;
   size_t others = a->bytes - (k < a->n ? a->v[k].bytes : 0);
   if (others + bytes > CPLI_ATTRS_MAX_BYTES)
     return cpli_fail(CPL_ERR_ARG,
@@ -641,12 +673,16 @@ int cpli_attrs_set(cpli_attrs *a, const char *dataset, const char *name, hid_t t
   if (k == a->n && a->n == a->cap) {
     int cap = a->cap ? 2 * a->cap : 8;
     cpli_attr *nv = realloc(a->v, (size_t)cap * sizeof *nv);
-    if (!nv) {
-      attr_free(&v);
-      return cpli_fail(CPL_ERR_NOMEM, "attribute \"%s\": out of memory", name);
+    if (nv) {
+      a->v = nv;
+      a->cap = cap;
     }
-    a->v = nv;
-    a->cap = cap;
+  }
+  /* A new attribute needs room in v and a place in the index. */
+  if (k == a->n &&
+      (a->n == a->cap || cpli_index_add(&a->names, cpli_name_hash2(dataset, name), k) < 0)) {
+    attr_free(&v);
+    return cpli_fail(CPL_ERR_NOMEM, "attribute \"%s\": out of memory", name);
   }
   if (k < a->n) attr_free(&a->v[k]);
   else a->n++;
@@ -677,17 +713,18 @@ int cpli_attrs_decode(const void *data, size_t len, const char *where, cpli_attr
   cpli_rbuf r = cpli_r_init(data, len);
   uint32_t magic = cpli_r_u32(&r), n = cpli_r_u32(&r);
   int rc = magic == ATTRS_MAGIC ? CPL_OK : CPL_ERR_INTERNAL;
+  type_memo memo = {.t = H5I_INVALID_HID};
   for (uint32_t i = 0; i < n && rc == CPL_OK; i++) {
     const char *ds = cpli_r_str(&r), *name = cpli_r_str(&r);
-    hid_t type = decode_type(&r);
+    hid_t type = decode_memo(&r, &memo);
     uint64_t cnt = cpli_r_u64(&r);
     size_t es = type >= 0 ? H5Tget_size(type) : 0;
     const void *val =
         es && cnt <= CPLI_ATTR_MAX_BYTES / es ? cpli_r_bytes(&r, (size_t)cnt * es) : NULL;
     if (r.bad || !val) rc = CPL_ERR_INTERNAL;
     else rc = cpli_attrs_set(out, ds, name, type, (size_t)cnt, val);
-    if (type >= 0) H5Tclose(type);
   }
+  memo_free(&memo);
   if (rc == CPL_OK && r.pos != r.len) rc = CPL_ERR_INTERNAL;
   if (rc == CPL_ERR_INTERNAL) rc = cpli_fail(rc, "%s: corrupt attributes", where);
   if (rc != CPL_OK) cpli_attrs_clear(out);

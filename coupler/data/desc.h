@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <stdint.h>
 
+#include "core/index.h"
 #include "coupler.h"
 #include "data/wire.h"
 #include "workflow/model.h"
@@ -46,15 +47,18 @@ typedef struct cpli_desc {
   int nblocks;
   int nd, cap;
   cpli_dset *d;
+  cpli_index names; /* d by name                                   */
 } cpli_desc;
 
 /* An empty description with room for nd datasets of nblocks blocks. */
 cpli_desc *cpli_desc_new(int nblocks);
 void cpli_desc_unref(cpli_desc *desc);
+/* The index of dataset `name`, or -1. */
 int cpli_desc_find(const cpli_desc *desc, const char *name);
 
 /* Append a dataset (type copied; blocks zeroed). Returns its index, or
- * CPLI_DESC_NOMEM, or CPLI_DESC_FULL when it holds CPLI_DATASETS_MAX. */
+ * CPLI_DESC_NOMEM, or CPLI_DESC_FULL when it holds CPLI_DATASETS_MAX. The
+ * caller makes sure `name` is not there yet. */
 #define CPLI_DESC_NOMEM (-1)
 #define CPLI_DESC_FULL (-2)
 int cpli_desc_add(cpli_desc *desc, const char *name, hid_t type, int rank, const hsize_t *dims);
@@ -105,7 +109,8 @@ typedef struct cpli_attr {
 typedef struct cpli_attrs {
   cpli_attr *v;
   int n, cap;
-  size_t bytes; /* total value bytes, for the size limit */
+  size_t bytes;     /* total value bytes, for the size limit */
+  cpli_index names; /* v by (dataset, name)                  */
 } cpli_attrs;
 
 #define CPLI_ATTR_MAX_BYTES 65536      /* one attribute's value        */
@@ -119,9 +124,11 @@ typedef struct cpli_attrs {
 #define CPLI_DATASET_MAX_BYTES ((uint64_t)1 << 46) /* 64 TiB */
 #define CPLI_DATASETS_MAX (1 << 16)
 
-/* Set (or replace) an attribute; value copied. */
+/* Set (or replace, in its place) an attribute; value copied. */
 int cpli_attrs_set(cpli_attrs *a, const char *dataset, const char *name, hid_t type, size_t n,
                    const void *value);
+/* The index in a->v of attribute `name` of `dataset` ("": the step), or -1. */
+int cpli_attrs_find(const cpli_attrs *a, const char *dataset, const char *name);
 void cpli_attrs_clear(cpli_attrs *a);
 int cpli_attrs_encode(const cpli_attrs *a, cpli_wbuf *w);
 int cpli_attrs_decode(const void *data, size_t len, const char *where, cpli_attrs *out);

@@ -41,6 +41,8 @@ struct cpl_input {
   int nbuf;
   size_t *counts; /* nblocks byte counts, then displacements */
   cpli_attrs attrs;
+  int *attr_at;      /* per dataset, then the step: its attributes are */
+  int *attr_of;      /* attrs.v[attr_of[attr_at[k] .. attr_at[k + 1] - 1]] */
   cpli_sel sel;      /* as the user set it                        */
   cpli_sel sel_used; /* as last sent: what the producer serves    */
   int sel_dirty;
@@ -404,6 +406,40 @@ static int fail_link(cpl_input *in, int rc) {
   return rc;
 }
 
+/* The group of an attribute: its dataset's index, nd for the step's, -1
+ * for a dataset the step does not have. */
+static int attr_group(const cpli_desc *d, const cpli_attr *a) {
+  return a->dataset[0] ? cpli_desc_find(d, a->dataset) : d->nd;
+}
+
+/* The step's attributes grouped by dataset (the step's last), each group
+ * in the order they were set: counting them, or taking the i-th, must not
+ * look at every attribute of the step. */
+static int group_attrs(cpl_input *in, const char *where) {
+  const cpli_desc *d = in->desc;
+  const cpli_attrs *a = &in->attrs;
+  int *at = realloc(in->attr_at, ((size_t)d->nd + 2) * sizeof *at);
+  if (at) in->attr_at = at;
+  int *of = at ? realloc(in->attr_of, (size_t)(a->n ? a->n : 1) * sizeof *of) : NULL;
+  if (of) in->attr_of = of;
+  if (!of) return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
+  memset(at, 0, ((size_t)d->nd + 2) * sizeof *at);
+  /* A counting sort. An attribute of a dataset the step does not have (a
+   * corrupt step) is left out: a producer sets only those of its puts. */
+  for (int i = 0; i < a->n; i++) { /* at[g + 1]: how many group g has */
+    const int g = attr_group(d, &a->v[i]);
+    if (g >= 0) at[g + 1]++;
+  }
+  for (int g = 0; g <= d->nd; g++) at[g + 1] += at[g]; /* at[g]: where group g starts */
+  for (int i = 0; i < a->n; i++) {                     /* at[g] moves on to where group g ends */
+    const int g = attr_group(d, &a->v[i]);
+    if (g >= 0) of[at[g]++] = i;
+  }
+  memmove(at + 1, at, ((size_t)d->nd + 1) * sizeof *at); /* back to the starts */
+  at[0] = 0;
+  return CPL_OK;
+}
+
 /* begin_step, try_step, begin_step_at: wait up to `wait` seconds for the
  * header of the step `want` asks for. */
 static int begin(cpl_input *in, const char *call, double wait, long want, long *step) {
@@ -451,6 +487,7 @@ static int begin(cpl_input *in, const char *call, double wait, long want, long *
     rc = cpli_fail(CPL_ERR_INTERNAL, "%s: unexpected step header", where);
   if (rc == CPL_OK && h.desc_len) rc = set_desc(in, p, (size_t)h.desc_len, where);
   if (rc == CPL_OK) rc = cpli_attrs_decode(p + h.desc_len, (size_t)h.attr_len, where, &in->attrs);
+  if (rc == CPL_OK) rc = group_attrs(in, where);
   free(p);
   in->mode = (int)h.mode;
   /* Without a valid description there is no way to join the producers'
@@ -588,6 +625,8 @@ int cpl_input_close(cpl_input *in) {
   cpli_sel_free(&in->sel_used);
   free(in->counts);
   cpli_attrs_clear(&in->attrs);
+  free(in->attr_at);
+  free(in->attr_of);
   cpli_desc_unref(in->desc);
   free(in);
   return rc;
@@ -610,7 +649,7 @@ static void fill_info(const cpl_input *in, int k, cpl_dataset_info *info) {
   info->rank = s->rank;
   memcpy(info->dims, s->dims, (size_t)s->rank * sizeof *s->dims);
   info->bytes = s->total;
-  for (int i = 0; i < in->attrs.n; i++) info->nattrs += !strcmp(in->attrs.v[i].dataset, s->name);
+  info->nattrs = in->attr_at[k + 1] - in->attr_at[k];
 }
 
 int cpl_input_dataset_count(const cpl_input *in, int *n) {
@@ -786,19 +825,20 @@ int cpl_input_get(cpl_input *in, const char *name, hid_t memtype, const hsize_t 
 
 /* ------------------------------------------------------------ attributes */
 
+/* Attribute i of `dataset` (NULL or "": of the step): its index in
+ * attrs.v, or -1. */
 static int attr_index(const cpl_input *in, const char *dataset, int i) {
-  const char *ds = dataset ? dataset : "";
-  for (int k = 0; k < in->attrs.n; k++)
-    if (!strcmp(in->attrs.v[k].dataset, ds) && i-- == 0) return k;
-  return -1;
+  const int g = dataset && *dataset ? cpli_desc_find(in->desc, dataset) : in->desc->nd;
+  if (g < 0 || i < 0 || i >= in->attr_at[g + 1] - in->attr_at[g]) return -1;
+  return in->attr_of[in->attr_at[g] + i];
 }
 
 int cpl_input_attr_count(const cpl_input *in, const char *dataset, int *n) {
   CPLI_TRY(in_step(in, "cpl_input_attr_count"));
   if (!n) return cpli_fail(CPL_ERR_ARG, "cpl_input_attr_count: n is NULL");
-  if (dataset && find(in, dataset, "cpl_input_attr_count") < 0) return CPL_ERR_ARG;
-  *n = 0;
-  while (attr_index(in, dataset, *n) >= 0) (*n)++;
+  const int g = dataset ? find(in, dataset, "cpl_input_attr_count") : in->desc->nd;
+  if (g < 0) return CPL_ERR_ARG;
+  *n = in->attr_at[g + 1] - in->attr_at[g];
   return CPL_OK;
 }
 
@@ -818,11 +858,8 @@ int cpl_input_attr(const cpl_input *in, const char *dataset, int i, cpl_attr_inf
 }
 
 static const cpli_attr *attr_find(const cpl_input *in, const char *dataset, const char *name) {
-  const char *ds = dataset ? dataset : "";
-  for (int k = 0; name && k < in->attrs.n; k++)
-    if (!strcmp(in->attrs.v[k].dataset, ds) && !strcmp(in->attrs.v[k].name, name))
-      return &in->attrs.v[k];
-  return NULL;
+  const int k = name ? cpli_attrs_find(&in->attrs, dataset ? dataset : "", name) : -1;
+  return k < 0 ? NULL : &in->attrs.v[k];
 }
 
 static const char *attr_what(const cpl_input *in, const char *call, const char *dataset,

@@ -130,8 +130,10 @@ int cpl_output_begin_step(cpl_output *o, long step) {
 }
 
 static put *find_put(cpl_output *o, const char *name) {
-  for (int i = 0; i < o->nputs; i++)
-    if (!strcmp(o->puts[i].name, name)) return &o->puts[i];
+  const uint64_t h = cpli_name_hash(name);
+  size_t probe = 0;
+  for (int k; (k = cpli_index_next(&o->put_names, h, &probe)) >= 0;)
+    if (!strcmp(o->puts[k].name, name)) return &o->puts[k];
   return NULL;
 }
 
@@ -189,7 +191,8 @@ int cpl_output_put(cpl_output *o, const char *name, hid_t type, int rank, const 
   }
   put *p = &o->puts[o->nputs];
   *p = (put){.rank = rank, .data = data, .name = strdup(name), .type = H5Tcopy(type)};
-  if (!p->name || p->type < 0) {
+  if (!p->name || p->type < 0 ||
+      cpli_index_add(&o->put_names, cpli_name_hash(name), o->nputs) < 0) {
     free(p->name);
     if (p->type >= 0) H5Tclose(p->type);
     return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", what);
@@ -399,6 +402,7 @@ static void clear_puts(cpl_output *o) {
     H5Tclose(o->puts[i].type);
   }
   o->nputs = 0;
+  cpli_index_reset(&o->put_names);
   cpli_attrs_clear(&o->attrs);
 }
 
@@ -575,6 +579,7 @@ int cpl_output_close(cpl_output *o) {
   cpli_w_free(&o->local);
   cpli_desc_unref(o->desc);
   free(o->puts);
+  cpli_index_free(&o->put_names);
   for (int i = 0; i < o->nl; i++) {
     olink *ol = &o->links[i];
     free(ol->q);

@@ -82,6 +82,7 @@ struct cpl_output {
   long step, ordinal;
   put *puts;
   int nputs, capputs;
+  cpli_index put_names; /* puts by name                           */
   cpli_attrs attrs;
   cpli_wbuf local; /* this rank's encoded blocks, last step    */
   cpli_desc *desc; /* merged description in force             */

@@ -106,11 +106,13 @@ void cpli_sel_clear(cpli_sel *s) {
   for (int i = 0; i < s->n; i++) item_free(&s->v[i]);
   s->n = 0;
   s->active = 0;
+  cpli_index_reset(&s->names);
 }
 
 void cpli_sel_free(cpli_sel *s) {
   cpli_sel_clear(s);
   free(s->v);
+  cpli_index_free(&s->names);
   *s = (cpli_sel){0};
 }
 
@@ -118,13 +120,23 @@ static int same_name(const char *a, const char *b) {
   return (!a && !b) || (a && b && !strcmp(a, b));
 }
 
+/* The index of the item of `dataset` (NULL: the default), or -1. No
+ * dataset is named "", so the default goes under the hash of "". */
+static int item_find(const cpli_sel *s, const char *dataset) {
+  const uint64_t h = cpli_name_hash(dataset ? dataset : "");
+  size_t probe = 0;
+  for (int k; (k = cpli_index_next(&s->names, h, &probe)) >= 0;)
+    if (same_name(s->v[k].dataset, dataset)) return k;
+  return -1;
+}
+
 /* The item of `dataset`, emptied for reuse, or a new one; NULL: no memory. */
 static cpli_sel_item *item_for(cpli_sel *s, const char *dataset) {
-  for (int i = 0; i < s->n; i++)
-    if (same_name(s->v[i].dataset, dataset)) {
-      cpli_boxes_free(&s->v[i].boxes);
-      return &s->v[i];
-    }
+  const int k = item_find(s, dataset);
+  if (k >= 0) {
+    cpli_boxes_free(&s->v[k].boxes);
+    return &s->v[k];
+  }
   if (s->n == s->cap) {
     int cap = s->cap ? 2 * s->cap : 4;
     cpli_sel_item *v = realloc(s->v, (size_t)cap * sizeof *v);
@@ -134,7 +146,12 @@ static cpli_sel_item *item_for(cpli_sel *s, const char *dataset) {
   }
   cpli_sel_item *it = &s->v[s->n];
   *it = (cpli_sel_item){0};
-  if (dataset && !(it->dataset = strdup(dataset))) return NULL;
+  if ((dataset && !(it->dataset = strdup(dataset))) ||
+      cpli_index_add(&s->names, cpli_name_hash(dataset ? dataset : ""), s->n) < 0) {
+    free(it->dataset);
+    it->dataset = NULL;
+    return NULL;
+  }
   s->n++;
   return it;
 }
@@ -246,13 +263,10 @@ int cpli_sel_pieces(const cpli_sel *s, const char *name, int rank, const hsize_t
   for (int d = 0; d < rank; d++)
     if (dims[d] == 0) return 0; /* an empty array has no pieces */
   if (!s->active) return cpli_boxes_add(out, zero, dims);
-  const cpli_sel_item *it = NULL, *def = NULL;
-  for (int i = 0; i < s->n; i++) {
-    if (s->v[i].dataset && !strcmp(s->v[i].dataset, name)) it = &s->v[i];
-    if (!s->v[i].dataset) def = &s->v[i];
-  }
-  if (!it) it = def;
-  if (!it) return 0;
+  int k = item_find(s, name);
+  if (k < 0) k = item_find(s, NULL); /* the default */
+  if (k < 0) return 0;
+  const cpli_sel_item *it = &s->v[k];
   if (it->kind == CPLI_SEL_ROWS) {
     memcpy(cs, zero, (size_t)rank * sizeof *cs);
     memcpy(cc, dims, (size_t)rank * sizeof *cc);
@@ -269,10 +283,8 @@ int cpli_sel_pieces(const cpli_sel *s, const char *name, int rank, const hsize_t
 }
 
 int cpli_sel_boxes_rank(const cpli_sel *s, const char *name) {
-  for (int i = 0; i < s->n; i++)
-    if (s->v[i].dataset && !strcmp(s->v[i].dataset, name))
-      return s->v[i].kind == CPLI_SEL_BOXES ? s->v[i].boxes.rank : 0;
-  return 0;
+  const int k = item_find(s, name);
+  return k >= 0 && s->v[k].kind == CPLI_SEL_BOXES ? s->v[k].boxes.rank : 0;
 }
 
 /* ---------------------------------------------------------------- wire */

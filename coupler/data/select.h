@@ -16,6 +16,7 @@
 
 #include <hdf5.h>
 
+#include "core/index.h"
 #include "coupler.h"
 
 #include "data/wire.h"
@@ -58,6 +59,7 @@ typedef struct cpli_sel {
   int active; /* 0: every dataset whole                         */
   int n, cap;
   cpli_sel_item *v;
+  cpli_index names; /* v by dataset (the default under "")     */
 } cpli_sel;
 
 void cpli_sel_free(cpli_sel *s);

@@ -20,6 +20,7 @@
 
 #include "coll/select.h"
 #include "core/error.h"
+#include "core/index.h"
 #include "workflow/diag.h"
 
 #include <errno.h>
@@ -789,21 +790,21 @@ void cpli_launch_check_hosts(const cpli_launch *l, const cpli_launch_opts *o,
       host[r] = p.host[cursor % p.n];
     }
   }
-  /* Each host once (a set by hash: jobs have up to millions of ranks),
-   * and no more than a few reports. */
-  size_t cap = 64;
-  while (host && cap < 2 * (size_t)l->nranks) cap *= 2;
-  const char **seen = calloc(cap, sizeof *seen);
-  if (!seen) oom();
+  /* Each host once (the ranks of each found by index: jobs have up to
+   * millions of ranks), and no more than a few reports. */
+  cpli_index seen = {0};
   int bad = 0, ntry = 0, cap_try = 0;
   login_try *tries = NULL;
   for (int r = 0, c = 0, first = 0; host && r < l->nranks && bad < 10; r++) {
     while (r >= first + wf->comps[c].nprocs) first += wf->comps[c++].nprocs;
     if (r && !strcmp(host[r], host[r - 1])) continue;
-    size_t h = (size_t)cpli_fnv1a(host[r], strlen(host[r])) & (cap - 1);
-    while (seen[h] && strcmp(seen[h], host[r])) h = (h + 1) & (cap - 1);
-    if (seen[h]) continue;
-    seen[h] = host[r];
+    const uint64_t h = cpli_name_hash(host[r]);
+    size_t probe = 0;
+    int dup = 0;
+    for (int k; !dup && (k = cpli_index_next(&seen, h, &probe)) >= 0;)
+      dup = !strcmp(host[k], host[r]);
+    if (dup) continue;
+    if (cpli_index_add(&seen, h, r) < 0) oom();
     const char *why = ssh_cannot_find(host[r]);
     bad += why != NULL;
     if (why)
@@ -835,7 +836,7 @@ void cpli_launch_check_hosts(const cpli_launch *l, const cpli_launch_opts *o,
                   wf->comps[tries[i].comp].name, tries[i].rank, tries[i].host, tries[i].said);
   }
   free(tries);
-  free(seen);
+  cpli_index_free(&seen);
   if (host != l->rank_host) free(host);
   pool_free(&p);
 }

@@ -7,6 +7,7 @@
  * port is needed.
  *
  *   step_bench BYTES STEPS WARMUP CALLS
+ *   step_bench --datasets N STEPS WARMUP
  *
  * Producers publish STEPS steps of one float64 dataset of BYTES in total,
  * split evenly over their ranks; every consumer rank reads the whole array
@@ -16,6 +17,16 @@
  * first times CALLS steps (begin, put, end) on port `solo`, which has no
  * link, and prints "solo_step_us=X"; consumer rank 0 times CALLS gets of
  * the first step and prints "get_us=X".
+ *
+ * --datasets: many small datasets per step, for the cost per name.
+ * Producers publish STEPS steps of N datasets "d000000".. of 8 float64,
+ * split over their ranks, each with an int32 attribute "k" = its index, and
+ * a step attribute "t". A consumer rank walks the datasets by index, gets
+ * each by name, counts its attributes, reads "k" by name and checks it.
+ * After WARMUP steps, producer rank 0 prints "steps: put_step_us=X" (the
+ * pipeline's pace: end_step waits for the consumer's credits) and consumer
+ * rank 0 "steps: per_step_us=X". With no step_bench consumer (a stage and
+ * an HDF5 sink downstream) the producer's line is the one to read.
  */
 #include <coupler.h>
 #include <stdio.h>
@@ -28,10 +39,89 @@ static void ok(int rc, const char *what) {
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
+#define DS_ELEMS 8 /* float64 per dataset in --datasets */
+
+static void many_producer(cpl_context *ctx, int r, int p, long nds, long steps, long warmup) {
+  const hsize_t dims = DS_ELEMS, start = DS_ELEMS * (hsize_t)r / (hsize_t)p;
+  const hsize_t count = DS_ELEMS * (hsize_t)(r + 1) / (hsize_t)p - start;
+  double block[DS_ELEMS];
+  for (hsize_t i = 0; i < count; i++) block[i] = (double)(start + i);
+  char name[32];
+  cpl_output *out;
+  double t0 = MPI_Wtime();
+  ok(cpl_output_open(ctx, "out", &out), "open");
+  for (long s = 0; s < steps; s++) {
+    if (s == warmup) t0 = MPI_Wtime();
+    ok(cpl_output_begin_step(out, -1), "begin_step");
+    for (long d = 0; d < nds; d++) {
+      const int k = (int)d;
+      snprintf(name, sizeof name, "d%06ld", d);
+      ok(cpl_output_put(out, name, H5T_NATIVE_DOUBLE, 1, &dims, &start, &count, block), "put");
+      if (r == 0) ok(cpl_output_attr(out, name, "k", H5T_NATIVE_INT32, 1, &k), "attr");
+    }
+    const double t = (double)s;
+    if (r == 0) ok(cpl_output_attr(out, NULL, "t", H5T_NATIVE_DOUBLE, 1, &t), "step attr");
+    ok(cpl_output_end_step(out), "end_step");
+  }
+  if (r == 0)
+    printf("steps: put_step_us=%.3f\n", 1e6 * (MPI_Wtime() - t0) / (double)(steps - warmup));
+  ok(cpl_output_close(out), "close");
+}
+
+static void many_consumer(cpl_context *ctx, int r, long warmup) {
+  cpl_input *in;
+  long step, seen = 0;
+  double t0 = MPI_Wtime(), buf[DS_ELEMS];
+  int rc;
+  ok(cpl_input_open(ctx, "in", NULL, &in), "open");
+  while ((rc = cpl_input_begin_step(in, &step)) == CPL_OK) {
+    int nds, na, k;
+    ok(cpl_input_dataset_count(in, &nds), "dataset_count");
+    for (int i = 0; i < nds; i++) {
+      cpl_dataset_info info;
+      ok(cpl_input_dataset(in, i, &info), "dataset");
+      ok(cpl_input_get(in, info.name, H5T_NATIVE_DOUBLE, NULL, NULL, buf), "get");
+      ok(cpl_input_attr_count(in, info.name, &na), "attr_count");
+      ok(cpl_input_attr_get(in, info.name, "k", H5T_NATIVE_INT, 1, &k), "attr_get");
+      if (na != 1 || k != i || buf[DS_ELEMS - 1] != DS_ELEMS - 1)
+        ok(CPL_ERR_INTERNAL, "wrong data");
+    }
+    ok(cpl_input_end_step(in), "end_step");
+    if (++seen == warmup) t0 = MPI_Wtime();
+  }
+  double t = MPI_Wtime() - t0;
+  if (rc != CPL_END_OF_STREAM) ok(rc, "begin_step");
+  if (r == 0) printf("steps: per_step_us=%.3f\n", 1e6 * t / (double)(seen - warmup));
+  ok(cpl_input_close(in), "close");
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
+  if (argc == 5 && !strcmp(argv[1], "--datasets")) {
+    long nds = strtol(argv[2], NULL, 10), steps = strtol(argv[3], NULL, 10);
+    long warmup = strtol(argv[4], NULL, 10);
+    if (nds < 1 || warmup < 0 || steps <= warmup) {
+      fprintf(stderr, "step_bench --datasets: want N >= 1 and STEPS > WARMUP >= 0\n");
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    cpl_context *ctx;
+    ok(cpl_init(MPI_COMM_WORLD, NULL, NULL, &ctx), "cpl_init");
+    const char *name;
+    MPI_Comm comm;
+    int r, p;
+    ok(cpl_context_component(ctx, NULL, &name), "component");
+    ok(cpl_component_comm(ctx, &comm), "comm");
+    MPI_Comm_rank(comm, &r);
+    MPI_Comm_size(comm, &p);
+    if (!strncmp(name, "prod", 4)) many_producer(ctx, r, p, nds, steps, warmup);
+    else many_consumer(ctx, r, warmup);
+    ok(cpl_finalize(ctx), "cpl_finalize");
+    MPI_Finalize();
+    return 0;
+  }
   if (argc != 5) {
-    fprintf(stderr, "usage: step_bench BYTES STEPS WARMUP CALLS\n");
+    fprintf(stderr, "usage: step_bench BYTES STEPS WARMUP CALLS\n"
+                    "       step_bench --datasets N STEPS WARMUP\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   hsize_t n = (hsize_t)(strtoull(argv[1], NULL, 10) / sizeof(double));

@@ -168,6 +168,13 @@ static int publish(cpl_output *out, long step, int r, int p) {
   H5Tset_size(str, 6);
   OK(cpl_output_attr(out, "b2", "units", str, 1, "kelvin"));
   H5Tclose(str);
+  /* Interleaved, one set again: a dataset's attributes keep the order in
+   * which they were first set. */
+  const int one = 1, two = 2;
+  OK(cpl_output_attr(out, "a1", "y", H5T_NATIVE_INT, 1, &one));
+  OK(cpl_output_attr(out, "b2", "scale", H5T_NATIVE_INT, 1, &two));
+  OK(cpl_output_attr(out, "a1", "x", H5T_NATIVE_INT, 1, &one));
+  OK(cpl_output_attr(out, "a1", "y", H5T_NATIVE_INT, 1, &two));
   int rc = cpl_output_end_step(out);
   for (int i = 0; i < nd; i++) free(bufs[i]);
   return rc;
@@ -239,10 +246,27 @@ static void check_step(cpl_input *in, long step) {
   double t = -1;
   OK(cpl_input_attr_get(in, NULL, "time", H5T_NATIVE_DOUBLE, 1, &t));
   CHECK(t == 0.5 * (double)step, "step %ld: time attribute %g", step, t);
-  int na;
+  int na, y = 0;
   OK(cpl_input_attr_count(in, "b2", &na));
-  CHECK(na == 1, "b2 has %d attributes", na);
-  cpl_attr_info ai;
+  CHECK(na == 2, "b2 has %d attributes", na);
+  OK(cpl_input_attr_count(in, NULL, &na));
+  CHECK(na == 1, "the step has %d attributes", na);
+  cpl_attr_info ai, a0, a1;
+  OK(cpl_input_attr(in, "a1", 0, &a0));
+  OK(cpl_input_attr(in, "a1", 1, &a1));
+  OK(cpl_input_attr_get(in, "a1", "y", H5T_NATIVE_INT, 1, &y));
+  CHECK(!strcmp(a0.name, "y") && !strcmp(a1.name, "x") && y == 2,
+        "a1's attributes: \"%s\" \"%s\", y = %d (want \"y\" = 2, \"x\")", a0.name, a1.name, y);
+  OK(cpl_input_attr(in, "b2", 1, &a1));
+  CHECK(!strcmp(a1.name, "scale"), "b2's second attribute: \"%s\"", a1.name);
+  CHECK(cpl_input_attr(in, "b2", 2, &a1) == CPL_ERR_ARG &&
+            cpl_input_attr(in, "c3", 0, &a1) == CPL_ERR_ARG,
+        "an attribute past the last");
+  cpl_dataset_info di;
+  OK(cpl_input_inquire(in, "a1", &di));
+  CHECK(di.nattrs == 2, "a1: nattrs %d", di.nattrs);
+  OK(cpl_input_dataset(in, 2, &di));
+  CHECK(di.nattrs == 0, "%s: nattrs %d", di.name, di.nattrs);
   OK(cpl_input_attr(in, "b2", 0, &ai));
   char units[7] = {0};
   OK(cpl_input_attr_get(in, "b2", "units", ai.type, 1, units));

@@ -96,6 +96,12 @@ def publish(out, step, r, p):
             out.put(ds[0], whole[box], dims=ds[2], start=start)
         out.attr("time", 0.5 * step)
         out.attr("units", np.array(b"kelvin", dtype="S6"), dataset="b2")
+        # Interleaved, one set again (as data_e2e.c): a dataset's
+        # attributes keep the order in which they were first set.
+        out.attr("y", np.int32(1), dataset="a1")
+        out.attr("scale", np.int32(2), dataset="b2")
+        out.attr("x", np.int32(1), dataset="a1")
+        out.attr("y", np.int32(2), dataset="a1")
 
 
 def check_step(inp, step):
@@ -132,7 +138,9 @@ def check_step(inp, step):
         except ValueError as e:
             check(says in str(e), f"get into an out that {says}: {e}")
     check(inp.attr("time") == 0.5 * step, f"step {step}: time")
-    check([a.name for a in inp.attrs("b2")] == ["units"], "b2 attributes")
+    check([a.name for a in inp.attrs("b2")] == ["units", "scale"], "b2 attributes")
+    check([a.name for a in inp.attrs("a1")] == ["y", "x"] and inp.attr("y", dataset="a1") == 2,
+          "a1 attributes")
     check(inp.attr("units", dataset="b2") == b"kelvin", "units")
     check(inp.attrs()[0].size == 1 and inp.attrs()[0].dtype == np.float64,
           "time attribute info")
