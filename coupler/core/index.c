@@ -6,15 +6,18 @@
 #define FNV_BASIS 1469598103934665603u
 #define FNV_PRIME 1099511628211u
 
-static uint64_t fnv(uint64_t h, const char *s) {
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * FNV_PRIME;
+static uint64_t fnv(uint64_t h, const void *data, size_t len) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < len; i++) h = (h ^ p[i]) * FNV_PRIME;
   return h;
 }
 
-uint64_t cpli_name_hash(const char *s) { return fnv(FNV_BASIS, s); }
+uint64_t cpli_fnv1a(const void *data, size_t len) { return fnv(FNV_BASIS, data, len); }
+
+uint64_t cpli_name_hash(const char *s) { return cpli_fnv1a(s, strlen(s)); }
 
 uint64_t cpli_name_hash2(const char *a, const char *b) { /* a, its NUL, b */
-  return fnv(fnv(FNV_BASIS, a) * FNV_PRIME, b);
+  return fnv(cpli_fnv1a(a, strlen(a) + 1), b, strlen(b));
 }
 
 static void put(cpli_index_slot *slot, size_t mask, uint64_t h, int pos) {

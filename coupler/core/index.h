@@ -32,7 +32,9 @@ typedef struct cpli_index {
   int n;
 } cpli_index;
 
-/* The hash of a name (FNV-1a), and of a pair (a dataset's attribute). */
+/* FNV-1a of len bytes (also the workflow file's hash); of a name; and of
+ * a pair (a dataset's attribute). */
+uint64_t cpli_fnv1a(const void *data, size_t len);
 uint64_t cpli_name_hash(const char *s);
 uint64_t cpli_name_hash2(const char *a, const char *b);
 

@@ -5,18 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/index.h"
 #include "workflow/model.h"
 #include "workflow/ytree.h"
-
-uint64_t cpli_fnv1a(const void *data, size_t len) {
-  const unsigned char *p = data;
-  uint64_t h = 14695981039346656037ULL;
-  for (size_t i = 0; i < len; i++) {
-    h ^= p[i];
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
 
 int cpli_wf_port_index(const cpli_component *c, const char *name) {
   for (int i = 0; i < c->nports; i++)

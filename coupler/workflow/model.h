@@ -211,8 +211,6 @@ const char *cpli_link_bypass(const cpli_link *l);
 /* Index of a port by name in a component, or -1. */
 int cpli_wf_port_index(const cpli_component *c, const char *name);
 
-uint64_t cpli_fnv1a(const void *data, size_t len);
-
 /* Edit distance, capped (returns cap+1 when larger): used for "did you
  * mean" suggestions. */
 int cpli_edit_distance(const char *a, const char *b, int cap);
