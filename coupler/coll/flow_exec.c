@@ -313,13 +313,15 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
       while (k < nm && state[k] == 2) k++;
       const cpli_fmsg *m = &f->m[k < nm ? k : 0];
       ctx->xstep = (int)k;
-      rc = cpli_fail(CPL_ERR_TIMEOUT,
-                     "%s: %s rank %d (%zu bytes) did not complete within %g s "
-                     "(peer dead, stuck, or not in this collective)",
-                     cpli_ctx_where(ctx, comm, where, sizeof where),
-                     m->send ? (state[k] ? "send to" : "send (waiting for its data) to")
-                             : "receive from",
-                     m->peer, m->bytes, ctx->timeout);
+      rc = w.interrupted
+               ? CPL_ERR_INTERRUPTED
+               : cpli_fail(CPL_ERR_TIMEOUT,
+                           "%s: %s rank %d (%zu bytes) did not complete within %g s "
+                           "(peer dead, stuck, or not in this collective)",
+                           cpli_ctx_where(ctx, comm, where, sizeof where),
+                           m->send ? (state[k] ? "send to" : "send (waiting for its data) to")
+                                   : "receive from",
+                           m->peer, m->bytes, ctx->timeout);
     }
   }
   if (rc != CPL_OK) /* leave nothing pending on the caller's buffers */

@@ -66,7 +66,10 @@ int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const c
   /* Real status arrays: gcc 12 misreads MPI_STATUSES_IGNORE as a buffer. */
   MPI_Status st[4];
   if (n > 4) return cpli_fail(CPL_ERR_INTERNAL, "cpli_waitall: %d requests, at most 4", n);
-  if (!ctx || ctx->timeout <= 0) {
+  /* No deadline: MPI_Waitall, unless an interrupt check must be polled
+   * (point-to-point only: a collective is not interrupted, below). */
+  const double timeout = ctx && ctx->timeout > 0 ? ctx->timeout : CPLI_WAIT_FOREVER;
+  if (isinf(timeout) && (peer < 0 || !cpli_wait_interruptible())) {
     int rc = MPI_Waitall(n, reqs, st);
     if (rc == MPI_SUCCESS) return CPL_OK;
     return cpli_mpi_check(rc, "MPI_Waitall", "%s: %s%s",
@@ -74,9 +77,10 @@ int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const c
                           peer_text(peer, with, sizeof with));
   }
   cpli_wait w;
-  cpli_wait_start(&w, ctx->timeout, ctx->nap_us);
+  cpli_wait_start(&w, timeout, ctx ? ctx->nap_us : 0);
   watched x = {ctx, comm, what, peer};
   cpli_wait_watch(&w, say_step, &x);
+  if (peer < 0) cpli_wait_uninterruptible(&w);
   int at = 0, left = 0, idx[4];
   for (int i = 0; i < n; i++) left += reqs[i] != MPI_REQUEST_NULL;
   for (;;) {
@@ -97,6 +101,7 @@ int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const c
           MPI_Cancel(&reqs[i]);
           MPI_Request_free(&reqs[i]);
         }
+      if (w.interrupted) return CPL_ERR_INTERRUPTED;
       return cpli_fail(CPL_ERR_TIMEOUT,
                        "%s: %s%s did not complete within %g s "
                        "(peer dead, stuck, or not in this collective)",

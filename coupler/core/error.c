@@ -29,6 +29,7 @@ static const char *const descriptions[CPL_STATUS_COUNT] = {
     [CPL_ERR_SHAPE] = "dims or blocks do not fit the array",
     [CPL_ERR_INTERNAL] = "internal error (a bug in Coupler)",
     [CPL_END_OF_STREAM] = "end of stream",
+    [CPL_ERR_INTERRUPTED] = "interrupted by a signal",
 };
 
 const char *cpl_strerror(int status) {

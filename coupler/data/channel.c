@@ -15,14 +15,16 @@
 
 /* Roots wait with naps (core/wait.h): the rank they wait for may share
  * their core. */
-int cpli_poll_request(MPI_Request *req, double timeout, int *done) {
+int cpli_poll_request(MPI_Request *req, double timeout, const char *what, int *done) {
   cpli_wait w;
   cpli_wait_start(&w, timeout, CPLI_WAIT_NAP_US);
+  cpli_wait_describe(&w, cpli_wait_say_text, what);
   *done = 0;
   for (;;) {
     int rc = MPI_Test(req, done, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) return cpli_mpi_check(rc, "MPI_Test", "control channel");
-    if (*done || cpli_wait_idle(&w)) return CPL_OK;
+    if (*done) return CPL_OK;
+    if (cpli_wait_idle(&w)) return w.interrupted ? CPL_ERR_INTERRUPTED : CPL_OK;
   }
 }
 
@@ -37,10 +39,14 @@ static int send_wait(cpl_context *ctx, int end, const void *buf, int n, int tag,
   int done;
   int rc = MPI_Isend(buf, n, MPI_BYTE, 0, tag, ctx->ends[end].ctl, &req);
   CPLI_TRY(cpli_mpi_check(rc, "MPI_Isend", "link %s: %s", label(ctx, end), what));
-  CPLI_TRY(cpli_poll_request(&req, timeout, &done));
-  if (done) return CPL_OK;
+  char said[256];
+  snprintf(said, sizeof said, "link %s: %s", label(ctx, end), what);
+  rc = cpli_poll_request(&req, timeout, said, &done);
+  if (rc != CPL_OK && rc != CPL_ERR_INTERRUPTED) return rc; /* MPI_Test failed */
+  if (rc == CPL_OK && done) return CPL_OK;
   MPI_Cancel(&req);
   MPI_Request_free(&req);
+  if (rc != CPL_OK) return rc;
   return cpli_fail(CPL_ERR_TIMEOUT,
                    "link %s: %s did not complete within "
                    "%g s",
@@ -126,13 +132,16 @@ typedef struct watched {
   cpl_context *ctx;
   int end;
   const char *phase;
+  long after; /* the consumer's last step, or CPLI_NO_STEP */
 } watched;
 
 static void say_end(const void *arg, char *buf, unsigned long n) {
   const watched *x = arg;
   const cpli_end *e = &x->ctx->ends[x->end];
-  snprintf(buf, n, "link %s, %s rank 0: %s (peer: %s rank 0)", label(x->ctx, x->end),
-           e->role == CPL_SENDER ? "producer" : "consumer", x->phase,
+  char step[48] = "";
+  if (x->after != CPLI_NO_STEP) snprintf(step, sizeof step, ", step after %ld", x->after);
+  snprintf(buf, n, "link %s, %s rank 0%s: %s (peer: %s rank 0)", label(x->ctx, x->end),
+           e->role == CPL_SENDER ? "producer" : "consumer", step, x->phase,
            x->ctx->wf->comps[e->peer_comp].name);
 }
 
@@ -141,12 +150,12 @@ int cpli_chan_wait_credit(cpl_context *ctx, int end, double timeout, int (*other
   cpli_chan *ch = &ctx->data->chan[end];
   cpli_wait w;
   cpli_wait_start(&w, timeout, CPLI_WAIT_NAP_US);
-  watched x = {ctx, end, "waiting for the consumer to ask for a step (credit)"};
+  watched x = {ctx, end, "waiting for the consumer to ask for a step (credit)", CPLI_NO_STEP};
   cpli_wait_watch(&w, say_end, &x);
   for (;;) {
     CPLI_TRY(cpli_chan_poll(ctx, end));
     if (ch->credits > 0 || ch->detached || (other && other(arg))) return CPL_OK;
-    if (cpli_wait_idle(&w)) return CPL_ERR_TIMEOUT; /* caller says */
+    if (cpli_wait_idle(&w)) return cpli_wait_failed(&w); /* a timeout: caller says */
   }
 }
 
@@ -228,15 +237,16 @@ int cpli_chan_send_credit(cpl_context *ctx, int end, int64_t kind, long want, co
   return cpli_mpi_check(rc, "MPI_Isend", "link %s: detach", label(ctx, end));
 }
 
-int cpli_chan_recv_header(cpl_context *ctx, int end, double timeout, unsigned char **buf,
-                          size_t *len) {
+int cpli_chan_recv_header(cpl_context *ctx, int end, double timeout, long after,
+                          unsigned char **buf, size_t *len) {
   *buf = NULL;
   *len = 0;
   cpli_wait w;
   cpli_wait_start(&w, timeout, CPLI_WAIT_NAP_US);
-  watched x = {ctx, end, "waiting for the producer's next step (header)"};
+  watched x = {ctx, end, "waiting for the producer's next step (header)", after};
   /* A try (cpl_input_try_step) waits briefly on purpose: not a hang. */
   if (timeout >= link_timeout(ctx, end)) cpli_wait_watch(&w, say_end, &x);
+  else cpli_wait_describe(&w, say_end, &x);
   MPI_Message m;
   MPI_Status st;
   for (;;) {
@@ -244,7 +254,7 @@ int cpli_chan_recv_header(cpl_context *ctx, int end, double timeout, unsigned ch
     int rc = MPI_Improbe(0, CPLI_TAG_HEADER, ctx->ends[end].ctl, &flag, &m, &st);
     CPLI_TRY(cpli_mpi_check(rc, "MPI_Improbe", "link %s", label(ctx, end)));
     if (flag) break;
-    if (cpli_wait_idle(&w)) return CPL_ERR_TIMEOUT; /* caller says */
+    if (cpli_wait_idle(&w)) return cpli_wait_failed(&w); /* a timeout: caller says */
   }
   int n = 0;
   MPI_Get_count(&st, MPI_BYTE, &n);
@@ -378,15 +388,22 @@ static int settle_consumer(cpl_context *ctx, int end) {
   cpli_chan *ch = &ctx->data->chan[end];
   double t = finalize_timeout(ctx, end);
   int done = 1;
-  if (ch->detach_req != MPI_REQUEST_NULL) CPLI_TRY(cpli_poll_request(&ch->detach_req, t, &done));
+  char said[256];
+  snprintf(said, sizeof said,
+           "cpl_finalize: link %s: waiting for the producer to reach cpl_finalize",
+           label(ctx, end));
+  if (ch->detach_req != MPI_REQUEST_NULL)
+    CPLI_TRY(cpli_poll_request(&ch->detach_req, t, said, &done));
   int64_t n = 0;
   MPI_Request req;
   int rc = MPI_Irecv(&n, (int)sizeof n, MPI_BYTE, 0, CPLI_TAG_BYE, ctx->ends[end].ctl, &req);
   CPLI_TRY(cpli_mpi_check(rc, "MPI_Irecv", "cpl_finalize: link %s", label(ctx, end)));
-  if (done) CPLI_TRY(cpli_poll_request(&req, t, &done));
-  if (!done) {
+  if (done) rc = cpli_poll_request(&req, t, said, &done);
+  if (rc != CPL_OK && rc != CPL_ERR_INTERRUPTED) return rc; /* MPI_Test failed */
+  if (rc != CPL_OK || !done) { /* n is on this stack: withdraw the receive */
     MPI_Cancel(&req);
     MPI_Request_free(&req);
+    if (rc != CPL_OK) return rc;
     return cpli_fail(CPL_ERR_TIMEOUT,
                      "cpl_finalize: link %s: the producer "
                      "did not reach cpl_finalize within %g s (CPL_FINALIZE_TIMEOUT)",
@@ -395,7 +412,7 @@ static int settle_consumer(cpl_context *ctx, int end) {
   while (ch->headers_recv < n) {
     unsigned char *buf;
     size_t len;
-    rc = cpli_chan_recv_header(ctx, end, t, &buf, &len);
+    rc = cpli_chan_recv_header(ctx, end, t, CPLI_NO_STEP, &buf, &len);
     if (rc == CPL_ERR_TIMEOUT)
       return cpli_fail(rc,
                        "cpl_finalize: link %s: a step header announced "

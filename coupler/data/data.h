@@ -22,6 +22,7 @@
 #ifndef CPLI_DATA_DATA_H
 #define CPLI_DATA_DATA_H
 
+#include <limits.h>
 #include <stdint.h>
 
 #include "data/desc.h"
@@ -139,11 +140,15 @@ int cpli_chan_post_header(cpl_context *ctx, int end, const cpli_hdr *h, const vo
  * sel_len > 0) or DETACH. */
 int cpli_chan_send_credit(cpl_context *ctx, int end, int64_t kind, long want, const void *sel,
                           size_t sel_len, double timeout);
-/* Consumer root: receive the next header (malloc'd into *buf). */
-int cpli_chan_recv_header(cpl_context *ctx, int end, double timeout, unsigned char **buf,
-                          size_t *len);
+/* Consumer root: receive the next header (malloc'd into *buf); `after`,
+ * the consumer's last step (or CPLI_NO_STEP), names the wait. A timeout
+ * is CPL_ERR_TIMEOUT without a message: the caller says. */
+#define CPLI_NO_STEP LONG_MIN
+int cpli_chan_recv_header(cpl_context *ctx, int end, double timeout, long after,
+                          unsigned char **buf, size_t *len);
 
-/* Poll an MPI request until done or timeout; *done says which. */
-int cpli_poll_request(MPI_Request *req, double timeout, int *done);
+/* Poll an MPI request until done or timeout; *done says which. `what`
+ * describes the wait; an interrupt (core/wait.h) is CPL_ERR_INTERRUPTED. */
+int cpli_poll_request(MPI_Request *req, double timeout, const char *what, int *done);
 
 #endif

@@ -226,7 +226,7 @@ static int take_header(cpl_input *in, double wait, long want, cpli_hdr *h,
                                  in->l->timeout);
     if (rc == CPL_OK) {
       ch->credit_out = 1;
-      rc = cpli_chan_recv_header(in->ctx, in->end, wait, &msg, &len);
+      rc = cpli_chan_recv_header(in->ctx, in->end, wait, in->last, &msg, &len);
     }
     if (rc == CPL_ERR_TIMEOUT) cpli_input_no_step(in, wait, want);
     if (rc == CPL_OK && len < sizeof *h)
@@ -253,9 +253,12 @@ static int take_header(cpl_input *in, double wait, long want, cpli_hdr *h,
     if (in->rank != 0)
       cpli_fail((int)h->root_rc,
                 "link %s, receiver %d: rank 0 of this "
-                "component failed to take the step after %ld (its message "
+                "component %s the step after %ld (its message "
                 "says why)",
-                in->l->label, in->rank, in->last);
+                in->l->label, in->rank,
+                h->root_rc == CPL_ERR_INTERRUPTED ? "was interrupted by a signal waiting for"
+                                                  : "failed to take",
+                in->last);
     return (int)h->root_rc;
   }
   const int64_t lens[3] = {h->desc_len, h->attr_len, h->msg_len};
@@ -606,11 +609,18 @@ int cpl_input_close(cpl_input *in) {
    * the producer may be sending that step already, and would wait for
    * this consumer to join until the link timeout, then fail its port. The
    * step is taken and dropped; waiting is bounded by the link timeout. */
-  if (in->credit_out && !in->in_step && !in->eos && !in->failed &&
-      begin(in, "cpl_input_close", in->l->timeout, in->want_out, NULL) == CPL_OK)
-    cpl_input_end_step(in);
-  if (in->rank == 0)
-    rc = cpli_chan_send_credit(ctx, in->end, CPLI_MSG_DETACH, 0, NULL, 0, in->l->timeout);
+  if (in->credit_out && !in->in_step && !in->eos && !in->failed) {
+    rc = begin(in, "cpl_input_close", in->l->timeout, in->want_out, NULL);
+    if (rc == CPL_OK) cpl_input_end_step(in);
+    /* only an interrupt is the caller's business: the rest is what the
+     * producer's port reports */
+    if (rc != CPL_ERR_INTERRUPTED) rc = CPL_OK;
+  }
+  if (in->rank == 0) {
+    const int drc =
+        cpli_chan_send_credit(ctx, in->end, CPLI_MSG_DETACH, 0, NULL, 0, in->l->timeout);
+    if (rc == CPL_OK) rc = drc;
+  }
   ctx->data->chan[in->end].detach_sent = 1;
   ctx->data->chan[in->end].input_open = 0;
   cpli_data_untrack(ctx, NULL, in);

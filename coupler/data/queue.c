@@ -359,7 +359,11 @@ static int fly_complete(cpl_output *o, olink *ol) {
            fl->st->step);
   int rc = CPL_OK, done = 1;
   if (fl->hdr_req != MPI_REQUEST_NULL) {
-    rc = cpli_poll_request(&fl->hdr_req, ol->l->timeout, &done);
+    char said[400];
+    snprintf(said, sizeof said,
+             "%s: closing, waiting for consumer \"%s\" rank 0 to take the step header", where,
+             o->ctx->wf->comps[ol->l->to_comp].name);
+    rc = cpli_poll_request(&fl->hdr_req, ol->l->timeout, said, &done);
     if (rc == CPL_OK && !done)
       rc = cpli_fail(CPL_ERR_TIMEOUT,
                      "%s: closing, consumer \"%s\" rank 0 did not take the step header "
@@ -558,13 +562,18 @@ int cpli_links_adopt(cpl_output *o, const int64_t *rec) {
 static int wait_any(cpl_output *o, double seconds) {
   cpli_wait w;
   cpli_wait_start(&w, seconds, CPLI_WAIT_NAP_US);
+  char said[200];
+  snprintf(said, sizeof said, "port %s.%s, step %ld: rank 0 waiting for the consumers' requests",
+           o->comp->name, o->port->name, o->step);
+  cpli_wait_describe(&w, cpli_wait_say_text, said);
   for (;;) {
     for (int i = 0; i < o->nl; i++) {
       CPLI_TRY(cpli_chan_poll(o->ctx, o->links[i].end));
       const cpli_chan *ch = chan(o, &o->links[i]);
       if ((ch->credits > 0 || ch->detached) && !ch->eos_sent) return CPL_OK;
     }
-    if (cpli_wait_idle(&w)) return CPL_OK; /* no request: not an error */
+    if (cpli_wait_idle(&w)) /* no request: not an error; an interrupt is */
+      return w.interrupted ? CPL_ERR_INTERRUPTED : CPL_OK;
   }
 }
 
@@ -638,9 +647,11 @@ int cpli_links_sync(cpl_output *o, int wait_on, double seconds) {
     rc = (int)rec[0];
     if (rc != CPL_OK && rc != CPL_ERR_TIMEOUT)
       cpli_fail(rc,
-                "port %s.%s, step %ld: rank 0 failed reading the "
+                "port %s.%s, step %ld: rank 0 %s the "
                 "consumers' credits (its message says why)",
-                o->comp->name, o->port->name, o->step);
+                o->comp->name, o->port->name, o->step,
+                rc == CPL_ERR_INTERRUPTED ? "was interrupted by a signal waiting for"
+                                          : "failed reading");
   }
   if (brc == CPL_OK && rc == CPL_OK) brc = cpli_links_adopt(o, rec + 1);
   if (brc == CPL_OK && rc == CPL_ERR_TIMEOUT) { /* the same words everywhere */

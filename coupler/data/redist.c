@@ -263,11 +263,12 @@ static int wait_all(int n, MPI_Request *reqs, const int *peer, double timeout, c
       for (int i = 0; i < n && o < sizeof list - 16; i++)
         if (reqs[i] != MPI_REQUEST_NULL)
           o += (size_t)snprintf(list + o, sizeof list - o, "%s%d", o ? ", " : "", peer[i]);
-      rc = cpli_fail(CPL_ERR_TIMEOUT,
-                     "%s: redistribution: nothing moved for "
-                     "%g s; still waiting on %s rank(s) %s (dead, stuck, or "
-                     "not in this step)",
-                     where, timeout, who, list);
+      rc = w.interrupted ? CPL_ERR_INTERRUPTED
+                         : cpli_fail(CPL_ERR_TIMEOUT,
+                                     "%s: redistribution: nothing moved for "
+                                     "%g s; still waiting on %s rank(s) %s (dead, stuck, or "
+                                     "not in this step)",
+                                     where, timeout, who, list);
       break;
     }
   }

@@ -260,11 +260,12 @@ static int cpli_mpi_inter_run(const cpli_mpi_call *c, int lsize, int rsize, int 
   opt.label = c->fn;
   /* opt.inter stays auto: the engine derives the same choice, and only a
    * choice of auto may leave native for fc past int counts (inter_native.c).
-   * A failed first phase still runs the second, unless it timed out: a
+   * A failed first phase still runs the second, unless it timed out (or
+   * was interrupted: cpl_set_interrupt_check): a
    * receiver that found a count mismatch must still send its own blocks,
    * or the other group would wait for them forever (MPICH returns on both
    * sides). The first error is the one reported. */
-  for (int phase = 0; phase < 2 && rc != CPL_ERR_TIMEOUT; phase++) {
+  for (int phase = 0; phase < 2 && rc != CPL_ERR_TIMEOUT && rc != CPL_ERR_INTERRUPTED; phase++) {
     const int sending = (phase == 0) == (first != 0);
     int prc = CPL_OK;
     if (sending && do_out) {

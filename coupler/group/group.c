@@ -32,17 +32,21 @@
 static int wait_deadline(MPI_Request *req, double timeout, const char *what) {
   cpli_wait w;
   cpli_wait_start(&w, timeout, 200); /* 0.2 ms naps: don't spin on shared cores */
+  char said[160];
+  snprintf(said, sizeof said, "cpl_init: %s (waiting for every process of the job)", what);
+  cpli_wait_describe(&w, cpli_wait_say_text, said);
   for (;;) {
     int done = 0;
     int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) return cpli_mpi_check(rc, what, "cpl_init");
     if (done) return CPL_OK;
-    if (cpli_wait_idle(&w))
-      return cpli_fail(CPL_ERR_TIMEOUT,
-                       "cpl_init: %s did not complete within %g s: some "
-                       "process of the job did not call cpl_init (set "
-                       "CPL_INIT_TIMEOUT to wait longer)",
-                       what, timeout);
+    if (!cpli_wait_idle(&w)) continue;
+    if (w.interrupted) return CPL_ERR_INTERRUPTED;
+    return cpli_fail(CPL_ERR_TIMEOUT,
+                     "cpl_init: %s did not complete within %g s: some "
+                     "process of the job did not call cpl_init (set "
+                     "CPL_INIT_TIMEOUT to wait longer)",
+                     what, timeout);
   }
 }
 
@@ -227,7 +231,7 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component, c
                       "MPI_Iallgather", "cpl_init");
   if (rc == CPL_OK) {
     rc = wait_deadline(&req, timeout, "the agreement allgather");
-    if (rc == CPL_ERR_TIMEOUT) {
+    if (rc == CPL_ERR_TIMEOUT || rc == CPL_ERR_INTERRUPTED) {
       /* The allgather still owns both buffers and the communicator. */
       ctx->world = MPI_COMM_NULL;
       cpli_context_free(ctx);

@@ -53,6 +53,8 @@ typedef enum cpl_status {
                        /* not tile the array (gap, overlap, outside)       */
   CPL_ERR_INTERNAL,    /* a bug in Coupler: please report                   */
   CPL_END_OF_STREAM,   /* not an error: the producer has finished           */
+  CPL_ERR_INTERRUPTED, /* a wait ended early: the interrupt check said so   */
+                       /* (cpl_set_interrupt_check; a signal, Ctrl-C)      */
   CPL_STATUS_COUNT
 } cpl_status;
 
@@ -62,6 +64,32 @@ CPL_API const char *cpl_strerror(int status);
 /* The message of the last failure in this thread ("" if none): what failed
  * and where (file:line:col for YAML; link, rank and step for transfers). */
 CPL_API const char *cpl_last_error(void);
+
+/* -------------------------------------------------------------- interrupts */
+
+/*
+ * Every Coupler wait (steps, transfers, close, finalize, cpl_init, the
+ * engine's collectives) polls; a program may register a check that such a
+ * wait calls while it waits, every 50 ms or so of waiting (a shorter wait
+ * never calls it). When the check returns nonzero the wait gives up as a
+ * timeout would, and the call fails with CPL_ERR_INTERRUPTED, its message
+ * saying what was awaited (link, rank, step) and that a signal
+ * interrupted it. The call leaves what its timeout would leave (a
+ * begin_step's request stays out, an end_step's port fails, and peers
+ * learn of that as of any failure). For language bindings whose signal
+ * handlers only set a flag (Python: coupler/python/README.md, "Ctrl-C");
+ * a C program's handler may set a volatile sig_atomic_t the check
+ * returns. Without a check, Coupler's waits are not interrupted. Nor is a
+ * wait on a nonblocking MPI collective (the engine's native algorithms,
+ * its first use of a communicator, a component's ranks waiting for their
+ * rank 0), which MPI can neither cancel nor abandon: it ends when every
+ * rank arrives (an interrupted rank 0 arrives at once) or at its timeout.
+ *
+ * One check per process, called in the waiting thread (any thread) with
+ * `arg`: `check` replaces the one before, NULL removes it.
+ */
+typedef int (*cpl_interrupt_check)(void *arg);
+CPL_API void cpl_set_interrupt_check(cpl_interrupt_check check, void *arg);
 
 /* ------------------------------------------------------ collective engine */
 

@@ -10,6 +10,7 @@
  */
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include <time.h>
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <coupler.h>
 
@@ -63,6 +65,17 @@ static long type_commits;
 int MPI_Type_commit(MPI_Datatype *type) {
   type_commits++;
   return PMPI_Type_commit(type);
+}
+
+/* An interrupt check as a C program writes one (scenario interrupt). */
+static volatile sig_atomic_t alarmed;
+static void on_alarm(int sig) {
+  (void)sig;
+  alarmed = 1;
+}
+static int alarm_check(void *arg) {
+  (void)arg;
+  return alarmed;
 }
 
 static void sleep_ms(int ms) {
@@ -890,6 +903,47 @@ int main(int argc, char **argv) {
         OK(cpl_input_begin_step(in, &step));
         flow_check(in, step);
         OK(cpl_input_end_step(in));
+      }
+      OK(cpl_input_close(in));
+    }
+  } else if (!strcmp(sc, "interrupt")) {
+    /* Producer late by 5 s, link timeout 30 s, a signal 1 s into the
+     * consumers' wait that their interrupt check reports: begin_step
+     * fails with CPL_ERR_INTERRUPTED on every rank, rank 0 naming link,
+     * rank and step; as after a timeout, the request stays out, and the
+     * next begin_step gets step 0: no step lost or sent twice. */
+    if (producer) {
+      sleep_ms(5000);
+      OK(cpl_output_open(ctx, "out", &out));
+      flow_publish(out, r, p, 0);
+      OK(cpl_output_close(out));
+    } else {
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      signal(SIGALRM, on_alarm);
+      cpl_set_interrupt_check(alarm_check, NULL);
+      alarm(1);
+      long step = -1;
+      int rc = cpl_input_begin_step(in, &step);
+      const char *m = cpl_last_error();
+      CHECK(rc == CPL_ERR_INTERRUPTED, "begin_step: %s: %s", cpl_strerror(rc), m);
+      if (r == 0)
+        CHECK(has(m, "link prod.out->cons.in, consumer rank 0, step after -1: waiting for the "
+                     "producer's next step") &&
+                  has(m, "interrupted by a signal after"),
+              "message: %s", m);
+      else
+        CHECK(has(m, "link prod.out->cons.in, receiver 1: rank 0 of this component was "
+                     "interrupted by a signal"),
+              "message: %s", m);
+      printf("consumer rank %d interrupted as expected: %s\n", r, m);
+      cpl_set_interrupt_check(NULL, NULL);
+      rc = cpl_input_begin_step(in, &step);
+      CHECK(rc == CPL_OK && step == 0, "after the interrupt: step %ld: %s", step, cpl_strerror(rc));
+      if (rc == CPL_OK) {
+        flow_check(in, step);
+        OK(cpl_input_end_step(in));
+        int n = flow_consume(in, seen, 0);
+        CHECK(n == FLOW_STEPS - 1, "after the interrupt: %d more steps", n);
       }
       OK(cpl_input_close(in));
     }

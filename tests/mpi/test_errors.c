@@ -6,16 +6,35 @@
  * The last cases are timeouts: the sender skips a call, and the receiver
  * must get CPL_ERR_TIMEOUT naming link, rank and step within its deadline;
  * a rank skips the first call on a communicator, and the other must get
- * CPL_ERR_TIMEOUT, not wait in the communicator's setup.
+ * CPL_ERR_TIMEOUT, not wait in the communicator's setup. With an interrupt
+ * check registered (cpl_set_interrupt_check) the timeout is unchanged, and
+ * a signal the check reports ends the wait at once: CPL_ERR_INTERRUPTED,
+ * naming link, rank and step.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "coupler.h"
 
 static int failures;
+
+/* An interrupt check as a C program would write one: the handler sets a
+ * flag, the check returns it. */
+static volatile sig_atomic_t alarmed;
+static int checks;
+static void on_alarm(int sig) {
+  (void)sig;
+  alarmed = 1;
+}
+static int interrupt_check(void *arg) {
+  (void)arg;
+  checks++;
+  return alarmed;
+}
 
 static void expect(int rc, int want, const char *fragment, const char *what) {
   if (rc != want || !strstr(cpl_last_error(), fragment)) {
@@ -101,6 +120,7 @@ int main(int argc, char **argv) {
     failures++;
   }
   if (role == CPL_RECEIVER) {
+    cpl_set_interrupt_check(interrupt_check, NULL); /* says no: a plain timeout */
     double t0 = MPI_Wtime();
     rc = cpl_inter_allgather(NULL, 0, MPI_INT, buf, 4, MPI_INT, role, inter, &opt);
     expect(rc, CPL_ERR_TIMEOUT, "link sim.out->ana.in, receiver 0, step 42", "peer never sends");
@@ -108,6 +128,27 @@ int main(int argc, char **argv) {
       fprintf(stderr, "FAIL timeout took %.1f s for a 0.5 s deadline\n", MPI_Wtime() - t0);
       failures++;
     }
+    /* asked every 50 ms or so of the 0.5 s, not at every poll */
+    if (checks < 1 || checks > 100) {
+      fprintf(stderr, "FAIL the interrupt check ran %d times in a 0.5 s wait\n", checks);
+      failures++;
+    }
+    /* A signal 1 s into a wait of up to 60 s ends it then. */
+    signal(SIGALRM, on_alarm);
+    alarm(1);
+    opt.timeout = 60;
+    t0 = MPI_Wtime();
+    rc = cpl_inter_allgather(NULL, 0, MPI_INT, buf, 4, MPI_INT, role, inter, &opt);
+    expect(rc, CPL_ERR_INTERRUPTED, "link sim.out->ana.in, receiver 0, step 42",
+           "a signal during a wait (link, rank, step)");
+    expect(rc, CPL_ERR_INTERRUPTED, "interrupted by a signal after", "a signal during a wait");
+    if (MPI_Wtime() - t0 > 10) {
+      fprintf(stderr, "FAIL the interrupt took %.1f s (signal at 1 s)\n", MPI_Wtime() - t0);
+      failures++;
+    }
+    if (strcmp(cpl_strerror(CPL_ERR_INTERRUPTED), "interrupted by a signal")) failures++;
+    cpl_set_interrupt_check(NULL, NULL);
+    opt.timeout = 0.5;
   }
   /* Ranks that disagree on a block's size: the receive truncated by it is
    * an error code on the rank that sees it (MPICH reports it to world's

@@ -414,6 +414,32 @@ def interrupted(ctx, producer, r, p):
     inp.close()
 
 
+def interrupt_wait(ctx, producer, r, p):
+    """Ctrl-C 1 s into a begin_step whose producer is silent for 30 s
+    (link timeout 60 s) is a KeyboardInterrupt within a second or so, not
+    when the step comes or the wait times out; no step is open after it.
+    Uncaught, it aborts the job at once (no peer waits for its timeout)."""
+    if producer:
+        out = ctx.output("out")
+        time.sleep(30)  # the consumer's Ctrl-C comes 1 s into its wait
+        with out.step():
+            out.put("x", np.zeros(3))
+        out.close()
+        return
+    inp = ctx.input("in")
+    threading.Timer(1.0, signal.pthread_kill, (threading.get_ident(), signal.SIGINT)).start()
+    t0 = time.monotonic()
+    try:
+        inp.begin_step()
+    except KeyboardInterrupt:
+        t = time.monotonic() - t0
+        check(t < 10, f"KeyboardInterrupt {t:.1f} s into the wait (Ctrl-C at 1 s)")
+        check(inp.step is None, f"step {inp.step} open after the interrupt")
+        print(f"interrupt_wait: KeyboardInterrupt {t:.1f} s into the wait", flush=True)
+        raise
+    check(False, "no KeyboardInterrupt in begin_step")
+
+
 def uncaught_thread(ctx, producer, r, p):
     """An exception nobody catches in a thread aborts the job too, rather
     than let it end with status 0 and the thread's work missing."""

@@ -63,7 +63,8 @@ finally:
 del _flags
 from ._core import wtime, STEP_NEXT, STEP_LATEST
 from ._core import (ArgumentError, CommError, ConfigError, EnvironmentError,
-                    Error, HDF5Error, InternalError, IOError, MismatchError,
+                    Error, HDF5Error, InternalError, InterruptedError,
+                    IOError, MismatchError,
                     MPIError, NoMemoryError, NotFoundError, ParseError,
                     ShapeError, StateError, TimeoutError, TypeMismatchError,
                     UnsupportedError)
@@ -433,10 +434,10 @@ class Input(_Port, _core.Input):
         return a[0] if a.size == 1 else a
 
 
-# Not exported by `from coupler import *`: IOError, EnvironmentError and
-# TimeoutError, which would replace the built-ins of the same names (an
-# `except IOError` around open() would then miss OSError). Use
-# coupler.IOError etc.
+# Not exported by `from coupler import *`: IOError, EnvironmentError,
+# TimeoutError and InterruptedError, which would replace the built-ins of
+# the same names (an `except IOError` around open() would then miss
+# OSError). Use coupler.IOError etc.
 __all__ = [
     "init", "Context", "Output", "Input", "Step", "Comm", "DatasetInfo",
     "AttrInfo", "wtime", "STEP_NEXT", "STEP_LATEST", "mpi_init", "mpi_library",

@@ -27,6 +27,7 @@ static const struct {
     {CPL_ERR_TYPE, "TypeMismatchError"},
     {CPL_ERR_SHAPE, "ShapeError"},
     {CPL_ERR_INTERNAL, "InternalError"},
+    {CPL_ERR_INTERRUPTED, "InterruptedError"},
 };
 #define N_ERRORS (sizeof error_names / sizeof error_names[0])
 
@@ -34,6 +35,13 @@ static PyObject *error_base; /* coupler.Error */
 static PyObject *error_class[CPL_STATUS_COUNT];
 
 PyObject *cplpy_raise(int status, const char *what) {
+  /* A signal handler raised in a wait (check_signals): its exception,
+   * KeyboardInterrupt for Ctrl-C, is the one the call raises. */
+  if (PyErr_Occurred()) return NULL;
+  /* Rank 0 was interrupted while this rank waited in a broadcast, which
+   * is not interrupted (core/wait.h): Ctrl-C reached this rank too, most
+   * likely, and is its KeyboardInterrupt; else InterruptedError. */
+  if (status == CPL_ERR_INTERRUPTED && PyErr_CheckSignals() < 0) return NULL;
   PyObject *cls = status > 0 && status < CPL_STATUS_COUNT && error_class[status]
                       ? error_class[status]
                       : error_base;
@@ -80,6 +88,39 @@ int cplpy_errors_init(PyObject *m) {
     if (!cls || PyModule_AddObjectRef(m, error_names[i].name, cls) < 0) return -1;
     error_class[error_names[i].status] = cls;
   }
+  return 0;
+}
+
+/* Coupler's waits call this every 50 ms or so of waiting
+ * (cpl_set_interrupt_check): Python's C-level signal handler only sets a
+ * flag, and the call releasing the GIL would raise KeyboardInterrupt only
+ * when it returns, after the wait. Python handlers run in the main thread
+ * only, so other threads' waits return at once, without the GIL. */
+static unsigned long main_ident;
+
+static int check_signals(void *arg) {
+  (void)arg;
+  if (PyThread_get_thread_ident() != main_ident || !Py_IsInitialized()) return 0;
+  PyGILState_STATE g = PyGILState_Ensure();
+  /* Set already: a handler raised in an earlier wait of this call, whose
+   * later waits (the failure's own) end too, or Ctrl-C would wait them
+   * out. */
+  const int stop = PyErr_Occurred() != NULL || PyErr_CheckSignals() < 0;
+  PyGILState_Release(g);
+  return stop;
+}
+
+static int interrupts_init(void) {
+  PyObject *threading = PyImport_ImportModule("threading");
+  PyObject *main = threading ? PyObject_CallMethod(threading, "main_thread", NULL) : NULL;
+  PyObject *ident = main ? PyObject_GetAttrString(main, "ident") : NULL;
+  Py_XDECREF(threading);
+  Py_XDECREF(main);
+  if (!ident) return -1;
+  main_ident = PyLong_AsUnsignedLong(ident);
+  Py_DECREF(ident);
+  if (PyErr_Occurred()) return -1;
+  cpl_set_interrupt_check(check_signals, NULL);
   return 0;
 }
 
@@ -131,7 +172,7 @@ PyMODINIT_FUNC PyInit__core(void) {
   PyObject *m = PyModule_Create(&module_def);
   if (!m) return NULL;
   if (PyModule_AddFunctions(m, cplpy_comm_methods) < 0 || cplpy_errors_init(m) < 0 ||
-      cplpy_ports_init(m) < 0 || cplpy_comm_init(m) < 0 ||
+      cplpy_ports_init(m) < 0 || cplpy_comm_init(m) < 0 || interrupts_init() < 0 ||
       PyModule_AddIntConstant(m, "END_OF_STREAM", CPL_END_OF_STREAM) < 0 ||
       PyModule_AddIntConstant(m, "STEP_NEXT", CPL_STEP_NEXT) < 0 ||
       PyModule_AddIntConstant(m, "STEP_LATEST", CPL_STEP_LATEST) < 0 ||
