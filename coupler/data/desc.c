@@ -53,13 +53,13 @@ int cpli_type_check(hid_t type, const char *what) {
   }
   H5E_END_TRY;
   if (vl < 0 || ref < 0 || vs < 0 || H5Tget_size(type) == 0)
-    return cpli_fail(CPL_ERR_ARG, "%s: not a valid HDF5 datatype", what);
+    return cpli_fail(CPL_ERR_ARG, "%s%snot a valid HDF5 datatype", what ? what : "",
+                     what ? ": " : "");
   if (vl > 0 || ref > 0 || vs > 0)
     return cpli_fail(CPL_ERR_UNSUPPORTED,
-                     "%s: variable-length and reference "
-                     "types hold pointers and cannot travel; use fixed-size "
-                     "types",
-                     what);
+                     "%s%svariable-length and reference types hold pointers and cannot travel; "
+                     "use fixed-size types",
+                     what ? what : "", what ? ": " : "");
   return CPL_OK;
 }
 

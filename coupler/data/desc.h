@@ -87,7 +87,8 @@ int cpli_desc_finish(cpli_desc *desc, const char *where);
 int cpli_desc_check_port(const cpli_desc *desc, const cpli_component *comp, const cpli_port *port,
                          int producer_side, const char *where);
 
-/* Can this type travel as bytes (no pointers inside)? */
+/* Can this type travel as bytes (no pointers inside)? what: the context
+ * the message starts with (NULL: none, the caller adds it). */
 int cpli_type_check(hid_t type, const char *what);
 /* Can HDF5 convert src to dst? */
 int cpli_type_convertible(hid_t src, hid_t dst);

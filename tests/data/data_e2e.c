@@ -162,6 +162,24 @@ static int publish(cpl_output *out, long step, int r, int p) {
     OK(cpl_output_put(out, dsets[i].name, dsets[i].type, dsets[i].rank, dsets[i].dims, start, count,
                       bufs[i]));
   }
+  /* Refused calls change nothing, and say the call, port, step and
+   * dataset or attribute (built only when a call fails). */
+  char want[160];
+  const hsize_t one_dim = 1, zero = 0;
+  snprintf(want, sizeof want, ", step %ld, dataset \"a1\": put twice in one step", step);
+  CHECK(
+      cpl_output_put(out, "a1", H5T_NATIVE_INT32, 1, &one_dim, &zero, &zero, NULL) == CPL_ERR_ARG &&
+          !strncmp(cpl_last_error(), "cpl_output_put: port ", 21) && strstr(cpl_last_error(), want),
+      "put twice: %s", cpl_last_error());
+  snprintf(want, sizeof want, ", step %ld, dataset \"zz\": not a valid HDF5 datatype", step);
+  CHECK(
+      cpl_output_put(out, "zz", H5I_INVALID_HID, 1, &one_dim, &zero, &zero, NULL) == CPL_ERR_ARG &&
+          !strncmp(cpl_last_error(), "cpl_output_put: port ", 21) && strstr(cpl_last_error(), want),
+      "put of a bad type: %s", cpl_last_error());
+  CHECK(cpl_output_attr(out, "a1", "bad", H5I_INVALID_HID, 1, &zero) == CPL_ERR_ARG &&
+            !strncmp(cpl_last_error(), "cpl_output_attr: port ", 22) &&
+            strstr(cpl_last_error(), ", attribute \"bad\": not a valid HDF5 datatype"),
+        "attribute of a bad type: %s", cpl_last_error());
   double t = 0.5 * (double)step;
   OK(cpl_output_attr(out, NULL, "time", H5T_NATIVE_DOUBLE, 1, &t));
   hid_t str = H5Tcopy(H5T_C_S1);
@@ -238,6 +256,28 @@ static void check_step(cpl_input *in, long step) {
   float f[13 * 11];
   OK(cpl_input_get(in, "b2", H5T_NATIVE_FLOAT, NULL, NULL, f));
   /* A name the step lacks: the message lists the ones it has. */
+  /* The context of a failed get or attr_get (built only then). */
+  char want[160];
+  const hsize_t origin[2] = {0, 0};
+  snprintf(want, sizeof want, ", step %ld, dataset \"b2\": give both start and count, or neither",
+           step);
+  CHECK(cpl_input_get(in, "b2", H5T_NATIVE_FLOAT, origin, NULL, f) == CPL_ERR_ARG &&
+            !strncmp(cpl_last_error(), "cpl_input_get: link ", 20) &&
+            strstr(cpl_last_error(), want),
+        "start without count: %s", cpl_last_error());
+  snprintf(want, sizeof want,
+           ", step %ld, attribute \"units\" of dataset \"b2\": HDF5 cannot "
+           "convert",
+           step);
+  double d;
+  CHECK(cpl_input_attr_get(in, "b2", "units", H5T_NATIVE_DOUBLE, 1, &d) == CPL_ERR_TYPE &&
+            !strncmp(cpl_last_error(), "cpl_input_attr_get: link ", 25) &&
+            strstr(cpl_last_error(), want),
+        "string attribute as a double: %s", cpl_last_error());
+  snprintf(want, sizeof want, ", step %ld, attribute \"nope\" of dataset \"b2\": not found", step);
+  CHECK(cpl_input_attr_get(in, "b2", "nope", H5T_NATIVE_DOUBLE, 1, &d) == CPL_ERR_ARG &&
+            strstr(cpl_last_error(), want),
+        "no such attribute: %s", cpl_last_error());
   CHECK(cpl_input_get(in, "b3", H5T_NATIVE_FLOAT, NULL, NULL, f) == CPL_ERR_ARG &&
             strstr(cpl_last_error(), "no dataset \"b3\"; the step has \"") &&
             strstr(cpl_last_error(), "\"b2\""),
