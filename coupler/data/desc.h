@@ -56,7 +56,9 @@ void cpli_desc_unref(cpli_desc *desc);
 /* The index of dataset `name`, or -1. */
 int cpli_desc_find(const cpli_desc *desc, const char *name);
 
-/* Append a dataset (type copied; blocks zeroed). Returns its index, or
+/* Append a dataset (blocks zeroed). It shares `type` (a reference, not a
+ * copy): the library's own types only, which nothing changes once made
+ * (a put's copy, a decoded type). Returns its index, or
  * CPLI_DESC_NOMEM, or CPLI_DESC_FULL when it holds CPLI_DATASETS_MAX. The
  * caller makes sure `name` is not there yet. */
 #define CPLI_DESC_NOMEM (-1)
