@@ -4,6 +4,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,13 @@ typedef struct memo {
   unsigned gen;             /* the tuning file read it was parsed with */
   char val[NVARS][VAL_MAX]; /* "" for unset */
   cpli_tuning t;
+  /* The environment val[] was read from (see env_same): environ, its
+   * number of entries, a hash of the entries' addresses, and the entry
+   * each variable came from (NULL: unset). */
+  char **env;
+  size_t n;
+  uint64_t hash;
+  const char *from[NVARS];
 } memo;
 
 static _Thread_local memo last;
@@ -161,25 +169,62 @@ static void parse(const char *const v[NVARS], cpli_tuning *t) {
   }
 }
 
+/* The number of entries of environ and a hash of their addresses. */
+static size_t env_hash(char **env, uint64_t *hash) {
+  uint64_t h = (uint64_t)(uintptr_t)env;
+  size_t n = 0;
+  for (; env && env[n]; n++) h = (h ^ (uint64_t)(uintptr_t)env[n]) * 0x100000001b3u;
+  *hash = h;
+  return n;
+}
+
+/* Is the environment the one last.val[] was read from? Parsing it (a
+ * string compare per CPL_ entry and variable) was 4% of a step of many
+ * small datasets, which runs a collective per dataset. setenv, putenv and
+ * unsetenv change environ or an entry's address (glibc's setenv makes a
+ * new "NAME=value" string for a new value), which the hash sees; the
+ * entries the variables came from are compared too, for a putenv'd string
+ * changed in place. Not seen: an unrelated entry changed in place into a
+ * CPL_ variable. */
+static int env_same(char **env, size_t n, uint64_t hash) {
+  if (env != last.env || n != last.n || hash != last.hash) return 0;
+  for (int i = 0; i < NVARS; i++) {
+    const char *e = last.from[i];
+    if (e && (memcmp(e + 4, vars[i].name, vars[i].len) || e[4 + vars[i].len] != '=' ||
+              strcmp(e + 5 + vars[i].len, last.val[i])))
+      return 0;
+  }
+  return 1;
+}
+
 const cpli_tuning *cpli_tuning_refresh(void) {
   const unsigned gen = load_file();
-  const char *v[NVARS];
+  char **env = environ;
+  uint64_t hash;
+  const size_t nenv = env_hash(env, &hash);
+  if (last.valid && last.gen == gen && env_same(env, nenv, hash)) return &last.t;
+  const char *v[NVARS], *from[NVARS] = {0};
   for (int i = 0; i < NVARS; i++) v[i] = "";
   /* getenv's rule: the first definition of a name counts. */
   unsigned seen = 0;
-  for (char **e = environ; e && *e; e++) {
+  for (char **e = env; e && *e; e++) {
     const char *s = *e;
     if (s[0] != 'C' || s[1] != 'P' || s[2] != 'L' || s[3] != '_') continue;
     for (int i = 0; i < NVARS; i++) {
       const size_t n = vars[i].len; /* strncmp first: s may be shorter */
       if (!(seen >> i & 1) && strncmp(s + 4, vars[i].name, n) == 0 && s[4 + n] == '=') {
         v[i] = s + 5 + n;
+        from[i] = s;
         seen |= 1u << i;
         break;
       }
     }
   }
   last.read = 1;
+  last.env = env;
+  last.n = nenv;
+  last.hash = hash;
+  memcpy(last.from, from, sizeof from);
   int same = last.valid && last.gen == gen;
   last.gen = gen;
   for (int i = 0; i < NVARS && same; i++) same = strcmp(v[i], last.val[i]) == 0;

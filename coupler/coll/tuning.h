@@ -6,10 +6,13 @@
  * so they are read per call. getenv() per variable plus strtod() cost a
  * fifth of a small warm allgather (2 ranks, 1 KiB: 0.3 of 1.5 us), and a
  * call reads a dozen of them. So every public entry point calls
- * cpli_tuning_refresh() once: one pass over the environment, comparing
- * each value with the one parsed last (per thread) and parsing again only
- * when one changed. Everything below reads that snapshot with
- * cpli_tuning_now(), which costs nothing.
+ * cpli_tuning_refresh() once: one pass over the environment's entry
+ * addresses, which setenv, putenv and unsetenv change (and a look at the
+ * entries the variables came from, for a putenv'd string changed in
+ * place); only then the CPL_ entries are read, each value compared with
+ * the one parsed last (per thread), and parsed again only when one
+ * changed. Everything below reads that snapshot with cpli_tuning_now(),
+ * which costs nothing.
  *
  * Model parameters come, per value, from the environment (CPL_ALPHA,
  * CPL_BETA, CPL_OVERHEAD, CPL_CHUNK), else from the tuning file

@@ -56,7 +56,9 @@ void cpli_desc_unref(cpli_desc *desc);
 /* The index of dataset `name`, or -1. */
 int cpli_desc_find(const cpli_desc *desc, const char *name);
 
-/* Append a dataset (type copied; blocks zeroed). Returns its index, or
+/* Append a dataset (blocks zeroed). It shares `type` (a reference, not a
+ * copy): the library's own types only, which nothing changes once made
+ * (a put's copy, a decoded type). Returns its index, or
  * CPLI_DESC_NOMEM, or CPLI_DESC_FULL when it holds CPLI_DATASETS_MAX. The
  * caller makes sure `name` is not there yet. */
 #define CPLI_DESC_NOMEM (-1)
@@ -87,7 +89,8 @@ int cpli_desc_finish(cpli_desc *desc, const char *where);
 int cpli_desc_check_port(const cpli_desc *desc, const cpli_component *comp, const cpli_port *port,
                          int producer_side, const char *where);
 
-/* Can this type travel as bytes (no pointers inside)? */
+/* Can this type travel as bytes (no pointers inside)? what: the context
+ * the message starts with (NULL: none, the caller adds it). */
 int cpli_type_check(hid_t type, const char *what);
 /* Can HDF5 convert src to dst? */
 int cpli_type_convertible(hid_t src, hid_t dst);

@@ -705,34 +705,35 @@ int cpl_input_inquire(const cpl_input *in, const char *name, cpl_dataset_info *i
 }
 
 /* *same: memtype is the stored type; else HDF5 must convert between them
- * (CPL_ERR_TYPE if it cannot). what: the call, for messages. */
-static int type_match(hid_t stored, hid_t memtype, const char *what, int *same) {
+ * (CPL_ERR_TYPE if it cannot). The helpers below say only what failed: the
+ * calls prefix their context (get_failed, attr_failed). */
+static int type_match(hid_t stored, hid_t memtype, int *same) {
   CPLI_H5_HELD;
   char t1[64], t2[64];
-  H5E_BEGIN_TRY { *same = H5Tequal(stored, memtype); } /* a bad id is our error, not HDF5's */
-  H5E_END_TRY;
-  if (*same < 0) return cpli_fail(CPL_ERR_ARG, "%s: memtype is not a datatype", what);
+  /* A bad id is our error, not HDF5's: asked first (H5Iget_type reports
+   * nothing), which costs far less than silencing HDF5 around H5Tequal. */
+  if (H5Iget_type(memtype) != H5I_DATATYPE || (*same = H5Tequal(stored, memtype)) < 0)
+    return cpli_fail(CPL_ERR_ARG, "memtype is not a datatype");
   if (!*same && !cpli_type_convertible(stored, memtype))
-    return cpli_fail(CPL_ERR_TYPE, "%s: HDF5 cannot convert %s to %s", what,
+    return cpli_fail(CPL_ERR_TYPE, "HDF5 cannot convert %s to %s",
                      cpli_type_str(stored, t1, sizeof t1), cpli_type_str(memtype, t2, sizeof t2));
   return CPL_OK;
 }
 
 /* Room for n elements of the larger of two types, for an in-place
  * H5Tconvert. */
-static int conv_alloc(hid_t a, hid_t b, size_t n, const char *what, char **out) {
+static int conv_alloc(hid_t a, hid_t b, size_t n, char **out) {
   CPLI_H5_HELD;
   size_t sa = H5Tget_size(a), sb = H5Tget_size(b), big = sa > sb ? sa : sb;
-  if (n > SIZE_MAX / big) return cpli_fail(CPL_ERR_ARG, "%s: selection too large", what);
+  if (n > SIZE_MAX / big) return cpli_fail(CPL_ERR_ARG, "selection too large");
   *out = malloc(n > 0 ? n * big : 1);
-  if (!*out) return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory converting", what);
+  if (!*out) return cpli_fail(CPL_ERR_NOMEM, "out of memory converting");
   return CPL_OK;
 }
 
 /* tmp (from conv_alloc) holds n src_type elements: convert them in place
  * and copy the result to dst. Frees tmp. */
-static int convert_into(hid_t src_type, hid_t dst_type, size_t n, char *tmp, void *dst,
-                        const char *what) {
+static int convert_into(hid_t src_type, hid_t dst_type, size_t n, char *tmp, void *dst) {
   CPLI_H5_HELD;
   size_t ds = H5Tget_size(dst_type);
   /* Compound conversions may read the destination's old values. */
@@ -740,7 +741,7 @@ static int convert_into(hid_t src_type, hid_t dst_type, size_t n, char *tmp, voi
   char *bkg = compound ? calloc(n ? n : 1, ds) : NULL;
   if (compound && !bkg) {
     free(tmp);
-    return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory converting", what);
+    return cpli_fail(CPL_ERR_NOMEM, "out of memory converting");
   }
   herr_t e;
   H5E_BEGIN_TRY { e = H5Tconvert(src_type, dst_type, n, tmp, bkg, H5P_DEFAULT); }
@@ -748,7 +749,7 @@ static int convert_into(hid_t src_type, hid_t dst_type, size_t n, char *tmp, voi
   if (e >= 0) memcpy(dst, tmp, n * ds);
   free(tmp);
   free(bkg);
-  if (e < 0) return cpli_fail(CPL_ERR_HDF5, "%s: H5Tconvert failed", what);
+  if (e < 0) return cpli_fail(CPL_ERR_HDF5, "H5Tconvert failed");
   return CPL_OK;
 }
 
@@ -764,26 +765,29 @@ static uint64_t covered(const cpli_boxes *pc, const hsize_t *start, const hsize_
   return in;
 }
 
-int cpl_input_get(cpl_input *in, const char *name, hid_t memtype, const hsize_t start[],
-                  const hsize_t count[], void *buf) {
-  CPLI_TRY(in_step(in, "cpl_input_get"));
-  int k = find(in, name, "cpl_input_get");
-  if (k < 0) return CPL_ERR_ARG;
+/* What cpl_input_get failed on, before the reason get_box gave. Only on
+ * failure: formatting it on every call cost the many-dataset step a
+ * tenth of its instructions. */
+CPLI_COLD static void get_failed(const cpl_input *in, const cpli_dset *s) {
+  char what[400];
+  snprintf(what, sizeof what, "cpl_input_get: link %s, step %ld, dataset \"%s\"", in->l->label,
+           in->step, s->name);
+  cpli_error_prefix("%s: ", what);
+}
+
+static int get_box(cpl_input *in, int k, hid_t memtype, const hsize_t start[],
+                   const hsize_t count[], void *buf) {
   const cpli_dset *s = &in->desc->d[k];
-  char what[400], b1[200], b2[200];
-  snprintf(what, sizeof what,
-           "cpl_input_get: link %s, step %ld, dataset "
-           "\"%s\"",
-           in->l->label, in->step, s->name);
+  char b1[200], b2[200];
   hsize_t zero[CPL_MAX_RANK] = {0};
   if ((start == NULL) != (count == NULL))
-    return cpli_fail(CPL_ERR_ARG, "%s: give both start and count, or neither", what);
+    return cpli_fail(CPL_ERR_ARG, "give both start and count, or neither");
   if (!start) {
     start = zero;
     count = s->dims;
   }
   if (!cpli_box_inside(s->rank, s->dims, start, count))
-    return cpli_fail(CPL_ERR_ARG, "%s: selection %s lies outside the array %s", what,
+    return cpli_fail(CPL_ERR_ARG, "selection %s lies outside the array %s",
                      cpli_box_str(s->rank, start, count, b1, sizeof b1),
                      cpli_dims_str(s->rank, s->dims, b2, sizeof b2));
   uint64_t n;
@@ -793,26 +797,26 @@ int cpl_input_get(cpl_input *in, const char *name, hid_t memtype, const hsize_t 
   const int sel_rank = cpli_sel_boxes_rank(&in->sel_used, s->name);
   if (in->sel_used.active && sel_rank && sel_rank != s->rank) /* boxes of no use here */
     return cpli_fail(CPL_ERR_ARG,
-                     "%s: this rank selected boxes of %d dimension%s for it, but the dataset has "
+                     "this rank selected boxes of %d dimension%s for it, but the dataset has "
                      "%d, so it receives nothing of it (give cpl_input_select ndims %d)",
-                     what, sel_rank, sel_rank == 1 ? "" : "s", s->rank, s->rank);
+                     sel_rank, sel_rank == 1 ? "" : "s", s->rank, s->rank);
   if (in->sel_used.active && covered(pc, start, count) < n)
     return cpli_fail(CPL_ERR_ARG,
-                     "%s: box %s is not inside the boxes this "
+                     "box %s is not inside the boxes this "
                      "rank selected (%d piece%s%s%s; %s)",
-                     what, cpli_box_str(s->rank, start, count, b1, sizeof b1), pc->n,
+                     cpli_box_str(s->rank, start, count, b1, sizeof b1), pc->n,
                      pc->n == 1 ? "" : "s", pc->n ? ", the first " : "",
                      pc->n ? cpli_box_str(s->rank, pc->start, pc->count, b2, sizeof b2) : "",
                      in->sel_dirty ? "a selection made while a request was still out (a "
                                      "try_step that timed out) takes effect from the next step"
                                    : "select it before begin_step");
-  if (!buf) return cpli_fail(CPL_ERR_ARG, "%s: buf is NULL", what);
+  if (!buf) return cpli_fail(CPL_ERR_ARG, "buf is NULL");
   int same;
-  CPLI_TRY(type_match(s->type, memtype, what, &same));
-  if (n > SIZE_MAX / s->esize) return cpli_fail(CPL_ERR_ARG, "%s: selection too large", what);
+  CPLI_TRY(type_match(s->type, memtype, &same));
+  if (n > SIZE_MAX / s->esize) return cpli_fail(CPL_ERR_ARG, "selection too large");
   /* Converting: assemble in a buffer the conversion then works in. */
   char *dst = buf;
-  if (!same) CPLI_TRY(conv_alloc(s->type, memtype, (size_t)n, what, &dst));
+  if (!same) CPLI_TRY(conv_alloc(s->type, memtype, (size_t)n, &dst));
   if (in->mode == CPLI_MODE_SELECT) { /* from this rank's pieces */
     size_t off = 0;
     for (int m = 0; m < pc->n; m++) {
@@ -830,7 +834,17 @@ int cpl_input_get(cpl_input *in, const char *name, hid_t memtype, const hsize_t 
                        s->count + (size_t)b * s->rank, in->buf[k] + s->offset[b], start, count,
                        dst);
   }
-  return same ? CPL_OK : convert_into(s->type, memtype, (size_t)n, dst, buf, what);
+  return same ? CPL_OK : convert_into(s->type, memtype, (size_t)n, dst, buf);
+}
+
+int cpl_input_get(cpl_input *in, const char *name, hid_t memtype, const hsize_t start[],
+                  const hsize_t count[], void *buf) {
+  CPLI_TRY(in_step(in, "cpl_input_get"));
+  int k = find(in, name, "cpl_input_get");
+  if (k < 0) return CPL_ERR_ARG;
+  const int rc = get_box(in, k, memtype, start, count, buf);
+  if (rc != CPL_OK) get_failed(in, &in->desc->d[k]);
+  return rc;
 }
 
 /* ------------------------------------------------------------ attributes */
@@ -893,28 +907,34 @@ int cpl_input_attr_inquire(const cpl_input *in, const char *dataset, const char 
   return CPL_OK;
 }
 
-int cpl_input_attr_get(const cpl_input *in, const char *dataset, const char *name, hid_t memtype,
-                       size_t n, void *buf) {
-  CPLI_TRY(in_step(in, "cpl_input_attr_get"));
-  const cpli_attr *a = attr_find(in, dataset, name);
-  char what[400];
-  attr_what(in, "cpl_input_attr_get", dataset, name, what, sizeof what);
-  if (!a) return cpli_fail(CPL_ERR_ARG, "%s: not found", what);
-  if (a->n > n)
-    return cpli_fail(CPL_ERR_ARG,
-                     "%s: has %zu elements, the buffer room for "
-                     "%zu",
-                     what, a->n, n);
-  if (a->n && !buf) return cpli_fail(CPL_ERR_ARG, "%s: buf is NULL", what);
+/* The attribute's value, converted to memtype; the reasons it fails
+ * without context (cpl_input_attr_get adds it, only then). */
+static int attr_copy(const cpli_attr *a, hid_t memtype, size_t n, void *buf) {
+  if (a->n > n) return cpli_fail(CPL_ERR_ARG, "has %zu elements, the buffer room for %zu", a->n, n);
+  if (a->n && !buf) return cpli_fail(CPL_ERR_ARG, "buf is NULL");
   int same;
-  CPLI_TRY(type_match(a->type, memtype, what, &same));
+  CPLI_TRY(type_match(a->type, memtype, &same));
   if (a->n == 0) return CPL_OK; /* nothing to copy, and buf may be NULL */
   if (same) {
     memcpy(buf, a->value, a->bytes);
     return CPL_OK;
   }
   char *tmp;
-  CPLI_TRY(conv_alloc(a->type, memtype, a->n, what, &tmp));
+  CPLI_TRY(conv_alloc(a->type, memtype, a->n, &tmp));
   memcpy(tmp, a->value, a->bytes);
-  return convert_into(a->type, memtype, a->n, tmp, buf, what);
+  return convert_into(a->type, memtype, a->n, tmp, buf);
+}
+
+CPLI_COLD static void attr_failed(const cpl_input *in, const char *dataset, const char *name) {
+  char what[400];
+  cpli_error_prefix("%s: ", attr_what(in, "cpl_input_attr_get", dataset, name, what, sizeof what));
+}
+
+int cpl_input_attr_get(const cpl_input *in, const char *dataset, const char *name, hid_t memtype,
+                       size_t n, void *buf) {
+  CPLI_TRY(in_step(in, "cpl_input_attr_get"));
+  const cpli_attr *a = attr_find(in, dataset, name);
+  const int rc = a ? attr_copy(a, memtype, n, buf) : cpli_fail(CPL_ERR_ARG, "not found");
+  if (rc != CPL_OK) attr_failed(in, dataset, name);
+  return rc;
 }

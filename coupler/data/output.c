@@ -137,65 +137,60 @@ static put *find_put(cpl_output *o, const char *name) {
   return NULL;
 }
 
-int cpl_output_put(cpl_output *o, const char *name, hid_t type, int rank, const hsize_t dims[],
+/* Checks and records one put; the reasons it fails without context
+ * (cpl_output_put adds it, only then: formatting it on every call cost
+ * the many-dataset step a tenth of its instructions). */
+static int put_one(cpl_output *o, const char *name, hid_t type, int rank, const hsize_t dims[],
                    const hsize_t start[], const hsize_t count[], const void *data) {
-  CPLI_H5_HELD; /* the type is checked and copied */
-  CPLI_TRY(check_usable(o, "cpl_output_put"));
-  char pn[200], what[400], b1[200], b2[200];
-  port_name(o, pn, sizeof pn);
-  if (!o->in_step)
-    return cpli_fail(CPL_ERR_STATE,
-                     "cpl_output_put: port %s: no step is "
-                     "open (call cpl_output_begin_step)",
-                     pn);
-  if (!cpli_name_ok(name))
-    return cpli_fail(CPL_ERR_ARG, "cpl_output_put: port %s: bad dataset name \"%.255s\" %s", pn,
-                     name ? name : "(null)", CPLI_NAME_RULE);
-  snprintf(what, sizeof what,
-           "cpl_output_put: port %s, step %ld, dataset "
-           "\"%s\"",
-           pn, o->step, name);
-  if (find_put(o, name)) return cpli_fail(CPL_ERR_ARG, "%s: put twice in one step", what);
+  char b1[200], b2[200];
+  if (find_put(o, name)) return cpli_fail(CPL_ERR_ARG, "put twice in one step");
   if (o->nputs >= CPLI_DATASETS_MAX)
-    return cpli_fail(CPL_ERR_UNSUPPORTED, "%s: a step carries at most %d datasets", what,
-                     CPLI_DATASETS_MAX);
+    return cpli_fail(CPL_ERR_UNSUPPORTED, "a step carries at most %d datasets", CPLI_DATASETS_MAX);
   if (rank < 1 || rank > CPL_MAX_RANK)
-    return cpli_fail(CPL_ERR_ARG, "%s: rank %d is not in 1..%d", what, rank, CPL_MAX_RANK);
+    return cpli_fail(CPL_ERR_ARG, "rank %d is not in 1..%d", rank, CPL_MAX_RANK);
   if (!dims || !start || !count)
-    return cpli_fail(CPL_ERR_ARG, "%s: dims, start and count must not be NULL", what);
-  CPLI_TRY(cpli_type_check(type, what));
+    return cpli_fail(CPL_ERR_ARG, "dims, start and count must not be NULL");
+  /* Steps mostly put a few types many times: a type equal to the last
+   * one recorded is checked already and shares its copy (H5Tcopy, its
+   * H5Tclose and the check were half of what a put cost). Atomic types
+   * only, which H5Tequal compares whole (desc.c, encode_type). */
+  const int same =
+      o->put_type > 0 && H5Iget_type(type) == H5I_DATATYPE && H5Tequal(o->put_type, type) > 0;
+  if (!same) CPLI_TRY(cpli_type_check(type, NULL));
   uint64_t vol;
   if (!cpli_box_inside(rank, dims, start, count))
-    return cpli_fail(CPL_ERR_ARG,
-                     "%s: block %s lies outside the global "
-                     "array %s",
-                     what, cpli_box_str(rank, start, count, b1, sizeof b1),
+    return cpli_fail(CPL_ERR_ARG, "block %s lies outside the global array %s",
+                     cpli_box_str(rank, start, count, b1, sizeof b1),
                      cpli_dims_str(rank, dims, b2, sizeof b2));
   if (cpli_box_volume(rank, dims, &vol) != 0)
-    return cpli_fail(CPL_ERR_ARG,
-                     "%s: the product of the dims overflows 64 "
-                     "bits",
-                     what);
+    return cpli_fail(CPL_ERR_ARG, "the product of the dims overflows 64 bits");
   cpli_box_volume(rank, count, &vol);
   if (vol > 0 && !data)
-    return cpli_fail(CPL_ERR_ARG,
-                     "%s: data is NULL for a block of %llu "
-                     "elements",
-                     what, (unsigned long long)vol);
+    return cpli_fail(CPL_ERR_ARG, "data is NULL for a block of %llu elements",
+                     (unsigned long long)vol);
   if (o->nputs == o->capputs) {
     int cap = o->capputs ? 2 * o->capputs : 8;
     put *v = realloc(o->puts, (size_t)cap * sizeof *v);
-    if (!v) return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", what);
+    if (!v) return cpli_fail(CPL_ERR_NOMEM, "out of memory");
     o->puts = v;
     o->capputs = cap;
   }
   put *p = &o->puts[o->nputs];
-  *p = (put){.rank = rank, .data = data, .name = strdup(name), .type = H5Tcopy(type)};
+  hid_t t = same && H5Iinc_ref(o->put_type) > 0 ? o->put_type : H5Tcopy(type);
+  *p = (put){.rank = rank, .data = data, .name = strdup(name), .type = t};
   if (!p->name || p->type < 0 ||
       cpli_index_add(&o->put_names, cpli_name_hash(name), o->nputs) < 0) {
     free(p->name);
     if (p->type >= 0) H5Tclose(p->type);
-    return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", what);
+    return cpli_fail(CPL_ERR_NOMEM, "out of memory");
+  }
+  if (t != o->put_type) {
+    const H5T_class_t c = H5Tget_class(t);
+    if ((c == H5T_INTEGER || c == H5T_FLOAT || c == H5T_STRING || c == H5T_BITFIELD) &&
+        H5Iinc_ref(t) > 0) {
+      if (o->put_type > 0) H5Tclose(o->put_type);
+      o->put_type = t;
+    }
   }
   size_t n = (size_t)rank * sizeof(hsize_t);
   memcpy(p->dims, dims, n);
@@ -205,16 +200,40 @@ int cpl_output_put(cpl_output *o, const char *name, hid_t type, int rank, const 
   return CPL_OK;
 }
 
-int cpl_output_attr(cpl_output *o, const char *dataset, const char *name, hid_t type, size_t n,
-                    const void *value) {
-  CPLI_TRY(check_usable(o, "cpl_output_attr"));
+/* No step open or a bad name: said with the port (formatted only now). */
+CPLI_COLD static int put_refused(cpl_output *o, const char *name) {
   char pn[200];
   port_name(o, pn, sizeof pn);
   if (!o->in_step)
     return cpli_fail(CPL_ERR_STATE,
-                     "cpl_output_attr: port %s: no step is "
-                     "open",
-                     pn);
+                     "cpl_output_put: port %s: no step is open (call cpl_output_begin_step)", pn);
+  return cpli_fail(CPL_ERR_ARG, "cpl_output_put: port %s: bad dataset name \"%.255s\" %s", pn,
+                   name ? name : "(null)", CPLI_NAME_RULE);
+}
+
+CPLI_COLD static void put_failed(cpl_output *o, const char *name) {
+  char pn[200], what[400];
+  snprintf(what, sizeof what, "cpl_output_put: port %s, step %ld, dataset \"%s\"",
+           port_name(o, pn, sizeof pn), o->step, name);
+  cpli_error_prefix("%s: ", what);
+}
+
+int cpl_output_put(cpl_output *o, const char *name, hid_t type, int rank, const hsize_t dims[],
+                   const hsize_t start[], const hsize_t count[], const void *data) {
+  CPLI_H5_HELD; /* the type is checked and copied */
+  CPLI_TRY(check_usable(o, "cpl_output_put"));
+  if (!o->in_step || !cpli_name_ok(name)) return put_refused(o, name);
+  const int rc = put_one(o, name, type, rank, dims, start, count, data);
+  if (rc != CPL_OK) put_failed(o, name);
+  return rc;
+}
+
+/* Why cpl_output_attr refuses its arguments (formatted only now). */
+CPLI_COLD static int attr_refused(cpl_output *o, const char *dataset, const char *name, size_t n,
+                                  const void *value) {
+  char pn[200];
+  port_name(o, pn, sizeof pn);
+  if (!o->in_step) return cpli_fail(CPL_ERR_STATE, "cpl_output_attr: port %s: no step is open", pn);
   if (!cpli_name_ok(name))
     return cpli_fail(CPL_ERR_ARG,
                      "cpl_output_attr: port %s, step %ld: bad attribute name \"%.255s\" %s", pn,
@@ -224,19 +243,29 @@ int cpl_output_attr(cpl_output *o, const char *dataset, const char *name, hid_t 
                      "cpl_output_attr: port %s, step %ld, attribute \"%s\": value is NULL "
                      "for %zu elements",
                      pn, o->step, name, n);
-  if (dataset && !find_put(o, dataset))
-    return cpli_fail(CPL_ERR_ARG,
-                     "cpl_output_attr: port %s, step %ld: "
-                     "attribute \"%s\" of dataset \"%s\", which this rank has "
-                     "not put in this step",
-                     pn, o->step, name, dataset);
-  char what[300];
-  snprintf(what, sizeof what, "cpl_output_attr: port %s, attribute \"%s\"", pn, name);
-  CPLI_TRY(cpli_type_check(type, what));
-  int rc = cpli_attrs_set(&o->attrs, dataset ? dataset : "", name, type, n, value);
+  return cpli_fail(CPL_ERR_ARG,
+                   "cpl_output_attr: port %s, step %ld: attribute \"%s\" of dataset \"%s\", "
+                   "which this rank has not put in this step",
+                   pn, o->step, name, dataset);
+}
+
+int cpl_output_attr(cpl_output *o, const char *dataset, const char *name, hid_t type, size_t n,
+                    const void *value) {
+  CPLI_TRY(check_usable(o, "cpl_output_attr"));
+  if (!o->in_step || !cpli_name_ok(name) || (n > 0 && !value) || (dataset && !find_put(o, dataset)))
+    return attr_refused(o, dataset, name, n, value);
+  char pn[200];
+  int rc = cpli_type_check(type, NULL);
+  if (rc != CPL_OK) {
+    cpli_error_prefix("cpl_output_attr: port %s, attribute \"%s\": ", port_name(o, pn, sizeof pn),
+                      name);
+    return rc;
+  }
+  rc = cpli_attrs_set(&o->attrs, dataset ? dataset : "", name, type, n, value);
   if (rc != CPL_OK)
-    cpli_error_prefix("cpl_output_attr: port %s, step %ld%s%s%s: ", pn, o->step,
-                      dataset ? ", dataset \"" : "", dataset ? dataset : "", dataset ? "\"" : "");
+    cpli_error_prefix("cpl_output_attr: port %s, step %ld%s%s%s: ", port_name(o, pn, sizeof pn),
+                      o->step, dataset ? ", dataset \"" : "", dataset ? dataset : "",
+                      dataset ? "\"" : "");
   return rc;
 }
 
@@ -393,6 +422,12 @@ static int agree(cpl_output *o, int changed, size_t len, const unsigned char *bl
   free(all);
   free(rec);
   return rc;
+}
+
+static void forget_put_type(cpl_output *o) {
+  CPLI_H5_HELD;
+  if (o->put_type > 0) H5Tclose(o->put_type);
+  o->put_type = 0;
 }
 
 static void clear_puts(cpl_output *o) {
@@ -576,6 +611,7 @@ int cpl_output_close(cpl_output *o) {
   }
   cpli_data_untrack(ctx, o, NULL);
   clear_puts(o);
+  forget_put_type(o);
   cpli_w_free(&o->local);
   cpli_desc_unref(o->desc);
   free(o->puts);

@@ -83,6 +83,9 @@ struct cpl_output {
   put *puts;
   int nputs, capputs;
   cpli_index put_names; /* puts by name                           */
+  hid_t put_type;       /* a put's atomic type (a reference; 0: none
+                         * yet), shared by the next puts of an equal
+                         * type instead of a copy each             */
   cpli_attrs attrs;
   cpli_wbuf local; /* this rank's encoded blocks, last step    */
   cpli_desc *desc; /* merged description in force             */

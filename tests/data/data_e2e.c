@@ -175,6 +175,24 @@ static int publish(cpl_output *out, long step, int r, int p) {
     OK(cpl_output_put(out, dsets[i].name, dsets[i].type, dsets[i].rank, dsets[i].dims, start, count,
                       bufs[i]));
   }
+  /* Refused calls change nothing, and say the call, port, step and
+   * dataset or attribute (built only when a call fails). */
+  char want[160];
+  const hsize_t one_dim = 1, zero = 0;
+  snprintf(want, sizeof want, ", step %ld, dataset \"a1\": put twice in one step", step);
+  CHECK(
+      cpl_output_put(out, "a1", H5T_NATIVE_INT32, 1, &one_dim, &zero, &zero, NULL) == CPL_ERR_ARG &&
+          !strncmp(cpl_last_error(), "cpl_output_put: port ", 21) && strstr(cpl_last_error(), want),
+      "put twice: %s", cpl_last_error());
+  snprintf(want, sizeof want, ", step %ld, dataset \"zz\": not a valid HDF5 datatype", step);
+  CHECK(
+      cpl_output_put(out, "zz", H5I_INVALID_HID, 1, &one_dim, &zero, &zero, NULL) == CPL_ERR_ARG &&
+          !strncmp(cpl_last_error(), "cpl_output_put: port ", 21) && strstr(cpl_last_error(), want),
+      "put of a bad type: %s", cpl_last_error());
+  CHECK(cpl_output_attr(out, "a1", "bad", H5I_INVALID_HID, 1, &zero) == CPL_ERR_ARG &&
+            !strncmp(cpl_last_error(), "cpl_output_attr: port ", 22) &&
+            strstr(cpl_last_error(), ", attribute \"bad\": not a valid HDF5 datatype"),
+        "attribute of a bad type: %s", cpl_last_error());
   double t = 0.5 * (double)step;
   OK(cpl_output_attr(out, NULL, "time", H5T_NATIVE_DOUBLE, 1, &t));
   hid_t str = H5Tcopy(H5T_C_S1);
@@ -251,6 +269,28 @@ static void check_step(cpl_input *in, long step) {
   float f[13 * 11];
   OK(cpl_input_get(in, "b2", H5T_NATIVE_FLOAT, NULL, NULL, f));
   /* A name the step lacks: the message lists the ones it has. */
+  /* The context of a failed get or attr_get (built only then). */
+  char want[160];
+  const hsize_t origin[2] = {0, 0};
+  snprintf(want, sizeof want, ", step %ld, dataset \"b2\": give both start and count, or neither",
+           step);
+  CHECK(cpl_input_get(in, "b2", H5T_NATIVE_FLOAT, origin, NULL, f) == CPL_ERR_ARG &&
+            !strncmp(cpl_last_error(), "cpl_input_get: link ", 20) &&
+            strstr(cpl_last_error(), want),
+        "start without count: %s", cpl_last_error());
+  snprintf(want, sizeof want,
+           ", step %ld, attribute \"units\" of dataset \"b2\": HDF5 cannot "
+           "convert",
+           step);
+  double d;
+  CHECK(cpl_input_attr_get(in, "b2", "units", H5T_NATIVE_DOUBLE, 1, &d) == CPL_ERR_TYPE &&
+            !strncmp(cpl_last_error(), "cpl_input_attr_get: link ", 25) &&
+            strstr(cpl_last_error(), want),
+        "string attribute as a double: %s", cpl_last_error());
+  snprintf(want, sizeof want, ", step %ld, attribute \"nope\" of dataset \"b2\": not found", step);
+  CHECK(cpl_input_attr_get(in, "b2", "nope", H5T_NATIVE_DOUBLE, 1, &d) == CPL_ERR_ARG &&
+            strstr(cpl_last_error(), want),
+        "no such attribute: %s", cpl_last_error());
   CHECK(cpl_input_get(in, "b3", H5T_NATIVE_FLOAT, NULL, NULL, f) == CPL_ERR_ARG &&
             strstr(cpl_last_error(), "no dataset \"b3\"; the step has \"") &&
             strstr(cpl_last_error(), "\"b2\""),
@@ -1251,6 +1291,90 @@ int main(int argc, char **argv) {
       CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "end of link");
       OK(cpl_input_close(in));
     }
+  } else if (!strcmp(sc, "types")) {
+    /* Puts and attributes of many types in one step, each type arriving
+     * as put: a user type changed between two puts (int32, then int64),
+     * and two compound types equal to H5Tequal whose members were
+     * inserted in another order (the producer shares a put's copy of an
+     * equal type, and encodes an equal type once). Element e of every
+     * dataset holds e + 1 (as its type); every producer rank puts its
+     * element. */
+    typedef struct {
+      int32_t a;
+      double b;
+    } ab;
+    hid_t ab_t = H5Tcreate(H5T_COMPOUND, sizeof(ab)), ba_t = H5Tcreate(H5T_COMPOUND, sizeof(ab));
+    H5Tinsert(ab_t, "a", HOFFSET(ab, a), H5T_NATIVE_INT32);
+    H5Tinsert(ab_t, "b", HOFFSET(ab, b), H5T_NATIVE_DOUBLE);
+    H5Tinsert(ba_t, "b", HOFFSET(ab, b), H5T_NATIVE_DOUBLE);
+    H5Tinsert(ba_t, "a", HOFFSET(ab, a), H5T_NATIVE_INT32);
+    const hsize_t dims = (hsize_t)(producer ? p : 0), one = 1;
+    if (producer) {
+      const hsize_t start = (hsize_t)r;
+      const int32_t v4 = r + 1;
+      const int64_t v8 = r + 1;
+      const ab vab = {r + 1, r + 1};
+      hid_t u = H5Tcopy(H5T_NATIVE_INT32);
+      OK(cpl_output_open(ctx, "out", &out));
+      OK(cpl_output_begin_step(out, -1));
+      OK(cpl_output_put(out, "i4", u, 1, &dims, &start, &one, &v4));
+      OK(cpl_output_put(out, "i4b", H5T_NATIVE_INT32, 1, &dims, &start, &one, &v4));
+      H5Tset_size(u, 8); /* the same id, now an int64 */
+      OK(cpl_output_put(out, "i8", u, 1, &dims, &start, &one, &v8));
+      OK(cpl_output_put(out, "ab", ab_t, 1, &dims, &start, &one, &vab));
+      OK(cpl_output_put(out, "ba", ba_t, 1, &dims, &start, &one, &vab));
+      if (r == 0) {
+        OK(cpl_output_attr(out, NULL, "ab", ab_t, 1, &vab));
+        OK(cpl_output_attr(out, NULL, "ba", ba_t, 1, &vab));
+        OK(cpl_output_attr(out, NULL, "i4", H5T_NATIVE_INT32, 1, &v4));
+        OK(cpl_output_attr(out, NULL, "i8", u, 1, &v8));
+      }
+      OK(cpl_output_end_step(out));
+      OK(cpl_output_close(out));
+      H5Tclose(u);
+    } else {
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      long step;
+      OK(cpl_input_begin_step(in, &step));
+      static const struct {
+        const char *name;
+        size_t size;
+        const char *first; /* compound: the first member's name */
+      } want[] = {
+          {"i4", 4, NULL}, {"i4b", 4, NULL}, {"i8", 8, NULL}, {"ab", 16, "a"}, {"ba", 16, "b"}};
+      for (int i = 0; i < 5; i++) {
+        cpl_dataset_info di;
+        cpl_attr_info ai;
+        OK(cpl_input_inquire(in, want[i].name, &di));
+        const int attr = i != 1;
+        if (attr) OK(cpl_input_attr_inquire(in, NULL, want[i].name, &ai));
+        for (int k = 0; k < 1 + attr; k++) {
+          hid_t t = k ? ai.type : di.type;
+          char *m0 = want[i].first ? H5Tget_member_name(t, 0) : NULL;
+          CHECK(H5Tget_size(t) == want[i].size && (!m0 || !strcmp(m0, want[i].first)),
+                "%s %s: %zu bytes (want %zu), first member %s (want %s)",
+                k ? "attribute" : "dataset", want[i].name, H5Tget_size(t), want[i].size,
+                m0 ? m0 : "-", want[i].first ? want[i].first : "-");
+          H5free_memory(m0);
+        }
+        ab got[8];
+        if (i < 3) {
+          int64_t g[8];
+          OK(cpl_input_get(in, want[i].name, H5T_NATIVE_INT64, NULL, NULL, g));
+          for (hsize_t e = 0; e < di.dims[0] && e < 8; e++) got[e] = (ab){(int32_t)g[e], 0};
+        } else {
+          OK(cpl_input_get(in, want[i].name, ab_t, NULL, NULL, got));
+        }
+        for (hsize_t e = 0; e < di.dims[0] && e < 8; e++)
+          CHECK(got[e].a == (int32_t)e + 1 && (i < 3 || got[e].b == (double)e + 1),
+                "%s[%llu] = %d %g", want[i].name, (unsigned long long)e, got[e].a, got[e].b);
+      }
+      OK(cpl_input_end_step(in));
+      CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "end of stream");
+      OK(cpl_input_close(in));
+    }
+    H5Tclose(ab_t);
+    H5Tclose(ba_t);
   } else if (!strcmp(sc, "prompt")) {
     /* A request that arrives while the producer computes (outside MPI) is
      * served by the producer's next end_step: producer root tells consumer

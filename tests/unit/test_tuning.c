@@ -6,6 +6,7 @@
  * between two calls is always seen, including a value changed back and a
  * value longer than the remembered length, from the next refresh on.
  */
+#define _XOPEN_SOURCE 700 /* putenv */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,6 +141,35 @@ int main(void) {
                                                "got \"abc\""),
         "first bad one reported: %s", t->file_error ? t->file_error : "(none)");
   unsetenv("CPL_OVERHEAD");
+  unset_all();
+
+  /* refresh skips the parse while the environment is unchanged: changes
+   * it must still see. A putenv'd string, changed in place (the entry's
+   * address stays) and then renamed; a variable set twice to values of
+   * the same length; environ replaced by the program. */
+  static char chunk_var[] = "CPL_CHUNK=4096";
+  putenv(chunk_var);
+  CHECK(cpli_tuning_refresh()->chunk == 4096, "putenv: %zu", cpli_tuning_now()->chunk);
+  memcpy(chunk_var + 10, "8192", 4);
+  CHECK(cpli_tuning_refresh()->chunk == 8192, "putenv'd value changed in place: %zu",
+        cpli_tuning_now()->chunk);
+  chunk_var[4] = 'X'; /* CPL_XHUNK: no longer CPL_CHUNK */
+  CHECK(cpli_tuning_refresh()->chunk == 0, "putenv'd name changed in place: %zu",
+        cpli_tuning_now()->chunk);
+  unsetenv("CPL_XHUNK");
+  setenv("CPL_ALPHA", "3e-5", 1);
+  CHECK(cpli_tuning_refresh()->alpha == 3e-5, "alpha %g", cpli_tuning_now()->alpha);
+  setenv("CPL_ALPHA", "4e-5", 1);
+  CHECK(cpli_tuning_refresh()->alpha == 4e-5, "same length, new value: %g",
+        cpli_tuning_now()->alpha);
+  extern char **environ;
+  char **saved = environ, *mine[] = {"CPL_ALPHA=5e-5", NULL};
+  environ = mine;
+  const double own = cpli_tuning_refresh()->alpha;
+  environ = saved;
+  CHECK(own == 5e-5, "environ replaced: alpha %g", own);
+  CHECK(cpli_tuning_refresh()->alpha == 4e-5, "environ restored: alpha %g",
+        cpli_tuning_now()->alpha);
   unset_all();
   return failures != 0;
 }
