@@ -95,48 +95,11 @@ static void many_consumer(cpl_context *ctx, int r, long warmup) {
   ok(cpl_input_close(in), "close");
 }
 
-int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  if (argc == 5 && !strcmp(argv[1], "--datasets")) {
-    long nds = strtol(argv[2], NULL, 10), steps = strtol(argv[3], NULL, 10);
-    long warmup = strtol(argv[4], NULL, 10);
-    if (nds < 1 || warmup < 0 || steps <= warmup) {
-      fprintf(stderr, "step_bench --datasets: want N >= 1 and STEPS > WARMUP >= 0\n");
-      MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    cpl_context *ctx;
-    ok(cpl_init(MPI_COMM_WORLD, NULL, NULL, &ctx), "cpl_init");
-    const char *name;
-    MPI_Comm comm;
-    int r, p;
-    ok(cpl_context_component(ctx, NULL, &name), "component");
-    ok(cpl_component_comm(ctx, &comm), "comm");
-    MPI_Comm_rank(comm, &r);
-    MPI_Comm_size(comm, &p);
-    if (!strncmp(name, "prod", 4)) many_producer(ctx, r, p, nds, steps, warmup);
-    else many_consumer(ctx, r, warmup);
-    ok(cpl_finalize(ctx), "cpl_finalize");
-    MPI_Finalize();
-    return 0;
-  }
-  if (argc != 5) {
-    fprintf(stderr, "usage: step_bench BYTES STEPS WARMUP CALLS\n"
-                    "       step_bench --datasets N STEPS WARMUP\n");
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
-  hsize_t n = (hsize_t)(strtoull(argv[1], NULL, 10) / sizeof(double));
-  long steps = strtol(argv[2], NULL, 10), warmup = strtol(argv[3], NULL, 10);
-  long calls = strtol(argv[4], NULL, 10);
-  cpl_context *ctx;
-  ok(cpl_init(MPI_COMM_WORLD, NULL, NULL, &ctx), "cpl_init");
-  const char *name;
-  MPI_Comm comm;
-  int r, p;
-  ok(cpl_context_component(ctx, NULL, &name), "component");
-  ok(cpl_component_comm(ctx, &comm), "comm");
-  MPI_Comm_rank(comm, &r);
-  MPI_Comm_size(comm, &p);
-  if (!strncmp(name, "prod", 4)) {
+/* One dataset of n doubles split over the producers (scripts/bench_trace.sh);
+ * calls > 0 also times put/end_step on an unlinked port and get. */
+static void one_dataset(cpl_context *ctx, int producer, int r, int p, hsize_t n, long steps,
+                        long warmup, long calls) {
+  if (producer) {
     hsize_t start = n * (hsize_t)r / (hsize_t)p;
     hsize_t count = n * (hsize_t)(r + 1) / (hsize_t)p - start;
     double *block = malloc((count + 1) * sizeof *block);
@@ -185,6 +148,43 @@ int main(int argc, char **argv) {
     ok(cpl_input_close(in), "close");
     free(all);
   }
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  const int many = argc == 5 && !strcmp(argv[1], "--datasets");
+  if (argc != 5) {
+    fprintf(stderr, "usage: step_bench BYTES STEPS WARMUP CALLS\n"
+                    "       step_bench --datasets N STEPS WARMUP\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  long nds = 0, steps, warmup, calls = 0;
+  hsize_t n = 0;
+  if (many) {
+    nds = strtol(argv[2], NULL, 10), steps = strtol(argv[3], NULL, 10);
+    warmup = strtol(argv[4], NULL, 10);
+    if (nds < 1 || warmup < 0 || steps <= warmup) {
+      fprintf(stderr, "step_bench --datasets: want N >= 1 and STEPS > WARMUP >= 0\n");
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+  } else {
+    n = (hsize_t)(strtoull(argv[1], NULL, 10) / sizeof(double));
+    steps = strtol(argv[2], NULL, 10), warmup = strtol(argv[3], NULL, 10);
+    calls = strtol(argv[4], NULL, 10);
+  }
+  cpl_context *ctx;
+  ok(cpl_init(MPI_COMM_WORLD, NULL, NULL, &ctx), "cpl_init");
+  const char *name;
+  MPI_Comm comm;
+  int r, p;
+  ok(cpl_context_component(ctx, NULL, &name), "component");
+  ok(cpl_component_comm(ctx, &comm), "comm");
+  MPI_Comm_rank(comm, &r);
+  MPI_Comm_size(comm, &p);
+  const int producer = !strncmp(name, "prod", 4);
+  if (!many) one_dataset(ctx, producer, r, p, n, steps, warmup, calls);
+  else if (producer) many_producer(ctx, r, p, nds, steps, warmup);
+  else many_consumer(ctx, r, warmup);
   ok(cpl_finalize(ctx), "cpl_finalize");
   MPI_Finalize();
   return 0;
