@@ -35,6 +35,14 @@ static const char *port_name(const cpl_output *o, char *buf, size_t n) {
 }
 
 /* Once a collective step failed, the port is unusable: say why again. */
+/* The first rank r > 0 whose value (v[r * stride]) is not rank 0's, or 0:
+ * what a collective call's ranks must agree on, gathered. */
+static int rank_differing(const int64_t *v, int size, size_t stride) {
+  for (int r = 1; r < size; r++)
+    if (v[(size_t)r * stride] != v[0]) return r;
+  return 0;
+}
+
 static int check_usable(cpl_output *o, const char *call) {
   if (!o) return cpli_fail(CPL_ERR_ARG, "%s: output is NULL", call);
   if (o->failed) return cpli_fail(o->failed, "%s: port failed earlier: %s", call, o->fail_msg);
@@ -344,23 +352,22 @@ static int agree(cpl_output *o, int changed, size_t len, const unsigned char *bl
   }
   /* Ranks that numbered the step differently would take different queue
    * decisions (requests by step number) and part in a collective. */
-  for (int r = 1; rc == CPL_OK && r < o->size; r++)
-    if (rec[(size_t)r * n + 3] != rec[3])
-      rc = cpli_fail(CPL_ERR_MISMATCH,
-                     "port %s.%s: the component's ranks began different steps: rank 0 step "
-                     "%lld, rank %d step %lld (cpl_output_begin_step is collective, with the "
-                     "same step number on every rank)",
-                     o->comp->name, o->port->name, (long long)rec[3], r,
-                     (long long)rec[(size_t)r * n + 3]);
+  int odd = rc == CPL_OK ? rank_differing(rec + 3, o->size, n) : 0;
+  if (odd)
+    rc = cpli_fail(CPL_ERR_MISMATCH,
+                   "port %s.%s: the component's ranks began different steps: rank 0 step "
+                   "%lld, rank %d step %lld (cpl_output_begin_step is collective, with the "
+                   "same step number on every rank)",
+                   o->comp->name, o->port->name, (long long)rec[3], odd,
+                   (long long)rec[(size_t)odd * n + 3]);
   /* A step sent to different links would be half on each, header on one. */
-  for (int r = 1; rc == CPL_OK && r < o->size; r++)
-    if (rec[(size_t)r * n + 4] != rec[4])
-      rc = cpli_fail(CPL_ERR_MISMATCH,
-                     "port %s.%s, step %ld: the component's ranks sent the step to different "
-                     "links: rank 0 to link %lld, rank %d to link %lld (cpl_output_send is "
-                     "collective, with the same link on every rank)",
-                     o->comp->name, o->port->name, o->step, (long long)rec[4], r,
-                     (long long)rec[(size_t)r * n + 4]);
+  if (rc == CPL_OK && (odd = rank_differing(rec + 4, o->size, n)))
+    rc = cpli_fail(CPL_ERR_MISMATCH,
+                   "port %s.%s, step %ld: the component's ranks sent the step to different "
+                   "links: rank 0 to link %lld, rank %d to link %lld (cpl_output_send is "
+                   "collective, with the same link on every rank)",
+                   o->comp->name, o->port->name, o->step, (long long)rec[4], odd,
+                   (long long)rec[(size_t)odd * n + 4]);
   if (rc == CPL_OK) rc = cpli_links_adopt(o, rec + HEAD);
   if (rc == CPL_OK) rc = cpli_flights_settle(o, rec, n, HEAD);
   if (rc == CPL_OK && bad >= 0)
@@ -774,14 +781,13 @@ static int ranks_name_one_link(cpl_output *o, int link, const char *call) {
   if (rc != CPL_OK)
     cpli_error_prefix("%s: port %s.%s: not every rank of \"%s\" made the call (it is collective): ",
                       call, o->comp->name, o->port->name, o->comp->name);
-  for (int r = 1; rc == CPL_OK && r < o->size; r++)
-    if (links[r] != links[0])
-      rc = cpli_fail(CPL_ERR_MISMATCH,
-                     "%s: port %s.%s: the component's ranks named different links: rank 0 link "
-                     "%lld, rank %d link %lld (the call is collective, with the same link on "
-                     "every rank)",
-                     call, o->comp->name, o->port->name, (long long)links[0], r,
-                     (long long)links[r]);
+  const int r = rc == CPL_OK ? rank_differing(links, o->size, 1) : 0;
+  if (r)
+    rc = cpli_fail(CPL_ERR_MISMATCH,
+                   "%s: port %s.%s: the component's ranks named different links: rank 0 link "
+                   "%lld, rank %d link %lld (the call is collective, with the same link on "
+                   "every rank)",
+                   call, o->comp->name, o->port->name, (long long)links[0], r, (long long)links[r]);
   free(links);
   if (rc != CPL_OK) {
     cpli_queue_send_error(o, rc); /* the consumers must not wait for an answer */
