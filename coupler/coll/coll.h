@@ -229,6 +229,7 @@ int cpli_inter_root(const cpli_inter_args *a);
 int cpli_inter_native(const cpli_inter_args *a);
 int cpli_inter_direct_ring(const cpli_inter_args *a);
 int cpli_inter_two_hop(const cpli_inter_args *a);
+int cpli_inter_chains(const cpli_inter_args *a);
 
 /* Run an inter-group plan cut by the model (direct-ring, two-hop): build
  * it with fn from the tuning snapshot, keep it in the link's plan cache

@@ -360,6 +360,24 @@ double cpli_cost_inter_two_hop(int p, int q, size_t bytes, double alpha, double 
   return t;
 }
 
+double cpli_cost_inter_chains(int p, int q, size_t bytes, double alpha, double beta) {
+  if (p < 1 || q < 1) return 0;
+  /* Every port carries p blocks, one stream at a time; the pipeline is a
+   * chain deep, cut as the plan cuts it, and its fill is paid once (each
+   * round's head starts while the round before drains down its chain).
+   * The rounds' start-ups overlap the transfers before them, but for the
+   * first and, per hop, the fill's. */
+  const size_t k = bytes / (size_t)p;
+  const int d = cpli_chains_depth(p, q);
+  size_t c = 0;
+  if (d > 1) {
+    const cpli_cut_model cut = {.alpha = alpha, .beta = beta, .overhead = alpha};
+    c = cpli_cut_chunk(k, cpli_cut_pieces(&cut, k, 2));
+    if (c == 0) c = k;
+  }
+  return (d + 1) * alpha + beta * ((double)p * (double)k + (double)(d - 1) * (double)c);
+}
+
 double cpli_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes, double alpha,
                        double beta) {
   if (a <= CPL_INTER_AUTO || a >= CPL_INTER_COUNT) return INFINITY;

@@ -89,6 +89,7 @@ double cpli_cost_inter_root(int p, int q, size_t bytes, double alpha, double bet
 double cpli_cost_inter_native(int p, int q, size_t bytes, double alpha, double beta);
 double cpli_cost_inter_direct_ring(int p, int q, size_t bytes, double alpha, double beta);
 double cpli_cost_inter_two_hop(int p, int q, size_t bytes, double alpha, double beta);
+double cpli_cost_inter_chains(int p, int q, size_t bytes, double alpha, double beta);
 
 /* Cost of one intra algorithm with an explicit largest block (INFINITY
  * for AUTO or an invalid value). */

@@ -102,6 +102,7 @@ typedef enum cpl_inter_algorithm {
   CPL_INTER_NATIVE,      /* MPI_Allgatherv on the intercommunicator          */
   CPL_INTER_DIRECT_RING, /* senders feed a ring of the receivers          */
   CPL_INTER_TWO_HOP,     /* every block in at most two hops               */
+  CPL_INTER_CHAINS,      /* senders take turns feeding chains of receivers */
   CPL_INTER_COUNT
 } cpl_inter_algorithm;
 

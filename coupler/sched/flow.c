@@ -560,6 +560,14 @@ static size_t partner(const cpli_flow *f, size_t mi, int me, const cpli_flow *g)
   return x;
 }
 
+/* Whether send i waits for a receive that brings bytes (not only for a
+ * signal, as a sender that waits for its turn does). */
+static int waits_for_data(const cpli_flow *f, size_t i) {
+  for (int d = 0; d < f->m[i].nd; d++)
+    if (f->m[f->dep[f->m[i].d0 + (size_t)d]].np > 0) return 1;
+  return 0;
+}
+
 int cpli_flow_forwarded(int nranks, cpli_flow *const *plans, int me, unsigned char **fwd,
                         unsigned char **relay) {
   const cpli_flow *f = plans[me];
@@ -578,7 +586,7 @@ int cpli_flow_forwarded(int nranks, cpli_flow *const *plans, int me, unsigned ch
       const size_t pm = partner(f, mi, me, g);
       if (pm == g->nm) continue;
       (*fwd)[k] |= dep[nt->send ? pm : mi];
-      if (relay) (*relay)[k] |= (nt->send ? f->m[mi].nd : g->m[pm].nd) > 0;
+      if (relay) (*relay)[k] |= waits_for_data(nt->send ? f : g, nt->send ? mi : pm);
     }
     free(dep);
   }

@@ -255,6 +255,29 @@ int cpli_two_hop_source(int b, int j, int p, int q, int r); /* -1: j holds b */
 int cpli_flow_two_hop(cpli_flow *f, int p, int q, int me, const size_t *counts,
                       const size_t *displs, size_t own_bytes, const cpli_fc_opts *o);
 
+/* The chains inter-group allgather as one plan, on the same merged
+ * communicator as cpli_flow_fc (coll/inter_chains.c). The receivers form
+ * G = min(p, q) chains (cpli_chains_groups): receiver j is in chain
+ * j mod G at place j / G, so a chain is at most cpli_chains_depth(p, q)
+ * = ceil(q / G) long. In round rho = 0 .. p - 1 sender b streams its
+ * block to the head of chain (b + rho) mod p (if that is < G: for p > q
+ * a sender sits out p - q rounds), and every member passes what it takes
+ * on to the next. So every node has one peer per direction at a time,
+ * every receiver's port takes each block once, and a sender's port
+ * carries its block G times. From the second round on, a sender's stream
+ * waits for the head's signal, sent when one piece of the round before
+ * is left to come: the rounds follow one another at the heads without
+ * overlapping (TCP takes megabytes into its buffers, so a sender's own
+ * send completion says nothing about the head). Blocks of chains longer
+ * than one are depth-2 pipelines (cut by their own length) under
+ * o->model, or cut at o->chunk; the others move whole. Receivers give
+ * all p block sizes and offsets of buffer 0; senders read their own
+ * block from buffer 1. */
+int cpli_chains_groups(int p, int q);
+int cpli_chains_depth(int p, int q);
+int cpli_flow_chains(cpli_flow *f, int p, int q, int me, const size_t *counts, const size_t *displs,
+                     size_t own_bytes, const cpli_fc_opts *o);
+
 /* Replay the plans of nranks ranks (plans[r], buffers buf0[r], buf1[r]) on
  * an instant network: every rank posts its receives, issues sends in plan
  * order as their dependencies complete (per peer in order), and the i-th

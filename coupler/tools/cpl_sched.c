@@ -18,8 +18,9 @@
 static void usage(FILE *f) {
   fprintf(f, "usage: cpl-sched ring P Q [--check] [--no-header]\n"
              "       cpl-sched circulant P [--check] [--no-header]\n"
-             "       cpl-sched fc|direct-ring|two-hop P Q [--size BYTES] [--explain] [--check]\n"
-             "                 [--no-header]\n"
+             "       cpl-sched fc|direct-ring|two-hop|chains P Q [--size BYTES] [--explain]\n"
+             "                 [--check]"
+             " [--no-header]\n"
              "Print the schedules Coupler runs (no MPI is started).\n"
              "  ring P Q       Kang et al.'s ring inter-group allgather, P senders to\n"
              "                 Q receivers: a header line \"step from to message\", then\n"
@@ -36,9 +37,9 @@ static void usage(FILE *f) {
              "                 (CPL_ALPHA, CPL_BETA, CPL_OVERHEAD, CPL_CHUNK,\n"
              "                 CPL_TUNING_FILE): a header, then \"rank dir peer bytes\"\n"
              "                 per message\n"
-             "  direct-ring P Q, two-hop P Q\n"
+             "  direct-ring P Q, two-hop P Q, chains P Q\n"
              "                 the same for those inter-group algorithms' plans\n"
-             "  --explain      fc, direct-ring, two-hop: instead of the messages, how\n"
+             "  --explain      fc, direct-ring, two-hop, chains: instead of the messages, how\n"
              "                 each stream is cut: per rank, direction and peer the\n"
              "                 streams, bytes, whether the receiving end forwards them,\n"
              "                 the pipeline depth, messages, chunk and why (the reasons\n"
@@ -140,7 +141,8 @@ int main(int argc, char **argv) {
                                   args[1], args[2]);
     return ring(p, q, check, header);
   }
-  if (!strcmp(args[0], "fc") || !strcmp(args[0], "direct-ring") || !strcmp(args[0], "two-hop")) {
+  if (!strcmp(args[0], "fc") || !strcmp(args[0], "direct-ring") || !strcmp(args[0], "two-hop") ||
+      !strcmp(args[0], "chains")) {
     if (n != 3) return cpli_cli_usage_error("cpl-sched", usage, "%s takes P and Q", args[0]);
     if (!positive(args[1], &p) || !positive(args[2], &q) || p > 4096 || q > 4096)
       return cpli_cli_usage_error("cpl-sched", usage,
@@ -149,7 +151,8 @@ int main(int argc, char **argv) {
     return cpli_explain_inter(args[0], p, q, size, explain, check, header);
   }
   if (explain)
-    return cpli_cli_usage_error("cpl-sched", usage, "--explain is for fc, direct-ring, two-hop");
+    return cpli_cli_usage_error("cpl-sched", usage,
+                                "--explain is for fc, direct-ring, two-hop, chains");
   if (!strcmp(args[0], "circulant")) {
     if (n != 2) return cpli_cli_usage_error("cpl-sched", usage, "circulant takes P");
     if (!positive(args[1], &p))

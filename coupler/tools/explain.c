@@ -1,7 +1,7 @@
 /*
- * cpl-sched fc|direct-ring|two-hop: the dataflow plan of an inter-group
+ * cpl-sched fc|direct-ring|two-hop|chains: the dataflow plan of an inter-group
  * allgather as the library builds it (coll/fc_plan.c, sched/flow.c,
- * sched/direct_ring.c, sched/two_hop.c), for every rank of a p|q shape
+ * sched/direct_ring.c, sched/two_hop.c, sched/chains.c), for every rank of a p|q shape
  * with k bytes per sender, and how each stream is cut and why
  * (--explain). No MPI.
  */
@@ -73,9 +73,11 @@ static void explain_rank(int r, int p, cpli_flow *const *plans, int n) {
 
 int cpli_explain_inter(const char *alg, int p, int q, size_t k, int explain, int check,
                        int header) {
-  const int n = p + q, fc = !strcmp(alg, "fc"), two_hop = !strcmp(alg, "two-hop");
+  const int n = p + q, fc = !strcmp(alg, "fc"), two_hop = !strcmp(alg, "two-hop"),
+            chains = !strcmp(alg, "chains");
   const cpli_inter_plan_fn build = fc        ? cpli_flow_fc
                                    : two_hop ? cpli_flow_two_hop
+                                   : chains  ? cpli_flow_chains
                                              : cpli_flow_direct_ring;
   cpli_tuning_refresh();
   const cpli_tuning *t = cpli_tuning_now();
@@ -121,6 +123,11 @@ int cpli_explain_inter(const char *alg, int p, int q, size_t k, int explain, int
                h == 1 ? "" : "s", fan, fan == 1 ? "" : "s");
         if (cpli_two_hop_admits(p, q, k, &o.cut))
           printf("; a receiver lets %d senders in at once (incast)", CPLI_TWO_HOP_FAN_IN);
+      } else if (chains) {
+        const int g = cpli_chains_groups(p, q), d = cpli_chains_depth(p, q);
+        printf("# %d chain%s of at most %d receiver%s; sender b feeds chain b + round, %d "
+               "round%s",
+               g, g == 1 ? "" : "s", d, d == 1 ? "" : "s", p, p == 1 ? "" : "s");
       } else {
         printf("# sender b's home: receiver floor(b q / p); a ring of the %d receivers", q);
       }

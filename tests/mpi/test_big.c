@@ -14,7 +14,7 @@
  *     intra                 the next cases are intra-group allgathervs
  *                           among the first and the last rank (rank 0 big)
  *     ALG                   one call with that algorithm (inter: fc ring
- *                           root native direct-ring auto; intra: circulant bruck ring
+ *                           root native direct-ring chains auto; intra: circulant bruck ring
  *                           native auto)
  *     dropin                the same call through MPI_Allgatherv, which
  *                           libcoupler_mpi (linked in) must take

@@ -354,6 +354,55 @@ static void two_hop_shape(int p, int q, double beta) {
   free(counts), free(displs);
 }
 
+/* chains' order, which the simulator cannot see (any order delivers):
+ * sender b feeds the heads b, b + 1, ... (mod p, those < G) one after
+ * another, waiting for a signal before every stream but round 0's; the
+ * head of chain g takes blocks g, g - 1, ... from their senders and
+ * signals the next round's sender; the others take all p blocks from the
+ * member before them, in the same order; every member but a chain's last
+ * passes each block on to the next, and nobody else sends data. */
+static void chains_shape(int p, int q) {
+  const cpli_fc_opts o = {.model = 1, .cut = {.alpha = 1e-6, .beta = 1e-6, .overhead = 1e-6}};
+  size_t *counts = malloc(sizeof *counts * p), *displs = malloc(sizeof *displs * p);
+  int *want = malloc(sizeof *want * 2 * (size_t)p), *got = want + p;
+  for (int b = 0; b < p; b++) counts[b] = 3, displs[b] = 3 * (size_t)b;
+  const int G = cpli_chains_groups(p, q);
+  int ok = G == (p < q ? p : q) && cpli_chains_depth(p, q) == (q + G - 1) / G;
+  for (int me = 0; me < p + q && ok; me++) {
+    cpli_flow f;
+    cpli_flow_init(&f);
+    ok = cpli_flow_chains(&f, p, q, me, me < p ? NULL : counts, me < p ? NULL : displs,
+                          me < p ? counts[me] : 0, &o) == CPL_OK;
+    /* the peers of its data streams, in plan order (a stream's pieces
+     * are one entry), and what they should be */
+    const int j = me - p, g = me < p ? -1 : j % G, head = me >= p && j < G;
+    int nwant = 0, ngot = 0, sig_out = 0, sig_in = 0, ordered = 0, fwd = 0;
+    for (int r = 0; r < p; r++) {
+      if (me < p && (me + r) % p < G) want[nwant++] = p + (me + r) % p;
+      if (me >= p) want[nwant++] = head ? ((g - r) % p + p) % p : me - G;
+    }
+    for (size_t i = 0; i < f.nm && ok; i++) {
+      const cpli_fmsg *m = &f.m[i];
+      ordered += m->after > 0;
+      if (m->np == 0 && m->send) /* a head's signal to the next round's sender */
+        ok = head && m->peer == ((g - 1 - sig_out++) % p + p) % p;
+      else if (m->np == 0) sig_in++;
+    }
+    for (size_t i = 0; i < f.nnote && ok; i++) {
+      const cpli_fnote *n = &f.note[i];
+      if (me >= p && n->send) ok = j + G < q && n->peer == me + G, fwd++;
+      else if ((ok = ngot < p)) got[ngot++] = n->peer;
+    }
+    ok = ok && ngot == nwant && !memcmp(got, want, sizeof *got * (size_t)ngot);
+    if (me < p) ok = ok && sig_in == nwant - ((me % p) < G) && ordered == sig_in;
+    else ok = ok && sig_in == 0 && sig_out == (head ? p - 1 : 0) && (fwd > 0) == (j + G < q);
+    CHECK(ok, "chains %d|%d: rank %d's plan is not in the rounds' order", p, q, me);
+    cpli_flow_free(&f);
+  }
+  cases++;
+  free(counts), free(displs), free(want);
+}
+
 /* ---------------------------------------------------------- faults */
 
 static void broken_plans(void) {
@@ -494,6 +543,7 @@ int main(void) {
         for (int lk = 0; lk < LAYOUT_KINDS; lk++)
           for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++) {
             inter_case(cpli_flow_direct_ring, "direct-ring", p, q, ck, lk, chunks[c], 1e-6);
+            inter_case(cpli_flow_chains, "chains", p, q, ck, lk, chunks[c], 1e-6);
             inter_case(cpli_flow_two_hop, "two-hop", p, q, ck, lk, chunks[c], 1e-6);
             /* blocks of 9 bytes and more take 80 ms: p holders for those */
             inter_case(cpli_flow_two_hop, "two-hop (mixed holders)", p, q, ck, lk, chunks[c],
@@ -508,6 +558,8 @@ int main(void) {
   for (size_t i = 0; i < sizeof big / sizeof *big; i++) {
     inter_case(cpli_flow_direct_ring, "direct-ring", big[i][0], big[i][1], COUNTS_IRREGULAR,
                LAYOUT_REVERSED, 0, 1e-6);
+    inter_case(cpli_flow_chains, "chains", big[i][0], big[i][1], COUNTS_IRREGULAR, LAYOUT_REVERSED,
+               0, 1e-6);
     inter_case(cpli_flow_two_hop, "two-hop", big[i][0], big[i][1], COUNTS_IRREGULAR,
                LAYOUT_REVERSED, 0, CPLI_TWO_HOP_DIRECT_S / 9);
   }
@@ -516,6 +568,7 @@ int main(void) {
       two_hop_shape(p, q, 1e-6); /* 3-byte blocks: short, r = p - 1 where it fits */
       two_hop_shape(p, q, 1);    /* 3 s per block: long, r = p for p <= q */
       two_hop_shape(p, q, 1e-7); /* p > 8, but too short a block to admit */
+      chains_shape(p, q);
     }
   printf("flow: %d cases, %d failures\n", cases, failures);
   return failures ? 1 : 0;
