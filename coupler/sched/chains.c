@@ -57,8 +57,8 @@ static int sender_plan(cpli_flow *f, int p, int q, int b, size_t own_bytes, cons
   return CPL_OK;
 }
 
-int cpli_flow_chains(cpli_flow *f, int p, int q, int me, const size_t *counts,
-                     const size_t *displs, size_t own_bytes, const cpli_fc_opts *o) {
+int cpli_flow_chains(cpli_flow *f, int p, int q, int me, const size_t *counts, const size_t *displs,
+                     size_t own_bytes, const cpli_fc_opts *o) {
   if (p < 1 || q < 1 || me < 0 || me >= p + q)
     return cpli_fail(CPL_ERR_ARG, "chains plan: rank %d of %d senders + %d receivers", me, p, q);
   if (me >= p && (!counts || !displs))
@@ -75,8 +75,7 @@ int cpli_flow_chains(cpli_flow *f, int p, int q, int me, const size_t *counts,
     if (f->nm > m0) /* the head's word goes when one piece is left to come */
       last = f->nm - (f->nm - m0 > 1 ? 2 : 1);
     if (down) CPLI_TRY(stream(f, 1, me + G, 0, displs[b], counts[b], c, 1));
-    if (t == 0 && rho + 1 < p)
-      CPLI_TRY(cpli_flow_signal(f, 1, round_block(g, rho + 1, p), last));
+    if (t == 0 && rho + 1 < p) CPLI_TRY(cpli_flow_signal(f, 1, round_block(g, rho + 1, p), last));
   }
   return CPL_OK;
 }

@@ -252,8 +252,8 @@ int main(int argc, char **argv) {
     printf("\nShapes: every inter-group algorithm in ms (ring: the exact steps of its\n"
            "schedule; ring-intra: the intra-group ring over p+q; auto: what auto\n"
            "takes). bound = p k beta.\n");
-    printf("%6s %6s %9s %9s %9s %9s %9s %9s %9s %9s %7s %7s %8s  %s\n", "p", "q", "bound", "fc",
-           "root", "native", "dring", "two-hop", "ring", "ringintra", "root/fc", "nat/fc",
+    printf("%6s %6s %9s %9s %9s %9s %9s %9s %9s %9s %9s %7s %7s %8s  %s\n", "p", "q", "bound", "fc",
+           "root", "native", "dring", "two-hop", "chains", "ring", "ringintra", "root/fc", "nat/fc",
            "ri/ring", "auto");
     char *copy = strdup(shapes);
     for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) {
@@ -269,18 +269,21 @@ int main(int argc, char **argv) {
       const double nat = cpl_inter_cost(CPL_INTER_NATIVE, p, q, bytes, alpha, beta);
       const double dr = cpl_inter_cost(CPL_INTER_DIRECT_RING, p, q, bytes, alpha, beta);
       const double th = cpl_inter_cost(CPL_INTER_TWO_HOP, p, q, bytes, alpha, beta);
+      const double ch = cpl_inter_cost(CPL_INTER_CHAINS, p, q, bytes, alpha, beta);
       const int rs = ring_steps(p, q);
       const double ring = rs * (alpha + k * beta), ri = (p + q - 1) * (alpha + k * beta);
-      printf("%6d %6d %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %7.2f %7.2f %8.3f  %s\n", p,
-             q, p * k * beta * 1e3, fc * 1e3, root * 1e3, nat * 1e3, dr * 1e3, th * 1e3, ring * 1e3,
-             ri * 1e3, root / fc, nat / fc, ri / ring,
-             cpl_inter_algorithm_name(cpli_inter_pick_ab(p, q, bytes, alpha, beta)));
+      printf(
+          "%6d %6d %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %7.2f %7.2f %8.3f  %s\n",
+          p, q, p * k * beta * 1e3, fc * 1e3, root * 1e3, nat * 1e3, dr * 1e3, th * 1e3, ch * 1e3,
+          ring * 1e3, ri * 1e3, root / fc, nat / fc, ri / ring,
+          cpl_inter_algorithm_name(cpli_inter_pick_ab(p, q, bytes, alpha, beta)));
       row("shape", p, q, "bound", 0, p * k * beta);
       row("shape", p, q, "fc", 0, fc);
       row("shape", p, q, "root", 0, root);
       row("shape", p, q, "native", 0, nat);
       row("shape", p, q, "direct-ring", 0, dr);
       row("shape", p, q, "two-hop", 0, th);
+      row("shape", p, q, "chains", 0, ch);
       row("shape", p, q, "ring", rs, ring);
       row("shape", p, q, "ring-intra", p + q - 1, ri);
       if (rs < 0) bad++;
