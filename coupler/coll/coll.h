@@ -66,7 +66,8 @@ int cpli_xferv(MPI_Comm comm, const void *sbase, int ns, const size_t *slen, con
  * cpl_intra_bcast), for ranks that may wait long for rank 0 (it waits on
  * another component first): they nap between polls (CPLI_WAIT_NAP_US)
  * instead of spinning, so an idle rank leaves a shared core to the ranks
- * that work. CPL_ERR_TIMEOUT after ctx->timeout. */
+ * that work. CPL_ERR_TIMEOUT after ctx->timeout; buf is not written
+ * after that (a late rank 0 broadcasts into a copy the call leaves MPI). */
 int cpli_intra_bcast_napping(void *buf, int count, MPI_Datatype type, MPI_Comm comm, cpli_ctx *ctx);
 
 /* All ranks of comm use the same cost model (coll/tuning_agree.c):

@@ -215,8 +215,6 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component, c
   if (myrank == 0 && local == CPL_OK) cpli_trace_reset(cpli_trace_spec(ctx->wf->trace));
 
   cpli_rank_rec mine = {.status = local, .comp = ctx->comp, .hash = ctx->wf ? ctx->wf->hash : 0};
-  uint32_t w[CPLI_REC_WORDS];
-  cpli_rec_pack(&mine, w);
   uint32_t *all = malloc((size_t)nranks * CPLI_REC_WORDS * sizeof *all);
   cpli_rank_rec *recs = malloc((size_t)nranks * sizeof *recs);
   if (!all || !recs) {
@@ -226,7 +224,10 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component, c
     cpli_context_free(ctx);
     return cpli_fail(CPL_ERR_NOMEM, "cpl_init: out of memory");
   }
-  rc = cpli_mpi_check(MPI_Iallgather(w, CPLI_REC_WORDS, MPI_UINT32_T, all, CPLI_REC_WORDS,
+  /* In place: a send buffer on this stack would be read after a timeout
+   * returned (MPI can neither cancel nor free the allgather). */
+  cpli_rec_pack(&mine, all + (size_t)myrank * CPLI_REC_WORDS);
+  rc = cpli_mpi_check(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, CPLI_REC_WORDS,
                                      MPI_UINT32_T, ctx->world, &req),
                       "MPI_Iallgather", "cpl_init");
   if (rc == CPL_OK) {
