@@ -52,6 +52,15 @@ static int make_ctx(const cpl_coll_options *opt, cpli_ctx *ctx) {
   return CPL_OK;
 }
 
+int cpli_coll_env_check(void) {
+  const cpli_tuning *env = cpli_tuning_refresh();
+  if (env->file_error) return cpli_fail(CPL_ERR_ENV, "%s", env->file_error);
+  cpl_inter_algorithm inter;
+  cpl_intra_algorithm intra;
+  CPLI_TRY(cpli_env_inter(&inter));
+  return cpli_env_intra(&intra);
+}
+
 void cpli_ctx_inter(cpli_ctx *ctx, cpl_inter_algorithm a) {
   ctx->inter = a;
   ctx->alg = cpl_inter_algorithm_name(a);

@@ -39,6 +39,13 @@ typedef struct cpli_ctx {
   unsigned nap_us;
 } cpli_ctx;
 
+/* CPL_ERR_ENV (the message the engine gives) if the environment makes
+ * every collective fail: a broken tuning file, a bad CPL_ALPHA, CPL_BETA,
+ * CPL_OVERHEAD, CPL_CHUNK, CPL_FLOW or CPL_RING, an unknown
+ * CPL_INTER_ALGORITHM or CPL_INTRA_ALGORITHM. (Not CPL_TIMEOUT: only
+ * calls without a timeout of their own read it, no link's step does.) */
+int cpli_coll_env_check(void);
+
 /* An inter-group call runs algorithm a from now on: what its messages
  * name (alg) and what the entry point reports as run (inter). */
 void cpli_ctx_inter(cpli_ctx *ctx, cpl_inter_algorithm a);

@@ -7,7 +7,8 @@
  *
  * or with Slurm's srun (--launcher srun: one --multi-prog step); the
  * commands, placement and generated files are built in launch.c.
- * It validates FILE first (same checks as cpl-validate), then replaces
+ * It validates FILE first (same checks as cpl-validate) and the CPL_
+ * variables every process would get (the library's check), then replaces
  * itself with the launcher, so the exit status is the job's and signals
  * reach it directly. It checks first that every program exists and is
  * executable (and, under hydra's ssh, that every host resolves), and
@@ -24,7 +25,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "coll/tuning.h"
 #include "coupler.h"
+#include "group/context.h"
 #include "tools/cli.h"
 #include "tools/launch.h"
 #include "workflow/model.h"
@@ -67,10 +70,47 @@ static void usage(FILE *f) {
           "named by the hash of their contents. Exit status: the job's (hydra:\n"
           "the bitwise OR of every process's status, a signal counting as its\n"
           "number, so 0 only if all succeeded); before the job starts, 1 if FILE\n"
-          "is invalid or cannot be placed, 2 on a usage error, 127 if the\n"
-          "launcher cannot be run. Ctrl-C or a kill of cpl-run reaches every\n"
-          "process; each names the signal as one the job was sent.\n",
+          "is invalid or cannot be placed or a CPL_ variable (of the environment\n"
+          "or a component's env:) or the tuning file would fail every process,\n"
+          "2 on a usage error, 127 if the launcher cannot be run. Ctrl-C or a\n"
+          "kill of cpl-run reaches every process; each names the signal as one\n"
+          "the job was sent.\n",
           CPL_MPIEXEC_DEFAULT);
+}
+
+/* Would a process of component c (NULL: cpl-run's own environment) fail
+ * at cpl_init or its first collective because of a CPL_ variable or the
+ * tuning file? Every rank would, with this message: say it here instead,
+ * the library's check on the environment the process gets (cpl-run's,
+ * then the component's env: entries). 0 if fine; `say` starts the lines. */
+static int env_refused(const cpli_workflow *wf, const cpli_component *c, const char *say) {
+  int n = 0;
+  for (int i = 0; c && i < c->nenv; i++) n += !strncmp(c->env[i].name, "CPL_", 4);
+  if (c && !n) return 0; /* as cpl-run's own, checked first */
+  char **saved = calloc((size_t)n + 1, sizeof *saved);
+  if (!saved) return fprintf(stderr, "cpl-run: out of memory\n"), 1;
+  for (int i = 0, k = 0; c && i < c->nenv; i++) {
+    if (strncmp(c->env[i].name, "CPL_", 4)) continue;
+    const char *old = getenv(c->env[i].name);
+    saved[k++] = old ? strdup(old) : NULL;
+    setenv(c->env[i].name, c->env[i].value, 1);
+  }
+  cpli_tuning_file_forget(); /* CPL_TUNING_FILE may be one of them */
+  const int rc = cpli_env_check();
+  if (rc != CPL_OK && c)
+    fprintf(stderr, "%s%s:%d:%d: component %s: %s\n", say, wf->path, c->pos.line, c->pos.col,
+            c->name, cpl_last_error());
+  else if (rc != CPL_OK) fprintf(stderr, "%s%s\n", say, cpl_last_error());
+  /* Put cpl-run's environment back in reverse, for a name given twice. */
+  for (int i = c ? c->nenv - 1 : -1, k = n; i >= 0; i--) {
+    if (strncmp(c->env[i].name, "CPL_", 4)) continue;
+    if (saved[--k]) setenv(c->env[i].name, saved[k], 1);
+    else unsetenv(c->env[i].name);
+    free(saved[k]);
+  }
+  free(saved);
+  cpli_tuning_file_forget();
+  return rc != CPL_OK;
 }
 
 int main(int argc, char **argv) {
@@ -142,6 +182,19 @@ int main(int argc, char **argv) {
     return 1;
   }
   cpl_diag_destroy(d);
+  /* A job every rank of which would fail at once is not started (a dry
+   * run warns, as of a program it cannot run). */
+  const char *say = dry ? "warning: " : "cpl-run: ";
+  int refused = env_refused(wf, NULL, say);
+  for (int i = 0; i < wf->ncomps && !refused; i++) refused = env_refused(wf, &wf->comps[i], say);
+  if (refused && !dry) {
+    fprintf(stderr,
+            "cpl-run: %s: every process would fail with this environment (the library's "
+            "check); nothing started\n",
+            file);
+    cpl_workflow_destroy(wf);
+    return 1;
+  }
 
   char abspath[PATH_MAX];
   if (!realpath(file, abspath)) {

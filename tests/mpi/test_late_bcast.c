@@ -33,7 +33,7 @@ static __attribute__((noinline)) int give_up(int rank) {
 static __attribute__((noinline)) int scribbled(void) {
   volatile char pad[16384];
   for (size_t i = 0; i < sizeof pad; i++) pad[i] = 0;
-  MPI_Barrier(MPI_COMM_WORLD); /* rank 0 has broadcast */
+  MPI_Barrier(MPI_COMM_WORLD);     /* rank 0 has broadcast */
   for (int i = 0; i < 1000; i++) { /* progress the abandoned broadcast */
     int flag;
     MPI_Iprobe(MPI_ANY_SOURCE, 999, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
@@ -83,7 +83,8 @@ int main(int argc, char **argv) {
     fails++;
   }
   MPI_Allreduce(MPI_IN_PLACE, &fails, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (rank == 0) printf(fails ? "test_late_bcast: %d failure(s)\n" : "test_late_bcast: ok\n", fails);
+  if (rank == 0)
+    printf(fails ? "test_late_bcast: %d failure(s)\n" : "test_late_bcast: ok\n", fails);
   MPI_Finalize();
   return fails != 0;
 }
