@@ -225,6 +225,10 @@ int main(int argc, char **argv) {
     char num[16];
     snprintf(num, sizeof num, "%d", fd);
     if (fd < 0 || setenv("CPL_READY_FD", num, 1) != 0) _exit(127);
+    /* cpl-run has the launcher ignore these (cpl_run.c, run_launcher);
+     * the program gets them at their defaults. */
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGTSTP, SIG_DFL);
     execvp(argv[1], argv + 1);
     int e = errno;
     if (write(failed[1], &e, sizeof e) < 0) _exit(127);
