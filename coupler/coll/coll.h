@@ -63,6 +63,12 @@ typedef struct cpli_blocks {
 int cpli_xfer(MPI_Comm comm, const void *sbuf, size_t sbytes, int dest, void *rbuf, size_t rbytes,
               int src, cpli_ctx *ctx);
 
+/* A message with its block sizes ahead of it, one way: sends (send != 0)
+ * or receives sbytes at `sizes`, then bbytes at `body`, to or from peer,
+ * both posted at once (one tag: they match in order). */
+int cpli_xfer_sized(MPI_Comm comm, int peer, int send, void *sizes, size_t sbytes, void *body,
+                    size_t bbytes, cpli_ctx *ctx);
+
 /* As cpli_xfer, for several pieces per side (offsets relative to the
  * base pointers); pieces travel as one message with an hindexed type. */
 int cpli_xferv(MPI_Comm comm, const void *sbase, int ns, const size_t *slen, const size_t *soff,
