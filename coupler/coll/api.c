@@ -52,6 +52,15 @@ static int make_ctx(const cpl_coll_options *opt, cpli_ctx *ctx) {
   return CPL_OK;
 }
 
+int cpli_coll_env_check(void) {
+  const cpli_tuning *env = cpli_tuning_refresh();
+  if (env->file_error) return cpli_fail(CPL_ERR_ENV, "%s", env->file_error);
+  cpl_inter_algorithm inter;
+  cpl_intra_algorithm intra;
+  CPLI_TRY(cpli_env_inter(&inter));
+  return cpli_env_intra(&intra);
+}
+
 void cpli_ctx_inter(cpli_ctx *ctx, cpl_inter_algorithm a) {
   ctx->inter = a;
   ctx->alg = cpl_inter_algorithm_name(a);
@@ -634,9 +643,30 @@ int cpli_intra_bcast_napping(void *buf, int count, MPI_Datatype type, MPI_Comm c
                              cpli_ctx *ctx) {
   MPI_Comm priv;
   CPLI_TRY(cpli_intra_comm_get(comm, ctx, &priv, NULL));
+  int size;
+  CPLI_TRY(cpli_mpi_check(MPI_Type_size(type, &size), "MPI_Type_size", "%s: broadcast from rank 0",
+                          ctx->label));
+  const size_t bytes = (size_t)count * (size_t)size;
+  if (bytes > INT_MAX)
+    return cpli_fail(CPL_ERR_UNSUPPORTED, "%s: a %zu-byte broadcast from rank 0", ctx->label,
+                     bytes);
+  /* MPI owns the buffer until every rank arrives, which may be after this
+   * rank gave up: the broadcast goes through a heap copy, left to MPI (never
+   * freed) if the wait fails, so a late rank 0 writes into no caller's
+   * frame or freed memory. (Contiguous types only: bytes and integers.) */
+  char *stage = malloc(bytes ? bytes : 1);
+  if (!stage) return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory for a broadcast", ctx->label);
+  memcpy(stage, buf, bytes);
   MPI_Request req;
-  CPLI_TRY(cpli_mpi_check(MPI_Ibcast(buf, count, type, 0, priv, &req), "MPI_Ibcast",
-                          "%s: broadcast from rank 0", ctx->label));
+  int rc = MPI_Ibcast(stage, (int)bytes, MPI_BYTE, 0, priv, &req);
+  if (rc != MPI_SUCCESS) {
+    free(stage);
+    return cpli_mpi_check(rc, "MPI_Ibcast", "%s: broadcast from rank 0", ctx->label);
+  }
   ctx->nap_us = CPLI_WAIT_NAP_US;
-  return cpli_waitall(1, &req, ctx, priv, "broadcast from rank 0", -1);
+  rc = cpli_waitall(1, &req, ctx, priv, "broadcast from rank 0", -1);
+  if (rc != CPL_OK) return rc; /* stage stays MPI's: see above */
+  memcpy(buf, stage, bytes);
+  free(stage);
+  return CPL_OK;
 }

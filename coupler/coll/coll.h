@@ -39,6 +39,13 @@ typedef struct cpli_ctx {
   unsigned nap_us;
 } cpli_ctx;
 
+/* CPL_ERR_ENV (the message the engine gives) if the environment makes
+ * every collective fail: a broken tuning file, a bad CPL_ALPHA, CPL_BETA,
+ * CPL_OVERHEAD, CPL_CHUNK, CPL_FLOW or CPL_RING, an unknown
+ * CPL_INTER_ALGORITHM or CPL_INTRA_ALGORITHM. (Not CPL_TIMEOUT: only
+ * calls without a timeout of their own read it, no link's step does.) */
+int cpli_coll_env_check(void);
+
 /* An inter-group call runs algorithm a from now on: what its messages
  * name (alg) and what the entry point reports as run (inter). */
 void cpli_ctx_inter(cpli_ctx *ctx, cpl_inter_algorithm a);
@@ -56,6 +63,12 @@ typedef struct cpli_blocks {
 int cpli_xfer(MPI_Comm comm, const void *sbuf, size_t sbytes, int dest, void *rbuf, size_t rbytes,
               int src, cpli_ctx *ctx);
 
+/* A message with its block sizes ahead of it, one way: sends (send != 0)
+ * or receives sbytes at `sizes`, then bbytes at `body`, to or from peer,
+ * both posted at once (one tag: they match in order). */
+int cpli_xfer_sized(MPI_Comm comm, int peer, int send, void *sizes, size_t sbytes, void *body,
+                    size_t bbytes, cpli_ctx *ctx);
+
 /* As cpli_xfer, for several pieces per side (offsets relative to the
  * base pointers); pieces travel as one message with an hindexed type. */
 int cpli_xferv(MPI_Comm comm, const void *sbase, int ns, const size_t *slen, const size_t *soff,
@@ -66,7 +79,8 @@ int cpli_xferv(MPI_Comm comm, const void *sbase, int ns, const size_t *slen, con
  * cpl_intra_bcast), for ranks that may wait long for rank 0 (it waits on
  * another component first): they nap between polls (CPLI_WAIT_NAP_US)
  * instead of spinning, so an idle rank leaves a shared core to the ranks
- * that work. CPL_ERR_TIMEOUT after ctx->timeout. */
+ * that work. CPL_ERR_TIMEOUT after ctx->timeout; buf is not written
+ * after that (a late rank 0 broadcasts into a copy the call leaves MPI). */
 int cpli_intra_bcast_napping(void *buf, int count, MPI_Datatype type, MPI_Comm comm, cpli_ctx *ctx);
 
 /* All ranks of comm use the same cost model (coll/tuning_agree.c):

@@ -120,9 +120,9 @@ static int relay_layout(const cpli_inter_args *a, cpli_dir *d, int lrank, cpli_b
   if (!a->regular) {
     MPI_Request req;
     rc = MPI_Ibcast(c, p, MPI_UNSIGNED_LONG_LONG, 0, d->fc_group, &req);
-    rc = rc == MPI_SUCCESS
-             ? cpli_waitall(1, &req, a->ctx, d->fc_group, "broadcast of block sizes", -1)
-             : cpli_mpi_check(rc, "MPI_Ibcast", "fc: block sizes");
+    if (rc != MPI_SUCCESS) rc = cpli_mpi_check(rc, "MPI_Ibcast", "fc: block sizes");
+    else if ((rc = cpli_waitall(1, &req, a->ctx, d->fc_group, "broadcast of block sizes", -1)))
+      return rc; /* c stays: the pending broadcast may still write it */
   }
   if (rc == CPL_OK && a->sender) {
     size_t total = 0, *counts = malloc(sizeof *counts * 2 * (size_t)p), *displs;

@@ -82,8 +82,10 @@ int cpli_inter_native(const cpli_inter_args *a) {
                            : stage   ? stage
                                      : a->blk.base,
                            cnt, dsp, MPI_BYTE, a->link->inter, &req);
-  if (rc == MPI_SUCCESS) rc = cpli_waitall(1, &req, a->ctx, a->link->inter, "MPI_Iallgatherv", -1);
-  else rc = cpli_mpi_check(rc, "MPI_Iallgatherv", "native inter-group allgatherv");
+  if (rc != MPI_SUCCESS)
+    rc = cpli_mpi_check(rc, "MPI_Iallgatherv", "native inter-group allgatherv");
+  else if ((rc = cpli_waitall(1, &req, a->ctx, a->link->inter, "MPI_Iallgatherv", -1)))
+    return rc; /* cnt and stage stay: the pending allgatherv still uses them */
   if (rc == CPL_OK && stage)
     for (int i = 0; i < a->p; i++)
       if (cnt[i]) memcpy(a->blk.base + a->blk.displs[i], stage + dsp[i], (size_t)cnt[i]);

@@ -14,7 +14,17 @@
  * Cost: gather ceil(log2 p) alpha + (p-1) k beta; root-to-root
  * alpha + p k beta; broadcast of m = p k bytes in n blocks among q,
  * (n - 1 + ceil(log2 q))(alpha + beta m / n) (cost.c).
+ *
+ * The blocks travel as one message, so a receiver could not see blocks of
+ * other sizes than it expects when they add up to the same total (an
+ * erroneous MPI_Allgatherv, which MPICH and the other algorithms refuse
+ * with MPI_ERR_TRUNCATE). Sender 0, which gathered every sender's size,
+ * sends them ahead of the blocks, posted at once with them (8 p bytes, no
+ * extra round); receiver 0 compares them with its counts and, after its
+ * broadcast (the other receivers must not wait forever), fails with
+ * MPI_ERR_TRUNCATE.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,6 +71,7 @@ static int senders(const cpli_inter_args *a, cpli_dir *d) {
   int lrank;
   MPI_Comm_rank(d->local, &lrank);
   size_t *counts = malloc(sizeof *counts * (2 * (size_t)a->p + 1));
+  uint64_t *sizes = NULL;
   char *tmp = NULL;
   int rc = counts ? CPL_OK : cpli_fail(CPL_ERR_NOMEM, "root: out of memory");
   if (rc == CPL_OK) rc = cpli_sender_counts(d, a->own_bytes, a->regular, counts, a->ctx);
@@ -72,13 +83,30 @@ static int senders(const cpli_inter_args *a, cpli_dir *d) {
   if (rc == CPL_OK && !(tmp = malloc(held ? held : 1)))
     rc = cpli_fail(CPL_ERR_NOMEM, "root: out of memory for %zu gathered bytes", held);
   if (rc == CPL_OK) rc = gather(a, d, lrank, off, tmp);
+  if (rc == CPL_OK && lrank == 0 && !(sizes = malloc(sizeof *sizes * (size_t)a->p)))
+    rc = cpli_fail(CPL_ERR_NOMEM, "root: out of memory for %d sizes", a->p);
   if (rc == CPL_OK && lrank == 0) {
+    for (int i = 0; i < a->p; i++) sizes[i] = counts[i];
     a->ctx->xstep = cpli_ceil_log2(a->p);
-    rc = cpli_xfer(d->merged, tmp, total, a->p, NULL, 0, MPI_PROC_NULL, a->ctx);
+    rc = cpli_xfer_sized(d->merged, a->p, 1, sizes, sizeof *sizes * (size_t)a->p, tmp, total,
+                         a->ctx);
   }
+  free(sizes);
   free(tmp);
   free(counts);
   return rc;
+}
+
+/* Receiver 0: the first sender whose block is not the size this receiver
+ * expects (MPI_ERR_TRUNCATE), else CPL_OK. */
+static int sizes_agree(const cpli_inter_args *a, const uint64_t *sizes) {
+  for (int i = 0; i < a->p; i++)
+    if (sizes[i] != a->blk.counts[i])
+      return cpli_mpi_check(MPI_ERR_TRUNCATE, "comparing the block sizes",
+                            "sender %d's block is %llu bytes, the receivers expect %zu (counts "
+                            "that differ from the senders' but add up to the same total)",
+                            i, (unsigned long long)sizes[i], a->blk.counts[i]);
+  return CPL_OK;
 }
 
 static int receivers(const cpli_inter_args *a, cpli_dir *d) {
@@ -95,12 +123,18 @@ static int receivers(const cpli_inter_args *a, cpli_dir *d) {
   char *buf = total == 0 ? NULL : in_place ? a->blk.base + a->blk.displs[0] : malloc(total);
   int rc = buf || total == 0 ? CPL_OK
                              : cpli_fail(CPL_ERR_NOMEM, "root: out of memory for %zu bytes", total);
+  uint64_t *sizes = NULL;
+  if (rc == CPL_OK && lrank == 0 && !(sizes = malloc(sizeof *sizes * (size_t)a->p)))
+    rc = cpli_fail(CPL_ERR_NOMEM, "root: out of memory for %d sizes", a->p);
   if (rc == CPL_OK && lrank == 0) {
     a->ctx->xstep = cpli_ceil_log2(a->p);
-    rc = cpli_xfer(d->merged, NULL, 0, MPI_PROC_NULL, buf, total, 0, a->ctx);
+    rc = cpli_xfer_sized(d->merged, 0, 0, sizes, sizeof *sizes * (size_t)a->p, buf, total, a->ctx);
   }
+  const int agreed = rc == CPL_OK && lrank == 0 ? sizes_agree(a, sizes) : CPL_OK;
+  free(sizes);
   if (rc == CPL_OK && a->q > 1 && total > 0)
     rc = cpli_bcast_circulant(d->local, buf, total, 0, 0, a->ctx);
+  if (rc == CPL_OK) rc = agreed;
   if (rc == CPL_OK && !in_place)
     for (int i = 0; i < a->p; i++)
       if (a->blk.counts[i]) memcpy(a->blk.base + a->blk.displs[i], buf + off[i], a->blk.counts[i]);

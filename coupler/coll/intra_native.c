@@ -53,8 +53,9 @@ int cpli_intra_native(const cpli_intra_args *a) {
   a->ctx->xstep = 0;
   int rc =
       MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, base, cnt, dsp, MPI_BYTE, a->comm, &req);
-  if (rc == MPI_SUCCESS) rc = cpli_waitall(1, &req, a->ctx, a->comm, "MPI_Iallgatherv", -1);
-  else rc = cpli_mpi_check(rc, "MPI_Iallgatherv", "native allgatherv");
+  if (rc != MPI_SUCCESS) rc = cpli_mpi_check(rc, "MPI_Iallgatherv", "native allgatherv");
+  else if ((rc = cpli_waitall(1, &req, a->ctx, a->comm, "MPI_Iallgatherv", -1)))
+    return rc; /* cnt and stage stay: the pending allgatherv still uses them */
   if (rc == CPL_OK && stage)
     for (int i = 0; i < p; i++)
       if (i != r && cnt[i]) memcpy(a->blk.base + a->blk.displs[i], stage + dsp[i], (size_t)cnt[i]);

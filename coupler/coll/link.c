@@ -161,14 +161,17 @@ int cpli_sender_counts(cpli_dir *d, size_t own_bytes, int regular, size_t *count
     for (int i = 0; i < d->p; i++) counts[i] = own_bytes;
     return CPL_OK;
   }
-  unsigned long long mine = own_bytes;
   unsigned long long *all = malloc(sizeof *all * (size_t)d->p);
   if (!all) return cpli_fail(CPL_ERR_NOMEM, "out of memory gathering %d counts", d->p);
+  int r;
+  MPI_Comm_rank(d->local, &r);
+  all[r] = own_bytes; /* in place: no send buffer on this stack */
   MPI_Request req;
-  int rc = MPI_Iallgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all, 1, MPI_UNSIGNED_LONG_LONG,
+  int rc = MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, 1, MPI_UNSIGNED_LONG_LONG,
                           d->local, &req);
-  if (rc == MPI_SUCCESS) rc = cpli_waitall(1, &req, ctx, d->local, "allgather of block sizes", -1);
-  else rc = cpli_mpi_check(rc, "MPI_Iallgather", "gathering block sizes");
+  if (rc != MPI_SUCCESS) rc = cpli_mpi_check(rc, "MPI_Iallgather", "gathering block sizes");
+  else if ((rc = cpli_waitall(1, &req, ctx, d->local, "allgather of block sizes", -1)))
+    return rc; /* all stays: the pending allgather may still write it */
   if (rc == CPL_OK)
     for (int i = 0; i < d->p; i++) counts[i] = (size_t)all[i];
   free(all);

@@ -37,6 +37,13 @@ struct cpl_context {
  * knows nothing of the layer above it. */
 void cpli_context_free(cpl_context *ctx);
 
+/* CPL_ERR_ENV, with the message a process would fail with, if this
+ * process's environment makes cpl_init fail (CPL_INIT_TIMEOUT,
+ * CPL_FINALIZE_TIMEOUT, CPL_PROGRESS) or every collective (the engine's
+ * variables and tuning file: cpli_coll_env_check). cpl-run checks the
+ * job's environment with it before starting anything. */
+int cpli_env_check(void);
+
 /* cpl_port_link, its messages naming `call` (the public call that asked). */
 int cpli_port_link(const cpl_context *ctx, const char *port, const char *peer, cpl_link_end *out,
                    const char *call);

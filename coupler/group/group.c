@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/coll.h"
 #include "core/error.h"
 #include "core/launch.h"
 #include "core/trace.h"
@@ -74,6 +75,21 @@ static int env_switch(const char *var, int *out) {
   *out = s && !strcmp(s, "1");
   if (!s || !*s || !strcmp(s, "0") || *out) return CPL_OK;
   return cpli_fail(CPL_ERR_ENV, "%s must be 0 or 1, got \"%s\"", var, s);
+}
+
+/* cpl_init's variables. CPL_FINALIZE_TIMEOUT is read now, so a bad value
+ * fails here, alike on every rank, and not quietly at cpl_finalize. */
+static int init_env(double *timeout, double *finalize_timeout, int *progress) {
+  CPLI_TRY(env_seconds("CPL_INIT_TIMEOUT", CPLI_INIT_TIMEOUT_DEFAULT, timeout));
+  CPLI_TRY(env_seconds("CPL_FINALIZE_TIMEOUT", CPLI_FINALIZE_TIMEOUT_DEFAULT, finalize_timeout));
+  return env_switch("CPL_PROGRESS", progress);
+}
+
+int cpli_env_check(void) {
+  double t, f;
+  int p;
+  CPLI_TRY(init_env(&t, &f, &p));
+  return cpli_coll_env_check();
 }
 
 /* Load the workflow on this rank; on failure put every message (as many
@@ -179,13 +195,7 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component, c
 
   /* Local work first; its failure is carried into the agreement. */
   double timeout;
-  int local = env_seconds("CPL_INIT_TIMEOUT", CPLI_INIT_TIMEOUT_DEFAULT, &timeout);
-  /* Read now, so a bad value fails here, alike on every rank, and not
-   * quietly at cpl_finalize. */
-  if (local == CPL_OK)
-    local =
-        env_seconds("CPL_FINALIZE_TIMEOUT", CPLI_FINALIZE_TIMEOUT_DEFAULT, &ctx->finalize_timeout);
-  if (local == CPL_OK) local = env_switch("CPL_PROGRESS", &ctx->progress);
+  int local = init_env(&timeout, &ctx->finalize_timeout, &ctx->progress);
   const char *path = workflow_path ? workflow_path : getenv("CPL_WORKFLOW");
   const char *name = component ? component : getenv("CPL_COMPONENT");
   if (local == CPL_OK) local = load_local(path, &ctx->wf);
@@ -215,8 +225,6 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component, c
   if (myrank == 0 && local == CPL_OK) cpli_trace_reset(cpli_trace_spec(ctx->wf->trace));
 
   cpli_rank_rec mine = {.status = local, .comp = ctx->comp, .hash = ctx->wf ? ctx->wf->hash : 0};
-  uint32_t w[CPLI_REC_WORDS];
-  cpli_rec_pack(&mine, w);
   uint32_t *all = malloc((size_t)nranks * CPLI_REC_WORDS * sizeof *all);
   cpli_rank_rec *recs = malloc((size_t)nranks * sizeof *recs);
   if (!all || !recs) {
@@ -226,7 +234,10 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component, c
     cpli_context_free(ctx);
     return cpli_fail(CPL_ERR_NOMEM, "cpl_init: out of memory");
   }
-  rc = cpli_mpi_check(MPI_Iallgather(w, CPLI_REC_WORDS, MPI_UINT32_T, all, CPLI_REC_WORDS,
+  /* In place: a send buffer on this stack would be read after a timeout
+   * returned (MPI can neither cancel nor free the allgather). */
+  cpli_rec_pack(&mine, all + (size_t)myrank * CPLI_REC_WORDS);
+  rc = cpli_mpi_check(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, CPLI_REC_WORDS,
                                      MPI_UINT32_T, ctx->world, &req),
                       "MPI_Iallgather", "cpl_init");
   if (rc == CPL_OK) {

@@ -84,6 +84,9 @@ CPL_API const char *cpl_last_error(void);
  * its first use of a communicator, a component's ranks waiting for their
  * rank 0), which MPI can neither cancel nor abandon: it ends when every
  * rank arrives (an interrupted rank 0 arrives at once) or at its timeout.
+ * After such a timeout MPI still owns that collective's buffers: Coupler
+ * leaves its own to MPI, but a native algorithm receives into the caller's
+ * buffer, which a program that goes on must neither free nor reuse.
  *
  * One check per process, called in the waiting thread (any thread) with
  * `arg`: `check` replaces the one before, NULL removes it.

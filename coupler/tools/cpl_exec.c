@@ -28,11 +28,13 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -83,6 +85,40 @@ static double init_timeout(void) {
   char *end = NULL;
   double v = s && *s ? strtod(s, &end) : 0;
   return s && *s && !*end && v > 0 && v <= 1e6 ? v : 60.0;
+}
+
+/* Does stderr end with a newline (or hold nothing)? Knowable only when it
+ * is a regular file (srun --error=FILE): read its last byte. A pipe (what
+ * hydra and srun give a process by default) or a terminal keeps no
+ * record of what the program wrote to it, and cpl-exec does not relay the
+ * program's stderr: a relay would lose its last words whenever the
+ * launcher kills the job (SIGKILL to cpl-exec) before they passed. */
+static int stderr_at_line_start(void) {
+  struct stat st;
+  if (fstat(STDERR_FILENO, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+  if (st.st_size == 0) return 1;
+  int fd = open("/proc/self/fd/2", O_RDONLY | O_CLOEXEC);
+  char c = 0;
+  const int got = fd >= 0 && pread(fd, &c, 1, st.st_size - 1) == 1;
+  if (fd >= 0) close(fd);
+  return got && c == '\n';
+}
+
+/* A report: on a line of its own, as the program may have left a partial
+ * line ("abc" without a newline) on the stderr it shares with cpl-exec;
+ * where that cannot be known, after a newline (an empty line at worst).
+ * One write: output of other processes sharing the file cannot cut in. */
+static __attribute__((format(printf, 1, 2))) void report(const char *fmt, ...) {
+  char buf[2048];
+  int n = stderr_at_line_start() ? 0 : 1;
+  buf[0] = '\n';
+  va_list ap;
+  va_start(ap, fmt);
+  const int len = vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
+  va_end(ap);
+  if (len < 0) return;
+  n += len < (int)sizeof buf - n ? len : (int)sizeof buf - n - 1;
+  if (write(STDERR_FILENO, buf, (size_t)n) < 0) return;
 }
 
 static double now(void) {
@@ -160,7 +196,7 @@ int main(int argc, char **argv) {
   }
   int ready[2], failed[2];
   if (pipe2(ready, O_CLOEXEC) != 0 || pipe2(failed, O_CLOEXEC) != 0) {
-    fprintf(stderr, "cpl-run: component \"%s\", %s: pipe: %s\n", comp, rank, strerror(errno));
+    report("cpl-run: component \"%s\", %s: pipe: %s\n", comp, rank, strerror(errno));
     die_by(SIGTERM);
   }
   /* SIGCHLD is blocked but while cpl-exec waits in ppoll, so the
@@ -178,7 +214,7 @@ int main(int argc, char **argv) {
   pid_t parent = getpid();
   child = fork();
   if (child < 0) {
-    fprintf(stderr, "cpl-run: component \"%s\", %s: fork: %s\n", comp, rank, strerror(errno));
+    report("cpl-run: component \"%s\", %s: fork: %s\n", comp, rank, strerror(errno));
     die_by(SIGTERM);
   }
   if (child == 0) {
@@ -189,6 +225,10 @@ int main(int argc, char **argv) {
     char num[16];
     snprintf(num, sizeof num, "%d", fd);
     if (fd < 0 || setenv("CPL_READY_FD", num, 1) != 0) _exit(127);
+    /* cpl-run has the launcher ignore these (cpl_run.c, run_launcher);
+     * the program gets them at their defaults. */
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGTSTP, SIG_DFL);
     execvp(argv[1], argv + 1);
     int e = errno;
     if (write(failed[1], &e, sizeof e) < 0) _exit(127);
@@ -206,10 +246,9 @@ int main(int argc, char **argv) {
   do got = read(failed[0], &exec_errno, sizeof exec_errno);
   while (got < 0 && errno == EINTR);
   if (got == (ssize_t)sizeof exec_errno) {
-    fprintf(stderr,
-            "cpl-run: component \"%s\", %s (%spid %d): cannot execute "
-            "%s: %s; stopping the job\n",
-            comp, rank, jobrank, (int)child, argv[1], strerror(exec_errno));
+    report("cpl-run: component \"%s\", %s (%spid %d): cannot execute "
+           "%s: %s; stopping the job\n",
+           comp, rank, jobrank, (int)child, argv[1], strerror(exec_errno));
     waitpid(child, NULL, 0);
     reaped = 1;
     stop_job(SIGTERM);
@@ -229,7 +268,7 @@ int main(int argc, char **argv) {
       break;
     }
     if (w < 0 && errno != EINTR) {
-      fprintf(stderr, "cpl-run: component \"%s\", %s: waitpid: %s\n", comp, rank, strerror(errno));
+      report("cpl-run: component \"%s\", %s: waitpid: %s\n", comp, rank, strerror(errno));
       die_by(SIGTERM);
     }
     struct pollfd pf = {.fd = open_fd ? ready[0] : -1, .events = POLLIN};
@@ -237,11 +276,10 @@ int main(int argc, char **argv) {
     if (n > 0 && (pf.revents & (POLLIN | POLLHUP)) && listen_to(ready[0], &s) == 0) open_fd = 0;
     /* after reading: an "I" just said counts */
     if (!s.init && now() - start > limit) {
-      fprintf(stderr,
-              "cpl-run: component \"%s\", %s (%s%s, pid %d) has not reached cpl_init "
-              "within %g s of its start (CPL_INIT_TIMEOUT): it is stuck before it, or "
-              "waits in MPI_Init for a process that is; stopping the job\n",
-              comp, rank, jobrank, argv[1], (int)child, limit);
+      report("cpl-run: component \"%s\", %s (%s%s, pid %d) has not reached cpl_init "
+             "within %g s of its start (CPL_INIT_TIMEOUT): it is stuck before it, or "
+             "waits in MPI_Init for a process that is; stopping the job\n",
+             comp, rank, jobrank, argv[1], (int)child, limit);
       kill(child, SIGKILL);
       waitpid(child, NULL, 0);
       reaped = 1;
@@ -261,46 +299,41 @@ int main(int argc, char **argv) {
    * another process failed) is no fault of this component's. */
   int sent = WIFSIGNALED(status) && WTERMSIG(status) == received;
   if (sent) {
-    fprintf(stderr,
-            "cpl-run: component \"%s\", %s (%spid %d) ended by signal %d (%s), "
-            "which the job was sent (Ctrl-C, kill, or the launcher stopping it)%s%s%s\n",
-            comp, rank, jobrank, (int)child, WTERMSIG(status), strsignal(WTERMSIG(status)),
-            !s.init      ? ", before it called cpl_init"
-            : s.finalize ? ", in or after cpl_finalize"
-                         : "",
-            where[0] ? "," : "", where);
+    report("cpl-run: component \"%s\", %s (%spid %d) ended by signal %d (%s), "
+           "which the job was sent (Ctrl-C, kill, or the launcher stopping it)%s%s%s\n",
+           comp, rank, jobrank, (int)child, WTERMSIG(status), strsignal(WTERMSIG(status)),
+           !s.init      ? ", before it called cpl_init"
+           : s.finalize ? ", in or after cpl_finalize"
+                        : "",
+           where[0] ? "," : "", where);
     die_by(WTERMSIG(status));
   }
   if (!s.init) {
     if (WIFSIGNALED(status))
-      fprintf(stderr,
-              "cpl-run: component \"%s\", %s (%s%s, pid %d) was "
-              "killed by signal %d (%s) before it called cpl_init; "
-              "stopping the job\n",
-              comp, rank, jobrank, argv[1], (int)child, WTERMSIG(status),
-              strsignal(WTERMSIG(status)));
+      report("cpl-run: component \"%s\", %s (%s%s, pid %d) was "
+             "killed by signal %d (%s) before it called cpl_init; "
+             "stopping the job\n",
+             comp, rank, jobrank, argv[1], (int)child, WTERMSIG(status),
+             strsignal(WTERMSIG(status)));
     else
-      fprintf(stderr,
-              "cpl-run: component \"%s\", %s (%s%s, pid %d) "
-              "exited with status %d without calling cpl_init (every "
-              "process of a workflow must); stopping the job\n",
-              comp, rank, jobrank, argv[1], (int)child, WEXITSTATUS(status));
+      report("cpl-run: component \"%s\", %s (%s%s, pid %d) "
+             "exited with status %d without calling cpl_init (every "
+             "process of a workflow must); stopping the job\n",
+             comp, rank, jobrank, argv[1], (int)child, WEXITSTATUS(status));
     stop_job(SIGTERM);
   }
   if (WIFSIGNALED(status)) {
-    fprintf(stderr,
-            "cpl-run: component \"%s\", %s (%spid %d) was killed "
-            "by signal %d (%s)%s%s; stopping the job\n",
-            comp, rank, jobrank, (int)child, WTERMSIG(status), strsignal(WTERMSIG(status)), where,
-            s.finalize ? ", in or after cpl_finalize" : "");
+    report("cpl-run: component \"%s\", %s (%spid %d) was killed "
+           "by signal %d (%s)%s%s; stopping the job\n",
+           comp, rank, jobrank, (int)child, WTERMSIG(status), strsignal(WTERMSIG(status)), where,
+           s.finalize ? ", in or after cpl_finalize" : "");
     stop_job(WTERMSIG(status));
   }
   if (!s.finalize) {
-    fprintf(stderr,
-            "cpl-run: component \"%s\", %s (%spid %d) exited "
-            "with status %d without calling cpl_finalize%s; stopping the "
-            "job (its peers would wait for it)\n",
-            comp, rank, jobrank, (int)child, WEXITSTATUS(status), where);
+    report("cpl-run: component \"%s\", %s (%spid %d) exited "
+           "with status %d without calling cpl_finalize%s; stopping the "
+           "job (its peers would wait for it)\n",
+           comp, rank, jobrank, (int)child, WEXITSTATUS(status), where);
     stop_job(SIGTERM);
   }
   return WEXITSTATUS(status);

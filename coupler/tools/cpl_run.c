@@ -7,24 +7,30 @@
  *
  * or with Slurm's srun (--launcher srun: one --multi-prog step); the
  * commands, placement and generated files are built in launch.c.
- * It validates FILE first (same checks as cpl-validate), then replaces
- * itself with the launcher, so the exit status is the job's and signals
- * reach it directly. It checks first that every program exists and is
+ * It validates FILE first (same checks as cpl-validate) and the CPL_
+ * variables every process would get (the library's check), then runs the
+ * launcher and passes signals on to it (run_launcher), its exit status
+ * being the job's. It checks first that every program exists and is
  * executable (and, under hydra's ssh, that every host resolves), and
  * starts every process through cpl-exec, which stops the
  * job when a process ends before cpl_init (hydra would wait forever). It
  * wraps nothing in a timeout: use `timeout` around it.
  */
-#define _XOPEN_SOURCE 700 /* realpath, execvp, readlink */
+#define _GNU_SOURCE /* realpath, execvp, readlink, siginfo_t's si_code */
 
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "coll/tuning.h"
 #include "coupler.h"
+#include "group/context.h"
 #include "tools/cli.h"
 #include "tools/launch.h"
 #include "workflow/model.h"
@@ -67,10 +73,143 @@ static void usage(FILE *f) {
           "named by the hash of their contents. Exit status: the job's (hydra:\n"
           "the bitwise OR of every process's status, a signal counting as its\n"
           "number, so 0 only if all succeeded); before the job starts, 1 if FILE\n"
-          "is invalid or cannot be placed, 2 on a usage error, 127 if the\n"
-          "launcher cannot be run. Ctrl-C or a kill of cpl-run reaches every\n"
-          "process; each names the signal as one the job was sent.\n",
+          "is invalid or cannot be placed or a CPL_ variable (of the environment\n"
+          "or a component's env:) or the tuning file would fail every process,\n"
+          "2 on a usage error, 127 if the launcher cannot be run. Ctrl-C or a\n"
+          "kill of cpl-run reaches every process; each names the signal as one\n"
+          "the job was sent. SIGHUP (the terminal closed) stops the job as a\n"
+          "kill (SIGTERM) does; Ctrl-Z is refused (a job cannot be suspended).\n",
           CPL_MPIEXEC_DEFAULT);
+}
+
+/* Would a process of component c (NULL: cpl-run's own environment) fail
+ * at cpl_init or its first collective because of a CPL_ variable or the
+ * tuning file? Every rank would, with this message: say it here instead,
+ * the library's check on the environment the process gets (cpl-run's,
+ * then the component's env: entries). 0 if fine; `say` starts the lines. */
+static int env_refused(const cpli_workflow *wf, const cpli_component *c, const char *say) {
+  int n = 0;
+  for (int i = 0; c && i < c->nenv; i++) n += !strncmp(c->env[i].name, "CPL_", 4);
+  if (c && !n) return 0; /* as cpl-run's own, checked first */
+  char **saved = calloc((size_t)n + 1, sizeof *saved);
+  if (!saved) return fprintf(stderr, "cpl-run: out of memory\n"), 1;
+  for (int i = 0, k = 0; c && i < c->nenv; i++) {
+    if (strncmp(c->env[i].name, "CPL_", 4)) continue;
+    const char *old = getenv(c->env[i].name);
+    saved[k++] = old ? strdup(old) : NULL;
+    setenv(c->env[i].name, c->env[i].value, 1);
+  }
+  cpli_tuning_file_forget(); /* CPL_TUNING_FILE may be one of them */
+  const int rc = cpli_env_check();
+  if (rc != CPL_OK && c)
+    fprintf(stderr, "%s%s:%d:%d: component %s: %s\n", say, wf->path, c->pos.line, c->pos.col,
+            c->name, cpl_last_error());
+  else if (rc != CPL_OK) fprintf(stderr, "%s%s\n", say, cpl_last_error());
+  /* Put cpl-run's environment back in reverse, for a name given twice. */
+  for (int i = c ? c->nenv - 1 : -1, k = n; i >= 0; i--) {
+    if (strncmp(c->env[i].name, "CPL_", 4)) continue;
+    if (saved[--k]) setenv(c->env[i].name, saved[k], 1);
+    else unsetenv(c->env[i].name);
+    free(saved[k]);
+  }
+  free(saved);
+  cpli_tuning_file_forget();
+  return rc != CPL_OK;
+}
+
+/*
+ * The launcher runs as cpl-run's child, in its process group. cpl-run
+ * used to become the launcher (exec), and then hydra's mpiexec
+ * - died of SIGHUP (a closed terminal; kill -HUP), which it does not
+ *   handle: its proxies SIGKILLed the processes, and nobody said a word;
+ * - stopped alone on Ctrl-Z (SIGTSTP): its proxies and the processes,
+ *   in sessions of their own, went on, busy-polling, while the peers'
+ *   timeouts ran.
+ * Now the launcher ignores both (it would otherwise get the terminal's
+ * signals itself, its process group's); cpl-run turns SIGHUP into a
+ * SIGTERM to it, which stops the job as a kill does, each process
+ * reporting the signal (cpl-exec); and refuses Ctrl-Z with a word: a
+ * stopped MPI job cannot be resumed (the waits of every process measure
+ * wall time, and fail when resumed past their timeouts), and hydra cannot
+ * stop its processes. cpl-exec gives the programs both back at their
+ * defaults. A signal sent to cpl-run by a process (kill, timeout) goes on
+ * to the launcher; the terminal's (Ctrl-C, Ctrl-\) reach it directly, so
+ * they are not sent twice (hydra takes a second SIGINT for "kill at
+ * once, without reports"). If cpl-run dies, the launcher gets SIGTERM.
+ */
+static volatile sig_atomic_t launcher_pid;
+
+static void tell(const char *s) {
+  if (write(STDERR_FILENO, s, strlen(s)) < 0) return;
+}
+
+static void pass_on(int sig, siginfo_t *si, void *uc) {
+  (void)uc;
+  if (sig == SIGHUP) {
+    tell("cpl-run: SIGHUP (the terminal closed, or a kill): stopping the job (SIGTERM)\n");
+    kill(launcher_pid, SIGTERM);
+  } else if (sig == SIGTSTP) {
+    tell("cpl-run: Ctrl-Z ignored: an MPI job cannot be suspended (the launcher would stop "
+         "alone, its processes running on; waits resumed past their timeouts fail); Ctrl-C "
+         "stops it\n");
+  } else if (si->si_code != SI_KERNEL) { /* SI_KERNEL: the terminal's, the launcher has it */
+    kill(launcher_pid, sig);
+  }
+}
+
+static int run_launcher(cpli_launch *l) {
+  const pid_t parent = getpid();
+  /* Blocked until the handlers know the launcher's pid. */
+  static const int passed[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGTERM,
+                               SIGUSR1, SIGUSR2, SIGALRM, SIGTSTP};
+  sigset_t all, old;
+  sigemptyset(&all);
+  for (size_t i = 0; i < sizeof passed / sizeof *passed; i++) sigaddset(&all, passed[i]);
+  sigprocmask(SIG_BLOCK, &all, &old);
+  fflush(NULL);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGTSTP, SIG_IGN);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(127); /* cpl-run died already */
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    cpli_launch_exec(l);
+    fprintf(stderr, "cpl-run: cannot run %s: %s\n", l->argv[0], strerror(errno));
+    _exit(127);
+  }
+  if (pid < 0) {
+    fprintf(stderr, "cpl-run: cannot start %s: fork: %s\n", l->argv[0], strerror(errno));
+    return 127;
+  }
+  launcher_pid = pid;
+  struct sigaction sa = {.sa_sigaction = pass_on, .sa_flags = SA_SIGINFO | SA_RESTART};
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < sizeof passed / sizeof *passed; i++) sigaction(passed[i], &sa, NULL);
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  int status;
+  for (;;) {
+    if (waitpid(pid, &status, WUNTRACED) < 0) {
+      if (errno == EINTR) continue;
+      fprintf(stderr, "cpl-run: waitpid: %s\n", strerror(errno));
+      return 127;
+    }
+    if (!WIFSTOPPED(status)) break;
+    /* The launcher stopped (reading the terminal from the background,
+     * SIGSTOP): so does cpl-run, for the shell to see; fg continues both. */
+    kill(getpid(), SIGSTOP);
+    kill(pid, SIGCONT);
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  /* Die of the launcher's signal, as the exec'd launcher did. */
+  const int sig = WTERMSIG(status);
+  signal(sig, SIG_DFL);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  sigprocmask(SIG_UNBLOCK, &one, NULL);
+  raise(sig);
+  return 128 + sig;
 }
 
 int main(int argc, char **argv) {
@@ -142,6 +281,19 @@ int main(int argc, char **argv) {
     return 1;
   }
   cpl_diag_destroy(d);
+  /* A job every rank of which would fail at once is not started (a dry
+   * run warns, as of a program it cannot run). */
+  const char *say = dry ? "warning: " : "cpl-run: ";
+  int refused = env_refused(wf, NULL, say);
+  for (int i = 0; i < wf->ncomps && !refused; i++) refused = env_refused(wf, &wf->comps[i], say);
+  if (refused && !dry) {
+    fprintf(stderr,
+            "cpl-run: %s: every process would fail with this environment (the library's "
+            "check); nothing started\n",
+            file);
+    cpl_workflow_destroy(wf);
+    return 1;
+  }
 
   char abspath[PATH_MAX];
   if (!realpath(file, abspath)) {
@@ -233,8 +385,7 @@ int main(int argc, char **argv) {
   cpl_workflow_destroy(wf);
   /* Both launchers pass the environment on to every process. */
   if (!getenv("CPL_PROGRESS")) setenv("CPL_PROGRESS", "1", 1);
-  cpli_launch_exec(&l);
-  fprintf(stderr, "cpl-run: cannot run %s: %s\n", l.argv[0], strerror(errno));
+  const int rc = run_launcher(&l);
   cpli_launch_free(&l);
-  return 127;
+  return rc;
 }

@@ -15,6 +15,9 @@
  *   errors   MPI_ERRORS_RETURN: bad arguments return codes with MPI's class
  *            (inter, and intra on a duplicate of world), nothing aborts
  *   mismatch only the count mismatch of `errors`, on every shape
+ *   samesum  MPI_Allgatherv whose blocks differ from the receivers'
+ *            recvcounts but add up to the same total: some receiver must
+ *            return MPI_ERR_TRUNCATE, under every algorithm
  *   cycle    create, use and free many intercommunicators: the library's
  *            private communicators must be freed with the user's
  *   verbose  CPL_MPI_VERBOSE=1 prints a line naming the algorithm
@@ -428,6 +431,41 @@ static void run_mismatch(const side *s) {
   MPI_Comm_free(&bad);
 }
 
+/* Group A's ranks send 1 and 3 ints alternately (an odd last one 2), B
+ * expects 2 from each: the same total, other blocks. Erroneous in MPI;
+ * MPICH's MPI_Allgatherv returns MPI_ERR_TRUNCATE. At least one rank of B
+ * must too (the others may wait for blocks a failed peer does not forward:
+ * a deadline); with MPI_ERRORS_ARE_FATAL that ends the job. B -> A is
+ * regular. Needs 2 or more ranks in A. */
+static void run_samesum(const side *s) {
+  MPI_Comm bad;
+  MPI_Comm_dup(s->inter, &bad);
+  MPI_Comm_set_errhandler(bad, MPI_ERRORS_RETURN);
+  int one = 1, ones[64]; /* first use, both directions: not under the deadline */
+  allgather(&one, 1, MPI_INT, ones, 1, MPI_INT, bad, "same total (set-up)");
+  setenv("CPL_TIMEOUT", "1", 1);
+  const int asize = s->in_a ? s->lsize : s->rsize;
+  int sbuf[3] = {7, 8, 9}, cnt[64], dsp[64];
+  int *rb = calloc((size_t)s->rsize * 2 + 4, sizeof *rb);
+  for (int i = 0; i < s->rsize && i < 64; i++) cnt[i] = 2, dsp[i] = 2 * i;
+  const int mine = !s->in_a                                   ? 2
+                   : s->lrank == s->lsize - 1 && s->lsize % 2 ? 2
+                   : s->lrank % 2                             ? 3
+                                                              : 1;
+  int rc = allgatherv(sbuf, mine, MPI_INT, rb, cnt, dsp, MPI_INT, bad, "same total");
+  int cls = MPI_SUCCESS, saw = 0;
+  if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+  if (!s->in_a) saw = cls == MPI_ERR_TRUNCATE;
+  int seen = 0; /* on A: B's count (an intercommunicator reduces the other group's) */
+  MPI_Allreduce(&saw, &seen, 1, MPI_INT, MPI_SUM, s->inter);
+  checks++;
+  if (asize >= 2 && !seen && s->in_a && s->lrank == 0)
+    fail("same total", "no receiver returned MPI_ERR_TRUNCATE for blocks of other sizes");
+  unsetenv("CPL_TIMEOUT");
+  free(rb);
+  MPI_Comm_free(&bad);
+}
+
 static void run_errors(const side *s) {
   MPI_Comm_set_errhandler(s->inter, MPI_ERRORS_RETURN);
   int buf[8] = {0}, rbuf[64], cnt[16], dsp[16], cls;
@@ -705,11 +743,13 @@ int main(int argc, char **argv) {
   void *self = dlopen(NULL, RTLD_NOW);
   *(void **)&interposed_calls = self ? dlsym(self, "cpl_mpi_interposed_calls") : NULL;
   int want_errors = 0, want_mismatch = 0, want_intra = 0, want_cycle = 0, want_verbose = 0;
+  int want_samesum = 0;
   int want_after = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--expect-interposed")) expect_interposed = 1;
     else if (!strcmp(argv[i], "errors")) want_errors = 1;
     else if (!strcmp(argv[i], "mismatch")) want_mismatch = 1;
+    else if (!strcmp(argv[i], "samesum")) want_samesum = 1;
     else if (!strcmp(argv[i], "intra")) want_intra = 1;
     else if (!strcmp(argv[i], "cycle")) want_cycle = 1;
     else if (!strcmp(argv[i], "verbose")) want_verbose = 1;
@@ -754,6 +794,7 @@ int main(int argc, char **argv) {
       run_inter(&s);
       if (!first_done && want_errors) run_errors(&s);
       if (want_mismatch) run_mismatch(&s);
+      if (want_samesum) run_samesum(&s);
       if (!first_done && want_verbose) run_verbose(&s);
       if (!first_done && want_cycle) run_cycle(inter, 700);
       MPI_Comm_free(&inter);
