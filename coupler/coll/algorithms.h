@@ -31,7 +31,7 @@
   X(CPL_INTER_DIRECT_RING, "direct-ring", 1, "", cpli_cost_inter_direct_ring,                      \
     cpli_inter_direct_ring)                                                                        \
   X(CPL_INTER_TWO_HOP, "two-hop", 1, "", cpli_cost_inter_two_hop, cpli_inter_two_hop)              \
-  X(CPL_INTER_CHAINS, "chains", 0, "", cpli_cost_inter_chains, cpli_inter_chains)
+  X(CPL_INTER_CHAINS, "chains", 1, "", cpli_cost_inter_chains, cpli_inter_chains)
 
 #define CPLI_INTRA_TABLE(X)                                                                        \
   X(CPL_INTRA_CIRCULANT, "circulant", 1, "", cpli_cost_intra_circulant, cpli_intra_circulant)      \

@@ -347,10 +347,14 @@ double cpli_cost_inter_two_hop(int p, int q, size_t bytes, double alpha, double 
    * node lose it elsewhere (emulated cluster, 1 MiB: 4|4 1.18 of the
    * bound, 3|5 1.21, 2|6 1.26-1.43; with room at the senders, p > q,
    * 1.00-1.04 at every size from 128 KiB). Blocks long enough to go to p
-   * holders by choice outlast that (4|4 at 16 MiB: 1.03). */
-  const double bb = p > 1 && r == p && (double)k * beta < CPLI_TWO_HOP_DIRECT_S
-                        ? (1 + CPLI_RING_SHARE) * beta
-                        : beta;
+   * holders by choice outlast that (4|4 at 16 MiB: 1.03). But p < q
+   * receivers that each take CPLI_TWO_HOP_MANY or more streams at once
+   * lose it however long the blocks (16 nodes, 1 MiB, 87-350 ms a block at
+   * 100 and 25 mbit/s: 4|12 1.33-1.34, 7|9 1.16-1.17; chains, one stream
+   * per port, 1.03 and 1.05). */
+  const int both_full = p > 1 && r == p && (double)k * beta < CPLI_TWO_HOP_DIRECT_S;
+  const int many_in = p < q && p >= CPLI_TWO_HOP_MANY;
+  const double bb = both_full || many_in ? (1 + CPLI_RING_SHARE) * beta : beta;
   double t = alpha + bb * port;
   if (r < q) {
     const cpli_cut_model cut = {.alpha = alpha, .beta = beta, .overhead = alpha};
@@ -362,20 +366,20 @@ double cpli_cost_inter_two_hop(int p, int q, size_t bytes, double alpha, double 
 
 double cpli_cost_inter_chains(int p, int q, size_t bytes, double alpha, double beta) {
   if (p < 1 || q < 1) return 0;
-  /* Every port carries p blocks, one stream at a time; the pipeline is a
-   * chain deep, cut as the plan cuts it, and its fill is paid once (each
-   * round's head starts while the round before drains down its chain).
-   * The rounds' start-ups overlap the transfers before them, but for the
-   * first and, per hop, the fill's. */
+  /* Every port carries p blocks, one stream at a time. With chains longer
+   * than one the blocks are cut, the next round starts while the last
+   * piece of the one before arrives, and the pipeline's fill is paid
+   * once: a start-up per hop and d - 1 pieces. With chains of one (p >= q)
+   * blocks move whole, and every later round waits for the head's signal
+   * that the round before is in: two start-ups per round. */
   const size_t k = bytes / (size_t)p;
   const int d = cpli_chains_depth(p, q);
-  size_t c = 0;
-  if (d > 1) {
-    const cpli_cut_model cut = {.alpha = alpha, .beta = beta, .overhead = alpha};
-    c = cpli_cut_chunk(k, cpli_cut_pieces(&cut, k, 2));
-    if (c == 0) c = k;
-  }
-  return (d + 1) * alpha + beta * ((double)p * (double)k + (double)(d - 1) * (double)c);
+  const double port = (double)p * (double)k;
+  if (d == 1) return (2 * p - 1) * alpha + beta * port;
+  const cpli_cut_model cut = {.alpha = alpha, .beta = beta, .overhead = alpha};
+  size_t c = cpli_cut_chunk(k, cpli_cut_pieces(&cut, k, 2));
+  if (c == 0) c = k;
+  return (d + 1) * alpha + beta * (port + (double)(d - 1) * (double)c);
 }
 
 double cpli_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes, double alpha,

@@ -5,8 +5,9 @@
  *
  * For the inter-group operation `auto` weighs every row but ring (for
  * ring networks): on the fully connected networks Coupler assumes it
- * takes two-hop for p > q and q = 1, fc for p = q and most p < q with
- * large blocks, direct-ring for one sender and many receivers. Both groups
+ * takes two-hop for p > q and q = 1, fc for p = q with medium blocks,
+ * chains or two-hop for p < q with large blocks, direct-ring for one
+ * sender and many receivers. Both groups
  * must pick the same algorithm, and senders of an allgatherv do not know
  * the other senders' sizes, so the inter-group choice depends on p, q and
  * a byte size both sides know: the exact total for regular calls and calls

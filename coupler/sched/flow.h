@@ -222,6 +222,10 @@ int cpli_flow_direct_ring(cpli_flow *f, int p, int q, int me, const size_t *coun
  * 1.07-1.08 with r = p - 1 at 1 MiB per block (20 ms), 1.03 and 1.12-1.14
  * at 16 MiB (330 ms), about even at 2-4 MiB. */
 #define CPLI_TWO_HOP_DIRECT_S 0.08
+/* From this many senders on (p < q), a receiver's p streams at once cost
+ * rate as several peers per node do elsewhere, whatever the block's
+ * length (coll/cost.c). */
+#define CPLI_TWO_HOP_MANY 4
 int cpli_two_hop_holders(int p, int q, size_t k, double beta);
 /* p > q, TCP incast: p streams into one port overflow its queue, and
  * TCP's retransmission timeouts (200 ms) stall the transfer. Past
