@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/select.h"
 #include "core/error.h"
 #include "data/slab.h"
 
@@ -494,6 +495,11 @@ int cpli_desc_decode(const void *data, size_t len, const char *where, cpli_desc 
   return CPL_OK;
 }
 
+/* Does a dataset of `total` bytes join a batch of `batch` bytes so far? */
+static int batch_joins(size_t total, size_t batch) {
+  return total > 0 && total <= CPLI_BATCH_DATASET_MAX && batch + total <= CPLI_BATCH_MAX;
+}
+
 /* Which datasets the batch holds, and every block's part of it. */
 static int batch_plan(cpli_desc *desc, const char *where) {
   const int p = desc->nblocks;
@@ -505,8 +511,7 @@ static int batch_plan(cpli_desc *desc, const char *where) {
   if (!desc->batch_bytes) return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
   for (int k = 0; k < desc->nd; k++) {
     cpli_dset *s = &desc->d[k];
-    s->batched = s->total > 0 && s->total <= CPLI_BATCH_DATASET_MAX &&
-                 desc->batch_total + s->total <= CPLI_BATCH_MAX;
+    s->batched = batch_joins(s->total, desc->batch_total);
     if (s->batched) desc->nbatched++, desc->batch_total += s->total;
   }
   if (desc->nbatched < 2) { /* one transfer either way */
@@ -541,6 +546,23 @@ void cpli_batch_unpack(const cpli_desc *desc, const char *batch, char *const *bu
       in += s->bytes[b];
     }
   }
+}
+
+int cpli_port_algs_add(int p, int q, const cpli_port *port, char algs[CPLI_ALGS_LEN]) {
+  size_t batch = 0;
+  int n = 0;
+  for (int d = 0; d < port->ndatasets; d++) {
+    const size_t b = cpli_dataset_bytes(&port->datasets[d]);
+    if (batch_joins(b, batch)) batch += b, n++;
+  }
+  if (n >= 2) CPLI_TRY(cpli_inter_dataset_algs_add(p, q, batch, NULL, algs));
+  size_t joined = 0; /* the same walk: who joined */
+  for (int d = 0; d < port->ndatasets; d++) {
+    const size_t b = cpli_dataset_bytes(&port->datasets[d]);
+    if (n >= 2 && batch_joins(b, joined)) joined += b;
+    else if (b) CPLI_TRY(cpli_inter_dataset_algs_add(p, q, b, NULL, algs));
+  }
+  return CPL_OK;
 }
 
 const char *cpli_batch_str(const cpli_desc *desc, char *buf, size_t n) {

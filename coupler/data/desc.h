@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <stdint.h>
 
+#include "coll/select.h"
 #include "core/index.h"
 #include "coupler.h"
 #include "data/wire.h"
@@ -108,6 +109,11 @@ void cpli_batch_pack(const cpli_desc *desc, int b, const void *const *blocks, ch
 /* Consumer: every rank's part of the batch into the whole-array buffers
  * buf[k] (at the description's offsets). */
 void cpli_batch_unpack(const cpli_desc *desc, const char *batch, char *const *buf);
+/* What the allgathers of a step of a port's declared datasets run (each
+ * declared with type and dims: cpli_port_bytes > 0), for the tools'
+ * forecasts: the batch in one allgather, every other dataset in its own;
+ * added to algs as cpli_inter_dataset_algs_add does. */
+int cpli_port_algs_add(int p, int q, const cpli_port *port, char algs[CPLI_ALGS_LEN]);
 /* The batch in words, for messages: 'the 4000 datasets "a" .. "z" of at
  * most 64 KiB, moved together'. */
 const char *cpli_batch_str(const cpli_desc *desc, char *buf, size_t n);
