@@ -460,40 +460,49 @@ static void flow_check(cpl_input *in, long step) {
 }
 
 /* Datasets whose allgathers auto may run by different algorithms (the
- * algs scenario): `small` 64 B and `big` 1 MiB per producer rank. */
+ * algs scenario): d0, d1, ... of the sizes its arguments give in float64
+ * per producer rank (check_algs.py declares the same); without, `small`
+ * 8 and `big` 131072 (64 B and 1 MiB). */
 #define ALGS_STEPS 3
-static const struct {
-  const char *name;
-  int id;
-  size_t per_rank; /* doubles */
-} algs_sets[] = {{"small", 10, 8}, {"big", 11, 131072}};
+#define ALGS_MAX 8
+static int algs_n = 2;
+static char algs_name[ALGS_MAX][16] = {"small", "big"};
+static size_t algs_per_rank[ALGS_MAX] = {8, 131072};
+
+static void algs_args(int argc, char **argv) {
+  if (argc <= 2) return;
+  algs_n = argc - 2 < ALGS_MAX ? argc - 2 : ALGS_MAX;
+  for (int k = 0; k < algs_n; k++) {
+    snprintf(algs_name[k], sizeof algs_name[k], "d%d", k);
+    algs_per_rank[k] = strtoul(argv[2 + k], NULL, 10);
+  }
+}
 
 static void algs_publish(cpl_output *out, int r, int p) {
   for (long s = 0; s < ALGS_STEPS; s++) {
-    double *blk[2];
+    double *blk[ALGS_MAX];
     OK(cpl_output_begin_step(out, -1));
-    for (int k = 0; k < 2; k++) {
-      size_t n = algs_sets[k].per_rank;
+    for (int k = 0; k < algs_n; k++) {
+      size_t n = algs_per_rank[k];
       hsize_t dims[1] = {(hsize_t)n * p}, start[1] = {(hsize_t)n * r}, count[1] = {n};
       blk[k] = malloc(n * sizeof *blk[k]);
-      for (size_t i = 0; i < n; i++) blk[k][i] = val(s, algs_sets[k].id, start[0] + i);
-      OK(cpl_output_put(out, algs_sets[k].name, H5T_NATIVE_DOUBLE, 1, dims, start, count, blk[k]));
+      for (size_t i = 0; i < n; i++) blk[k][i] = val(s, 10 + k, start[0] + i);
+      OK(cpl_output_put(out, algs_name[k], H5T_NATIVE_DOUBLE, 1, dims, start, count, blk[k]));
     }
     OK(cpl_output_end_step(out));
-    free(blk[0]);
-    free(blk[1]);
+    for (int k = 0; k < algs_n; k++) free(blk[k]);
   }
 }
 
 static void algs_check(cpl_input *in, long step) {
-  for (int k = 0; k < 2; k++) {
+  for (int k = 0; k < algs_n; k++) {
     cpl_dataset_info info;
-    OK(cpl_input_inquire(in, algs_sets[k].name, &info));
+    OK(cpl_input_inquire(in, algs_name[k], &info));
     double *x = malloc(info.bytes);
-    OK(cpl_input_get(in, algs_sets[k].name, H5T_NATIVE_DOUBLE, NULL, NULL, x));
+    OK(cpl_input_get(in, algs_name[k], H5T_NATIVE_DOUBLE, NULL, NULL, x));
     for (hsize_t i = 0; i < info.dims[0]; i++)
-      if (x[i] != val(step, algs_sets[k].id, i)) {
-        CHECK(0, "%s step %ld [%llu] wrong", algs_sets[k].name, step, (unsigned long long)i);
+      if (x[i] != val(step, 10 + k, i)) {
+        CHECK(0, "%s step %ld [%llu] wrong", algs_name[k], step, (unsigned long long)i);
         break;
       }
     free(x);
@@ -925,8 +934,9 @@ int main(int argc, char **argv) {
       OK(cpl_input_close(in));
     }
   } else if (!strcmp(sc, "algs")) {
-    /* Two datasets a step, 64 B and 1 MiB a producer rank: the progress
-     * lines and trace (check_algs.sh) name what the engine ran. */
+    /* Datasets of the sizes asked (algs_args): the progress lines and
+     * trace (check_algs.py) name what the engine ran. */
+    algs_args(argc, argv);
     if (producer) {
       OK(cpl_output_open(ctx, "out", &out));
       algs_publish(out, r, p);
