@@ -235,25 +235,32 @@ cpl_intra_algorithm cpli_intra_pick_ab(int n, size_t bytes, size_t maxb, int reg
   return best;
 }
 
+/* Weighing every row costs more than a small allgather's own work
+ * (several circulant schedules built per call), and a loop calls with the
+ * same shape again and again: the pickers keep their last answer per
+ * thread, as long as the tuning snapshot (its version: the environment
+ * and tuning file) and the shape are the same. */
+typedef struct pick_memo {
+  unsigned version; /* 0: empty */
+  int a, b;
+  size_t c, d;
+  int pick;
+} pick_memo;
+
+/* Is the memo's answer the one for this shape? If not, it takes the
+ * shape; the caller then stores the new answer. */
+static int memo_hit(pick_memo *m, unsigned version, int a, int b, size_t c, size_t d) {
+  if (m->version == version && m->a == a && m->b == b && m->c == c && m->d == d) return 1;
+  *m = (pick_memo){.version = version, .a = a, .b = b, .c = c, .d = d};
+  return 0;
+}
+
 cpl_intra_algorithm cpli_intra_pick(int n, size_t bytes, size_t maxb, int regular) {
-  /* Weighing every row costs more than a small allgather's own work
-   * (several circulant schedules built per call), and a loop calls with
-   * the same shape again and again: the last answer is kept per thread,
-   * as long as the tuning snapshot is the same. */
-  static _Thread_local struct {
-    unsigned version; /* 0: empty */
-    int n, regular;
-    size_t bytes, maxb;
-    cpl_intra_algorithm pick;
-  } last;
+  static _Thread_local pick_memo last;
   const cpli_tuning *t = cpli_tuning_now();
-  if (last.version != t->version || last.n != n || last.regular != regular || last.bytes != bytes ||
-      last.maxb != maxb) {
+  if (!memo_hit(&last, t->version, n, regular, bytes, maxb))
     last.pick = cpli_intra_pick_ab(n, bytes, maxb, regular, t->alpha, t->beta);
-    last.version = t->version, last.n = n, last.regular = regular;
-    last.bytes = bytes, last.maxb = maxb;
-  }
-  return last.pick;
+  return (cpl_intra_algorithm)last.pick;
 }
 
 double cpli_intra_cost(cpl_intra_algorithm a, int p, size_t bytes, double alpha, double beta) {
@@ -386,6 +393,14 @@ double cpli_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes, double
                        double beta) {
   if (a <= CPL_INTER_AUTO || a >= CPL_INTER_COUNT) return INFINITY;
   return cpli_inter_algs[a].cost(p, q, bytes, alpha, beta);
+}
+
+cpl_inter_algorithm cpli_inter_pick(int p, int q, size_t bytes) {
+  static _Thread_local pick_memo last;
+  const cpli_tuning *t = cpli_tuning_now();
+  if (!memo_hit(&last, t->version, p, q, bytes, 0))
+    last.pick = cpli_inter_pick_ab(p, q, bytes, t->alpha, t->beta);
+  return (cpl_inter_algorithm)last.pick;
 }
 
 cpl_inter_algorithm cpli_inter_pick_ab(int p, int q, size_t bytes, double alpha, double beta) {

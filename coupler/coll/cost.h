@@ -107,7 +107,10 @@ double cpli_intra_cost(cpl_intra_algorithm a, int p, size_t bytes, double alpha,
 double cpli_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes, double alpha,
                        double beta);
 /* The inter algorithm `auto` picks for p senders, q receivers and `bytes`
- * in all: the cheapest row `auto` weighs, the first of equal costs. */
+ * in all: the cheapest row `auto` weighs, the first of equal costs; the
+ * first on the current tuning snapshot (kept per thread, as
+ * cpli_intra_pick), _ab with explicit model parameters. */
+cpl_inter_algorithm cpli_inter_pick(int p, int q, size_t bytes);
 cpl_inter_algorithm cpli_inter_pick_ab(int p, int q, size_t bytes, double alpha, double beta);
 
 #endif

@@ -74,11 +74,7 @@ int cpli_inter_select(int p, int q, size_t bytes, const cpl_coll_options *opt,
                       cpl_inter_algorithm *out) {
   cpl_inter_algorithm a;
   CPLI_TRY(cpli_inter_requested(opt, &a));
-  if (a == CPL_INTER_AUTO) {
-    double alpha, beta;
-    cpli_model_params(&alpha, &beta);
-    a = cpli_inter_pick_ab(p, q, bytes, alpha, beta);
-  }
+  if (a == CPL_INTER_AUTO) a = cpli_inter_pick(p, q, bytes);
   *out = a;
   return CPL_OK;
 }

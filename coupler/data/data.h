@@ -12,9 +12,11 @@
  *                                    changed, attributes), EOS or ERROR
  *                                    BYE     headers sent in all (finalize)
  *
- * A DATA header answers one credit and is followed by the allgathers of
- * the step's datasets, so both groups are in them together: the producer
- * never pushes data at a consumer that is computing. EOS and ERROR need no
+ * A DATA header answers one credit and is followed by the step's
+ * transfers (the allgather of the batch of its small datasets, desc.h,
+ * then one per larger dataset; or the redistribution), so both groups
+ * are in them together: the producer never pushes data at a consumer that
+ * is computing. EOS and ERROR need no
  * credit. At cpl_finalize each side drains what the other sent (the
  * producer up to DETACH, the consumer up to the BYE count), so no message
  * is left unmatched when the communicators are freed.

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/select.h"
 #include "core/error.h"
 #include "data/slab.h"
 
@@ -381,6 +382,7 @@ void cpli_desc_unref(cpli_desc *desc) {
   for (int i = 0; i < desc->nd; i++) dset_free(&desc->d[i]);
   free(desc->d);
   cpli_index_free(&desc->names);
+  free(desc->batch_bytes);
   free(desc);
 }
 
@@ -493,6 +495,90 @@ int cpli_desc_decode(const void *data, size_t len, const char *where, cpli_desc 
   return CPL_OK;
 }
 
+/* Does a dataset of `total` bytes join a batch of `batch` bytes so far? */
+static int batch_joins(size_t total, size_t batch) {
+  return total > 0 && total <= CPLI_BATCH_DATASET_MAX && batch + total <= CPLI_BATCH_MAX;
+}
+
+/* Which datasets the batch holds, and every block's part of it. */
+static int batch_plan(cpli_desc *desc, const char *where) {
+  const int p = desc->nblocks;
+  free(desc->batch_bytes);
+  desc->batch_bytes = calloc(2 * (size_t)(p ? p : 1), sizeof *desc->batch_bytes);
+  desc->batch_offset = desc->batch_bytes ? desc->batch_bytes + p : NULL;
+  desc->nbatched = 0;
+  desc->batch_total = 0;
+  if (!desc->batch_bytes) return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
+  for (int k = 0; k < desc->nd; k++) {
+    cpli_dset *s = &desc->d[k];
+    s->batched = batch_joins(s->total, desc->batch_total);
+    if (s->batched) desc->nbatched++, desc->batch_total += s->total;
+  }
+  if (desc->nbatched < 2) { /* one transfer either way */
+    for (int k = 0; k < desc->nd; k++) desc->d[k].batched = 0;
+    desc->nbatched = 0;
+    desc->batch_total = 0;
+    return CPL_OK;
+  }
+  for (int k = 0; k < desc->nd; k++)
+    for (int b = 0; desc->d[k].batched && b < p; b++) desc->batch_bytes[b] += desc->d[k].bytes[b];
+  for (int b = 1; b < p; b++)
+    desc->batch_offset[b] = desc->batch_offset[b - 1] + desc->batch_bytes[b - 1];
+  return CPL_OK;
+}
+
+void cpli_batch_pack(const cpli_desc *desc, int b, const void *const *blocks, char *out) {
+  for (int k = 0; k < desc->nd; k++) {
+    const cpli_dset *s = &desc->d[k];
+    if (!s->batched || !s->bytes[b]) continue;
+    memcpy(out, blocks[k], s->bytes[b]);
+    out += s->bytes[b];
+  }
+}
+
+void cpli_batch_unpack(const cpli_desc *desc, const char *batch, char *const *buf) {
+  for (int b = 0; b < desc->nblocks; b++) {
+    const char *in = batch + desc->batch_offset[b];
+    for (int k = 0; k < desc->nd; k++) {
+      const cpli_dset *s = &desc->d[k];
+      if (!s->batched || !s->bytes[b]) continue;
+      memcpy(buf[k] + s->offset[b], in, s->bytes[b]);
+      in += s->bytes[b];
+    }
+  }
+}
+
+int cpli_port_algs_add(int p, int q, const cpli_port *port, char algs[CPLI_ALGS_LEN]) {
+  size_t batch = 0;
+  int n = 0;
+  for (int d = 0; d < port->ndatasets; d++) {
+    const size_t b = cpli_dataset_bytes(&port->datasets[d]);
+    if (batch_joins(b, batch)) batch += b, n++;
+  }
+  if (n >= 2) CPLI_TRY(cpli_inter_dataset_algs_add(p, q, batch, NULL, algs));
+  size_t joined = 0; /* the same walk: who joined */
+  for (int d = 0; d < port->ndatasets; d++) {
+    const size_t b = cpli_dataset_bytes(&port->datasets[d]);
+    if (n >= 2 && batch_joins(b, joined)) joined += b;
+    else if (b) CPLI_TRY(cpli_inter_dataset_algs_add(p, q, b, NULL, algs));
+  }
+  return CPL_OK;
+}
+
+const char *cpli_batch_str(const cpli_desc *desc, char *buf, size_t n) {
+  int first = -1, last = -1;
+  for (int k = 0; k < desc->nd; k++)
+    if (desc->d[k].batched) {
+      if (first < 0) first = k;
+      last = k;
+    }
+  if (first < 0) snprintf(buf, n, "no datasets moved together");
+  else
+    snprintf(buf, n, "the %d datasets \"%.100s\" .. \"%.100s\" of at most %zu KiB, moved together",
+             desc->nbatched, desc->d[first].name, desc->d[last].name, CPLI_BATCH_DATASET_MAX >> 10);
+  return buf;
+}
+
 int cpli_desc_finish(cpli_desc *desc, const char *where) {
   char msg[600], tb[64];
   for (int i = 0; i < desc->nd; i++) {
@@ -522,7 +608,7 @@ int cpli_desc_finish(cpli_desc *desc, const char *where) {
     }
     s->total = off;
   }
-  return CPL_OK;
+  return batch_plan(desc, where);
 }
 
 int cpli_desc_merge(int p, const unsigned char *const *blobs, const size_t *lens, const char *where,

@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <stdint.h>
 
+#include "coll/select.h"
 #include "core/index.h"
 #include "coupler.h"
 #include "data/wire.h"
@@ -39,6 +40,7 @@ typedef struct cpli_dset {
   size_t *bytes;          /* per block                                     */
   size_t *offset;         /* per block, in the concatenated blocks         */
   size_t total;           /* bytes of the global array                     */
+  int batched;            /* moves in the step's batch (below)             */
 } cpli_dset;
 
 typedef struct cpli_desc {
@@ -48,6 +50,14 @@ typedef struct cpli_desc {
   int nd, cap;
   cpli_dset *d;
   cpli_index names; /* d by name                                   */
+  /* The batch: the datasets flagged `batched` move together, in one
+   * transfer per step, as every block's batched parts concatenated in
+   * dataset order, blocks in rank order (block b's part at batch_offset[b],
+   * batch_bytes[b] long). Decided by cpli_desc_finish from the
+   * description alone, so every rank of both groups decides alike. */
+  int nbatched;
+  size_t *batch_bytes, *batch_offset; /* per block                          */
+  size_t batch_total;
 } cpli_desc;
 
 /* An empty description with room for nd datasets of nblocks blocks. */
@@ -79,9 +89,34 @@ int cpli_desc_decode(const void *data, size_t len, const char *where, cpli_desc 
 int cpli_desc_merge(int p, const unsigned char *const *blobs, const size_t *lens, const char *where,
                     cpli_desc **out);
 
-/* Block sizes and offsets; checks that every dataset's blocks tile it and
- * that the sizes fit the transfer limits. */
+/* Block sizes and offsets, and the batch; checks that every dataset's
+ * blocks tile it and that the sizes fit the transfer limits. */
 int cpli_desc_finish(cpli_desc *desc, const char *where);
+
+/* The batch. Every dataset of at most CPLI_BATCH_DATASET_MAX bytes (not
+ * empty) joins it, in description order while the batch stays within
+ * CPLI_BATCH_MAX; with fewer than two such datasets there is none. A step
+ * of thousands of small datasets then costs one transfer, not thousands
+ * (MPI's and the engine's costs per transfer are tens of microseconds
+ * there); a larger dataset keeps a transfer of its own, where the
+ * engine's algorithms matter more than the copy in and out of the batch
+ * that a small one pays. */
+#define CPLI_BATCH_DATASET_MAX ((size_t)64 << 10)
+#define CPLI_BATCH_MAX ((size_t)64 << 20)
+/* Producer rank b: its blocks of the batched datasets (blocks[k], its
+ * block of dataset k), one after another into out (batch_bytes[b]). */
+void cpli_batch_pack(const cpli_desc *desc, int b, const void *const *blocks, char *out);
+/* Consumer: every rank's part of the batch into the whole-array buffers
+ * buf[k] (at the description's offsets). */
+void cpli_batch_unpack(const cpli_desc *desc, const char *batch, char *const *buf);
+/* What the allgathers of a step of a port's declared datasets run (each
+ * declared with type and dims: cpli_port_bytes > 0), for the tools'
+ * forecasts: the batch in one allgather, every other dataset in its own;
+ * added to algs as cpli_inter_dataset_algs_add does. */
+int cpli_port_algs_add(int p, int q, const cpli_port *port, char algs[CPLI_ALGS_LEN]);
+/* The batch in words, for messages: 'the 4000 datasets "a" .. "z" of at
+ * most 64 KiB, moved together'. */
+const char *cpli_batch_str(const cpli_desc *desc, char *buf, size_t n);
 
 /* Check the description against a port's declared datasets (YAML `type`,
  * `dims`). On the producer's own port the type must be the declared one;

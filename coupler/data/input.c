@@ -40,6 +40,8 @@ struct cpl_input {
   cpli_boxes *pieces; /* per dataset: this rank's pieces           */
   int nbuf;
   size_t *counts; /* nblocks byte counts, then displacements */
+  char *batch;    /* the step's batch as it arrives (desc.h)  */
+  size_t batch_cap;
   cpli_attrs attrs;
   int *attr_at;      /* per dataset, then the step: its attributes are */
   int *attr_of;      /* attrs.v[attr_of[attr_at[k] .. attr_at[k + 1] - 1]] */
@@ -352,8 +354,40 @@ static int size_buffers(cpl_input *in, const char *where) {
     }
     held += in->cap[k];
   }
+  /* The batch arrives whole (allgather, scatter) before it is unpacked. */
+  size_t need = in->mode == CPLI_MODE_SELECT ? 0 : d->batch_total;
+  if (need > in->batch_cap || need < in->batch_cap / 2) {
+    free(in->batch);
+    in->batch = need ? malloc(need) : NULL;
+    in->batch_cap = in->batch ? need : 0;
+    char what[300];
+    if (need && !in->batch)
+      return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory for %zu bytes of %s", where, need,
+                       cpli_batch_str(d, what, sizeof what));
+  }
+  held += in->batch_cap;
   in->st.bytes_held = held;
   if (held > in->st.bytes_max) in->st.bytes_max = held;
+  return CPL_OK;
+}
+
+/* The step's small datasets (desc.h, "the batch"), in one allgather,
+ * then copied into their buffers. */
+static int receive_batch(cpl_input *in, const cpl_coll_options *opt, const char *where) {
+  const cpli_desc *d = in->desc;
+  char what[300];
+  cpl_inter_algorithm ran;
+  int rc = cpli_inter_allgatherv_bytes(NULL, 0, in->batch, d->batch_bytes, d->batch_offset,
+                                       CPL_RECEIVER, in->ctx->ends[in->end].intercomm, opt, &ran);
+  if (rc != CPL_OK) { /* as for a dataset of its own (receive) */
+    if (strstr(cpl_last_error(), in->l->label))
+      cpli_error_prefix("%s: ", cpli_batch_str(d, what, sizeof what));
+    else cpli_error_prefix("%s: %s: ", where, cpli_batch_str(d, what, sizeof what));
+    return rc;
+  }
+  cpli_inter_algs_add(in->algs, ran);
+  cpli_batch_unpack(d, in->batch, in->buf);
+  in->st.bytes += d->batch_total;
   return CPL_OK;
 }
 
@@ -373,16 +407,17 @@ static int receive(cpl_input *in, long step, const char *where) {
   }
   if (in->mode == CPLI_MODE_SCATTER) { /* a step the producer left in flight */
     size_t got = 0;
-    int rc = cpli_scatter_recv(d, &opt, in->comm, in->buf, in->ctx->ends[in->end].ctl,
+    int rc = cpli_scatter_recv(d, &opt, in->comm, in->buf, in->batch, in->ctx->ends[in->end].ctl,
                                CPLI_TAG_DATA, where, &got);
     in->st.bytes += got;
     return rc;
   }
   size_t *counts = in->counts, *displs = in->counts + d->nblocks;
   MPI_Comm inter = in->ctx->ends[in->end].intercomm;
+  if (d->nbatched) CPLI_TRY(receive_batch(in, &opt, where));
   for (int k = 0; k < d->nd; k++) {
     const cpli_dset *s = &d->d[k];
-    if (s->total == 0) continue;
+    if (s->total == 0 || s->batched) continue;
     for (int b = 0; b < d->nblocks; b++) {
       counts[b] = s->bytes[b];
       displs[b] = s->offset[b];
@@ -634,6 +669,7 @@ int cpl_input_close(cpl_input *in) {
   cpli_sel_free(&in->sel);
   cpli_sel_free(&in->sel_used);
   free(in->counts);
+  free(in->batch);
   cpli_attrs_clear(&in->attrs);
   free(in->attr_at);
   free(in->attr_of);

@@ -139,6 +139,27 @@ static void report_sent(cpl_output *o, olink *ol, const pstep *st, const char *a
   cpli_report_step(o->ctx, &e);
 }
 
+/* The step's small datasets (desc.h, "the batch"): this rank's blocks
+ * packed, in one allgather, before the datasets that move alone. */
+static int send_batch(cpl_output *o, const pstep *st, MPI_Comm inter, const cpl_coll_options *opt,
+                      char *algs, size_t *sent) {
+  const cpli_desc *d = st->desc;
+  const size_t mine = d->batch_bytes[o->rank];
+  char *pack = mine ? malloc(mine) : NULL;
+  char what[300];
+  if (mine && !pack)
+    return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory packing this rank's %zu bytes",
+                     cpli_batch_str(d, what, sizeof what), mine);
+  if (pack) cpli_batch_pack(d, o->rank, st->block, pack);
+  cpl_inter_algorithm ran;
+  int rc = cpli_inter_allgatherv_bytes(pack, mine, NULL, NULL, NULL, CPL_SENDER, inter, opt, &ran);
+  free(pack);
+  if (rc == CPL_OK) cpli_inter_algs_add(algs, ran);
+  else cpli_error_prefix("%s: ", cpli_batch_str(d, what, sizeof what));
+  *sent += mine;
+  return rc;
+}
+
 /* Header on the root, then the datasets on every rank: the allgathers, or
  * the redistribution to the boxes the consumer ranks selected. */
 int cpli_step_send(cpl_output *o, olink *ol, pstep *st) {
@@ -172,9 +193,11 @@ int cpli_step_send(cpl_output *o, olink *ol, pstep *st) {
                           CPLI_TAG_DATA, ol->l->timeout, where, &sent);
   }
   MPI_Comm inter = ctx->ends[ol->end].intercomm;
+  if (ol->plan.mode == CPLI_MODE_ALLGATHER && st->desc->nbatched)
+    rc = send_batch(o, st, inter, &opt, algs, &sent);
   for (int k = 0; ol->plan.mode == CPLI_MODE_ALLGATHER && k < st->desc->nd && rc == CPL_OK; k++) {
     const cpli_dset *s = &st->desc->d[k];
-    if (s->total == 0) continue;
+    if (s->total == 0 || s->batched) continue;
     cpl_inter_algorithm ran;
     rc = cpli_inter_allgatherv_bytes(st->block[k], s->bytes[o->rank], NULL, NULL, NULL, CPL_SENDER,
                                      inter, &opt, &ran);

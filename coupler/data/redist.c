@@ -48,19 +48,23 @@ size_t cpli_pieces_bytes(const cpli_boxes *pieces, size_t esize) {
   return t;
 }
 
-/* The model's time of the allgather delivery of every dataset, each by
- * the algorithm the engine will run for its blocks. */
-static double allgather_cost(const cpli_desc *d, int q, const cpl_coll_options *opt) {
+/* The model's time of one allgather (first: block 0's bytes), by the
+ * algorithm the engine will run for it. */
+static double one_allgather(int p, int q, size_t first, size_t total, const cpl_coll_options *opt) {
   const cpli_tuning *t = cpli_tuning_now();
-  double cost = 0;
-  for (int k = 0; k < d->nd; k++) {
-    if (d->d[k].total == 0) continue;
-    cpl_inter_algorithm a;
-    if (cpli_inter_bytes_algorithm(d->nblocks, q, d->d[k].bytes[0], d->d[k].total, opt, &a) !=
-        CPL_OK)
-      a = CPL_INTER_FC;
-    cost += cpl_inter_cost(a, d->nblocks, q, d->d[k].total, t->alpha, t->beta);
-  }
+  cpl_inter_algorithm a;
+  if (cpli_inter_bytes_algorithm(p, q, first, total, opt, &a) != CPL_OK) a = CPL_INTER_FC;
+  return cpl_inter_cost(a, p, q, total, t->alpha, t->beta);
+}
+
+/* The model's time of the allgather delivery: the batch (desc.h) in one,
+ * every other dataset in its own. */
+static double allgather_cost(const cpli_desc *d, int q, const cpl_coll_options *opt) {
+  double cost =
+      d->nbatched ? one_allgather(d->nblocks, q, d->batch_bytes[0], d->batch_total, opt) : 0;
+  for (int k = 0; k < d->nd; k++)
+    if (d->d[k].total > 0 && !d->d[k].batched)
+      cost += one_allgather(d->nblocks, q, d->d[k].bytes[0], d->d[k].total, opt);
   return cost;
 }
 
@@ -440,11 +444,31 @@ int cpli_redist_send(const cpli_rplan *pl, const cpli_desc *d, int me, const voi
 int cpli_scatter_post(const cpli_desc *d, int me, int q, const void *const *blocks, MPI_Comm comm,
                       int tag, const char *where, cpli_posted *m, size_t *bytes) {
   *bytes = 0;
-  CPLI_TRY(posted_alloc(m, d->nd, where));
+  CPLI_TRY(posted_alloc(m, d->nd + 1, where));
   int to = cpli_scatter_owner(me, d->nblocks, q);
+  const size_t mine = d->nbatched ? d->batch_bytes[me] : 0;
+  if (mine) { /* freed with the bookkeeping once sent (cpli_posted_drop) */
+    char *pack = malloc(mine), what[300];
+    if (!pack) {
+      cpli_posted_drop(m);
+      return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory packing %zu bytes of %s", where, mine,
+                       cpli_batch_str(d, what, sizeof what));
+    }
+    cpli_batch_pack(d, me, blocks, pack);
+    int rc = MPI_Isend_c(pack, (MPI_Count)mine, MPI_BYTE, to, tag, comm, &m->reqs[0]);
+    if (rc != MPI_SUCCESS) {
+      free(pack);
+      cpli_posted_drop(m);
+      return cpli_mpi_check(rc, "MPI_Isend", "%s: %s, to consumer rank %d", where,
+                            cpli_batch_str(d, what, sizeof what), to);
+    }
+    m->pack[0] = pack;
+    m->peer[m->n++] = to;
+    *bytes += mine;
+  }
   for (int k = 0; k < d->nd; k++) {
     size_t b = d->d[k].bytes[me];
-    if (b == 0) continue; /* the receiver skips it the same way */
+    if (b == 0 || d->d[k].batched) continue; /* the receiver skips it the same way */
     int rc = MPI_Isend_c(blocks[k], (MPI_Count)b, MPI_BYTE, to, tag, comm, &m->reqs[m->n]);
     if (rc != MPI_SUCCESS) {
       cpli_posted_drop(m);
@@ -457,8 +481,22 @@ int cpli_scatter_post(const cpli_desc *d, int me, int q, const void *const *bloc
   return CPL_OK;
 }
 
+/* Consumer j holds the blocks (bytes, offset: per producer rank) of its
+ * producers, one contiguous run: counts[j] bytes at counts[q + j]. */
+static void owner_runs(int p, int q, const size_t *bytes, const size_t *offset, size_t *counts) {
+  for (int j = 0; j < q; j++) counts[j] = 0, counts[q + j] = SIZE_MAX;
+  for (int i = 0; i < p; i++) {
+    int j = cpli_scatter_owner(i, p, q);
+    if (counts[q + j] == SIZE_MAX) counts[q + j] = offset[i];
+    counts[j] += bytes[i];
+  }
+  for (int j = 0; j < q; j++)
+    if (counts[q + j] == SIZE_MAX) counts[q + j] = 0;
+}
+
 int cpli_scatter_recv(const cpli_desc *d, const cpl_coll_options *opt, MPI_Comm group,
-                      char *const *buf, MPI_Comm comm, int tag, const char *where, size_t *bytes) {
+                      char *const *buf, char *batch, MPI_Comm comm, int tag, const char *where,
+                      size_t *bytes) {
   int me, q, p = d->nblocks;
   MPI_Comm_rank(group, &me);
   MPI_Comm_size(group, &q);
@@ -469,12 +507,21 @@ int cpli_scatter_recv(const cpli_desc *d, const cpl_coll_options *opt, MPI_Comm 
   int hi = lo;
   while (hi < p && cpli_scatter_owner(hi, p, q) == me) hi++;
   cpli_posted m;
-  CPLI_TRY(posted_alloc(&m, d->nd * (hi - lo), where));
+  CPLI_TRY(posted_alloc(&m, (d->nd + 1) * (hi - lo), where));
   int rc = CPL_OK;
+  char what[300];
+  for (int i = lo; d->nbatched && rc == CPL_OK && i < hi; i++) { /* first, as sent */
+    if (d->batch_bytes[i] == 0) continue;
+    rc = cpli_mpi_check(MPI_Irecv_c(batch + d->batch_offset[i], (MPI_Count)d->batch_bytes[i],
+                                    MPI_BYTE, i, tag, comm, &m.reqs[m.n]),
+                        "MPI_Irecv", "%s: %s, from producer rank %d", where,
+                        cpli_batch_str(d, what, sizeof what), i);
+    if (rc == CPL_OK) m.peer[m.n++] = i;
+  }
   for (int k = 0; rc == CPL_OK && k < d->nd; k++)
     for (int i = lo; rc == CPL_OK && i < hi; i++) {
       const cpli_dset *s = &d->d[k];
-      if (s->bytes[i] == 0) continue;
+      if (s->bytes[i] == 0 || s->batched) continue;
       rc = cpli_mpi_check(MPI_Irecv_c(buf[k] + s->offset[i], (MPI_Count)s->bytes[i], MPI_BYTE, i,
                                       tag, comm, &m.reqs[m.n]),
                           "MPI_Irecv", "%s: dataset \"%s\" from producer rank %d", where, s->name,
@@ -485,18 +532,19 @@ int cpli_scatter_recv(const cpli_desc *d, const cpl_coll_options *opt, MPI_Comm 
   else cpli_posted_drop(&m);
   size_t *counts = malloc(2 * (size_t)q * sizeof *counts);
   if (rc == CPL_OK && !counts) rc = cpli_fail(CPL_ERR_NOMEM, "%s: out of memory", where);
+  if (rc == CPL_OK && d->nbatched) {
+    owner_runs(p, q, d->batch_bytes, d->batch_offset, counts);
+    rc = cpli_intra_allgatherv_bytes(batch, counts, counts + q, group, opt);
+    if (rc == CPL_OK) cpli_batch_unpack(d, batch, buf);
+    else
+      cpli_error_prefix("%s: %s, sharing them in the group: ", where,
+                        cpli_batch_str(d, what, sizeof what));
+    *bytes += d->batch_total;
+  }
   for (int k = 0; rc == CPL_OK && k < d->nd; k++) {
     const cpli_dset *s = &d->d[k];
-    if (s->total == 0) continue;
-    /* Consumer j holds the blocks of its producers, one contiguous run. */
-    for (int j = 0; j < q; j++) counts[j] = 0, counts[q + j] = SIZE_MAX;
-    for (int i = 0; i < p; i++) {
-      int j = cpli_scatter_owner(i, p, q);
-      if (counts[q + j] == SIZE_MAX) counts[q + j] = s->offset[i];
-      counts[j] += s->bytes[i];
-    }
-    for (int j = 0; j < q; j++)
-      if (counts[q + j] == SIZE_MAX) counts[q + j] = 0;
+    if (s->total == 0 || s->batched) continue;
+    owner_runs(p, q, s->bytes, s->offset, counts);
     rc = cpli_intra_allgatherv_bytes(buf[k], counts, counts + q, group, opt);
     if (rc != CPL_OK)
       cpli_error_prefix("%s: dataset \"%s\", sharing it in the group: ", where, s->name);

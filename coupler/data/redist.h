@@ -89,15 +89,19 @@ int cpli_redist_post(const cpli_rplan *pl, const cpli_desc *d, int me, const voi
  * (of p). Each consumer gets a contiguous range of producer ranks. */
 static inline int cpli_scatter_owner(int i, int p, int q) { return (int)((long)i * q / p); }
 
-/* Producer: post this rank's blocks to its owner; *bytes: what it sends. */
+/* Producer: post this rank's blocks to its owner, those of the batch
+ * (desc.h) packed into one message first; *bytes: what it sends. */
 int cpli_scatter_post(const cpli_desc *d, int me, int q, const void *const *blocks, MPI_Comm comm,
                       int tag, const char *where, cpli_posted *m, size_t *bytes);
 
 /* Consumer rank me (of group comm): receive the blocks it owns into the
  * whole-array buffers buf[k] (at the description's offsets), then share
- * them in the group, so every rank holds every dataset whole. */
+ * them in the group, so every rank holds every dataset whole. The batch
+ * (desc.h) travels as one message per producer rank, into `batch`
+ * (d->batch_total bytes), is shared in one allgather and unpacked. */
 int cpli_scatter_recv(const cpli_desc *d, const cpl_coll_options *opt, MPI_Comm group,
-                      char *const *buf, MPI_Comm comm, int tag, const char *where, size_t *bytes);
+                      char *const *buf, char *batch, MPI_Comm comm, int tag, const char *where,
+                      size_t *bytes);
 
 /* Producer: send this rank's parts (blocks[k]: its block of dataset k);
  * *bytes: what it sent. */

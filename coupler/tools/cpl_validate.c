@@ -10,6 +10,7 @@
 
 #include "coll/select.h"
 #include "coupler.h"
+#include "data/desc.h"
 #include "tools/cli.h"
 #include "workflow/diag.h"
 #include "workflow/model.h"
@@ -42,14 +43,12 @@ static void print_link(const cpli_workflow *wf, const cpli_link *l) {
       snprintf(ag, sizeof ag, "%s", cpl_inter_algorithm_name(l->inter));
   } else {
     /* Ask the same cost model and rule the run will use (environment
-     * included): one allgather per dataset. */
+     * included): the small datasets in one allgather, the others one
+     * each. */
     size_t bytes = cpli_port_bytes(fp);
     int known = bytes > 0;
     char algs[CPLI_ALGS_LEN] = "";
-    int rc = CPL_OK;
-    for (int d = 0; known && d < fp->ndatasets && rc == CPL_OK; d++)
-      rc = cpli_inter_dataset_algs_add(fc->nprocs, tc->nprocs, cpli_dataset_bytes(&fp->datasets[d]),
-                                       NULL, algs);
+    int rc = known ? cpli_port_algs_add(fc->nprocs, tc->nprocs, fp, algs) : CPL_OK;
     if (!known) bytes = 1 << 20;
     if (!known) rc = cpli_inter_dataset_algs_add(fc->nprocs, tc->nprocs, bytes, NULL, algs);
     if (rc == CPL_OK)

@@ -21,6 +21,7 @@
 #include "coll/select.h"
 #include "core/error.h"
 #include "core/index.h"
+#include "data/desc.h"
 #include "workflow/diag.h"
 
 #include <errno.h>
@@ -893,9 +894,8 @@ void cpli_launch_print(const cpli_launch *l, const cpli_workflow *wf, FILE *f) {
     size_t bytes = cpli_port_bytes(fp);
     char algs[CPLI_ALGS_LEN] = ""; /* what the run's allgathers will run */
     int rc = CPL_OK;
-    for (int d = 0; k->inter == CPL_INTER_AUTO && bytes && d < fp->ndatasets && rc == CPL_OK; d++)
-      rc = cpli_inter_dataset_algs_add(fc->nprocs, tc->nprocs, cpli_dataset_bytes(&fp->datasets[d]),
-                                       NULL, algs);
+    if (k->inter == CPL_INTER_AUTO && bytes)
+      rc = cpli_port_algs_add(fc->nprocs, tc->nprocs, fp, algs);
     /* Say what the progress line will: steps that skip the allgather. */
     const char *bypass = cpli_link_bypass(k);
     if (k->delivery == CPLI_DELIVERY_SELECT) {

@@ -12,7 +12,13 @@ real block with one. The old progress line guessed from the largest
 dataset's real size; the test refuses shapes where that guess would be
 right, so it keeps telling the two apart.
 
-usage: check_algs.py CPL_MODEL DATA_E2E P Q DIR -- CPL_RUN [-- MPIEXEC_ARGS...]
+With SIZES (float64 per producer rank, one per dataset; default 8 and
+131072) the datasets of at most 64 KiB move together (the batch,
+coupler/data/README.md), in one allgather, chosen for the batch's size:
+the test then refuses sizes where a forecast of one allgather per dataset
+would be right, so it tells the batch's forecast from that one.
+
+usage: check_algs.py CPL_MODEL DATA_E2E P Q DIR [SIZES...] -- CPL_RUN [-- MPIEXEC_ARGS...]
 (DIR: where the workflow and the trace go)
 """
 import json
@@ -22,10 +28,13 @@ import subprocess
 import sys
 
 model, exe, p, q, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-rest = sys.argv[sys.argv.index("--") + 1:]
+dash = sys.argv.index("--")
+given = [int(n) for n in sys.argv[6:dash]]
+rest = sys.argv[dash + 1:]
 cpl_run, launcher = rest[0], rest[1:]  # launcher: "--" and mpiexec's options, if any
-STEPS, NOMINAL = 3, 64 * 1024
-sizes = [8 * 8, 131072 * 8]  # bytes per producer rank, in dataset order (float64)
+STEPS, NOMINAL, BATCH_DATASET_MAX = 3, 64 * 1024, 64 * 1024
+sizes = [n * 8 for n in given or [8, 131072]]  # bytes per producer rank, in dataset order
+names = [f"d{k}" for k in range(len(sizes))] if given else ["small", "big"]
 os.makedirs(out, exist_ok=True)
 trace, wf = f"{out}/trace.jsonl", f"{out}/algs.yaml"
 with open(wf, "w") as f:
@@ -33,13 +42,11 @@ with open(wf, "w") as f:
 components:
   - name: prod
     nprocs: {p}
-    command: ["{exe}", algs]
+    command: ["{exe}", algs{"".join(f", {n}" for n in given)}]
     outputs:
       - name: out
         datasets:
-          - {{name: small, type: float64, dims: [{sizes[0] // 8 * p}]}}
-          - {{name: big, type: float64, dims: [{sizes[1] // 8 * p}]}}
-  - {{name: cons, nprocs: {q}, command: ["{exe}", algs], inputs: [in]}}
+{"".join(f"          - {{name: {k}, type: float64, dims: [{b // 8 * p}]}}{chr(10)}" for k, b in zip(names, sizes))}  - {{name: cons, nprocs: {q}, command: ["{exe}", algs{"".join(f", {n}" for n in given)}], inputs: [in]}}
 links:
   - {{from: prod.out, to: cons.in, timeout: 30}}
 """)
@@ -61,16 +68,31 @@ def auto(block):
     return [r[-1] for r in rows if r[:2] == [str(p), str(q)]][0]
 
 
-ran = []
-for b in sizes:
-    a = auto(b if p == 1 else NOMINAL)
-    if a not in ran:
-        ran.append(a)
-want = "+".join(ran)
-old_guess = auto(max(sizes))
-if want == old_guess:
-    sys.exit(f"{p}:{q}: auto runs {want}, which the largest dataset's size also "
-             "gives: choose sizes or a shape where they differ")
+def joined(blocks):
+    """The algorithms of allgathers of these blocks (bytes per rank), in order."""
+    ran = []
+    for b in blocks:
+        a = auto(b if p == 1 else NOMINAL)
+        if a not in ran:
+            ran.append(a)
+    return "+".join(ran)
+
+
+# The batch: the datasets of at most 64 KiB in all, if two or more.
+small = [b for b in sizes if b * p <= BATCH_DATASET_MAX]
+if len(small) < 2:
+    small = []
+want = joined(([sum(small)] if small else []) + [b for b in sizes if b not in small])
+if given:
+    old_guess = joined(sizes)
+    if want == old_guess:
+        sys.exit(f"{p}:{q}: auto runs {want}, as one allgather per dataset would: choose sizes "
+                 "or a shape where the batch's differs")
+else:
+    old_guess = auto(max(sizes))
+    if want == old_guess:
+        sys.exit(f"{p}:{q}: auto runs {want}, which the largest dataset's size also "
+                 "gives: choose sizes or a shape where they differ")
 
 dry = subprocess.run([cpl_run, "--dry-run", wf], env=env, capture_output=True, text=True)
 sys.stdout.write(dry.stdout)
@@ -110,4 +132,4 @@ if expect - seen:
 if bad:
     sys.exit("\n".join(bad[:10]))
 print(f"{p}:{q}: dry run, progress ({len(lines)} lines) and trace name {want} "
-      f"(the largest dataset alone gives {old_guess})")
+      f"(the other guess gives {old_guess})")

@@ -460,40 +460,49 @@ static void flow_check(cpl_input *in, long step) {
 }
 
 /* Datasets whose allgathers auto may run by different algorithms (the
- * algs scenario): `small` 64 B and `big` 1 MiB per producer rank. */
+ * algs scenario): d0, d1, ... of the sizes its arguments give in float64
+ * per producer rank (check_algs.py declares the same); without, `small`
+ * 8 and `big` 131072 (64 B and 1 MiB). */
 #define ALGS_STEPS 3
-static const struct {
-  const char *name;
-  int id;
-  size_t per_rank; /* doubles */
-} algs_sets[] = {{"small", 10, 8}, {"big", 11, 131072}};
+#define ALGS_MAX 8
+static int algs_n = 2;
+static char algs_name[ALGS_MAX][16] = {"small", "big"};
+static size_t algs_per_rank[ALGS_MAX] = {8, 131072};
+
+static void algs_args(int argc, char **argv) {
+  if (argc <= 2) return;
+  algs_n = argc - 2 < ALGS_MAX ? argc - 2 : ALGS_MAX;
+  for (int k = 0; k < algs_n; k++) {
+    snprintf(algs_name[k], sizeof algs_name[k], "d%d", k);
+    algs_per_rank[k] = strtoul(argv[2 + k], NULL, 10);
+  }
+}
 
 static void algs_publish(cpl_output *out, int r, int p) {
   for (long s = 0; s < ALGS_STEPS; s++) {
-    double *blk[2];
+    double *blk[ALGS_MAX];
     OK(cpl_output_begin_step(out, -1));
-    for (int k = 0; k < 2; k++) {
-      size_t n = algs_sets[k].per_rank;
+    for (int k = 0; k < algs_n; k++) {
+      size_t n = algs_per_rank[k];
       hsize_t dims[1] = {(hsize_t)n * p}, start[1] = {(hsize_t)n * r}, count[1] = {n};
       blk[k] = malloc(n * sizeof *blk[k]);
-      for (size_t i = 0; i < n; i++) blk[k][i] = val(s, algs_sets[k].id, start[0] + i);
-      OK(cpl_output_put(out, algs_sets[k].name, H5T_NATIVE_DOUBLE, 1, dims, start, count, blk[k]));
+      for (size_t i = 0; i < n; i++) blk[k][i] = val(s, 10 + k, start[0] + i);
+      OK(cpl_output_put(out, algs_name[k], H5T_NATIVE_DOUBLE, 1, dims, start, count, blk[k]));
     }
     OK(cpl_output_end_step(out));
-    free(blk[0]);
-    free(blk[1]);
+    for (int k = 0; k < algs_n; k++) free(blk[k]);
   }
 }
 
 static void algs_check(cpl_input *in, long step) {
-  for (int k = 0; k < 2; k++) {
+  for (int k = 0; k < algs_n; k++) {
     cpl_dataset_info info;
-    OK(cpl_input_inquire(in, algs_sets[k].name, &info));
+    OK(cpl_input_inquire(in, algs_name[k], &info));
     double *x = malloc(info.bytes);
-    OK(cpl_input_get(in, algs_sets[k].name, H5T_NATIVE_DOUBLE, NULL, NULL, x));
+    OK(cpl_input_get(in, algs_name[k], H5T_NATIVE_DOUBLE, NULL, NULL, x));
     for (hsize_t i = 0; i < info.dims[0]; i++)
-      if (x[i] != val(step, algs_sets[k].id, i)) {
-        CHECK(0, "%s step %ld [%llu] wrong", algs_sets[k].name, step, (unsigned long long)i);
+      if (x[i] != val(step, 10 + k, i)) {
+        CHECK(0, "%s step %ld [%llu] wrong", algs_name[k], step, (unsigned long long)i);
         break;
       }
     free(x);
@@ -512,6 +521,99 @@ static int flow_consume(cpl_input *in, long *seen, int sleep_each) {
   }
   CHECK(rc == CPL_END_OF_STREAM, "flow: %s", cpl_last_error());
   return n;
+}
+
+/* ------------------------------------------------------------- batch */
+
+/* Scenario batch: BATCH_N small datasets a step (1..7 elements, double or
+ * int32, some ranks' blocks empty, an attribute on every tenth) and one
+ * large one, over 64 KiB. The small ones move in one transfer per step
+ * (data/desc.h, "the batch"), so the receives this process posts for a
+ * step stay few; with a transfer each they were thousands. */
+#define BATCH_N 400
+#define BATCH_STEPS 4
+#define BATCH_BIG 12000 /* doubles */
+#define BATCH_RECVS 60  /* most receives a consumer rank posts for a step */
+
+/* Receives this process posted (the engine's and the data layer's). */
+static long recvs_posted;
+int MPI_Irecv(void *buf, int count, MPI_Datatype t, int src, int tag, MPI_Comm comm,
+              MPI_Request *req) {
+  recvs_posted++;
+  return PMPI_Irecv(buf, count, t, src, tag, comm, req);
+}
+int MPI_Irecv_c(void *buf, MPI_Count count, MPI_Datatype t, int src, int tag, MPI_Comm comm,
+                MPI_Request *req) {
+  recvs_posted++;
+  return PMPI_Irecv_c(buf, count, t, src, tag, comm, req);
+}
+
+/* Small dataset i: its size, type, and the rank (of p) whose block is
+ * empty (p: none). */
+static void batch_dset(int i, int p, char *name, hsize_t *n, hid_t *type, int *skip) {
+  snprintf(name, 16, "d%03d", i);
+  *n = 1 + (hsize_t)(i % 7);
+  *type = i % 2 ? H5T_NATIVE_INT32 : H5T_NATIVE_DOUBLE;
+  *skip = i % (p + 1);
+}
+
+static void batch_publish(cpl_output *out, int r, int p) {
+  static double blk[BATCH_N][8];
+  static double big[BATCH_BIG];
+  for (long s = 0; s < BATCH_STEPS; s++) {
+    OK(cpl_output_begin_step(out, s));
+    for (int i = 0; i < BATCH_N; i++) {
+      char name[16];
+      hsize_t n, start, count;
+      hid_t type;
+      int skip;
+      batch_dset(i, p, name, &n, &type, &skip);
+      split(n, p, r, skip, &start, &count);
+      for (hsize_t e = 0; e < count; e++) {
+        double v = val(s, 100 + i, start + e);
+        if (type == H5T_NATIVE_INT32) ((int *)blk[i])[e] = (int)v;
+        else blk[i][e] = v;
+      }
+      OK(cpl_output_put(out, name, type, 1, &n, &start, &count, blk[i]));
+      if (i % 10 == 0) OK(cpl_output_attr(out, name, "i", H5T_NATIVE_INT, 1, &i));
+    }
+    hsize_t n = BATCH_BIG, start, count;
+    split(n, p, r, -1, &start, &count);
+    for (hsize_t e = 0; e < count; e++) big[e] = val(s, 99, start + e);
+    OK(cpl_output_put(out, "big", H5T_NATIVE_DOUBLE, 1, &n, &start, &count, big));
+    OK(cpl_output_end_step(out));
+  }
+}
+
+static void batch_check(cpl_input *in, long step, int p) {
+  for (int i = 0; i < BATCH_N; i++) {
+    char name[16];
+    hsize_t n;
+    hid_t type;
+    int skip;
+    batch_dset(i, p, name, &n, &type, &skip);
+    double x[8];
+    float f = 0;
+    const hsize_t one = 1;
+    OK(cpl_input_get(in, name, H5T_NATIVE_DOUBLE, NULL, NULL, x));
+    for (hsize_t e = 0; e < n; e++)
+      CHECK(x[e] == val(step, 100 + i, e), "batch step %ld %s[%llu] = %g, want %g", step, name,
+            (unsigned long long)e, x[e], val(step, 100 + i, e));
+    const hsize_t last = n - 1; /* a box, converted to another type */
+    OK(cpl_input_get(in, name, H5T_NATIVE_FLOAT, &last, &one, &f));
+    CHECK(f == (float)val(step, 100 + i, last), "batch step %ld %s[%llu] as float", step, name,
+          (unsigned long long)last);
+    int a = -1;
+    if (i % 10 == 0) OK(cpl_input_attr_get(in, name, "i", H5T_NATIVE_INT, 1, &a));
+    CHECK(i % 10 || a == i, "batch step %ld %s: attribute i = %d", step, name, a);
+  }
+  static double big[BATCH_BIG];
+  OK(cpl_input_get(in, "big", H5T_NATIVE_DOUBLE, NULL, NULL, big));
+  for (int e = 0; e < BATCH_BIG; e++)
+    if (big[e] != val(step, 99, (unsigned long long)e)) {
+      CHECK(0, "batch step %ld big[%d] wrong", step, e);
+      break;
+    }
 }
 
 /* ------------------------------------------------- selective delivery */
@@ -832,8 +934,9 @@ int main(int argc, char **argv) {
       OK(cpl_input_close(in));
     }
   } else if (!strcmp(sc, "algs")) {
-    /* Two datasets a step, 64 B and 1 MiB a producer rank: the progress
-     * lines and trace (check_algs.sh) name what the engine ran. */
+    /* Datasets of the sizes asked (algs_args): the progress lines and
+     * trace (check_algs.py) name what the engine ran. */
+    algs_args(argc, argv);
     if (producer) {
       OK(cpl_output_open(ctx, "out", &out));
       algs_publish(out, r, p);
@@ -850,6 +953,32 @@ int main(int argc, char **argv) {
       }
       CHECK(rc == CPL_END_OF_STREAM, "algs: %s", cpl_strerror(rc));
       CHECK(n == ALGS_STEPS, "algs: %d of %d steps", n, ALGS_STEPS);
+      OK(cpl_input_close(in));
+    }
+  } else if (!strcmp(sc, "batch")) {
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      batch_publish(out, r, p);
+      OK(cpl_output_close(out));
+    } else {
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      cpl_link_end le;
+      OK(cpl_input_link(in, &le));
+      long step;
+      int n = 0, rc;
+      for (;;) {
+        long before = recvs_posted;
+        if ((rc = cpl_input_begin_step(in, &step)) != CPL_OK) break;
+        long posted = recvs_posted - before;
+        CHECK(posted <= BATCH_RECVS, "batch step %ld: %ld receives posted for %d datasets", step,
+              posted, BATCH_N + 1);
+        if (r == 0 && n == 0) printf("batch: %ld receives posted for step %ld\n", posted, step);
+        batch_check(in, step, le.remote_size);
+        OK(cpl_input_end_step(in));
+        n++;
+      }
+      CHECK(rc == CPL_END_OF_STREAM, "batch: %s", cpl_last_error());
+      CHECK(n >= 1, "batch: no step");
       OK(cpl_input_close(in));
     }
   } else if (!strcmp(sc, "latest_newest")) {

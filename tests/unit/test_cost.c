@@ -242,6 +242,49 @@ static void test_two_hop(void) {
             "%d|%d: two-hop cheaper than a receiver's port", p, q);
 }
 
+static void set_model(size_t mo) {
+  char v[32];
+  snprintf(v, sizeof v, "%.17g", models[mo].alpha);
+  setenv("CPL_ALPHA", v, 1);
+  snprintf(v, sizeof v, "%.17g", models[mo].beta);
+  setenv("CPL_BETA", v, 1);
+  cpli_tuning_refresh();
+}
+
+/* cpli_inter_pick keeps its last answer per thread (as cpli_intra_pick,
+ * whose choice no model here changes): a change of the model parameters
+ * in the environment reaches the next call of the same shape, and a
+ * repeated call answers as the model does. */
+static void test_pick_memo(void) {
+  int inter = 0;
+  for (size_t m1 = 0; m1 < NMODELS; m1++)
+    for (size_t m2 = 0; m2 < NMODELS; m2++) {
+      const double a1 = models[m1].alpha, b1 = models[m1].beta;
+      const double a2 = models[m2].alpha, b2 = models[m2].beta;
+      for (int p = 1; p <= 8; p++)
+        for (int q = 1; q <= 8; q++)
+          for (size_t k = 1; k <= ((size_t)1 << 30); k *= 8) {
+            const size_t m = k * (size_t)p;
+            const cpl_inter_algorithm x1 = cpli_inter_pick_ab(p, q, m, a1, b1);
+            const cpl_inter_algorithm x2 = cpli_inter_pick_ab(p, q, m, a2, b2);
+            if (x1 == x2) continue;
+            set_model(m1);
+            CHECK(cpli_inter_pick(p, q, m) == x1 && cpli_inter_pick(p, q, m) == x1,
+                  "%d|%d %zu B: inter pick under %s", p, q, m, models[m1].what);
+            set_model(m2);
+            CHECK(cpli_inter_pick(p, q, m) == x2,
+                  "%d|%d %zu B: the inter pick under %s kept under %s", p, q, m, models[m1].what,
+                  models[m2].what);
+            inter++;
+          }
+    }
+  CHECK(inter > 0, "no shape whose inter choice the model changes");
+  printf("cost: %d inter shapes whose choice follows the model\n", inter);
+  unsetenv("CPL_ALPHA");
+  unsetenv("CPL_BETA");
+  cpli_tuning_refresh();
+}
+
 /* The public entry points refuse shapes the model cannot price, and
  * NULL outputs, instead of dividing by zero or writing through NULL. */
 static void test_bad_args(void) {
@@ -279,6 +322,7 @@ int main(void) {
   test_direct_ring();
   test_chains();
   test_two_hop();
+  test_pick_memo();
   if (failures) fprintf(stderr, "%d failures\n", failures);
   return failures != 0;
 }
