@@ -500,6 +500,16 @@ static int find_steps(source *s, step_ref **steps, int *n, int *flat) {
                      "%ld",
                      (*steps)[i - 1].group, (*steps)[i].group, (*steps)[i].step);
   if (rc == CPL_OK && k > 0) warn_skipped(s, "root", "objects beside the step groups", &other);
+  /* A step carries its own group's attributes: the root's (a file's
+   * global metadata) would vanish unsaid. */
+  names rattrs = {0};
+  hsize_t idx = 0;
+  if (rc == CPL_OK && k > 0 &&
+      H5Aiterate2(s->file, H5_INDEX_NAME, H5_ITER_INC, &idx, add_attr, &rattrs) < 0)
+    rc = cpli_h5_fail("listing the root's attributes");
+  if (rc == CPL_OK && k > 0)
+    warn_skipped(s, "root", "attributes (a step carries its group's only)", &rattrs);
+  names_free(&rattrs);
   char list[1200];
   if (rc == CPL_OK && k == 0 && nds == 0 && other.n > 0)
     rc = cpli_fail(CPL_ERR_CONFIG,

@@ -27,6 +27,8 @@
  *                    characters: 1.06 MiB as they travel
  *   long-name        step 1: a dataset with a 300-byte name
  *   attr-name        step 1: a dataset attribute with a 256-byte name
+ *   root-attrs       not bad: steps 0 and 1, and two attributes on the
+ *                    root, which are not replayed (a warning names them)
  *   changing         not bad: a dataset that changes type and shape, then
  *                    is absent, beside one that stays (in the sink's
  *                    layout, so a sink writes the file back unchanged)
@@ -264,6 +266,14 @@ int main(int argc, char **argv) {
       H5Dclose(d);
     }
     H5Gclose(g);
+  } else if (!strcmp(c, "root-attrs")) {
+    for (long i = 0; i < 2; i++) {
+      hid_t g = step(f, i);
+      ints(g, "a");
+      H5Gclose(g);
+    }
+    blob(f, "title", 8);
+    blob(f, "units", 4);
   } else if (!strcmp(c, "changing")) {
     for (long s = 0; s < 3; s++) {
       hid_t g = step(f, s);
