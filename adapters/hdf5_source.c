@@ -274,6 +274,36 @@ static int dataset_size_ok(int rank, const hsize_t dims[], size_t esize) {
   return CPL_OK;
 }
 
+/* Every filter a chunked dataset needs is here (built in, or a plugin
+ * HDF5 can load): else the read would fail mid-replay, and HDF5's reason
+ * names the plugin directory, not the filter. Optional filters are not
+ * asked for: chunks they could not handle were stored without them. */
+static int filters_ok(hid_t d) {
+  hid_t dcpl = H5Dget_create_plist(d);
+  int n = dcpl >= 0 ? H5Pget_nfilters(dcpl) : -1, rc = CPL_OK;
+  if (n < 0) rc = cpli_h5_fail("its filters");
+  for (int i = 0; rc == CPL_OK && i < n; i++) {
+    unsigned flags = 0, conf = 0;
+    size_t nv = 0;
+    char fname[128] = "";
+    H5Z_filter_t id =
+        H5Pget_filter2(dcpl, (unsigned)i, &flags, &nv, NULL, sizeof fname, fname, &conf);
+    htri_t avail = -1;
+    if (id >= 0 && !(flags & H5Z_FLAG_OPTIONAL)) {
+      H5E_BEGIN_TRY { avail = H5Zfilter_avail(id); }
+      H5E_END_TRY;
+    }
+    if (id < 0) rc = cpli_h5_fail("its filter %d", i);
+    else if (!(flags & H5Z_FLAG_OPTIONAL) && avail <= 0)
+      rc = cpli_fail(CPL_ERR_UNSUPPORTED,
+                     "it needs HDF5 filter %d (\"%s\"), which is not available here: not "
+                     "built into HDF5 and no plugin for it (HDF5_PLUGIN_PATH); nothing was read",
+                     (int)id, fname);
+  }
+  if (dcpl >= 0) H5Pclose(dcpl);
+  return rc;
+}
+
 /* Read this rank's rows of dataset `dname` in group g and put them; in the
  * dry pass only check them, reading and allocating nothing. */
 static int put_dataset(source *s, hid_t g, const char *dname, slab *sl) {
@@ -297,6 +327,7 @@ static int put_dataset(source *s, hid_t g, const char *dname, slab *sl) {
   sl->memtype = rc == CPL_OK ? H5Tget_native_type(ft, H5T_DIR_ASCEND) : -1;
   if (rc == CPL_OK && sl->memtype < 0) rc = cpli_h5_fail("no native type");
   if (rc == CPL_OK) rc = dataset_size_ok(prank, dims, H5Tget_size(sl->memtype));
+  if (rc == CPL_OK && s->dry) rc = filters_ok(d);
   if (rc == CPL_OK && s->dry) rc = put_attrs(s, d, dname, NULL);
   if (s->dry) {
     if (ft >= 0) H5Tclose(ft);

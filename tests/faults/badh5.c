@@ -27,6 +27,9 @@
  *                    characters: 1.06 MiB as they travel
  *   long-name        step 1: a dataset with a 300-byte name
  *   attr-name        step 1: a dataset attribute with a 256-byte name
+ *   filter           step 1: a chunked dataset written through filter 32100,
+ *                    which only this program has (a filter plugin the
+ *                    reader lacks)
  *   root-attrs       not bad: steps 0 and 1, and two attributes on the
  *                    root, which are not replayed (a warning names them)
  *   changing         not bad: a dataset that changes type and shape, then
@@ -71,6 +74,13 @@ static void blob(hid_t obj, const char *name, hsize_t n) {
   H5Aclose(a);
   H5Sclose(sp);
   free(v);
+}
+
+/* A filter that leaves the data as it is. */
+static size_t pass_through(unsigned flags, size_t nparams, const unsigned params[], size_t bytes,
+                           size_t *size, void **buf) {
+  (void)flags, (void)nparams, (void)params, (void)size, (void)buf;
+  return bytes;
 }
 
 /* A scalar variable-length string attribute of `len` x's (what h5py
@@ -266,6 +276,26 @@ int main(int argc, char **argv) {
       H5Dclose(d);
     }
     H5Gclose(g);
+  } else if (!strcmp(c, "filter")) {
+    /* Registered here only: whoever reads the file lacks it. */
+    const H5Z_class2_t cls = {
+        H5Z_CLASS_T_VERS, (H5Z_filter_t)32100, 1, 1, "badh5-filter", NULL, NULL, pass_through};
+    hsize_t n = 4, chunk = 2;
+    int32_t v[4] = {1, 2, 3, 4};
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE), sp = H5Screate_simple(1, &n, NULL);
+    hid_t g0 = step(f, 0), g1 = step(f, 1);
+    ints(g0, "a");
+    ints(g1, "a");
+    if (H5Zregister(&cls) < 0 || H5Pset_chunk(dcpl, 1, &chunk) < 0 ||
+        H5Pset_filter(dcpl, 32100, H5Z_FLAG_MANDATORY, 0, NULL) < 0)
+      die("filter");
+    hid_t d = H5Dcreate2(g1, "packed", H5T_STD_I32LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    if (d < 0 || H5Dwrite(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0) die("packed");
+    H5Dclose(d);
+    H5Sclose(sp);
+    H5Pclose(dcpl);
+    H5Gclose(g0);
+    H5Gclose(g1);
   } else if (!strcmp(c, "root-attrs")) {
     for (long i = 0; i < 2; i++) {
       hid_t g = step(f, i);
