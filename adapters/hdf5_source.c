@@ -274,14 +274,23 @@ static int dataset_size_ok(int rank, const hsize_t dims[], size_t esize) {
   return CPL_OK;
 }
 
-/* Every filter a chunked dataset needs is here (built in, or a plugin
- * HDF5 can load): else the read would fail mid-replay, and HDF5's reason
- * names the plugin directory, not the filter. Optional filters are not
- * asked for: chunks they could not handle were stored without them. */
-static int filters_ok(hid_t d) {
+/* The dataset's storage can be read here, else the read would fail
+ * mid-replay: every filter a chunked dataset needs is here (built in, or a
+ * plugin HDF5 can load; HDF5's own reason names the plugin directory, not
+ * the filter), and it is not virtual (parallel HDF5 before 1.14 refuses to
+ * read those). Optional filters are not asked for: chunks they could not
+ * handle were stored without them. */
+static int storage_ok(hid_t d) {
   hid_t dcpl = H5Dget_create_plist(d);
   int n = dcpl >= 0 ? H5Pget_nfilters(dcpl) : -1, rc = CPL_OK;
   if (n < 0) rc = cpli_h5_fail("its filters");
+#if !H5_VERSION_GE(1, 14, 0)
+  if (rc == CPL_OK && H5Pget_layout(dcpl) == H5D_VIRTUAL)
+    rc = cpli_fail(CPL_ERR_UNSUPPORTED,
+                   "it is a virtual dataset (VDS), which parallel HDF5 %d.%d cannot read; "
+                   "h5repack -l <dataset>:CONTI stores it as an ordinary one; nothing was read",
+                   H5_VERS_MAJOR, H5_VERS_MINOR);
+#endif
   for (int i = 0; rc == CPL_OK && i < n; i++) {
     unsigned flags = 0, conf = 0;
     size_t nv = 0;
@@ -327,7 +336,7 @@ static int put_dataset(source *s, hid_t g, const char *dname, slab *sl) {
   sl->memtype = rc == CPL_OK ? H5Tget_native_type(ft, H5T_DIR_ASCEND) : -1;
   if (rc == CPL_OK && sl->memtype < 0) rc = cpli_h5_fail("no native type");
   if (rc == CPL_OK) rc = dataset_size_ok(prank, dims, H5Tget_size(sl->memtype));
-  if (rc == CPL_OK && s->dry) rc = filters_ok(d);
+  if (rc == CPL_OK && s->dry) rc = storage_ok(d);
   if (rc == CPL_OK && s->dry) rc = put_attrs(s, d, dname, NULL);
   if (s->dry) {
     if (ft >= 0) H5Tclose(ft);

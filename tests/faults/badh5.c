@@ -30,6 +30,7 @@
  *   filter           step 1: a chunked dataset written through filter 32100,
  *                    which only this program has (a filter plugin the
  *                    reader lacks)
+ *   virtual          step 1: a virtual dataset (VDS) mapping step 0's "a"
  *   root-attrs       not bad: steps 0 and 1, and two attributes on the
  *                    root, which are not replayed (a warning names them)
  *   changing         not bad: a dataset that changes type and shape, then
@@ -291,6 +292,20 @@ int main(int argc, char **argv) {
       die("filter");
     hid_t d = H5Dcreate2(g1, "packed", H5T_STD_I32LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     if (d < 0 || H5Dwrite(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0) die("packed");
+    H5Dclose(d);
+    H5Sclose(sp);
+    H5Pclose(dcpl);
+    H5Gclose(g0);
+    H5Gclose(g1);
+  } else if (!strcmp(c, "virtual")) {
+    hsize_t n = 4;
+    hid_t g0 = step(f, 0), g1 = step(f, 1);
+    ints(g0, "a");
+    ints(g1, "a");
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE), sp = H5Screate_simple(1, &n, NULL);
+    if (H5Pset_virtual(dcpl, sp, ".", "/step_000000/a", sp) < 0) die("virtual");
+    hid_t d = H5Dcreate2(g1, "view", H5T_STD_I32LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    if (d < 0) die("view");
     H5Dclose(d);
     H5Sclose(sp);
     H5Pclose(dcpl);
