@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "adapters.h"
 #include "builtin.h"
@@ -280,10 +281,39 @@ static int dataset_size_ok(int rank, const hsize_t dims[], size_t esize) {
  * the filter), and it is not virtual (parallel HDF5 before 1.14 refuses to
  * read those). Optional filters are not asked for: chunks they could not
  * handle were stored without them. */
-static int storage_ok(hid_t d) {
+static int storage_ok(const source *s, hid_t d, hid_t memtype, const hsize_t dims[], int rank) {
   hid_t dcpl = H5Dget_create_plist(d);
   int n = dcpl >= 0 ? H5Pget_nfilters(dcpl) : -1, rc = CPL_OK;
   if (n < 0) rc = cpli_h5_fail("its filters");
+  /* Raw data in external files is opened only when read: read its first
+   * element (every rank, collectively), so a missing file fails here. */
+  const int next = rc == CPL_OK ? H5Pget_external_count(dcpl) : 0;
+  hsize_t npts = 1, zero[CPL_MAX_RANK] = {0}, one[CPL_MAX_RANK];
+  for (int k = 0; k < rank; k++) npts *= dims[k], one[k] = 1;
+  if (next > 0 && npts > 0) {
+    hid_t fs = H5Dget_space(d), ms = H5Screate(H5S_SCALAR);
+    void *e = malloc(H5Tget_size(memtype));
+    herr_t r = e && fs >= 0 && ms >= 0 ? 0 : -1;
+    if (r >= 0 && rank > 0) r = H5Sselect_hyperslab(fs, H5S_SELECT_SET, zero, NULL, one, NULL);
+    if (r >= 0) r = H5Dread(d, memtype, ms, fs, s->dxpl, e);
+    char ext[512] = "?", cwd[1024] = "?";
+    off_t off;
+    hsize_t size;
+    if (r < 0) {
+      const hid_t why = H5Eget_current_stack(); /* H5Pget_external clears it */
+      H5E_BEGIN_TRY { H5Pget_external(dcpl, 0, sizeof ext, ext, &off, &size); }
+      H5E_END_TRY;
+      if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "?");
+      if (why >= 0) H5Eset_current_stack(why);
+      rc = cpli_h5_fail("its raw data is in external file%s \"%s\"%s (a relative name is taken "
+                        "from the working directory, %s, unless HDF5_EXTFILE_PREFIX says "
+                        "otherwise), and reading it failed",
+                        next == 1 ? "" : "s", ext, next == 1 ? "" : ", ...", cwd);
+    }
+    free(e);
+    if (fs >= 0) H5Sclose(fs);
+    if (ms >= 0) H5Sclose(ms);
+  }
 #if !H5_VERSION_GE(1, 14, 0)
   if (rc == CPL_OK && H5Pget_layout(dcpl) == H5D_VIRTUAL)
     rc = cpli_fail(CPL_ERR_UNSUPPORTED,
@@ -336,7 +366,7 @@ static int put_dataset(source *s, hid_t g, const char *dname, slab *sl) {
   sl->memtype = rc == CPL_OK ? H5Tget_native_type(ft, H5T_DIR_ASCEND) : -1;
   if (rc == CPL_OK && sl->memtype < 0) rc = cpli_h5_fail("no native type");
   if (rc == CPL_OK) rc = dataset_size_ok(prank, dims, H5Tget_size(sl->memtype));
-  if (rc == CPL_OK && s->dry) rc = storage_ok(d);
+  if (rc == CPL_OK && s->dry) rc = storage_ok(s, d, sl->memtype, dims, rank);
   if (rc == CPL_OK && s->dry) rc = put_attrs(s, d, dname, NULL);
   if (s->dry) {
     if (ft >= 0) H5Tclose(ft);

@@ -30,6 +30,8 @@
  *   filter           step 1: a chunked dataset written through filter 32100,
  *                    which only this program has (a filter plugin the
  *                    reader lacks)
+ *   external         step 1: a dataset whose raw data is in the external
+ *                    file OUT.h5.raw, deleted afterwards
  *   virtual          step 1: a virtual dataset (VDS) mapping step 0's "a"
  *   root-attrs       not bad: steps 0 and 1, and two attributes on the
  *                    root, which are not replayed (a warning names them)
@@ -297,6 +299,25 @@ int main(int argc, char **argv) {
     H5Pclose(dcpl);
     H5Gclose(g0);
     H5Gclose(g1);
+  } else if (!strcmp(c, "external")) {
+    char raw[4096];
+    snprintf(raw, sizeof raw, "%s.raw", out);
+    hsize_t n = 4;
+    int32_t v[4] = {1, 2, 3, 4};
+    hid_t g0 = step(f, 0), g1 = step(f, 1);
+    ints(g0, "a");
+    ints(g1, "a");
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE), sp = H5Screate_simple(1, &n, NULL);
+    if (H5Pset_external(dcpl, raw, 0, sizeof v) < 0) die("external");
+    hid_t d = H5Dcreate2(g1, "outside", H5T_STD_I32LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    if (d < 0 || H5Dwrite(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0)
+      die("outside");
+    H5Dclose(d);
+    H5Sclose(sp);
+    H5Pclose(dcpl);
+    H5Gclose(g0);
+    H5Gclose(g1);
+    remove(raw);
   } else if (!strcmp(c, "virtual")) {
     hsize_t n = 4;
     hid_t g0 = step(f, 0), g1 = step(f, 1);
