@@ -72,12 +72,30 @@ static hid_t collective_transfer(void) {
   return dxpl;
 }
 
+size_t cpli_h5_fs_prefix(const char *path) {
+  static const char *const fs[] = {"ufs",    "nfs",  "xfs",    "pvfs2", "gpfs",      "panfs",
+                                   "lustre", "daos", "testfs", "ime",   "quobytefs", "gridftp"};
+  const char *colon = strchr(path, ':');
+  for (size_t i = 0; colon && i < sizeof fs / sizeof *fs; i++)
+    if ((size_t)(colon - path) == strlen(fs[i]) && strncmp(path, fs[i], strlen(fs[i])) == 0)
+      return strlen(fs[i]) + 1;
+  return 0;
+}
+
 int cpli_h5_file(const char *path, MPI_Comm comm, int create, hid_t *file, hid_t *dxpl) {
   *file = *dxpl = -1;
   const hid_t fapl = file_access(comm);
   if (fapl < 0) return cpli_h5_fail("MPI-IO file access");
-  *file = create ? H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)
-                 : H5Fopen(path, H5F_ACC_RDONLY, fapl);
+  /* ROMIO reads a name with a ':' as "<file system>:<path>" and refuses
+   * one it does not know ("*iofstypeunsupported"): "run_12:00.h5" gets
+   * "ufs:" (plain POSIX) in front. A prefix the user wrote is kept; the
+   * checks below look at the path without it. */
+  const size_t pre = cpli_h5_fs_prefix(path);
+  char io[4200];
+  snprintf(io, sizeof io, "%s%s", !pre && strchr(path, ':') ? "ufs:" : "", path);
+  path += pre;
+  *file =
+      create ? H5Fcreate(io, H5F_ACC_TRUNC, H5P_DEFAULT, fapl) : H5Fopen(io, H5F_ACC_RDONLY, fapl);
   /* HDF5's reason, kept: the next API call (H5Pclose) clears the stack. */
   const hid_t why = *file < 0 ? H5Eget_current_stack() : -1;
   H5Pclose(fapl);
@@ -129,6 +147,7 @@ int cpli_h5_write_attr(hid_t obj, const char *name, hid_t type, size_t n, const 
 
 void cpli_h5_describe_path(const char *path, char *out, size_t size) {
   char cwd[1024];
-  if (path[0] != '/' && getcwd(cwd, sizeof cwd)) snprintf(out, size, "\"%s\" (in %s)", path, cwd);
+  if (path[cpli_h5_fs_prefix(path)] != '/' && getcwd(cwd, sizeof cwd))
+    snprintf(out, size, "\"%s\" (in %s)", path, cwd);
   else snprintf(out, size, "\"%s\"", path);
 }
