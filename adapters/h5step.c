@@ -135,7 +135,7 @@ int cpli_h5_make_parent_dirs(const char *path, MPI_Comm comm) {
   char dir[4096], msg[4200] = "";
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  snprintf(dir, sizeof dir, "%s", path);
+  snprintf(dir, sizeof dir, "%s", path + cpli_h5_fs_prefix(path)); /* "ufs:" is no directory */
   char *slash = strrchr(dir, '/');
   if (rank == 0 && slash && slash != dir) {
     *slash = '\0';

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -71,32 +72,61 @@ static hid_t collective_transfer(void) {
   return dxpl;
 }
 
+size_t cpli_h5_fs_prefix(const char *path) {
+  static const char *const fs[] = {"ufs",    "nfs",  "xfs",    "pvfs2", "gpfs",      "panfs",
+                                   "lustre", "daos", "testfs", "ime",   "quobytefs", "gridftp"};
+  const char *colon = strchr(path, ':');
+  for (size_t i = 0; colon && i < sizeof fs / sizeof *fs; i++)
+    if ((size_t)(colon - path) == strlen(fs[i]) && strncmp(path, fs[i], strlen(fs[i])) == 0)
+      return strlen(fs[i]) + 1;
+  return 0;
+}
+
 int cpli_h5_file(const char *path, MPI_Comm comm, int create, hid_t *file, hid_t *dxpl) {
   *file = *dxpl = -1;
   const hid_t fapl = file_access(comm);
   if (fapl < 0) return cpli_h5_fail("MPI-IO file access");
-  *file = create ? H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)
-                 : H5Fopen(path, H5F_ACC_RDONLY, fapl);
+  /* ROMIO reads a name with a ':' as "<file system>:<path>" and refuses
+   * one it does not know ("*iofstypeunsupported"): "run_12:00.h5" gets
+   * "ufs:" (plain POSIX) in front. A prefix the user wrote is kept; the
+   * checks below look at the path without it. */
+  const size_t pre = cpli_h5_fs_prefix(path);
+  char io[4200];
+  snprintf(io, sizeof io, "%s%s", !pre && strchr(path, ':') ? "ufs:" : "", path);
+  path += pre;
+  *file =
+      create ? H5Fcreate(io, H5F_ACC_TRUNC, H5P_DEFAULT, fapl) : H5Fopen(io, H5F_ACC_RDONLY, fapl);
+  /* HDF5's reason, kept: the next API call (H5Pclose) clears the stack. */
+  const hid_t why = *file < 0 ? H5Eget_current_stack() : -1;
   H5Pclose(fapl);
   if (*file < 0) {
-    /* Say why: HDF5's own stack is not shown. */
-    char dir[4096];
+    /* Say why in the user's terms where we can; else HDF5's reason. */
+    char dir[4096], what[4200] = "";
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
     if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
     else snprintf(dir, sizeof dir, ".");
-    if (create && access(dir, W_OK) != 0)
-      return cpli_h5_fail("cannot create the file: directory %s: %s", dir, strerror(errno));
-    if (create)
-      return cpli_h5_fail("cannot create the file (disk full, or a file "
-                          "there that cannot be replaced?)");
-    if (access(path, R_OK) != 0) return cpli_h5_fail("cannot open the file: %s", strerror(errno));
-    htri_t h5;
-    H5E_BEGIN_TRY { h5 = H5Fis_hdf5(path); }
-    H5E_END_TRY;
-    return cpli_h5_fail(h5 > 0 ? "cannot open the file (HDF5 refused it)"
-                               : "cannot open the file: not an HDF5 file, "
-                                 "or truncated or damaged");
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+      snprintf(what, sizeof what, "it is a directory");
+    else if (create && stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+      snprintf(what, sizeof what, "%s is not a directory", dir);
+    else if (create && access(dir, W_OK) != 0)
+      snprintf(what, sizeof what, "directory %s: %s", dir, strerror(errno));
+    else if (!create && access(path, R_OK) != 0) snprintf(what, sizeof what, "%s", strerror(errno));
+    htri_t h5 = 1;
+    if (!what[0] && !create) {
+      H5E_BEGIN_TRY { h5 = H5Fis_hdf5(path); }
+      H5E_END_TRY;
+    }
+    if (why >= 0) H5Eset_current_stack(why); /* closes `why` */
+    if (what[0]) {
+      H5Eclear2(H5E_DEFAULT);
+      return cpli_h5_fail("cannot %s the file: %s", create ? "create" : "open", what);
+    }
+    return cpli_h5_fail(h5 > 0 ? "cannot %s the file"
+                               : "cannot %s the file: not an HDF5 file, or truncated or damaged",
+                        create ? "create" : "open");
   }
   if ((*dxpl = collective_transfer()) < 0) return cpli_h5_fail("collective transfer list");
   return CPL_OK;
@@ -117,6 +147,7 @@ int cpli_h5_write_attr(hid_t obj, const char *name, hid_t type, size_t n, const 
 
 void cpli_h5_describe_path(const char *path, char *out, size_t size) {
   char cwd[1024];
-  if (path[0] != '/' && getcwd(cwd, sizeof cwd)) snprintf(out, size, "\"%s\" (in %s)", path, cwd);
+  if (path[cpli_h5_fs_prefix(path)] != '/' && getcwd(cwd, sizeof cwd))
+    snprintf(out, size, "\"%s\" (in %s)", path, cwd);
   else snprintf(out, size, "\"%s\"", path);
 }

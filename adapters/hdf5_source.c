@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "adapters.h"
 #include "builtin.h"
@@ -274,6 +275,74 @@ static int dataset_size_ok(int rank, const hsize_t dims[], size_t esize) {
   return CPL_OK;
 }
 
+/* The dataset's storage can be read here, else the read would fail
+ * mid-replay: every filter a chunked dataset needs is here (built in, or a
+ * plugin HDF5 can load; HDF5's own reason names the plugin directory, not
+ * the filter), and it is not virtual (parallel HDF5 before 1.14 refuses to
+ * read those). Optional filters are not asked for: chunks they could not
+ * handle were stored without them. */
+static int storage_ok(const source *s, hid_t d, hid_t memtype, const hsize_t dims[], int rank) {
+  hid_t dcpl = H5Dget_create_plist(d);
+  int n = dcpl >= 0 ? H5Pget_nfilters(dcpl) : -1, rc = CPL_OK;
+  if (n < 0) rc = cpli_h5_fail("its filters");
+  /* Raw data in external files is opened only when read: read its first
+   * element (every rank, collectively), so a missing file fails here. */
+  const int next = rc == CPL_OK ? H5Pget_external_count(dcpl) : 0;
+  hsize_t npts = 1, zero[CPL_MAX_RANK] = {0}, one[CPL_MAX_RANK];
+  for (int k = 0; k < rank; k++) npts *= dims[k], one[k] = 1;
+  if (next > 0 && npts > 0) {
+    hid_t fs = H5Dget_space(d), ms = H5Screate(H5S_SCALAR);
+    void *e = malloc(H5Tget_size(memtype));
+    herr_t r = e && fs >= 0 && ms >= 0 ? 0 : -1;
+    if (r >= 0 && rank > 0) r = H5Sselect_hyperslab(fs, H5S_SELECT_SET, zero, NULL, one, NULL);
+    if (r >= 0) r = H5Dread(d, memtype, ms, fs, s->dxpl, e);
+    char ext[512] = "?", cwd[1024] = "?";
+    off_t off;
+    hsize_t size;
+    if (r < 0) {
+      const hid_t why = H5Eget_current_stack(); /* H5Pget_external clears it */
+      H5E_BEGIN_TRY { H5Pget_external(dcpl, 0, sizeof ext, ext, &off, &size); }
+      H5E_END_TRY;
+      if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "?");
+      if (why >= 0) H5Eset_current_stack(why);
+      rc = cpli_h5_fail("its raw data is in external file%s \"%s\"%s (a relative name is taken "
+                        "from the working directory, %s, unless HDF5_EXTFILE_PREFIX says "
+                        "otherwise), and reading it failed",
+                        next == 1 ? "" : "s", ext, next == 1 ? "" : ", ...", cwd);
+    }
+    free(e);
+    if (fs >= 0) H5Sclose(fs);
+    if (ms >= 0) H5Sclose(ms);
+  }
+#if !H5_VERSION_GE(1, 14, 0)
+  if (rc == CPL_OK && H5Pget_layout(dcpl) == H5D_VIRTUAL)
+    rc = cpli_fail(CPL_ERR_UNSUPPORTED,
+                   "it is a virtual dataset (VDS), which parallel HDF5 %d.%d cannot read; "
+                   "h5repack -l <dataset>:CONTI stores it as an ordinary one; nothing was read",
+                   H5_VERS_MAJOR, H5_VERS_MINOR);
+#endif
+  for (int i = 0; rc == CPL_OK && i < n; i++) {
+    unsigned flags = 0, conf = 0;
+    size_t nv = 0;
+    char fname[128] = "";
+    H5Z_filter_t id =
+        H5Pget_filter2(dcpl, (unsigned)i, &flags, &nv, NULL, sizeof fname, fname, &conf);
+    htri_t avail = -1;
+    if (id >= 0 && !(flags & H5Z_FLAG_OPTIONAL)) {
+      H5E_BEGIN_TRY { avail = H5Zfilter_avail(id); }
+      H5E_END_TRY;
+    }
+    if (id < 0) rc = cpli_h5_fail("its filter %d", i);
+    else if (!(flags & H5Z_FLAG_OPTIONAL) && avail <= 0)
+      rc = cpli_fail(CPL_ERR_UNSUPPORTED,
+                     "it needs HDF5 filter %d (\"%s\"), which is not available here: not "
+                     "built into HDF5 and no plugin for it (HDF5_PLUGIN_PATH); nothing was read",
+                     (int)id, fname);
+  }
+  if (dcpl >= 0) H5Pclose(dcpl);
+  return rc;
+}
+
 /* Read this rank's rows of dataset `dname` in group g and put them; in the
  * dry pass only check them, reading and allocating nothing. */
 static int put_dataset(source *s, hid_t g, const char *dname, slab *sl) {
@@ -297,6 +366,7 @@ static int put_dataset(source *s, hid_t g, const char *dname, slab *sl) {
   sl->memtype = rc == CPL_OK ? H5Tget_native_type(ft, H5T_DIR_ASCEND) : -1;
   if (rc == CPL_OK && sl->memtype < 0) rc = cpli_h5_fail("no native type");
   if (rc == CPL_OK) rc = dataset_size_ok(prank, dims, H5Tget_size(sl->memtype));
+  if (rc == CPL_OK && s->dry) rc = storage_ok(s, d, sl->memtype, dims, rank);
   if (rc == CPL_OK && s->dry) rc = put_attrs(s, d, dname, NULL);
   if (s->dry) {
     if (ft >= 0) H5Tclose(ft);
@@ -500,6 +570,16 @@ static int find_steps(source *s, step_ref **steps, int *n, int *flat) {
                      "%ld",
                      (*steps)[i - 1].group, (*steps)[i].group, (*steps)[i].step);
   if (rc == CPL_OK && k > 0) warn_skipped(s, "root", "objects beside the step groups", &other);
+  /* A step carries its own group's attributes: the root's (a file's
+   * global metadata) would vanish unsaid. */
+  names rattrs = {0};
+  hsize_t idx = 0;
+  if (rc == CPL_OK && k > 0 &&
+      H5Aiterate2(s->file, H5_INDEX_NAME, H5_ITER_INC, &idx, add_attr, &rattrs) < 0)
+    rc = cpli_h5_fail("listing the root's attributes");
+  if (rc == CPL_OK && k > 0)
+    warn_skipped(s, "root", "attributes (a step carries its group's only)", &rattrs);
+  names_free(&rattrs);
   char list[1200];
   if (rc == CPL_OK && k == 0 && nds == 0 && other.n > 0)
     rc = cpli_fail(CPL_ERR_CONFIG,

@@ -90,7 +90,7 @@ typedef struct cpli_component {
   char **hosts; /* host names of hosts: [..]; NULL for a count   */
   int nhosts;   /* names in hosts, or N of hosts: N; 0: not set  */
   int ppn;      /* processes per node; 0: not set               */
-  cpli_pos pos, nprocs_pos, command_pos, workdir_pos;
+  cpli_pos pos, nprocs_pos, command_pos, workdir_pos, file_pos, drain_pos;
 } cpli_component;
 
 /* How a link moves a step to the consumer ranks (YAML `delivery`). */

@@ -717,7 +717,10 @@ static void parse_stage_keys(S *s, const cpli_ynode *n, cpli_component *c) {
   if ((v = cpli_ymap_get(n, "when_full")) &&
       want_enum(s, v, "when_full", when_full_names, CPLI_FULL_COUNT, &e))
     c->when_full = (cpli_when_full)e;
-  if ((v = cpli_ymap_get(n, "drain")) && want_string(s, v, "drain")) c->drain = xstrdup(s, v->str);
+  if ((v = cpli_ymap_get(n, "drain")) && want_string(s, v, "drain")) {
+    c->drain = xstrdup(s, v->str);
+    c->drain_pos = pos_of(v);
+  }
 }
 
 static void parse_component(S *s, const cpli_ynode *n, cpli_component *c) {
@@ -763,8 +766,10 @@ static void parse_component(S *s, const cpli_ynode *n, cpli_component *c) {
   const cpli_ynode *file = cpli_ymap_get(n, "file");
   int wants_file = c->kind == CPL_KIND_SINK || c->kind == CPL_KIND_SOURCE;
   if (file && !wants_file) err(s, file, "file is only for kinds sink and source");
-  else if (file && want_string(s, file, "file")) c->file = xstrdup(s, file->str);
-  else if (!file && wants_file && kind)
+  else if (file && want_string(s, file, "file")) {
+    c->file = xstrdup(s, file->str);
+    c->file_pos = pos_of(file);
+  } else if (!file && wants_file && kind)
     err(s, kind, "a %s component needs a file (the HDF5 file it %s)", kind_names[c->kind],
         c->kind == CPL_KIND_SINK ? "writes" : "reads");
 

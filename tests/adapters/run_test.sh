@@ -74,6 +74,13 @@ sink_1to3)
     grep -q '^cpl-component\[writer\]: sink: step 7 from sim.out->writer.in: ' "$out/log" &&
     grep -q '^cpl-component\[writer\]: sink: 3 steps, .* from 1 link written to "[^"]*/out.h5" in [0-9.]* s$' "$out/log" ||
     fail "not 3 step lines and a summary from the sink" ;;
+sink_colon)
+  rm -rf ufs: # the sink's working directory is this one
+  launch || fail "job exit status $?"
+  ref "$out/ref.h5" 5,2,0,1
+  same "$out/ref.h5" "$out/run_12:00.h5"
+  same "$out/ref.h5" "$out/new dir/out.h5"
+  [ ! -e ufs: ] || fail "the prefix ufs: was made a directory" ;;
 sink_3to1)
   launch || fail "job exit status $?"
   ref "$out/ref.h5" 2,4,0,1

@@ -27,6 +27,14 @@
  *                    characters: 1.06 MiB as they travel
  *   long-name        step 1: a dataset with a 300-byte name
  *   attr-name        step 1: a dataset attribute with a 256-byte name
+ *   filter           step 1: a chunked dataset written through filter 32100,
+ *                    which only this program has (a filter plugin the
+ *                    reader lacks)
+ *   external         step 1: a dataset whose raw data is in the external
+ *                    file OUT.h5.raw, deleted afterwards
+ *   virtual          step 1: a virtual dataset (VDS) mapping step 0's "a"
+ *   root-attrs       not bad: steps 0 and 1, and two attributes on the
+ *                    root, which are not replayed (a warning names them)
  *   changing         not bad: a dataset that changes type and shape, then
  *                    is absent, beside one that stays (in the sink's
  *                    layout, so a sink writes the file back unchanged)
@@ -69,6 +77,13 @@ static void blob(hid_t obj, const char *name, hsize_t n) {
   H5Aclose(a);
   H5Sclose(sp);
   free(v);
+}
+
+/* A filter that leaves the data as it is. */
+static size_t pass_through(unsigned flags, size_t nparams, const unsigned params[], size_t bytes,
+                           size_t *size, void **buf) {
+  (void)flags, (void)nparams, (void)params, (void)size, (void)buf;
+  return bytes;
 }
 
 /* A scalar variable-length string attribute of `len` x's (what h5py
@@ -264,6 +279,67 @@ int main(int argc, char **argv) {
       H5Dclose(d);
     }
     H5Gclose(g);
+  } else if (!strcmp(c, "filter")) {
+    /* Registered here only: whoever reads the file lacks it. */
+    const H5Z_class2_t cls = {
+        H5Z_CLASS_T_VERS, (H5Z_filter_t)32100, 1, 1, "badh5-filter", NULL, NULL, pass_through};
+    hsize_t n = 4, chunk = 2;
+    int32_t v[4] = {1, 2, 3, 4};
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE), sp = H5Screate_simple(1, &n, NULL);
+    hid_t g0 = step(f, 0), g1 = step(f, 1);
+    ints(g0, "a");
+    ints(g1, "a");
+    if (H5Zregister(&cls) < 0 || H5Pset_chunk(dcpl, 1, &chunk) < 0 ||
+        H5Pset_filter(dcpl, 32100, H5Z_FLAG_MANDATORY, 0, NULL) < 0)
+      die("filter");
+    hid_t d = H5Dcreate2(g1, "packed", H5T_STD_I32LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    if (d < 0 || H5Dwrite(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0) die("packed");
+    H5Dclose(d);
+    H5Sclose(sp);
+    H5Pclose(dcpl);
+    H5Gclose(g0);
+    H5Gclose(g1);
+  } else if (!strcmp(c, "external")) {
+    char raw[4096];
+    snprintf(raw, sizeof raw, "%s.raw", out);
+    hsize_t n = 4;
+    int32_t v[4] = {1, 2, 3, 4};
+    hid_t g0 = step(f, 0), g1 = step(f, 1);
+    ints(g0, "a");
+    ints(g1, "a");
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE), sp = H5Screate_simple(1, &n, NULL);
+    if (H5Pset_external(dcpl, raw, 0, sizeof v) < 0) die("external");
+    hid_t d = H5Dcreate2(g1, "outside", H5T_STD_I32LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    if (d < 0 || H5Dwrite(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0)
+      die("outside");
+    H5Dclose(d);
+    H5Sclose(sp);
+    H5Pclose(dcpl);
+    H5Gclose(g0);
+    H5Gclose(g1);
+    remove(raw);
+  } else if (!strcmp(c, "virtual")) {
+    hsize_t n = 4;
+    hid_t g0 = step(f, 0), g1 = step(f, 1);
+    ints(g0, "a");
+    ints(g1, "a");
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE), sp = H5Screate_simple(1, &n, NULL);
+    if (H5Pset_virtual(dcpl, sp, ".", "/step_000000/a", sp) < 0) die("virtual");
+    hid_t d = H5Dcreate2(g1, "view", H5T_STD_I32LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    if (d < 0) die("view");
+    H5Dclose(d);
+    H5Sclose(sp);
+    H5Pclose(dcpl);
+    H5Gclose(g0);
+    H5Gclose(g1);
+  } else if (!strcmp(c, "root-attrs")) {
+    for (long i = 0; i < 2; i++) {
+      hid_t g = step(f, i);
+      ints(g, "a");
+      H5Gclose(g);
+    }
+    blob(f, "title", 8);
+    blob(f, "units", 4);
   } else if (!strcmp(c, "changing")) {
     for (long s = 0; s < 3; s++) {
       hid_t g = step(f, s);
