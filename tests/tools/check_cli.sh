@@ -66,6 +66,22 @@ case $name in
     done
     run --intra circulant@ixyz --sizes 1K --reps 1
     ((rc == 2)) && grep -q '"@ixyz"' "$tmp/err" || fail "@ixyz: $rc $(head -1 "$tmp/err")"
+    # Numbers are read whole (atoi took --reps 1e3 for 1 run, atof
+    # --min-time abc for 0), sizes fit the int counts the runs use (3G
+    # wrapped negative), and a shape is P:Q alone (1:1:5 ran as 1:1).
+    for arg in "--reps 1e3" "--reps 10x" "--warmup 99999999999" "--prime -1" \
+      "--min-time abc" "--min-time inf" "--rate 5x" "--sizes 3G" "--sizes 0.5"; do
+      run --inter fc $arg
+      ((rc == 2)) && grep -q -- "bad value for ${arg% *}: ${arg#* } (" "$tmp/err" || fail "$arg: $rc $(head -1 "$tmp/err")"
+    done
+    run --inter fc --reps 300
+    ((rc == 2)) && grep -q -- '--reps 300: at most 256 runs per point' "$tmp/err" ||
+      fail "--reps 300: $rc $(head -1 "$tmp/err")"
+    run --inter fc --shape 1:1:5
+    ((rc == 2)) && grep -q 'shape 1:1:5 is not P:Q' "$tmp/err" || fail "--shape 1:1:5: $rc $(head -1 "$tmp/err")"
+    run --intra ring --procs 1x
+    ((rc == 2)) && grep -q 'group size 1x is not a whole number' "$tmp/err" ||
+      fail "--procs 1x: $rc $(head -1 "$tmp/err")"
     for opt in --intra --inter; do
       for list in "" ","; do
         run $opt "$list" --sizes 1K --reps 1
