@@ -980,8 +980,11 @@ int cpli_wf_from_tree(const cpli_ynode *root, const char *file, cpl_diag *d, cpl
   long long ver;
   if ((v = cpli_ymap_get(root, "version"))) want_int(&s, v, "version", "1", 1, 1, &ver);
   if ((v = cpli_ymap_get(root, "trace"))) {
+    /* "chrome:" alone names no file: every process warned at run time */
     const char *t = want_string(&s, v, "trace");
-    if (t && !*t) err(&s, v, "trace: needs a file name (FILE or chrome:FILE)");
+    char descbuf[128];
+    if (t && !strcmp(t, "chrome:"))
+      err(&s, v, "trace: needs a file name (FILE or chrome:FILE), got %s", DESC(v));
     else if (t) wf->trace = xstrdup(&s, t);
   }
   if ((v = cpli_ymap_get(root, "name"))) {
