@@ -270,6 +270,19 @@ static void offset_pos(const char *buf, size_t len, size_t off, int *line, int *
   }
 }
 
+/* The byte at line:col (as offset_pos counts), or NULL past the end. */
+static const char *char_at(const char *buf, size_t len, int line, int col) {
+  const char *p = buf, *end = buf + len;
+  for (int l = 1; l < line && p < end; l++) {
+    p = memchr(p, '\n', (size_t)(end - p));
+    if (!p) return NULL;
+    p++;
+  }
+  for (int c = 1; p < end && *p != '\n'; p++)
+    if (((unsigned char)*p & 0xc0) != 0x80 && c++ == col) return p;
+  return NULL;
+}
+
 static void syntax_error(builder *b, const yaml_parser_t *p, const char *buf, size_t len) {
   if (p->error == YAML_MEMORY_ERROR) {
     b->fatal = CPL_ERR_NOMEM;
@@ -286,10 +299,19 @@ static void syntax_error(builder *b, const yaml_parser_t *p, const char *buf, si
                   "%s (byte 0x%02x): a workflow "
                   "file must be UTF-8 text without control characters",
                   problem, v >= 0 && v < 256 ? v : 0);
-  } else if (p->context)
-    cpli_diag_add(b->d, b->file, line, col, "YAML syntax error: %s (%s at %d:%d)", problem,
-                  p->context, (int)p->context_mark.line + 1, (int)p->context_mark.column + 1);
-  else cpli_diag_add(b->d, b->file, line, col, "YAML syntax error: %s", problem);
+  } else {
+    /* libyaml says "found character that cannot start any token" at a
+     * tab, without naming it. */
+    const char *at = char_at(buf, len, line, col);
+    const char *tab = at && *at == '\t' && !strstr(problem, "tab")
+                          ? " (a tab: YAML indents with spaces only)"
+                          : "";
+    if (p->context)
+      cpli_diag_add(b->d, b->file, line, col, "YAML syntax error: %s (%s at %d:%d)%s", problem,
+                    p->context, (int)p->context_mark.line + 1, (int)p->context_mark.column + 1,
+                    tab);
+    else cpli_diag_add(b->d, b->file, line, col, "YAML syntax error: %s%s", problem, tab);
+  }
   b->fatal = CPL_ERR_PARSE;
 }
 
