@@ -495,6 +495,15 @@ static void parse_env(S *s, const cpli_ynode *n, cpli_component *c) {
       err(s, v, "value of environment variable %s must be a scalar, got %s", name, DESC(v));
       continue;
     }
+    /* Null has three spellings that became three values ("~", "null",
+     * ""): as for every other key, it is no value. */
+    if (cpli_y_is_null(v)) {
+      err(s, v,
+          "value of environment variable %s is null (~, null or nothing): write \"\" for an "
+          "empty value, or quote the text",
+          name);
+      continue;
+    }
     cpli_envvar *e = &c->env[c->nenv++];
     e->name = xstrdup(s, name);
     e->value = xstrdup(s, v->str);
