@@ -322,6 +322,16 @@ static int precheck(const char *buf, size_t len, builder *b) {
                   len, CPLI_Y_MAX_BYTES);
     return CPL_ERR_PARSE;
   }
+  /* UTF-16 (Windows' "Unicode", PowerShell's > redirect) is text with NUL
+   * bytes in it: name the encoding rather than the first NUL. */
+  const unsigned char *u = (const unsigned char *)buf;
+  if (len >= 2 && ((u[0] == 0xff && u[1] == 0xfe) || (u[0] == 0xfe && u[1] == 0xff))) {
+    cpli_diag_add(b->d, b->file, 1, 1,
+                  "the file is UTF-16 (it starts with the byte-order mark %02X %02X): a "
+                  "workflow file must be UTF-8 (convert it, e.g. iconv -f UTF-16 -t UTF-8)",
+                  u[0], u[1]);
+    return CPL_ERR_PARSE;
+  }
   const char *nul = memchr(buf, '\0', len);
   if (nul) {
     int line = 1, col = 1;
