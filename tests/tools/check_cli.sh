@@ -104,6 +104,13 @@ case $name in
     [[ $(head -1 "$tmp/out") =~ ^[0-9\ ]+$ ]] || fail "circulant --no-header: $(head -1 "$tmp/out")"
     run ring 2 0
     ((rc == 2)) && grep -q 'ring 2 0' "$tmp/err" || fail "ring 2 0: $rc $(head -1 "$tmp/err")"
+    # --explain and --size mean nothing to ring and circulant: refused (the
+    # schedule was printed as if they had not been given).
+    for args in "ring 2 2 --explain" "ring 2 2 --size 1K" "circulant 5 --explain" "circulant 5 --size 1K"; do
+      run $args
+      ((rc == 2)) && grep -q -- "is for fc, direct-ring, two-hop, not ${args%% *}" "$tmp/err" &&
+        [[ ! -s $tmp/out ]] || fail "$args: $rc $(head -1 "$tmp/err")"
+    done
     run
     ((rc == 2)) || fail "no arguments exited $rc, not 2"
     ;;
