@@ -129,6 +129,11 @@ case $name in
       ((rc == 2)) && grep -q -- "--size: $sz" "$tmp/err" || fail "--size $sz: $rc $(head -1 "$tmp/err")"
       [[ -s $tmp/out ]] && fail "--size $sz wrote to stdout"
     done
+    # Not finite: --rate inf modelled beta 0, --alpha 1e400 an infinite latency
+    for arg in "--alpha inf" "--alpha 1e400" "--beta nan" "--rate inf"; do
+      run $arg --max 2
+      ((rc == 2)) && grep -q -- "bad value for ${arg% *}: ${arg#* }" "$tmp/err" || fail "$arg: $rc $(head -1 "$tmp/err")"
+    done
     run --size 1099511627776 --max 4 --shapes 3:4
     ((rc == 0)) && grep -q '^ *3 *4 ' "$tmp/out" || fail "--size 2^40: $rc $(head -1 "$tmp/err")"
     # --shapes is checked before any output (the report came first)
