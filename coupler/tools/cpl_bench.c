@@ -196,9 +196,10 @@ static void usage(FILE *f) {
   for (int a = 1; a < CPL_INTRA_COUNT; a++)
     if (*cpli_intra_algs[a].restriction)
       fprintf(f, "  intra %-10s %s\n", cpli_intra_algs[a].name, cpli_intra_algs[a].restriction);
-  fprintf(f, "Exit status: 0 done (every run verified); 2 usage error (also a shape\n"
-             "that needs more ranks than the job has); a failed or wrong run aborts\n"
-             "the job with a message (mpiexec exits non-zero).\n");
+  fprintf(f, "Exit status: 0 done (every run verified); 1 the --csv file cannot be\n"
+             "written (nothing run); 2 usage error (also a shape that needs more\n"
+             "ranks than the job has); a failed or wrong run aborts the job with a\n"
+             "message (mpiexec exits non-zero).\n");
 }
 
 /* Bytes per process, with a K, M or G suffix: a whole number of bytes up
@@ -677,13 +678,21 @@ int main(int argc, char **argv) {
     return CPLI_CLI_USAGE_ERROR;
   }
   if (b.baseline < 0) b.baseline = b.nv - 1;
-  if (wrank == 0 && csvpath) {
-    b.csv = fopen(csvpath, "w");
-    if (!b.csv) fprintf(stderr, "cpl-bench: cannot write %s\n", csvpath);
-    else
-      fprintf(b.csv,
-              "shape,p,q,kind,algorithm,bytes,median_s,min_s,ratio_to_baseline,bound_s,runs\n");
+  /* A CSV that cannot be written stops every rank before the first run:
+   * the run went on for minutes and exited 0 without the file. */
+  int csv_ok = 1;
+  if (wrank == 0 && csvpath && !(b.csv = fopen(csvpath, "w"))) {
+    fprintf(stderr, "cpl-bench: cannot write %s: %s\n", csvpath, strerror(errno));
+    csv_ok = 0;
   }
+  MPI_Bcast(&csv_ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!csv_ok) {
+    MPI_Finalize();
+    return 1;
+  }
+  if (b.csv)
+    fprintf(b.csv,
+            "shape,p,q,kind,algorithm,bytes,median_s,min_s,ratio_to_baseline,bound_s,runs\n");
   const int npoints = (b.inter_mode ? nshapes : nprocs) * b.nsizes;
   if (wrank == 0) {
     printf("# cpl-bench %s: %d ranks, at least %d runs per variant (interleaved; more to fill "

@@ -74,6 +74,11 @@ case $name in
       run --inter fc $arg
       ((rc == 2)) && grep -q -- "bad value for ${arg% *}: ${arg#* } (" "$tmp/err" || fail "$arg: $rc $(head -1 "$tmp/err")"
     done
+    # A --csv that cannot be written: refused before any run (it ran, said
+    # "cannot write" and exited 0 without the file).
+    run --intra ring --sizes 1K --reps 1 --warmup 0 --min-time 0 --csv "$tmp/no/such/dir.csv"
+    ((rc == 1)) && grep -q "cannot write $tmp/no/such/dir.csv: No such file or directory" "$tmp/err" &&
+      [[ ! -s $tmp/out ]] || fail "--csv unwritable: $rc $(head -1 "$tmp/err")"
     run --inter fc --reps 300
     ((rc == 2)) && grep -q -- '--reps 300: at most 256 runs per point' "$tmp/err" ||
       fail "--reps 300: $rc $(head -1 "$tmp/err")"
