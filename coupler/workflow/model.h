@@ -145,6 +145,11 @@ void cpli_wf_check(cpli_workflow *wf, const char *file, cpl_diag *d);
  * returns an errno value (ENOENT, EACCES, ...) and writes what was tried. */
 int cpli_wf_program(const cpli_component *c, const char *wfdir, char *out, size_t size);
 
+/* A script's "#!" interpreter (programs.c): 0 if path is no script or its
+ * interpreter is executable, else an errno value (interp: the
+ * interpreter; *crlf: the line ends in "\r\n", which no exec survives). */
+int cpli_wf_interpreter(const char *path, char *interp, size_t size, int *crlf);
+
 /* Check that every command component's program exists and is executable
  * (programs.c); errors at the command's line:col. */
 void cpli_wf_check_programs(const cpli_workflow *wf, const char *wfdir, cpl_diag *d);

@@ -31,7 +31,7 @@ static int executable(const char *path) {
  * endings), which puts a carriage return into the interpreter's name or
  * its argument; an error either way. A relative interpreter depends on
  * the process's directory: not checked. */
-static int interpreter(const char *path, char *interp, size_t size, int *crlf) {
+int cpli_wf_interpreter(const char *path, char *interp, size_t size, int *crlf) {
   char head[256]; /* the kernel reads no more of it */
   *crlf = 0;
   FILE *f = fopen(path, "rb");
@@ -98,7 +98,7 @@ void cpli_wf_check_programs(const cpli_workflow *wf, const char *wfdir, cpl_diag
     int rc = cpli_wf_program(c, wfdir, path, sizeof path);
     char interp[256];
     int crlf;
-    if (rc == 0 && (rc = interpreter(path, interp, sizeof interp, &crlf)) != 0) {
+    if (rc == 0 && (rc = cpli_wf_interpreter(path, interp, sizeof interp, &crlf)) != 0) {
       if (crlf)
         cpli_diag_add(d, wf->path, c->command_pos.line, c->command_pos.col,
                       "component \"%s\": program %s: its #! line ends in a carriage return "

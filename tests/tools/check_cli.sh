@@ -44,6 +44,16 @@ case $name in
       fail "a program's -h: $rc $(head -2 "$tmp/out" "$tmp/err")"
     run
     ((rc == 2)) && grep -q '^usage: ' "$tmp/err" || fail "no arguments: $rc $(head -1 "$tmp/err")"
+    # A script that is there but cannot be exec'd names its #! line (it was
+    # "cannot execute ...: No such file or directory" alone).
+    printf '#!/nonexistent-cpl/sh\n' > "$tmp/bad.sh" && printf '#!/bin/sh\r\n' > "$tmp/crlf.sh" &&
+      chmod +x "$tmp/bad.sh" "$tmp/crlf.sh"
+    run "$tmp/bad.sh"
+    grep -q "cannot execute $tmp/bad.sh: No such file or directory (its #! interpreter /nonexistent-cpl/sh is missing)" "$tmp/err" ||
+      fail "missing interpreter: $rc $(head -1 "$tmp/err")"
+    run "$tmp/crlf.sh"
+    grep -q "cannot execute $tmp/crlf.sh: .*(its #! line ends in a carriage return" "$tmp/err" ||
+      fail "CRLF #! line: $rc $(head -1 "$tmp/err")"
     ;;
   cpl-bench)
     # No arguments: the usage, not a table header and an MPI_Abort.
