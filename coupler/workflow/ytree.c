@@ -334,15 +334,8 @@ static int precheck(const char *buf, size_t len, builder *b) {
   }
   const char *nul = memchr(buf, '\0', len);
   if (nul) {
-    int line = 1, col = 1;
-    for (const char *p = buf; p < nul; p++) {
-      if (*p == '\n') {
-        line++;
-        col = 1;
-      } else {
-        col++;
-      }
-    }
+    int line, col; /* in characters, as every other position */
+    offset_pos(buf, len, (size_t)(nul - buf), &line, &col);
     cpli_diag_add(b->d, b->file, line, col, "NUL byte in file: a workflow file must be text");
     return CPL_ERR_PARSE;
   }
