@@ -256,10 +256,12 @@ static void alias(builder *b, const yaml_event_t *ev) {
   attach(b, n);
 }
 
-/* line:col of a byte offset (columns count characters, as libyaml's do). */
+/* line:col of a byte offset (columns count characters, as libyaml's do,
+ * which skips a leading UTF-8 byte-order mark). */
 static void offset_pos(const char *buf, size_t len, size_t off, int *line, int *col) {
   *line = *col = 1;
-  for (size_t i = 0; i < off && i < len; i++) {
+  const size_t bom = len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+  for (size_t i = bom; i < off && i < len; i++) {
     unsigned char c = (unsigned char)buf[i];
     if (c == '\n') {
       ++*line;
@@ -273,6 +275,7 @@ static void offset_pos(const char *buf, size_t len, size_t off, int *line, int *
 /* The byte at line:col (as offset_pos counts), or NULL past the end. */
 static const char *char_at(const char *buf, size_t len, int line, int col) {
   const char *p = buf, *end = buf + len;
+  if (len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0) p += 3; /* as offset_pos */
   for (int l = 1; l < line && p < end; l++) {
     p = memchr(p, '\n', (size_t)(end - p));
     if (!p) return NULL;
