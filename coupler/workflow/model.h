@@ -114,6 +114,7 @@ typedef struct cpli_link {
   char *label;            /* "sim.out->ana.in", for messages       */
   cpli_pos pos;
   cpli_pos policy_pos, depth_pos; /* of the keys; line 0: not given */
+  cpli_pos inter_pos;             /* likewise                        */
 } cpli_link;
 
 struct cpl_workflow {

@@ -931,8 +931,10 @@ static void parse_link(S *s, const cpli_ynode *n, cpli_link *l) {
   const cpli_ynode *v;
   int e;
   if ((v = cpli_ymap_get(n, "inter")) &&
-      want_enum(s, v, "inter algorithm", cpli_inter_names, CPL_INTER_COUNT, &e))
+      want_enum(s, v, "inter algorithm", cpli_inter_names, CPL_INTER_COUNT, &e)) {
     l->inter = (cpl_inter_algorithm)e;
+    l->inter_pos = pos_of(v);
+  }
   if ((v = cpli_ymap_get(n, "intra")) &&
       want_enum(s, v, "intra algorithm", cpli_intra_names, CPL_INTRA_COUNT, &e))
     l->intra = (cpl_intra_algorithm)e;
