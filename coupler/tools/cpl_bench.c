@@ -37,6 +37,8 @@
  * auto chooses by their size); NAME@v calls cpl_inter_allgatherv, whose
  * auto chooses for a nominal block (senders do not know the others').
  */
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,10 +160,13 @@ static void usage(FILE *f) {
              "  --shape P:Q,...  inter shapes (default: N/2:N-N/2)\n"
              "  --procs P,...    intra group sizes (default: N)\n"
              "  --sizes LIST     bytes per process: 32K,1M or a range 32K..4M (x2 steps)\n"
-             "                   (default 32K..4M)\n"
+             "                   (default 32K..4M; K, M, G; at most 2G - 1, and a\n"
+             "                   group's blocks together too where they are placed by\n"
+             "                   int displacements: --intra, ring-intra, NAME@v)\n"
              "  --one-big        --intra only: rank 0's block has the size, every other\n"
              "                   block 1 byte (an allgatherv with one huge block)\n"
-             "  --reps N         measured runs per variant, at least (default 10)\n"
+             "  --reps N         measured runs per variant, at least (default 10, at\n"
+             "                   most 256)\n"
              "  --min-time S     more runs, up to 256, until a point's timed rounds\n"
              "                   take S seconds by the warm-up's times (default 0.5)\n"
              "  --warmup N       untimed runs per variant (default 2)\n"
@@ -191,15 +196,20 @@ static void usage(FILE *f) {
   for (int a = 1; a < CPL_INTRA_COUNT; a++)
     if (*cpli_intra_algs[a].restriction)
       fprintf(f, "  intra %-10s %s\n", cpli_intra_algs[a].name, cpli_intra_algs[a].restriction);
-  fprintf(f, "Exit status: 0 done (every run verified); 2 usage error (also a shape\n"
-             "that needs more ranks than the job has); a failed or wrong run aborts\n"
-             "the job with a message (mpiexec exits non-zero).\n");
+  fprintf(f, "Exit status: 0 done (every run verified); 1 the --csv file cannot be\n"
+             "written (nothing run); 2 usage error (also a shape that needs more\n"
+             "ranks than the job has); a failed or wrong run aborts the job with a\n"
+             "message (mpiexec exits non-zero).\n");
 }
 
+/* Bytes per process, with a K, M or G suffix: a whole number of bytes up
+ * to INT_MAX, as every block moves as an int count of MPI_BYTE (a
+ * larger one wrapped to a negative count). -1 if not. */
 static long parse_size(const char *s) {
   char *end;
+  errno = 0;
   double v = strtod(s, &end);
-  if (end == s || v < 0) return -1;
+  if (end == s || errno || !(v >= 0)) return -1;
   switch (*end) {
   case 'k':
   case 'K':
@@ -218,7 +228,26 @@ static long parse_size(const char *s) {
     break;
   }
   if (*end == 'B' || *end == 'b') end++;
-  return *end ? -1 : (long)v;
+  return *end || v > INT_MAX || v != floor(v) ? -1 : (long)v;
+}
+
+/* All of s a whole number in [lo, hi] (atoi took "1e3" for 1, "10x" for
+ * 10, and wrapped past INT_MAX). */
+static int int_arg(const char *s, long lo, long hi, int *out) {
+  char *end;
+  errno = 0;
+  const long v = strtol(s, &end, 10);
+  if (end == s || *end || errno || v < lo || v > hi) return 0;
+  *out = (int)v;
+  return 1;
+}
+
+/* All of s a finite number (atof took "abc" for 0 and "5x" for 5). */
+static int num_arg(const char *s, double *out) {
+  char *end;
+  errno = 0;
+  *out = strtod(s, &end);
+  return end != s && !*end && !errno && isfinite(*out);
 }
 
 /* "32K..4M" (powers of two apart) or "1K,3K,1M". */
@@ -539,6 +568,7 @@ int main(int argc, char **argv) {
         "--inter", "--intra",    "--shape", "--procs", "--sizes", "--reps",    "--warmup",
         "--prime", "--baseline", "--rate",  "--csv",   "--out",   "--min-time"};
     int takes = 1, known = 0;
+    const char *want = "";
     for (size_t j = 0; j < sizeof valued / sizeof *valued; j++) known |= !strcmp(a, valued[j]);
     if (!strcmp(a, "--no-verify")) b.verify = 0, takes = 0;
     else if (!strcmp(a, "--quiet")) b.quiet = 1, takes = 0;
@@ -552,25 +582,36 @@ int main(int argc, char **argv) {
       bad = b.nv == 0 ? 4 : 0; /* "" must not mean the default inter run */
     } else if (!strcmp(a, "--shape")) nshapes = split_list(val, shapes, 32);
     else if (!strcmp(a, "--procs")) nprocs = split_list(val, procs, 32);
-    else if (!strcmp(a, "--sizes"))
+    else if (!strcmp(a, "--sizes")) {
       bad = (b.nsizes = parse_sizes(val, b.sizes, 64)) <= 0, sizes_given = 1;
-    else if (!strcmp(a, "--out")) out = val;
-    else if (!strcmp(a, "--reps")) bad = (b.reps = atoi(val)) < 1;
-    else if (!strcmp(a, "--min-time")) bad = !((b.min_time = atof(val)) >= 0);
-    else if (!strcmp(a, "--warmup")) bad = (b.warmup = atoi(val)) < 0;
-    else if (!strcmp(a, "--prime")) bad = (b.prime = atoi(val)) < 0;
+      want = "whole numbers of bytes with K, M or G, at most 2147483647 (2G - 1) each, "
+             "as LIST or LO..HI";
+    } else if (!strcmp(a, "--out")) out = val;
+    else if (!strcmp(a, "--reps"))
+      bad = !int_arg(val, 1, 1000000, &b.reps), want = "a whole number from 1 to 1000000";
+    else if (!strcmp(a, "--min-time"))
+      bad = !num_arg(val, &b.min_time) || b.min_time < 0, want = "seconds, 0 or more";
+    else if (!strcmp(a, "--warmup"))
+      bad = !int_arg(val, 0, 1000000, &b.warmup), want = "a whole number from 0 to 1000000";
+    else if (!strcmp(a, "--prime"))
+      bad = !int_arg(val, 0, 1000000, &b.prime), want = "a whole number from 0 to 1000000";
     else if (!strcmp(a, "--baseline")) baseline = val;
-    else if (!strcmp(a, "--rate")) bad = (b.rate = atof(val) * 1e6) <= 0;
+    else if (!strcmp(a, "--rate"))
+      bad = !num_arg(val, &b.rate) || (b.rate *= 1e6) <= 0, want = "MB/s, more than 0";
     else if (!strcmp(a, "--csv")) csvpath = val;
     if (bad && wrank == 0)
       fprintf(stderr,
               bad == 3   ? "cpl-bench: unknown option %s\n"
               : bad == 2 ? "cpl-bench: option %s needs a value\n"
               : bad == 4 ? "cpl-bench: %s needs at least one algorithm, got \"%s\"\n"
-                         : "cpl-bench: bad value for %s: %s\n",
-              a, val);
+                         : "cpl-bench: bad value for %s: %s (%s)\n",
+              a, val, want);
     i += takes;
   }
+  /* A point's runs are stored in t[MAXV][MAX_REPS]: more were cut without a word. */
+  if (!bad && !calibrate && b.reps > MAX_REPS)
+    bad = 1, wrank == 0 && fprintf(stderr, "cpl-bench: --reps %d: at most %d runs per point\n",
+                                   b.reps, MAX_REPS);
   if (!bad && calibrate) {
     if (!sizes_given) b.nsizes = parse_sizes(CPLI_CALIBRATE_SIZES, b.sizes, 64);
     const int rc = cpli_calibrate(out, b.sizes, b.nsizes, b.reps, b.quiet);
@@ -601,19 +642,35 @@ int main(int argc, char **argv) {
   if (b.inter_mode && nshapes == 0)
     snprintf(shapes[nshapes++], 32, "%d:%d", wsize / 2, wsize - wsize / 2);
   if (!b.inter_mode && nprocs == 0) snprintf(procs[nprocs++], 32, "%d", wsize);
-  /* Every shape must fit the job: refused here, before any table line. */
+  long maxk = 0;
+  for (int s = 0; s < b.nsizes; s++) maxk = b.sizes[s] > maxk ? b.sizes[s] : maxk;
+  /* Where blocks are placed by int displacements (every intra run; inter
+   * ring-intra and @v), all of them must fit an int. */
+  int displs = !b.inter_mode;
+  for (int v = 0; v < b.nv; v++)
+    displs |= !strncmp(b.names[v], "ring-intra", 10) || variant_has(b.names[v], "v");
+  /* Every shape must be well formed and fit the job: refused here, before
+   * any table line (sscanf took "1:1:5" for 1:1). */
   for (int si = 0; si < (b.inter_mode ? nshapes : nprocs) && !bad; si++) {
-    int p, q;
-    if (b.inter_mode ? sscanf(shapes[si], "%d:%d", &p, &q) != 2 || p < 1 || q < 1 || p + q > wsize
-                     : sscanf(procs[si], "%d", &p) != 1 || p < 1 || p > wsize) {
-      bad = 1;
-      if (wrank == 0)
-        fprintf(stderr, "cpl-bench: %s %s does not fit this job of %d rank%s (%s)\n",
-                b.inter_mode ? "shape" : "group size", b.inter_mode ? shapes[si] : procs[si], wsize,
-                wsize == 1 ? "" : "s",
-                b.inter_mode ? "P:Q with P, Q >= 1 and P + Q ranks at most"
-                             : "1 to the job's ranks");
-    }
+    int p, q = 0;
+    char extra, why[160] = "";
+    const char *s = b.inter_mode ? shapes[si] : procs[si];
+    if (b.inter_mode ? sscanf(s, "%d:%d%c", &p, &q, &extra) != 2
+                     : sscanf(s, "%d%c", &p, &extra) != 1)
+      snprintf(why, sizeof why, "is not %s",
+               b.inter_mode ? "P:Q, whole numbers" : "a whole number");
+    else if (p < 1 || (b.inter_mode && q < 1) || p + q > wsize)
+      snprintf(
+          why, sizeof why, "does not fit this job of %d rank%s (%s)", wsize, wsize == 1 ? "" : "s",
+          b.inter_mode ? "P:Q with P, Q >= 1 and P + Q ranks at most" : "1 to the job's ranks");
+    else if (displs && (b.one_big ? maxk + p - 1 : (long)p * maxk) > INT_MAX)
+      snprintf(why, sizeof why,
+               "at %ld bytes per process gathers %ld bytes, more than an int displacement "
+               "reaches (2147483647)",
+               maxk, b.one_big ? maxk + p - 1 : (long)p * maxk);
+    bad = why[0] != '\0';
+    if (bad && wrank == 0)
+      fprintf(stderr, "cpl-bench: %s %s %s\n", b.inter_mode ? "shape" : "group size", s, why);
   }
   if (bad) {
     if (wrank == 0) usage(stderr);
@@ -621,13 +678,21 @@ int main(int argc, char **argv) {
     return CPLI_CLI_USAGE_ERROR;
   }
   if (b.baseline < 0) b.baseline = b.nv - 1;
-  if (wrank == 0 && csvpath) {
-    b.csv = fopen(csvpath, "w");
-    if (!b.csv) fprintf(stderr, "cpl-bench: cannot write %s\n", csvpath);
-    else
-      fprintf(b.csv,
-              "shape,p,q,kind,algorithm,bytes,median_s,min_s,ratio_to_baseline,bound_s,runs\n");
+  /* A CSV that cannot be written stops every rank before the first run:
+   * the run went on for minutes and exited 0 without the file. */
+  int csv_ok = 1;
+  if (wrank == 0 && csvpath && !(b.csv = fopen(csvpath, "w"))) {
+    fprintf(stderr, "cpl-bench: cannot write %s: %s\n", csvpath, strerror(errno));
+    csv_ok = 0;
   }
+  MPI_Bcast(&csv_ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!csv_ok) {
+    MPI_Finalize();
+    return 1;
+  }
+  if (b.csv)
+    fprintf(b.csv,
+            "shape,p,q,kind,algorithm,bytes,median_s,min_s,ratio_to_baseline,bound_s,runs\n");
   const int npoints = (b.inter_mode ? nshapes : nprocs) * b.nsizes;
   if (wrank == 0) {
     printf("# cpl-bench %s: %d ranks, at least %d runs per variant (interleaved; more to fill "
@@ -638,8 +703,6 @@ int main(int argc, char **argv) {
     printf("%-7s %9s  %-15s %10s %10s  %7s%s  runs\n", "shape", "size", "algorithm", "median",
            "min", "ratio", b.rate > 0 ? "   bound   med/bnd" : "");
   }
-  long maxk = 0;
-  for (int s = 0; s < b.nsizes; s++) maxk = b.sizes[s] > maxk ? b.sizes[s] : maxk;
   for (int si = 0; si < (b.inter_mode ? nshapes : nprocs); si++) {
     int p, q = 0; /* checked above */
     if (b.inter_mode) sscanf(shapes[si], "%d:%d", &p, &q);

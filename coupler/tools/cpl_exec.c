@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "tools/cli.h"
+#include "workflow/model.h"
 
 static pid_t child = -1;
 static volatile sig_atomic_t reaped;   /* child's pid may be another's now */
@@ -246,9 +247,19 @@ int main(int argc, char **argv) {
   do got = read(failed[0], &exec_errno, sizeof exec_errno);
   while (got < 0 && errno == EINTR);
   if (got == (ssize_t)sizeof exec_errno) {
+    /* ENOENT for a file that is there: its #! line names what is missing
+     * (cpl-run checked that on its own host, not on this one). */
+    char why[320] = "", interp[256];
+    int crlf;
+    if (exec_errno == ENOENT && strchr(argv[1], '/') && access(argv[1], F_OK) == 0 &&
+        cpli_wf_interpreter(argv[1], interp, sizeof interp, &crlf) != 0)
+      snprintf(why, sizeof why,
+               crlf ? " (its #! line ends in a carriage return: Windows line endings)"
+                    : " (its #! interpreter %s is missing)",
+               interp);
     report("cpl-run: component \"%s\", %s (%spid %d): cannot execute "
-           "%s: %s; stopping the job\n",
-           comp, rank, jobrank, (int)child, argv[1], strerror(exec_errno));
+           "%s: %s%s; stopping the job\n",
+           comp, rank, jobrank, (int)child, argv[1], strerror(exec_errno), why);
     waitpid(child, NULL, 0);
     reaped = 1;
     stop_job(SIGTERM);

@@ -59,11 +59,12 @@ static void usage(FILE *f) {
              "(also a bad CPL_ALPHA, CPL_BETA, ... or tuning file).\n");
 }
 
-/* 1 if all of s is a number (in *out), else 0. */
+/* 1 if all of s is a finite number (in *out), else 0: strtod also takes
+ * "inf" and "1e400", which modelled every time as inf or 0. */
 static int number(const char *s, double *out) {
   char *end;
   *out = strtod(s, &end);
-  return end != s && *end == '\0';
+  return end != s && *end == '\0' && isfinite(*out);
 }
 
 static FILE *csv;

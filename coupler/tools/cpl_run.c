@@ -274,9 +274,13 @@ int main(int argc, char **argv) {
   if (cpl_diag_create(&d) != CPL_OK) return 2;
   cpl_workflow *wf = NULL;
   if (cpl_workflow_load(file, d, &wf) != CPL_OK) {
-    for (int i = 0; i < cpl_diag_count(d); i++) fprintf(stderr, "%s\n", cpl_diag_message(d, i));
-    if (cpl_diag_count(d) == 0) fprintf(stderr, "%s\n", cpl_last_error());
-    fprintf(stderr, "cpl-run: %s is not a valid workflow; nothing started\n", file);
+    const int shown = cpl_diag_count(d), total = cpl_diag_total(d);
+    for (int i = 0; i < shown; i++) fprintf(stderr, "%s\n", cpl_diag_message(d, i));
+    if (shown == 0) fprintf(stderr, "%s\n", cpl_last_error());
+    /* as cpl-validate: the list stops at 100, which must not look like all */
+    if (total > shown) fprintf(stderr, "%s: %d more errors not shown\n", file, total - shown);
+    fprintf(stderr, "cpl-run: %s is not a valid workflow (%d error%s); nothing started\n", file,
+            total ? total : 1, total > 1 ? "s" : "");
     cpl_diag_destroy(d);
     return 1;
   }

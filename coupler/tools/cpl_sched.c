@@ -49,8 +49,8 @@ static void usage(FILE *f) {
              "  --no-header    data lines only (no header line, no \"skips\" label)\n"
              "  -h, --help     show this help\n"
              "  -V, --version  show the version\n"
-             "P and Q: 1 to 1000000. Exit status: 0 done (and valid), 1 invalid or\n"
-             "failed, 2 usage error.\n");
+             "P and Q: 1 to 1000000 (fc, direct-ring, two-hop, chains: 1 to 4096). Exit\n"
+             "status: 0 done (and valid), 1 invalid or failed, 2 usage error.\n");
 }
 
 static int positive(const char *s, int *out) {
@@ -110,7 +110,7 @@ static int circulant(int p, int check, int header) {
 }
 
 int main(int argc, char **argv) {
-  int check = 0, header = 1, n = 0, explain = 0;
+  int check = 0, header = 1, n = 0, explain = 0, size_given = 0;
   size_t size = 1 << 20;
   const char *args[3];
   int info = cpli_cli_info("cpl-sched", argc, argv, usage);
@@ -124,6 +124,7 @@ int main(int argc, char **argv) {
       if (i + 1 >= argc || cpli_parse_bytes(argv[i + 1], &size))
         return cpli_cli_usage_error("cpl-sched", usage, "--size needs a byte count (e.g. 1M)");
       i++;
+      size_given = 1;
     } else if (a[0] == '-' && a[1])
       return cpli_cli_usage_error("cpl-sched", usage, "unknown option %s", a);
     else if (n < 3) args[n++] = a;
@@ -132,6 +133,12 @@ int main(int argc, char **argv) {
   int p, q;
   if (n == 0)
     return cpli_cli_usage_error("cpl-sched", usage, "no schedule given (ring or circulant)");
+  /* ring and circulant have no plan to size or explain: the options were
+   * ignored without a word. */
+  if ((explain || size_given) && (!strcmp(args[0], "ring") || !strcmp(args[0], "circulant")))
+    return cpli_cli_usage_error("cpl-sched", usage,
+                                "%s is for fc, direct-ring, two-hop, chains, not %s",
+                                explain ? "--explain" : "--size", args[0]);
   if (!strcmp(args[0], "ring")) {
     if (n != 3) return cpli_cli_usage_error("cpl-sched", usage, "ring takes P and Q");
     if (!positive(args[1], &p) || !positive(args[2], &q))
@@ -150,9 +157,6 @@ int main(int argc, char **argv) {
                                   args[1], args[2]);
     return cpli_explain_inter(args[0], p, q, size, explain, check, header);
   }
-  if (explain)
-    return cpli_cli_usage_error("cpl-sched", usage,
-                                "--explain is for fc, direct-ring, two-hop, chains");
   if (!strcmp(args[0], "circulant")) {
     if (n != 2) return cpli_cli_usage_error("cpl-sched", usage, "circulant takes P");
     if (!positive(args[1], &p))

@@ -571,6 +571,21 @@ static int placement_conflict(const cpli_launch_opts *o, int placing, char *err,
                                       "-ppn", NULL};
   static const char *const srun[] = {
       "-w", "--nodelist", "-m", "--distribution", "--ntasks-per-node", "-F", "--nodefile", NULL};
+  /* A rank count: each component's nprocs sets them (hydra then fails
+   * with "duplicate setting: n", srun runs a count the multi-prog file
+   * does not cover). */
+  static const char *const hydra_n[] = {"-n", "-np", NULL}, *const srun_n[] = {"-n", "--ntasks",
+                                                                               NULL};
+  const char *const *counts = o->launcher == CPLI_LAUNCHER_SRUN ? srun_n : hydra_n;
+  for (int i = 0; i < o->nextra; i++)
+    for (int k = 0; counts[k]; k++)
+      if (launcher_opt(o->launcher, o->extra[i], counts[k])) {
+        fail(err, esize,
+             "%s after -- would set the number of processes too; the components' nprocs "
+             "decide it: leave it out",
+             o->extra[i]);
+        return -1;
+      }
   int hydra_hosts = o->launcher == CPLI_LAUNCHER_MPIEXEC && o->hostfile;
   if (!placing && !hydra_hosts) return 0;
   const char *const *opts = o->launcher == CPLI_LAUNCHER_SRUN ? srun : hydra;

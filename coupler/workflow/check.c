@@ -79,6 +79,15 @@ static void check_links(cpli_workflow *wf, const char *file, cpl_diag *d) {
                     "sends a step only when the consumer asks, so the link has no queue; "
                     "remove depth (the stage's keep sets how many steps it holds)",
                     l->label, fc->name);
+    /* delivery: select moves every step point to point (redist.c): the
+     * inter-group allgather, the one thing inter chooses, never runs
+     * (intra still serves the link's small collectives inside a group). */
+    if (l->delivery == CPLI_DELIVERY_SELECT && l->inter_pos.line)
+      cpli_diag_add(d, file, l->inter_pos.line, l->inter_pos.col,
+                    "link %s: inter has no effect with delivery: select (each consumer rank "
+                    "receives its boxes point to point, no inter-group allgather runs); remove "
+                    "inter, or use delivery: auto",
+                    l->label);
     for (int j = 0; j < i; j++) {
       const cpli_link *o = &wf->links[j];
       if (o->from_comp == l->from_comp && o->from_port == l->from_port &&

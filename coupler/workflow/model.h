@@ -114,6 +114,7 @@ typedef struct cpli_link {
   char *label;            /* "sim.out->ana.in", for messages       */
   cpli_pos pos;
   cpli_pos policy_pos, depth_pos; /* of the keys; line 0: not given */
+  cpli_pos inter_pos;             /* likewise                        */
 } cpli_link;
 
 struct cpl_workflow {
@@ -144,6 +145,11 @@ void cpli_wf_check(cpli_workflow *wf, const char *file, cpl_diag *d);
  * env PATH if it sets one). Writes the path to out and returns 0, or
  * returns an errno value (ENOENT, EACCES, ...) and writes what was tried. */
 int cpli_wf_program(const cpli_component *c, const char *wfdir, char *out, size_t size);
+
+/* A script's "#!" interpreter (programs.c): 0 if path is no script or its
+ * interpreter is executable, else an errno value (interp: the
+ * interpreter; *crlf: the line ends in "\r\n", which no exec survives). */
+int cpli_wf_interpreter(const char *path, char *interp, size_t size, int *crlf);
 
 /* Check that every command component's program exists and is executable
  * (programs.c); errors at the command's line:col. */

@@ -22,6 +22,32 @@ static int executable(const char *path) {
   return access(path, X_OK) == 0 ? 0 : errno;
 }
 
+/* The "#!" line of a script, as the kernel reads it: the interpreter is
+ * the first word after "#!", up to a blank or the line's end (interp).
+ * 0 if path is no such script or its interpreter is executable, else an
+ * errno value: the kernel then fails the exec with ENOENT, for a file
+ * that is there, which cpl-exec could only report as "No such file or
+ * directory". *crlf: the line ends in "\r\n" (a file with Windows line
+ * endings), which puts a carriage return into the interpreter's name or
+ * its argument; an error either way. A relative interpreter depends on
+ * the process's directory: not checked. */
+int cpli_wf_interpreter(const char *path, char *interp, size_t size, int *crlf) {
+  char head[256]; /* the kernel reads no more of it */
+  *crlf = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0; /* execute-only: exec decides */
+  size_t n = fread(head, 1, sizeof head - 1, f);
+  fclose(f);
+  head[n] = '\0';
+  if (n < 2 || head[0] != '#' || head[1] != '!') return 0;
+  const char *p = head + 2 + strspn(head + 2, " \t");
+  snprintf(interp, size, "%.*s", (int)strcspn(p, " \t\r\n"), p);
+  const char *nl = memchr(head, '\n', n);
+  *crlf = nl && nl[-1] == '\r';
+  if (*crlf) return ENOEXEC;
+  return *p == '/' ? executable(interp) : 0;
+}
+
 static const char *env_path(const cpli_component *c) {
   for (int i = 0; i < c->nenv; i++)
     if (strcmp(c->env[i].name, "PATH") == 0) return c->env[i].value;
@@ -70,6 +96,21 @@ void cpli_wf_check_programs(const cpli_workflow *wf, const char *wfdir, cpl_diag
     if (c->kind != CPL_KIND_COMMAND || c->argc < 1) continue;
     char path[4096];
     int rc = cpli_wf_program(c, wfdir, path, sizeof path);
+    char interp[256];
+    int crlf;
+    if (rc == 0 && (rc = cpli_wf_interpreter(path, interp, sizeof interp, &crlf)) != 0) {
+      if (crlf)
+        cpli_diag_add(d, wf->path, c->command_pos.line, c->command_pos.col,
+                      "component \"%s\": program %s: its #! line ends in a carriage return "
+                      "(Windows line endings), which the kernel keeps in the line's last word "
+                      "(\"sh\\r\" is no program): convert the file to Unix line endings",
+                      c->name, path);
+      else
+        cpli_diag_add(d, wf->path, c->command_pos.line, c->command_pos.col,
+                      "component \"%s\": program %s: its #! interpreter %s: %s", c->name, path,
+                      interp, strerror(rc));
+      continue;
+    }
     if (rc == 0) continue;
     const char *prog = c->argv[0];
     if (!strchr(prog, '/'))

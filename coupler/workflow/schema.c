@@ -175,6 +175,23 @@ static const char *want_string(S *s, const cpli_ynode *n, const char *what) {
   return n->str;
 }
 
+/* A leading "~" is no home directory here: no shell reads the file, and
+ * a sink given ~/out.h5 made a directory named "~" where it ran. */
+static int tilde_path(S *s, const cpli_ynode *n, const char *what, const char *path) {
+  if (path[0] != '~') return 0;
+  err(s, n,
+      "%s %s starts with \"~\", which nothing expands (no shell reads the workflow): write "
+      "the path out",
+      what, path);
+  return 1;
+}
+
+/* A path: a non-empty string not starting with "~". */
+static const char *want_path(S *s, const cpli_ynode *n, const char *what) {
+  const char *str = want_string(s, n, what);
+  return str && !tilde_path(s, n, what, str) ? str : NULL;
+}
+
 static int valid_name_char(char c) { return isalnum((unsigned char)c) || c == '_' || c == '-'; }
 
 /* Component, port and dataset names: they appear in "component.port"
@@ -433,7 +450,8 @@ static int split_command(S *s, const cpli_ynode *n, cpli_component *c) {
 static void parse_command(S *s, const cpli_ynode *n, cpli_component *c) {
   if (n->bad) return;
   if (n->kind == CPLI_Y_SCALAR) {
-    if (want_string(s, n, "command")) split_command(s, n, c);
+    if (want_string(s, n, "command") && split_command(s, n, c))
+      tilde_path(s, n, "program", c->argv[0]);
     return;
   }
   if (n->kind != CPLI_Y_SEQ) {
@@ -461,6 +479,7 @@ static void parse_command(S *s, const cpli_ynode *n, cpli_component *c) {
           DESC(w));
       continue;
     }
+    if (c->argc == 0) tilde_path(s, w, "program", w->str);
     c->argpos[c->argc] = pos_of(w);
     c->argv[c->argc++] = xstrdup(s, w->str);
   }
@@ -493,6 +512,15 @@ static void parse_env(S *s, const cpli_ynode *n, cpli_component *c) {
     }
     if (v->kind != CPLI_Y_SCALAR || strlen(v->str) != v->len) {
       err(s, v, "value of environment variable %s must be a scalar, got %s", name, DESC(v));
+      continue;
+    }
+    /* Null has three spellings that became three values ("~", "null",
+     * ""): as for every other key, it is no value. */
+    if (cpli_y_is_null(v)) {
+      err(s, v,
+          "value of environment variable %s is null (~, null or nothing): write \"\" for an "
+          "empty value, or quote the text",
+          name);
       continue;
     }
     cpli_envvar *e = &c->env[c->nenv++];
@@ -717,7 +745,7 @@ static void parse_stage_keys(S *s, const cpli_ynode *n, cpli_component *c) {
   if ((v = cpli_ymap_get(n, "when_full")) &&
       want_enum(s, v, "when_full", when_full_names, CPLI_FULL_COUNT, &e))
     c->when_full = (cpli_when_full)e;
-  if ((v = cpli_ymap_get(n, "drain")) && want_string(s, v, "drain")) {
+  if ((v = cpli_ymap_get(n, "drain")) && want_path(s, v, "drain")) {
     c->drain = xstrdup(s, v->str);
     c->drain_pos = pos_of(v);
   }
@@ -766,7 +794,7 @@ static void parse_component(S *s, const cpli_ynode *n, cpli_component *c) {
   const cpli_ynode *file = cpli_ymap_get(n, "file");
   int wants_file = c->kind == CPL_KIND_SINK || c->kind == CPL_KIND_SOURCE;
   if (file && !wants_file) err(s, file, "file is only for kinds sink and source");
-  else if (file && want_string(s, file, "file")) {
+  else if (file && want_path(s, file, "file")) {
     c->file = xstrdup(s, file->str);
     c->file_pos = pos_of(file);
   } else if (!file && wants_file && kind)
@@ -775,7 +803,7 @@ static void parse_component(S *s, const cpli_ynode *n, cpli_component *c) {
 
   parse_stage_keys(s, n, c);
 
-  if ((v = cpli_ymap_get(n, "workdir")) && want_string(s, v, "workdir")) {
+  if ((v = cpli_ymap_get(n, "workdir")) && want_path(s, v, "workdir")) {
     c->workdir = xstrdup(s, v->str);
     c->workdir_pos = pos_of(v);
   }
@@ -908,8 +936,10 @@ static void parse_link(S *s, const cpli_ynode *n, cpli_link *l) {
   const cpli_ynode *v;
   int e;
   if ((v = cpli_ymap_get(n, "inter")) &&
-      want_enum(s, v, "inter algorithm", cpli_inter_names, CPL_INTER_COUNT, &e))
+      want_enum(s, v, "inter algorithm", cpli_inter_names, CPL_INTER_COUNT, &e)) {
     l->inter = (cpl_inter_algorithm)e;
+    l->inter_pos = pos_of(v);
+  }
   if ((v = cpli_ymap_get(n, "intra")) &&
       want_enum(s, v, "intra algorithm", cpli_intra_names, CPL_INTRA_COUNT, &e))
     l->intra = (cpl_intra_algorithm)e;
@@ -985,9 +1015,13 @@ int cpli_wf_from_tree(const cpli_ynode *root, const char *file, cpl_diag *d, cpl
   long long ver;
   if ((v = cpli_ymap_get(root, "version"))) want_int(&s, v, "version", "1", 1, 1, &ver);
   if ((v = cpli_ymap_get(root, "trace"))) {
+    /* "chrome:" alone names no file: every process warned at run time */
     const char *t = want_string(&s, v, "trace");
-    if (t && !*t) err(&s, v, "trace: needs a file name (FILE or chrome:FILE)");
-    else if (t) wf->trace = xstrdup(&s, t);
+    char descbuf[128];
+    if (t && !strcmp(t, "chrome:"))
+      err(&s, v, "trace: needs a file name (FILE or chrome:FILE), got %s", DESC(v));
+    else if (t && !tilde_path(&s, v, "trace", t + (strncmp(t, "chrome:", 7) ? 0 : 7)))
+      wf->trace = xstrdup(&s, t);
   }
   if ((v = cpli_ymap_get(root, "name"))) {
     if (want_name(&s, v, "workflow name")) wf->name = xstrdup(&s, v->str);

@@ -256,10 +256,12 @@ static void alias(builder *b, const yaml_event_t *ev) {
   attach(b, n);
 }
 
-/* line:col of a byte offset (columns count characters, as libyaml's do). */
+/* line:col of a byte offset (columns count characters, as libyaml's do,
+ * which skips a leading UTF-8 byte-order mark). */
 static void offset_pos(const char *buf, size_t len, size_t off, int *line, int *col) {
   *line = *col = 1;
-  for (size_t i = 0; i < off && i < len; i++) {
+  const size_t bom = len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+  for (size_t i = bom; i < off && i < len; i++) {
     unsigned char c = (unsigned char)buf[i];
     if (c == '\n') {
       ++*line;
@@ -268,6 +270,20 @@ static void offset_pos(const char *buf, size_t len, size_t off, int *line, int *
       ++*col;
     }
   }
+}
+
+/* The byte at line:col (as offset_pos counts), or NULL past the end. */
+static const char *char_at(const char *buf, size_t len, int line, int col) {
+  const char *p = buf, *end = buf + len;
+  if (len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0) p += 3; /* as offset_pos */
+  for (int l = 1; l < line && p < end; l++) {
+    p = memchr(p, '\n', (size_t)(end - p));
+    if (!p) return NULL;
+    p++;
+  }
+  for (int c = 1; p < end && *p != '\n'; p++)
+    if (((unsigned char)*p & 0xc0) != 0x80 && c++ == col) return p;
+  return NULL;
 }
 
 static void syntax_error(builder *b, const yaml_parser_t *p, const char *buf, size_t len) {
@@ -286,10 +302,19 @@ static void syntax_error(builder *b, const yaml_parser_t *p, const char *buf, si
                   "%s (byte 0x%02x): a workflow "
                   "file must be UTF-8 text without control characters",
                   problem, v >= 0 && v < 256 ? v : 0);
-  } else if (p->context)
-    cpli_diag_add(b->d, b->file, line, col, "YAML syntax error: %s (%s at %d:%d)", problem,
-                  p->context, (int)p->context_mark.line + 1, (int)p->context_mark.column + 1);
-  else cpli_diag_add(b->d, b->file, line, col, "YAML syntax error: %s", problem);
+  } else {
+    /* libyaml says "found character that cannot start any token" at a
+     * tab, without naming it. */
+    const char *at = char_at(buf, len, line, col);
+    const char *tab = at && *at == '\t' && !strstr(problem, "tab")
+                          ? " (a tab: YAML indents with spaces only)"
+                          : "";
+    if (p->context)
+      cpli_diag_add(b->d, b->file, line, col, "YAML syntax error: %s (%s at %d:%d)%s", problem,
+                    p->context, (int)p->context_mark.line + 1, (int)p->context_mark.column + 1,
+                    tab);
+    else cpli_diag_add(b->d, b->file, line, col, "YAML syntax error: %s%s", problem, tab);
+  }
   b->fatal = CPL_ERR_PARSE;
 }
 
@@ -300,17 +325,20 @@ static int precheck(const char *buf, size_t len, builder *b) {
                   len, CPLI_Y_MAX_BYTES);
     return CPL_ERR_PARSE;
   }
+  /* UTF-16 (Windows' "Unicode", PowerShell's > redirect) is text with NUL
+   * bytes in it: name the encoding rather than the first NUL. */
+  const unsigned char *u = (const unsigned char *)buf;
+  if (len >= 2 && ((u[0] == 0xff && u[1] == 0xfe) || (u[0] == 0xfe && u[1] == 0xff))) {
+    cpli_diag_add(b->d, b->file, 1, 1,
+                  "the file is UTF-16 (it starts with the byte-order mark %02X %02X): a "
+                  "workflow file must be UTF-8 (convert it, e.g. iconv -f UTF-16 -t UTF-8)",
+                  u[0], u[1]);
+    return CPL_ERR_PARSE;
+  }
   const char *nul = memchr(buf, '\0', len);
   if (nul) {
-    int line = 1, col = 1;
-    for (const char *p = buf; p < nul; p++) {
-      if (*p == '\n') {
-        line++;
-        col = 1;
-      } else {
-        col++;
-      }
-    }
+    int line, col; /* in characters, as every other position */
+    offset_pos(buf, len, (size_t)(nul - buf), &line, &col);
     cpli_diag_add(b->d, b->file, line, col, "NUL byte in file: a workflow file must be text");
     return CPL_ERR_PARSE;
   }

@@ -44,6 +44,16 @@ case $name in
       fail "a program's -h: $rc $(head -2 "$tmp/out" "$tmp/err")"
     run
     ((rc == 2)) && grep -q '^usage: ' "$tmp/err" || fail "no arguments: $rc $(head -1 "$tmp/err")"
+    # A script that is there but cannot be exec'd names its #! line (it was
+    # "cannot execute ...: No such file or directory" alone).
+    printf '#!/nonexistent-cpl/sh\n' > "$tmp/bad.sh" && printf '#!/bin/sh\r\n' > "$tmp/crlf.sh" &&
+      chmod +x "$tmp/bad.sh" "$tmp/crlf.sh"
+    run "$tmp/bad.sh"
+    grep -q "cannot execute $tmp/bad.sh: No such file or directory (its #! interpreter /nonexistent-cpl/sh is missing)" "$tmp/err" ||
+      fail "missing interpreter: $rc $(head -1 "$tmp/err")"
+    run "$tmp/crlf.sh"
+    grep -q "cannot execute $tmp/crlf.sh: .*(its #! line ends in a carriage return" "$tmp/err" ||
+      fail "CRLF #! line: $rc $(head -1 "$tmp/err")"
     ;;
   cpl-bench)
     # No arguments: the usage, not a table header and an MPI_Abort.
@@ -66,6 +76,27 @@ case $name in
     done
     run --intra circulant@ixyz --sizes 1K --reps 1
     ((rc == 2)) && grep -q '"@ixyz"' "$tmp/err" || fail "@ixyz: $rc $(head -1 "$tmp/err")"
+    # Numbers are read whole (atoi took --reps 1e3 for 1 run, atof
+    # --min-time abc for 0), sizes fit the int counts the runs use (3G
+    # wrapped negative), and a shape is P:Q alone (1:1:5 ran as 1:1).
+    for arg in "--reps 1e3" "--reps 10x" "--warmup 99999999999" "--prime -1" \
+      "--min-time abc" "--min-time inf" "--rate 5x" "--sizes 3G" "--sizes 0.5"; do
+      run --inter fc $arg
+      ((rc == 2)) && grep -q -- "bad value for ${arg% *}: ${arg#* } (" "$tmp/err" || fail "$arg: $rc $(head -1 "$tmp/err")"
+    done
+    # A --csv that cannot be written: refused before any run (it ran, said
+    # "cannot write" and exited 0 without the file).
+    run --intra ring --sizes 1K --reps 1 --warmup 0 --min-time 0 --csv "$tmp/no/such/dir.csv"
+    ((rc == 1)) && grep -q "cannot write $tmp/no/such/dir.csv: No such file or directory" "$tmp/err" &&
+      [[ ! -s $tmp/out ]] || fail "--csv unwritable: $rc $(head -1 "$tmp/err")"
+    run --inter fc --reps 300
+    ((rc == 2)) && grep -q -- '--reps 300: at most 256 runs per point' "$tmp/err" ||
+      fail "--reps 300: $rc $(head -1 "$tmp/err")"
+    run --inter fc --shape 1:1:5
+    ((rc == 2)) && grep -q 'shape 1:1:5 is not P:Q' "$tmp/err" || fail "--shape 1:1:5: $rc $(head -1 "$tmp/err")"
+    run --intra ring --procs 1x
+    ((rc == 2)) && grep -q 'group size 1x is not a whole number' "$tmp/err" ||
+      fail "--procs 1x: $rc $(head -1 "$tmp/err")"
     for opt in --intra --inter; do
       for list in "" ","; do
         run $opt "$list" --sizes 1K --reps 1
@@ -88,6 +119,13 @@ case $name in
     [[ $(head -1 "$tmp/out") =~ ^[0-9\ ]+$ ]] || fail "circulant --no-header: $(head -1 "$tmp/out")"
     run ring 2 0
     ((rc == 2)) && grep -q 'ring 2 0' "$tmp/err" || fail "ring 2 0: $rc $(head -1 "$tmp/err")"
+    # --explain and --size mean nothing to ring and circulant: refused (the
+    # schedule was printed as if they had not been given).
+    for args in "ring 2 2 --explain" "ring 2 2 --size 1K" "circulant 5 --explain" "circulant 5 --size 1K"; do
+      run $args
+      ((rc == 2)) && grep -q -- "is for fc, direct-ring, two-hop, chains, not ${args%% *}" "$tmp/err" &&
+        [[ ! -s $tmp/out ]] || fail "$args: $rc $(head -1 "$tmp/err")"
+    done
     run
     ((rc == 2)) || fail "no arguments exited $rc, not 2"
     ;;
@@ -105,6 +143,11 @@ case $name in
       run --size $sz
       ((rc == 2)) && grep -q -- "--size: $sz" "$tmp/err" || fail "--size $sz: $rc $(head -1 "$tmp/err")"
       [[ -s $tmp/out ]] && fail "--size $sz wrote to stdout"
+    done
+    # Not finite: --rate inf modelled beta 0, --alpha 1e400 an infinite latency
+    for arg in "--alpha inf" "--alpha 1e400" "--beta nan" "--rate inf"; do
+      run $arg --max 2
+      ((rc == 2)) && grep -q -- "bad value for ${arg% *}: ${arg#* }" "$tmp/err" || fail "$arg: $rc $(head -1 "$tmp/err")"
     done
     run --size 1099511627776 --max 4 --shapes 3:4
     ((rc == 0)) && grep -q '^ *3 *4 ' "$tmp/out" || fail "--size 2^40: $rc $(head -1 "$tmp/err")"
