@@ -356,9 +356,10 @@ double cpli_cost_inter_two_hop(int p, int q, size_t bytes, double alpha, double 
    * 1.00-1.04 at every size from 128 KiB). Blocks long enough to go to p
    * holders by choice outlast that (4|4 at 16 MiB: 1.03). But p < q
    * receivers that each take CPLI_TWO_HOP_MANY or more streams at once
-   * lose it however long the blocks (16 nodes, 1 MiB, 87-350 ms a block at
-   * 100 and 25 mbit/s: 4|12 1.33-1.34, 7|9 1.16-1.17; chains, one stream
-   * per port, 1.03 and 1.05). */
+   * lose it however long the blocks (1 MiB: 8 nodes at 400 mbit/s, 3|5
+   * 1.11-1.14; 16 nodes, 87-350 ms a block at 100 and 25 mbit/s, 4|12
+   * 1.30-1.34, 7|9 1.14-1.17; chains, one stream per port, 1.04-1.07,
+   * 1.02-1.03, 1.02-1.05). */
   const int both_full = p > 1 && r == p && (double)k * beta < CPLI_TWO_HOP_DIRECT_S;
   const int many_in = p < q && p >= CPLI_TWO_HOP_MANY;
   const double bb = both_full || many_in ? (1 + CPLI_RING_SHARE) * beta : beta;

@@ -225,7 +225,7 @@ int cpli_flow_direct_ring(cpli_flow *f, int p, int q, int me, const size_t *coun
 /* From this many senders on (p < q), a receiver's p streams at once cost
  * rate as several peers per node do elsewhere, whatever the block's
  * length (coll/cost.c). */
-#define CPLI_TWO_HOP_MANY 4
+#define CPLI_TWO_HOP_MANY 3
 int cpli_two_hop_holders(int p, int q, size_t k, double beta);
 /* p > q, TCP incast: p streams into one port overflow its queue, and
  * TCP's retransmission timeouts (200 ms) stall the transfer. Past

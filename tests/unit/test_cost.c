@@ -196,8 +196,8 @@ static void test_direct_ring(void) {
 /* chains: never at p >= q (whole blocks, a signal's two start-ups per
  * round: fc and two-hop move the same bytes with fewer); with the 16-node
  * calibration (100 mbit/s) auto takes it for the p < q shapes of 16
- * nodes at 1 MiB, where it came to 1.03-1.07 of the bound and fc and
- * two-hop to 1.16-1.41 (scripts/cluster/RESULTS.md), but not for blocks
+ * nodes at 1 MiB, where it came to 1.02-1.07 of the bound and fc and
+ * two-hop to 1.14-1.41 (scripts/cluster/RESULTS.md), but not for blocks
  * of 256 bytes, whose ceil(q / p) + 1 start-ups cost more than
  * two-hop's two. */
 static void test_chains(void) {
@@ -217,6 +217,10 @@ static void test_chains(void) {
     CHECK(cpli_inter_pick_ab(p, q, (size_t)p * 256, al, be) != CPL_INTER_CHAINS,
           "%d|%d at 256 B: auto takes chains", p, q);
   }
+  /* 8 nodes at 400 mbit/s: 2|6 1.05-1.06, 3|5 1.04-1.07 (two-hop 1.11-1.14) */
+  for (int p = 2; p <= 3; p++)
+    CHECK(cpli_inter_pick_ab(p, 8 - p, (size_t)p << 20, 2.21e-5, 2.039e-8) == CPL_INTER_CHAINS,
+          "%d|%d at 1 MiB, 8 nodes: auto does not take chains", p, 8 - p);
 }
 
 /* two-hop at p <= q: with the emulated cluster's calibration fc keeps
