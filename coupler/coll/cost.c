@@ -374,20 +374,22 @@ double cpli_cost_inter_two_hop(int p, int q, size_t bytes, double alpha, double 
 
 double cpli_cost_inter_chains(int p, int q, size_t bytes, double alpha, double beta) {
   if (p < 1 || q < 1) return 0;
-  /* Every port carries p blocks, one stream at a time. With chains longer
-   * than one the blocks are cut, the next round starts while the last
-   * piece of the one before arrives, and the pipeline's fill is paid
-   * once: a start-up per hop and d - 1 pieces. With chains of one (p >= q)
-   * blocks move whole, and every later round waits for the head's signal
-   * that the round before is in: two start-ups per round. */
+  /* Every port carries p blocks, one stream at a time. A head signals the
+   * next round's sender when one piece of a block is left to come: with
+   * blocks in several pieces the rounds follow one another without a gap,
+   * and the pipeline's fill is paid once, a start-up per hop and d - 1
+   * pieces; a block in one piece (chains of one, p >= q, move blocks
+   * whole) makes every later round wait for the signal, two start-ups. */
   const size_t k = bytes / (size_t)p;
   const int d = cpli_chains_depth(p, q);
-  const double port = (double)p * (double)k;
-  if (d == 1) return (2 * p - 1) * alpha + beta * port;
-  const cpli_cut_model cut = {.alpha = alpha, .beta = beta, .overhead = alpha};
-  size_t c = cpli_cut_chunk(k, cpli_cut_pieces(&cut, k, 2));
-  if (c == 0) c = k;
-  return (d + 1) * alpha + beta * (port + (double)(d - 1) * (double)c);
+  size_t c = k;
+  if (d > 1) {
+    const cpli_cut_model cut = {.alpha = alpha, .beta = beta, .overhead = alpha};
+    c = cpli_cut_chunk(k, cpli_cut_pieces(&cut, k, 2));
+    if (c == 0 || c > k) c = k;
+  }
+  const double waits = c < k ? 0 : 2.0 * (p - 1) * alpha;
+  return d * alpha + waits + alpha + beta * ((double)p * (double)k + (double)(d - 1) * (double)c);
 }
 
 double cpli_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes, double alpha,
