@@ -128,6 +128,11 @@ int cpli_h5_file(const char *path, MPI_Comm comm, int create, hid_t *file, hid_t
                                : "cannot %s the file: not an HDF5 file, or truncated or damaged",
                         create ? "create" : "open");
   }
+  /* A new file is flushed at once: until then its superblock and root
+   * group live in HDF5's cache only, and a run stopped before its first
+   * step (Ctrl-C, a killed peer) left a file no tool could open. */
+  if (create && H5Fflush(*file, H5F_SCOPE_GLOBAL) < 0)
+    return cpli_h5_fail("H5Fflush of the new file failed");
   if ((*dxpl = collective_transfer()) < 0) return cpli_h5_fail("collective transfer list");
   return CPL_OK;
 }

@@ -1,10 +1,11 @@
 /*
  * A producer or consumer of a long stream, for the fault tests (the
  * fault itself comes from outside: kill, SIGSTOP, or a mode below).
- *   stream prod [quit:N|pair:N]
+ *   stream prod [quit:N|pair:N|late]
  *                          publish up to 400 steps of 4096 doubles per
  *                          rank, 50 ms apart; quit:N: exit(0) after N
  *                          steps, without closing or cpl_finalize;
+ *                          late: wait 30 s before the first step;
  *                          pair:N: after N steps rank 0 kills itself
  *                          (SIGKILL) and rank 1 aborts the moment it
  *                          sees rank 0 dead (two deaths, one cause)
@@ -71,6 +72,7 @@ int main(int argc, char **argv) {
     cpl_output *out;
     ok(cpl_output_open(ctx, "out", &out), "open");
     static double x[N];
+    if (!strcmp(mode, "late")) nanosleep(&(struct timespec){30, 0}, NULL);
     hsize_t dims[1] = {(hsize_t)N * p}, start[1] = {(hsize_t)N * r}, count[1] = {N};
     for (long s = 0; s < STEPS; s++) {
       if (s == quit) exit(0);
