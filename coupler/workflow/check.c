@@ -163,6 +163,7 @@ static char *clean_path(const char *workdir, const char *path) {
   snprintf(in, n, "%s%s%s", rel && workdir ? workdir : "", rel && workdir ? "/" : "", path);
   size_t o = 0;
   if (in[0] == '/') out[o++] = '/';
+  out[o] = '\0'; /* strrchr below reads what is built so far */
   for (char *save = NULL, *part = strtok_r(in, "/", &save); part;
        part = strtok_r(NULL, "/", &save)) {
     if (strcmp(part, ".") == 0) continue;
