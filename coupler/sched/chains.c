@@ -19,22 +19,6 @@ static int round_block(int g, int rho, int p) { return ((g - rho) % p + p) % p; 
 /* Members of group g: receivers g, g + G, g + 2G, ... < q. */
 static int group_size(int g, int G, int q) { return (q - g + G - 1) / G; }
 
-/* Forwarded blocks (groups of two or more) are depth-2 pipelines, as in
- * direct-ring; the others move whole. Both ends compute it from the same
- * values. */
-static size_t cut(const cpli_fc_opts *o, size_t bytes, int forwarded) {
-  if (!forwarded) return 0;
-  if (!o->model || o->chunk) return o->chunk;
-  return cpli_cut_chunk(bytes, cpli_cut_pieces(&o->cut, bytes, 2));
-}
-
-static int stream(cpli_flow *f, int send, int peer, int buf, size_t off, size_t len, size_t c,
-                  int forwarded) {
-  f->note_why = forwarded ? CPLI_CUT_PIPE : CPLI_CUT_LAST;
-  f->note_depth = forwarded ? 2 : 1;
-  return cpli_flow_stream(f, send, peer, buf, 1, &off, &len, c);
-}
-
 /* Sender b: its block to the head of every group, one round after the
  * other; from the second round on each stream waits for the head's word
  * that the round before is nearly in. */
@@ -51,7 +35,8 @@ static int sender_plan(cpli_flow *f, int p, int q, int b, size_t own_bytes, cons
     }
     const int fwd = group_size(g, G, q) > 1;
     const size_t m0 = f->nm;
-    CPLI_TRY(stream(f, 1, p + g, 1, 0, own_bytes, cut(o, own_bytes, fwd), fwd));
+    CPLI_TRY(
+        cpli_flow_block(f, 1, p + g, 1, 0, own_bytes, cpli_flow_pipe_cut(o, own_bytes, fwd), fwd));
     if (go != CPLI_FLOW_NONE && f->nm > m0) CPLI_TRY(cpli_flow_order(f, go, m0));
   }
   return CPL_OK;
@@ -70,11 +55,11 @@ int cpli_flow_chains(cpli_flow *f, int p, int q, int me, const size_t *counts, c
   size_t last = CPLI_FLOW_NONE; /* the latest receive that brought bytes */
   for (int rho = 0; rho < p; rho++) {
     const int b = round_block(g, rho, p);
-    const size_t c = cut(o, counts[b], fwd), m0 = f->nm;
-    CPLI_TRY(stream(f, 0, t == 0 ? b : me - G, 0, displs[b], counts[b], c, fwd));
+    const size_t c = cpli_flow_pipe_cut(o, counts[b], fwd), m0 = f->nm;
+    CPLI_TRY(cpli_flow_block(f, 0, t == 0 ? b : me - G, 0, displs[b], counts[b], c, fwd));
     if (f->nm > m0) /* the head's word goes when one piece is left to come */
       last = f->nm - (f->nm - m0 > 1 ? 2 : 1);
-    if (down) CPLI_TRY(stream(f, 1, me + G, 0, displs[b], counts[b], c, 1));
+    if (down) CPLI_TRY(cpli_flow_block(f, 1, me + G, 0, displs[b], counts[b], c, 1));
     if (t == 0 && rho + 1 < p) CPLI_TRY(cpli_flow_signal(f, 1, round_block(g, rho + 1, p), last));
   }
   return CPL_OK;

@@ -11,13 +11,6 @@
 
 int cpli_direct_ring_home(int b, int p, int q) { return (int)((long long)b * q / p); }
 
-/* The chunk of a stream of `bytes` forwarded at once (depth 2), or the
- * fixed cut. Both ends compute it from the same values. */
-static size_t cut(const cpli_fc_opts *o, size_t bytes) {
-  if (!o->model || o->chunk) return o->chunk;
-  return cpli_cut_chunk(bytes, cpli_cut_pieces(&o->cut, bytes, 2));
-}
-
 /* Blocks whose home is receiver g, as segments of buffer 0; returns n. */
 static int share(int p, int q, int g, const size_t *counts, const size_t *displs, size_t *so,
                  size_t *sl) {
@@ -39,15 +32,15 @@ int cpli_flow_direct_ring(cpli_flow *f, int p, int q, int me, const size_t *coun
   f->note_depth = q > 1 ? 2 : 1;
   if (me < p) { /* sender: the whole block to its home, cut as it will be forwarded */
     CPLI_TRY(cpli_flow_have(f, 1, 0, own_bytes));
-    const size_t c = q > 1 ? cut(o, own_bytes) : 0;
+    const size_t c = q > 1 ? cpli_flow_pipe_cut(o, own_bytes, 1) : 0;
     return cpli_flow_stream(f, 1, p + cpli_direct_ring_home(me, p, q), 1, 1, (size_t[]){0},
                             &own_bytes, c);
   }
   const int j = me - p;
   for (int b = 0; b < p; b++)
     if (cpli_direct_ring_home(b, p, q) == j)
-      CPLI_TRY(
-          cpli_flow_stream(f, 0, b, 0, 1, &displs[b], &counts[b], q > 1 ? cut(o, counts[b]) : 0));
+      CPLI_TRY(cpli_flow_stream(f, 0, b, 0, 1, &displs[b], &counts[b],
+                                q > 1 ? cpli_flow_pipe_cut(o, counts[b], 1) : 0));
   if (q == 1) return CPL_OK;
   size_t *seg = malloc(sizeof *seg * 2 * (size_t)p);
   if (!seg) return cpli_fail(CPL_ERR_NOMEM, "direct-ring plan: out of memory");
@@ -60,7 +53,7 @@ int cpli_flow_direct_ring(cpli_flow *f, int p, int q, int me, const size_t *coun
   }
   /* Every step forwards what the step before brings (or, step 0, what the
    * senders are still delivering): one pipeline, cut by the largest share. */
-  const size_t c = cut(o, smax);
+  const size_t c = cpli_flow_pipe_cut(o, smax, 1);
   const int right = p + (j + 1) % q, left = p + (j - 1 + q) % q;
   int rc = CPL_OK;
   for (int s = 0; s + 1 < q && rc == CPL_OK; s++) {

@@ -181,6 +181,19 @@ static int covered(const span *h, size_t n, size_t a, size_t b) {
   return lo < n && h[lo].off <= a && h[lo].off + h[lo].len >= b;
 }
 
+size_t cpli_flow_pipe_cut(const cpli_fc_opts *o, size_t bytes, int forwarded) {
+  if (!forwarded) return 0;
+  if (!o->model || o->chunk) return o->chunk;
+  return cpli_cut_chunk(bytes, cpli_cut_pieces(&o->cut, bytes, 2));
+}
+
+int cpli_flow_block(cpli_flow *f, int send, int peer, int buf, size_t off, size_t len, size_t c,
+                    int forwarded) {
+  f->note_why = forwarded ? CPLI_CUT_PIPE : CPLI_CUT_LAST;
+  f->note_depth = forwarded ? 2 : 1;
+  return cpli_flow_stream(f, send, peer, buf, 1, &off, &len, c);
+}
+
 /* Send i (message m) waits for message `on`, once: stamp[on] == i means
  * it already does. */
 static int depend(cpli_flow *f, cpli_fmsg *m, size_t *stamp, size_t i, size_t on) {

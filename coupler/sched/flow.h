@@ -158,6 +158,16 @@ typedef struct cpli_fc_opts {
   cpli_cut_model cut;
 } cpli_fc_opts;
 
+/* The cut of one block's stream, alike at both ends: forwarded (read by a
+ * later send at the receiving end), a depth-2 pipeline cut by the
+ * block's own length under o->model, or o->chunk when that is fixed or
+ * there is no model; not forwarded, whole. */
+size_t cpli_flow_pipe_cut(const cpli_fc_opts *o, size_t bytes, int forwarded);
+/* One block (len bytes at off of buffer buf) as a stream cut at c, its
+ * note saying pipeline (depth 2) if forwarded, else last. */
+int cpli_flow_block(cpli_flow *f, int send, int peer, int buf, size_t off, size_t len, size_t c,
+                    int forwarded);
+
 /* Kang et al.'s fully connected inter-group allgather as one plan, on the
  * merged communicator of p senders (ranks 0..p-1) and q receivers (ranks
  * p..p+q-1); `me` is this rank there.

@@ -93,14 +93,6 @@ int cpli_two_hop_source(int b, int j, int p, int q, int r) {
   return (h0 + ((d - r) + b) % r) % q;
 }
 
-/* The cut of block b's streams: relayed blocks are depth-2 pipelines, the
- * others move whole. Both ends compute it from the same values. */
-static size_t cut(const cpli_fc_opts *o, size_t bytes, int relayed) {
-  if (!relayed) return 0;
-  if (!o->model || o->chunk) return o->chunk;
-  return cpli_cut_chunk(bytes, cpli_cut_pieces(&o->cut, bytes, 2));
-}
-
 /* Holder h of block b (index e = h - first holder) passes it on to the
  * non-holders d = r + ((e - b) mod r) + r t < q (ring order after the
  * first holder), the inverse of cpli_two_hop_source; returns the first
@@ -112,13 +104,6 @@ static int first_target(int b, int h, int p, int q, int r) {
 }
 
 static int relays(int b, int h, int p, int q, int r) { return first_target(b, h, p, q, r) < q; }
-
-static int stream(cpli_flow *f, int send, int peer, int buf, size_t off, size_t len, size_t c,
-                  int relayed) {
-  f->note_why = relayed ? CPLI_CUT_PIPE : CPLI_CUT_LAST;
-  f->note_depth = relayed ? 2 : 1;
-  return cpli_flow_stream(f, send, peer, buf, 1, &off, &len, c);
-}
 
 int cpli_flow_two_hop(cpli_flow *f, int p, int q, int me, const size_t *counts,
                       const size_t *displs, size_t own_bytes, const cpli_fc_opts *o) {
@@ -139,7 +124,8 @@ int cpli_flow_two_hop(cpli_flow *f, int p, int q, int me, const size_t *counts,
         CPLI_TRY(cpli_flow_signal(f, 0, p + h, CPLI_FLOW_NONE));
       }
       const size_t m0 = f->nm;
-      CPLI_TRY(stream(f, 1, p + h, 1, 0, own_bytes, cut(o, own_bytes, rel), rel));
+      CPLI_TRY(cpli_flow_block(f, 1, p + h, 1, 0, own_bytes, cpli_flow_pipe_cut(o, own_bytes, rel),
+                               rel));
       if (go != CPLI_FLOW_NONE && f->nm > m0) CPLI_TRY(cpli_flow_order(f, go, m0));
     }
     return CPL_OK;
@@ -156,14 +142,17 @@ int cpli_flow_two_hop(cpli_flow *f, int p, int q, int me, const size_t *counts,
     const int src = cpli_two_hop_source(b, j, p, q, r);
     if (src < 0) {
       const int rel = relays(b, j, p, q, r);
-      rc = stream(f, 0, b, 0, displs[b], counts[b], cut(o, counts[b], rel), rel);
+      rc = cpli_flow_block(f, 0, b, 0, displs[b], counts[b], cpli_flow_pipe_cut(o, counts[b], rel),
+                           rel);
       if (last) last[b] = counts[b] ? f->nm - 1 : CPLI_FLOW_NONE;
     } else {
-      rc = stream(f, 0, p + src, 0, displs[b], counts[b], cut(o, counts[b], 1), 1);
+      rc = cpli_flow_block(f, 0, p + src, 0, displs[b], counts[b],
+                           cpli_flow_pipe_cut(o, counts[b], 1), 1);
     }
     const int h0 = first_holder(b, p, q);
     for (int d = first_target(b, j, p, q, r); d < q && rc == CPL_OK; d += r)
-      rc = stream(f, 1, p + (h0 + d) % q, 0, displs[b], counts[b], cut(o, counts[b], 1), 1);
+      rc = cpli_flow_block(f, 1, p + (h0 + d) % q, 0, displs[b], counts[b],
+                           cpli_flow_pipe_cut(o, counts[b], 1), 1);
   }
   /* Admission: the sender in position k starts when the stream in position
    * k - CPLI_TWO_HOP_FAN_IN has arrived (p > q: every stream is direct). */
