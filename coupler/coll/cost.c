@@ -271,8 +271,10 @@ double cpli_intra_cost(cpl_intra_algorithm a, int p, size_t bytes, double alpha,
 
 double cpli_cost_inter_fc(int p, int q, size_t bytes, double alpha, double beta) {
   const double k = p ? (double)bytes / p : 0;
-  if (p >= q) /* one inter step, then an allgather among p */
-    return alpha + beta * k + cpli_intra_cost(CPL_INTRA_AUTO, p, bytes, alpha, beta);
+  if (p >= q) /* one inter step, then an allgather among p, whose members
+               * send and receive at once (CPLI_DUPLEX_SHARE) */
+    return alpha + beta * k + cpli_intra_cost(CPL_INTRA_AUTO, p, bytes, alpha, beta) +
+           CPLI_DUPLEX_SHARE * beta * (p - 1) * k;
   /* Traff's broadcast among more than two keeps several peers per
    * direction busy on every member, which costs link rate as it does
    * Alg. 7 (CPLI_RING_SHARE; 1|7 at 1 MiB on the emulated cluster: 1.55-1.88
@@ -335,6 +337,9 @@ double cpli_cost_inter_direct_ring(int p, int q, size_t bytes, double alpha, dou
    * at once, which costs the rate that several peers per node cost. */
   if (p > 1 && p < q) t += beta * (double)k;
   if (p > q) t += CPLI_RING_SHARE * beta * (double)home;
+  /* p >= q: the ring's members send while they take their blocks, as in
+   * fc (CPLI_DUPLEX_SHARE; p < q: every plan's receivers do) */
+  if (p >= q) t += CPLI_DUPLEX_SHARE * beta * ((double)bytes - (double)home);
   return t;
 }
 
@@ -359,8 +364,10 @@ double cpli_cost_inter_two_hop(int p, int q, size_t bytes, double alpha, double 
    * lose it however long the blocks (1 MiB: 8 nodes at 400 mbit/s, 3|5
    * 1.11-1.14; 16 nodes, 87-350 ms a block at 100 and 25 mbit/s, 4|12
    * 1.30-1.34, 7|9 1.14-1.17; chains, one stream per port, 1.04-1.07,
-   * 1.02-1.03, 1.02-1.05). */
-  const int both_full = p > 1 && r == p && (double)k * beta < CPLI_TWO_HOP_DIRECT_S;
+   * 1.02-1.03, 1.02-1.05). Nor do p = q blocks long enough to go to p
+   * holders: 8|8 at 1 MiB on 16 nodes, 85-350 ms a block at 100 and
+   * 25 mbit/s, 1.09-1.13 (chains 1.00 at 25 mbit/s). */
+  const int both_full = p > 1 && r == p;
   const int many_in = p < q && p >= CPLI_TWO_HOP_MANY;
   const double bb = both_full || many_in ? (1 + CPLI_RING_SHARE) * beta : beta;
   double t = alpha + bb * port;
@@ -368,6 +375,8 @@ double cpli_cost_inter_two_hop(int p, int q, size_t bytes, double alpha, double 
     const cpli_cut_model cut = {.alpha = alpha, .beta = beta, .overhead = alpha};
     const size_t c = cpli_cut_chunk(k, cpli_cut_pieces(&cut, k, 2));
     t += alpha + beta * (double)(c ? c : k);
+    /* p >= q: the relaying receivers send while they take their blocks */
+    if (p >= q) t += CPLI_DUPLEX_SHARE * beta * (double)fan * (double)k;
   }
   return t;
 }
@@ -379,7 +388,8 @@ double cpli_cost_inter_chains(int p, int q, size_t bytes, double alpha, double b
    * blocks in several pieces the rounds follow one another without a gap,
    * and the pipeline's fill is paid once, a start-up per hop and d - 1
    * pieces; a block in one piece (chains of one, p >= q, move blocks
-   * whole) makes every later round wait for the signal, two start-ups. */
+   * whole) makes every later round wait for the signal, two start-ups.
+   * Its receivers never send at p >= q: no CPLI_DUPLEX_SHARE. */
   const size_t k = bytes / (size_t)p;
   const int d = cpli_chains_depth(p, q);
   size_t c = k;

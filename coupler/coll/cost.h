@@ -67,6 +67,16 @@ long long cpli_alg9_nblocks(const cpli_circ *c, size_t total, size_t maxb, long 
  * cluster, alpha 58 us). CPL_RING (0 or 1) overrides; _ab takes the
  * group's schedule and explicit model parameters. */
 #define CPLI_RING_SHARE 0.25
+/* A port that sends and receives at once (a ring shift: every member
+ * sends to its successor while it receives from its predecessor) moves
+ * bytes slower than one stream in one direction: the calibration's shift
+ * took 1.03-1.05 of a one-way stream on 5 and 8 emulated nodes and 1.11
+ * on 16 (scripts/cluster/RESULTS.md). Charged to the phases of the
+ * inter-group plans whose receivers pass blocks on while taking theirs
+ * (fc's allgather among the receivers), so that a plan whose ports each
+ * carry one stream in one direction at a time (chains) wins where the
+ * bytes are the same. */
+#define CPLI_DUPLEX_SHARE 0.05
 int cpli_ring_preferred(int g, size_t total);
 int cpli_ring_preferred_ab(const cpli_circ *c, size_t total, double alpha, double beta);
 /* Start-ups Alg. 7 pays on c's group: its dependency chain when it runs

@@ -12,7 +12,10 @@
  * pipeline q hops deep (direct-ring). Here each node has one peer per
  * direction at any time, every receiver's port takes each block once,
  * and the pipeline is only ceil(q / p) hops deep: the senders take turns
- * at the chains instead of the blocks taking turns along one ring.
+ * at the chains instead of the blocks taking turns along one ring. At
+ * p = q the chains are single receivers that never send, where fc's
+ * receivers allgather (sending while they receive) and two-hop's relay
+ * or take p streams at once.
  */
 #include "coll/coll.h"
 #include "coll/fc_plan.h"

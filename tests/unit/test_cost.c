@@ -16,14 +16,14 @@
  *    schedule's start-ups);
  *  - for p > q two-hop is the fully connected exchange and always
  *    cheapest (emulated cluster, 1 MiB: 5|3 1.03 of the bound, fc 1.09;
- *    6|2 1.00 and 1.04); at p = q fc keeps medium blocks and two-hop
- *    takes blocks of 80 ms and more (see test_two_hop);
+ *    6|2 1.00 and 1.04); at p = q fc or two-hop keep small blocks and
+ *    chains takes large ones (see test_chains, test_two_hop);
  *  - direct-ring is fc's p = q plan plus a pipeline's fill, so it never
  *    wins at p = q; with the emulated cluster's calibrated parameters auto
  *    takes it for one sender and many receivers with large blocks (1|7 at
  *    1 MiB measured 1.25-1.30 of the bound against fc's 1.55-1.64), not
  *    2|6 (direct-ring 1.46, its homes take two streams);
- *  - chains only for p < q (see test_chains);
+ *  - chains never for p > q (see test_chains);
  *  - the inter-group choice depends on p, q and the shared byte size only:
  *    both groups' views of one call choose alike.
  */
@@ -193,8 +193,14 @@ static void test_direct_ring(void) {
         "1|7 at 1 KiB: auto takes direct-ring's seven start-ups");
 }
 
-/* chains: never at p >= q (whole blocks, a signal's two start-ups per
- * round: fc and two-hop move the same bytes with fewer); with the 16-node
+/* chains: never at p > q (whole blocks, a signal's two start-ups per
+ * round: two-hop moves the same bytes straight, with fewer); at p = q
+ * for large blocks, where fc's receivers (their allgather) and two-hop's
+ * (relays) send while they receive, or two-hop's p holders take p
+ * streams at once (16 nodes at 25 mbit/s, 1 MiB: 6|6 and 8|8 chains
+ * 1.00 of the bound, two-hop 1.09-1.11, fc 1.29-1.32; 8 nodes at
+ * 100 mbit/s, 4|4 and 3|3 from 256 KiB: chains 1.03-1.09, fc 1.03-1.21),
+ * but not for blocks of a few KiB (p - 1 rounds' signals); with the 16-node
  * calibration (100 mbit/s) auto takes it for the p < q shapes of 16
  * nodes at 1 MiB, where it came to 1.02-1.07 of the bound and fc and
  * two-hop to 1.14-1.41 (scripts/cluster/RESULTS.md), but not for blocks
@@ -206,8 +212,15 @@ static void test_chains(void) {
       for (int q = 1; q <= p; q++)
         for (size_t k = 1; k <= ((size_t)1 << 30); k *= 8)
           CHECK(cpli_inter_pick_ab(p, q, k * (size_t)p, models[mo].alpha, models[mo].beta) !=
-                    CPL_INTER_CHAINS,
+                        CPL_INTER_CHAINS ||
+                    (p == q && p > 1 && k >= 4096),
                 "%s: auto takes chains at %d|%d, k = %zu", models[mo].what, p, q, k);
+  for (int p = 2; p <= 16; p += 2) {
+    CHECK(cpli_inter_pick_ab(p, p, (size_t)p << 20, 4.32e-5, 3.30e-7) == CPL_INTER_CHAINS,
+          "%d|%d at 1 MiB, 25 mbit/s: auto does not take chains", p, p);
+    CHECK(cpli_inter_pick_ab(p, p, (size_t)p << 10, 2.26e-5, 1.92e-8) != CPL_INTER_CHAINS,
+          "%d|%d at 1 KiB, 8 nodes: auto takes chains", p, p);
+  }
   const double al = 4.32e-5, be = 8.26e-8; /* calibrated, 16 nodes at 100 mbit/s */
   const int shapes[][2] = {{2, 14}, {3, 13}, {4, 12}, {5, 11}, {6, 10}, {7, 9}};
   for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
@@ -223,21 +236,21 @@ static void test_chains(void) {
           "%d|%d at 1 MiB, 8 nodes: auto does not take chains", p, 8 - p);
 }
 
-/* two-hop at p <= q: with the emulated cluster's calibration fc keeps
- * p = q from 64 KiB to 1 MiB (4|4 at 1 MiB: two-hop with r = p 1.18 of
- * the bound, with r = p - 1 1.07, fc 1.07-1.16), and blocks of 80 ms and
- * more go to every receiver straight (r = p, no relays: 4|4 at 16 MiB
- * 1.03, fc 1.05-1.18); two-hop is never cheaper than its own port. */
+/* two-hop at p = q: blocks of 80 ms and more go to every receiver
+ * straight (r = p, no relays: 4|4 at 16 MiB 1.03, fc 1.05-1.18), shorter
+ * ones to p - 1 holders (4|4 at 1 MiB: r = p 1.18 of the bound, r = p - 1
+ * 1.07); with p holders each port takes p streams at once, which costs
+ * rate however long the blocks (8|8, 85-350 ms a block: 1.09-1.13), so
+ * from 256 KiB auto takes chains at p = q (with the emulated cluster's
+ * calibration); two-hop is never cheaper than its own port. */
 static void test_two_hop(void) {
   const double al = 2.25e-5, be = 1.94e-8; /* calibrated, 8 nodes */
   for (int p = 2; p <= 8; p++)
-    for (size_t k = 65536; k <= ((size_t)16 << 20); k *= 4) {
-      const cpl_inter_algorithm want =
-          (double)k * be >= CPLI_TWO_HOP_DIRECT_S ? CPL_INTER_TWO_HOP : CPL_INTER_FC;
-      CHECK(cpli_inter_pick_ab(p, p, k * (size_t)p, al, be) == want,
-            "%d|%d at k = %zu: auto does not take %s", p, p, k, cpl_inter_algorithm_name(want));
-      CHECK(cpli_two_hop_holders(p, p, k, be) == (want == CPL_INTER_TWO_HOP ? p : p - 1),
-            "%d|%d at k = %zu: two-hop's holders", p, p, k);
+    for (size_t k = 262144; k <= ((size_t)16 << 20); k *= 4) {
+      const int r = (double)k * be >= CPLI_TWO_HOP_DIRECT_S ? p : p - 1;
+      CHECK(cpli_inter_pick_ab(p, p, k * (size_t)p, al, be) == CPL_INTER_CHAINS,
+            "%d|%d at k = %zu: auto does not take chains", p, p, k);
+      CHECK(cpli_two_hop_holders(p, p, k, be) == r, "%d|%d at k = %zu: two-hop's holders", p, p, k);
     }
   for (int p = 1; p <= 12; p++)
     for (int q = 1; q <= 12; q++)
