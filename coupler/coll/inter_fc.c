@@ -5,7 +5,9 @@
  * p >= q: senders 0..q-1 send their block to receivers 0..q-1; senders
  *   q..p-1 join the receivers in one group of p whose rank i holds block i,
  *   and that group runs an intra-group allgather(v).
- *   Cost: (1 + ceil(log2 p)) alpha + p k beta (circulant intra phase).
+ *   Cost: (1 + ceil(log2 p)) alpha + p k beta (circulant intra phase);
+ *   coll/cost.c charges the allgather's bytes CPLI_DUPLEX_SHARE more, as
+ *   its members send while they receive.
  * p < q: with q = s p + e, receiver j < s p joins broadcast group j mod p,
  *   rooted at sender j mod p; the sender broadcasts its block with Traff's
  *   round-optimal n-block broadcast, not a binomial tree, so the broadcast

@@ -20,7 +20,10 @@
  * two ends do not line up: 4|4 at 1 MiB took 1.18 of the bound with
  * r = p, 1.07 with r = p - 1, on the emulated cluster); a long block
  * goes to p holders, since that loss is a start-up while a relay costs
- * throughout (4|4 at 16 MiB: 1.03 against 1.12). The cost is peers: a
+ * throughout (4|4 at 16 MiB: 1.03 against 1.12; but 8|8 at 16 nodes
+ * with blocks of 85-350 ms took 1.09-1.13, so the model charges p
+ * holders whatever the length, and auto takes chains at p = q for large
+ * blocks). The cost is peers: a
  * receiver talks to up to p senders and p holders at once. Where p
  * streams into one port overflow its queue (TCP incast: p > q at 16
  * nodes), a receiver lets only a few senders in at once
