@@ -388,7 +388,8 @@ double cpli_cost_inter_chains(int p, int q, size_t bytes, double alpha, double b
    * blocks in several pieces the rounds follow one another without a gap,
    * and the pipeline's fill is paid once, a start-up per hop and d - 1
    * pieces; a block in one piece (chains of one, p >= q, move blocks
-   * whole) makes every later round wait for the signal, two start-ups.
+   * whole) makes every later round wait for the signal, two start-ups
+   * and the waking of two ranks (CPLI_SIGNAL_WAKE_S).
    * Its receivers never send at p >= q: no CPLI_DUPLEX_SHARE. */
   const size_t k = bytes / (size_t)p;
   const int d = cpli_chains_depth(p, q);
@@ -398,7 +399,7 @@ double cpli_cost_inter_chains(int p, int q, size_t bytes, double alpha, double b
     c = cpli_cut_chunk(k, cpli_cut_pieces(&cut, k, 2));
     if (c == 0 || c > k) c = k;
   }
-  const double waits = c < k ? 0 : 2.0 * (p - 1) * alpha;
+  const double waits = c < k ? 0 : (p - 1) * (2 * alpha + CPLI_SIGNAL_WAKE_S);
   return d * alpha + waits + alpha + beta * ((double)p * (double)k + (double)(d - 1) * (double)c);
 }
 

@@ -77,6 +77,16 @@ long long cpli_alg9_nblocks(const cpli_circ *c, size_t total, size_t maxb, long 
  * carry one stream in one direction at a time (chains) wins where the
  * bytes are the same. */
 #define CPLI_DUPLEX_SHARE 0.05
+/* What a round that starts on a signal pays besides the signal's two
+ * start-ups: the waking of the head that sends it and of the sender that
+ * waits for it. Nothing on ranks with cores of their own; on the emulated
+ * cluster's 8 ranks on 2 cores, under load, about a millisecond a round
+ * (4|4, chains against two-hop, ratios to the bound: 64 KiB 1.94-2.41
+ * against 1.29-1.45, 16 KiB 5.9 against 2.4, 1 MiB 1.15-1.19 against
+ * 1.09; quiet, 1 MiB 1.02 against 1.02-1.06). Charged to chains' rounds of
+ * whole blocks (p >= q), so that it takes those only where the rounds
+ * are long: blocks of about 40 ms and more. */
+#define CPLI_SIGNAL_WAKE_S 0.001
 int cpli_ring_preferred(int g, size_t total);
 int cpli_ring_preferred_ab(const cpli_circ *c, size_t total, double alpha, double beta);
 /* Start-ups Alg. 7 pays on c's group: its dependency chain when it runs

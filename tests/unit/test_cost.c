@@ -199,8 +199,8 @@ static void test_direct_ring(void) {
  * (relays) send while they receive, or two-hop's p holders take p
  * streams at once (16 nodes at 25 mbit/s, 1 MiB: 6|6 and 8|8 chains
  * 1.00 of the bound, two-hop 1.09-1.11, fc 1.29-1.32; 8 nodes at
- * 100 mbit/s, 4|4 and 3|3 from 256 KiB: chains 1.03-1.09, fc 1.03-1.21),
- * but not for blocks of a few KiB (p - 1 rounds' signals); with the 16-node
+ * 100 mbit/s, 4|4 and 3|3 at 1-4 MiB: chains 1.03-1.08, fc 1.05-1.21),
+ * but not for short blocks (p - 1 rounds' signals); with the 16-node
  * calibration (100 mbit/s) auto takes it for the p < q shapes of 16
  * nodes at 1 MiB, where it came to 1.02-1.07 of the bound and fc and
  * two-hop to 1.14-1.41 (scripts/cluster/RESULTS.md), but not for blocks
@@ -241,15 +241,20 @@ static void test_chains(void) {
  * ones to p - 1 holders (4|4 at 1 MiB: r = p 1.18 of the bound, r = p - 1
  * 1.07); with p holders each port takes p streams at once, which costs
  * rate however long the blocks (8|8, 85-350 ms a block: 1.09-1.13), so
- * from 256 KiB auto takes chains at p = q (with the emulated cluster's
- * calibration); two-hop is never cheaper than its own port. */
+ * auto takes chains at p = q for blocks of 80 ms (with the emulated
+ * cluster's calibration), and not for blocks of 5 ms, whose rounds' signals
+ * cost more than chains saves (CPLI_SIGNAL_WAKE_S); two-hop is never
+ * cheaper than its own port. */
 static void test_two_hop(void) {
   const double al = 2.25e-5, be = 1.94e-8; /* calibrated, 8 nodes */
   for (int p = 2; p <= 8; p++)
     for (size_t k = 262144; k <= ((size_t)16 << 20); k *= 4) {
       const int r = (double)k * be >= CPLI_TWO_HOP_DIRECT_S ? p : p - 1;
-      CHECK(cpli_inter_pick_ab(p, p, k * (size_t)p, al, be) == CPL_INTER_CHAINS,
+      const cpl_inter_algorithm a = cpli_inter_pick_ab(p, p, k * (size_t)p, al, be);
+      CHECK(k < ((size_t)4 << 20) || a == CPL_INTER_CHAINS,
             "%d|%d at k = %zu: auto does not take chains", p, p, k);
+      CHECK(k > ((size_t)256 << 10) || a != CPL_INTER_CHAINS, "%d|%d at k = %zu: auto takes chains",
+            p, p, k);
       CHECK(cpli_two_hop_holders(p, p, k, be) == r, "%d|%d at k = %zu: two-hop's holders", p, p, k);
     }
   for (int p = 1; p <= 12; p++)
