@@ -188,19 +188,27 @@ static int sync_selections(cpl_input *in, const cpl_coll_options *opt, long want
   return rc;
 }
 
+/* The step a request waits for, as messages name it: "step 7" when it
+ * asked for that number, else "step after 6" (the last one taken). */
+static const char *waited_str(const cpl_input *in, long want, char *buf, size_t n) {
+  if (want >= 0) snprintf(buf, n, "step %ld", want);
+  else snprintf(buf, n, "step after %ld", in->last);
+  return buf;
+}
+
 int cpli_input_no_step(const cpl_input *in, double seconds, long want) {
   const cpli_workflow *wf = in->ctx->wf;
+  char waited[64], asked[64];
   return cpli_fail(CPL_ERR_TIMEOUT,
-                   "link %s, receiver 0, step after %ld: no step from the producer within %g s: "
+                   "link %s, receiver 0, %s: no step from the producer within %g s: "
                    "consumer \"%s\" asked producer \"%s\" for %s and has had no answer; from "
                    "here it cannot tell whether the producer is computing or waiting on another "
                    "of its links (the producer's own messages say); raise the link's timeout if "
                    "it computes longer between steps",
-                   in->l->label, in->last, seconds, wf->comps[in->l->to_comp].name,
-                   wf->comps[in->l->from_comp].name,
+                   in->l->label, waited_str(in, want, waited, sizeof waited), seconds,
+                   wf->comps[in->l->to_comp].name, wf->comps[in->l->from_comp].name,
                    want == CPL_STEP_LATEST ? "its newest step"
-                   : want >= 0             ? "a given step"
-                                           : "the next step");
+                                           : want_str(want, asked, sizeof asked));
 }
 
 /* Root: credit, then the header; every rank: the header, broadcast. */
@@ -228,7 +236,7 @@ static int take_header(cpl_input *in, double wait, long want, cpli_hdr *h,
                                  in->l->timeout);
     if (rc == CPL_OK) {
       ch->credit_out = 1;
-      rc = cpli_chan_recv_header(in->ctx, in->end, wait, in->last, &msg, &len);
+      rc = cpli_chan_recv_header(in->ctx, in->end, wait, in->last, want, &msg, &len);
     }
     if (rc == CPL_ERR_TIMEOUT) cpli_input_no_step(in, wait, want);
     if (rc == CPL_OK && len < sizeof *h)
@@ -252,15 +260,16 @@ static int take_header(cpl_input *in, double wait, long want, cpli_hdr *h,
   in->want_out = want;
   if (h->root_rc != CPL_OK) {
     free(msg);
+    char waited[64];
     if (in->rank != 0)
       cpli_fail((int)h->root_rc,
                 "link %s, receiver %d: rank 0 of this "
-                "component %s the step after %ld (its message "
+                "component %s the %s (its message "
                 "says why)",
                 in->l->label, in->rank,
                 h->root_rc == CPL_ERR_INTERRUPTED ? "was interrupted by a signal waiting for"
                                                   : "failed to take",
-                in->last);
+                waited_str(in, want, waited, sizeof waited));
     return (int)h->root_rc;
   }
   const int64_t lens[3] = {h->desc_len, h->attr_len, h->msg_len};
