@@ -839,11 +839,15 @@ static int get_box(cpl_input *in, int k, hid_t memtype, const hsize_t start[],
   cpli_box_volume(s->rank, count, &n);
   if (n == 0) return CPL_OK;
   const cpli_boxes *pc = &in->pieces[k];
-  const int sel_rank = cpli_sel_boxes_rank(&in->sel_used, s->name);
+  int dflt;
+  const int sel_rank = cpli_sel_boxes_rank(&in->sel_used, s->name, &dflt);
   if (in->sel_used.active && sel_rank && sel_rank != s->rank) /* boxes of no use here */
     return cpli_fail(CPL_ERR_ARG,
-                     "this rank selected boxes of %d dimension%s for it, but the dataset has "
-                     "%d, so it receives nothing of it (give cpl_input_select ndims %d)",
+                     dflt ? "this rank has no selection of its own for it and its default "
+                            "selection (dataset NULL) has boxes of %d dimension%s, but the dataset "
+                            "has %d, so it receives nothing of it (select it by name, ndims %d)"
+                          : "this rank selected boxes of %d dimension%s for it, but the dataset "
+                            "has %d, so it receives nothing of it (give cpl_input_select ndims %d)",
                      sel_rank, sel_rank == 1 ? "" : "s", s->rank, s->rank);
   if (in->sel_used.active && covered(pc, start, count) < n)
     return cpli_fail(CPL_ERR_ARG,

@@ -282,9 +282,13 @@ int cpli_sel_pieces(const cpli_sel *s, const char *name, int rank, const hsize_t
   return 0;
 }
 
-int cpli_sel_boxes_rank(const cpli_sel *s, const char *name) {
-  const int k = item_find(s, name);
-  return k >= 0 && s->v[k].kind == CPLI_SEL_BOXES ? s->v[k].boxes.rank : 0;
+int cpli_sel_boxes_rank(const cpli_sel *s, const char *name, int *dflt) {
+  int k = item_find(s, name);
+  *dflt = k < 0;
+  if (k < 0) k = item_find(s, NULL);
+  if (k < 0 || s->v[k].kind != CPLI_SEL_BOXES) return 0;
+  /* A default of no boxes reads nothing of any dataset, whatever its ndims. */
+  return *dflt && s->v[k].boxes.n == 0 ? 0 : s->v[k].boxes.rank;
 }
 
 /* ---------------------------------------------------------------- wire */
