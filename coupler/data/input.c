@@ -856,8 +856,10 @@ static int get_box(cpl_input *in, int k, hid_t memtype, const hsize_t start[],
                      cpli_box_str(s->rank, start, count, b1, sizeof b1), pc->n,
                      pc->n == 1 ? "" : "s", pc->n ? ", the first " : "",
                      pc->n ? cpli_box_str(s->rank, pc->start, pc->count, b2, sizeof b2) : "",
-                     in->sel_dirty ? "a selection made while a request was still out (a "
-                                     "try_step that timed out) takes effect from the next step"
+                     in->sel_dirty ? "this rank changed its selection after asking for this "
+                                     "step (during the step, or while a try_step that timed "
+                                     "out was still out): the change takes effect from the "
+                                     "next step"
                                    : "select it before begin_step");
   if (!buf) return cpli_fail(CPL_ERR_ARG, "buf is NULL");
   int same;
