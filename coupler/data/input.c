@@ -832,7 +832,7 @@ static int get_box(cpl_input *in, int k, hid_t memtype, const hsize_t start[],
     count = s->dims;
   }
   if (!cpli_box_inside(s->rank, s->dims, start, count))
-    return cpli_fail(CPL_ERR_ARG, "selection %s lies outside the array %s",
+    return cpli_fail(CPL_ERR_ARG, "box %s lies outside the array %s",
                      cpli_box_str(s->rank, start, count, b1, sizeof b1),
                      cpli_dims_str(s->rank, s->dims, b2, sizeof b2));
   uint64_t n;

@@ -1293,7 +1293,8 @@ int main(int argc, char **argv) {
     /* What a get outside the selection says: a default (dataset NULL) of
      * 2-D boxes selects nothing of the 1-D a1, and the message says that
      * default is why (it said "0 pieces; select it before begin_step");
-     * a selection changed during the step applies from the next. */
+     * a selection changed during the step applies from the next; a get
+     * past the array names its box. */
     if (producer) {
       OK(cpl_output_open(ctx, "out", &out));
       for (long s = 0; s < 2; s++) OK(publish(out, s, r, p));
@@ -1328,6 +1329,13 @@ int main(int argc, char **argv) {
       OK(cpl_input_end_step(in));
       OK(cpl_input_begin_step(in, &step));
       check_step(in, step); /* whole again */
+      /* A get past the array is refused as a box, not as a "selection"
+       * (cpl_input_select clips its boxes; a get does not). */
+      const hsize_t ps[2] = {12, 0}, pc[2] = {2, 11};
+      CHECK(cpl_input_get(in, "b2", H5T_NATIVE_DOUBLE, ps, pc, whole) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "dataset \"b2\": box [12:14, 0:11] lies outside the "
+                                      "array [13, 11]"),
+            "get past the array: %s", cpl_last_error());
       OK(cpl_input_end_step(in));
       CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "EOS");
       OK(cpl_input_close(in));
