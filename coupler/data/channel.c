@@ -133,13 +133,15 @@ typedef struct watched {
   int end;
   const char *phase;
   long after; /* the consumer's last step, or CPLI_NO_STEP */
+  long want;  /* a step number asked for, else below 0 */
 } watched;
 
 static void say_end(const void *arg, char *buf, unsigned long n) {
   const watched *x = arg;
   const cpli_end *e = &x->ctx->ends[x->end];
   char step[48] = "";
-  if (x->after != CPLI_NO_STEP) snprintf(step, sizeof step, ", step after %ld", x->after);
+  if (x->want >= 0) snprintf(step, sizeof step, ", step %ld", x->want);
+  else if (x->after != CPLI_NO_STEP) snprintf(step, sizeof step, ", step after %ld", x->after);
   snprintf(buf, n, "link %s, %s rank 0%s: %s (peer: %s rank 0)", label(x->ctx, x->end),
            e->role == CPL_SENDER ? "producer" : "consumer", step, x->phase,
            x->ctx->wf->comps[e->peer_comp].name);
@@ -150,7 +152,8 @@ int cpli_chan_wait_credit(cpl_context *ctx, int end, double timeout, int (*other
   cpli_chan *ch = &ctx->data->chan[end];
   cpli_wait w;
   cpli_wait_start(&w, timeout, CPLI_WAIT_NAP_US);
-  watched x = {ctx, end, "waiting for the consumer to ask for a step (credit)", CPLI_NO_STEP};
+  watched x = {ctx, end, "waiting for the consumer to ask for a step (credit)", CPLI_NO_STEP,
+               CPL_STEP_NEXT};
   cpli_wait_watch(&w, say_end, &x);
   for (;;) {
     CPLI_TRY(cpli_chan_poll(ctx, end));
@@ -237,13 +240,17 @@ int cpli_chan_send_credit(cpl_context *ctx, int end, int64_t kind, long want, co
   return cpli_mpi_check(rc, "MPI_Isend", "link %s: detach", label(ctx, end));
 }
 
-int cpli_chan_recv_header(cpl_context *ctx, int end, double timeout, long after,
+int cpli_chan_recv_header(cpl_context *ctx, int end, double timeout, long after, long want,
                           unsigned char **buf, size_t *len) {
   *buf = NULL;
   *len = 0;
   cpli_wait w;
   cpli_wait_start(&w, timeout, CPLI_WAIT_NAP_US);
-  watched x = {ctx, end, "waiting for the producer's next step (header)", after};
+  watched x = {ctx, end,
+               want >= 0                 ? "waiting for the producer to send this step (header)"
+               : want == CPL_STEP_LATEST ? "waiting for the producer's newest step (header)"
+                                         : "waiting for the producer's next step (header)",
+               after, want};
   /* A try (cpl_input_try_step) waits briefly on purpose: not a hang. */
   if (timeout >= link_timeout(ctx, end)) cpli_wait_watch(&w, say_end, &x);
   else cpli_wait_describe(&w, say_end, &x);
@@ -412,7 +419,7 @@ static int settle_consumer(cpl_context *ctx, int end) {
   while (ch->headers_recv < n) {
     unsigned char *buf;
     size_t len;
-    rc = cpli_chan_recv_header(ctx, end, t, CPLI_NO_STEP, &buf, &len);
+    rc = cpli_chan_recv_header(ctx, end, t, CPLI_NO_STEP, CPL_STEP_NEXT, &buf, &len);
     if (rc == CPL_ERR_TIMEOUT)
       return cpli_fail(rc,
                        "cpl_finalize: link %s: a step header announced "

@@ -143,10 +143,11 @@ int cpli_chan_post_header(cpl_context *ctx, int end, const cpli_hdr *h, const vo
 int cpli_chan_send_credit(cpl_context *ctx, int end, int64_t kind, long want, const void *sel,
                           size_t sel_len, double timeout);
 /* Consumer root: receive the next header (malloc'd into *buf); `after`,
- * the consumer's last step (or CPLI_NO_STEP), names the wait. A timeout
+ * the consumer's last step (or CPLI_NO_STEP), and `want`, what it asked
+ * for (CPL_STEP_NEXT, CPL_STEP_LATEST or a step number), name the wait. A timeout
  * is CPL_ERR_TIMEOUT without a message: the caller says. */
 #define CPLI_NO_STEP LONG_MIN
-int cpli_chan_recv_header(cpl_context *ctx, int end, double timeout, long after,
+int cpli_chan_recv_header(cpl_context *ctx, int end, double timeout, long after, long want,
                           unsigned char **buf, size_t *len);
 
 /* Poll an MPI request until done or timeout; *done says which. `what`

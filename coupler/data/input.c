@@ -188,19 +188,27 @@ static int sync_selections(cpl_input *in, const cpl_coll_options *opt, long want
   return rc;
 }
 
+/* The step a request waits for, as messages name it: "step 7" when it
+ * asked for that number, else "step after 6" (the last one taken). */
+static const char *waited_str(const cpl_input *in, long want, char *buf, size_t n) {
+  if (want >= 0) snprintf(buf, n, "step %ld", want);
+  else snprintf(buf, n, "step after %ld", in->last);
+  return buf;
+}
+
 int cpli_input_no_step(const cpl_input *in, double seconds, long want) {
   const cpli_workflow *wf = in->ctx->wf;
+  char waited[64], asked[64];
   return cpli_fail(CPL_ERR_TIMEOUT,
-                   "link %s, receiver 0, step after %ld: no step from the producer within %g s: "
+                   "link %s, receiver 0, %s: no step from the producer within %g s: "
                    "consumer \"%s\" asked producer \"%s\" for %s and has had no answer; from "
                    "here it cannot tell whether the producer is computing or waiting on another "
                    "of its links (the producer's own messages say); raise the link's timeout if "
                    "it computes longer between steps",
-                   in->l->label, in->last, seconds, wf->comps[in->l->to_comp].name,
-                   wf->comps[in->l->from_comp].name,
+                   in->l->label, waited_str(in, want, waited, sizeof waited), seconds,
+                   wf->comps[in->l->to_comp].name, wf->comps[in->l->from_comp].name,
                    want == CPL_STEP_LATEST ? "its newest step"
-                   : want >= 0             ? "a given step"
-                                           : "the next step");
+                                           : want_str(want, asked, sizeof asked));
 }
 
 /* Root: credit, then the header; every rank: the header, broadcast. */
@@ -228,7 +236,7 @@ static int take_header(cpl_input *in, double wait, long want, cpli_hdr *h,
                                  in->l->timeout);
     if (rc == CPL_OK) {
       ch->credit_out = 1;
-      rc = cpli_chan_recv_header(in->ctx, in->end, wait, in->last, &msg, &len);
+      rc = cpli_chan_recv_header(in->ctx, in->end, wait, in->last, want, &msg, &len);
     }
     if (rc == CPL_ERR_TIMEOUT) cpli_input_no_step(in, wait, want);
     if (rc == CPL_OK && len < sizeof *h)
@@ -252,15 +260,16 @@ static int take_header(cpl_input *in, double wait, long want, cpli_hdr *h,
   in->want_out = want;
   if (h->root_rc != CPL_OK) {
     free(msg);
+    char waited[64];
     if (in->rank != 0)
       cpli_fail((int)h->root_rc,
                 "link %s, receiver %d: rank 0 of this "
-                "component %s the step after %ld (its message "
+                "component %s the %s (its message "
                 "says why)",
                 in->l->label, in->rank,
                 h->root_rc == CPL_ERR_INTERRUPTED ? "was interrupted by a signal waiting for"
                                                   : "failed to take",
-                in->last);
+                waited_str(in, want, waited, sizeof waited));
     return (int)h->root_rc;
   }
   const int64_t lens[3] = {h->desc_len, h->attr_len, h->msg_len};
@@ -823,18 +832,22 @@ static int get_box(cpl_input *in, int k, hid_t memtype, const hsize_t start[],
     count = s->dims;
   }
   if (!cpli_box_inside(s->rank, s->dims, start, count))
-    return cpli_fail(CPL_ERR_ARG, "selection %s lies outside the array %s",
+    return cpli_fail(CPL_ERR_ARG, "box %s lies outside the array %s",
                      cpli_box_str(s->rank, start, count, b1, sizeof b1),
                      cpli_dims_str(s->rank, s->dims, b2, sizeof b2));
   uint64_t n;
   cpli_box_volume(s->rank, count, &n);
   if (n == 0) return CPL_OK;
   const cpli_boxes *pc = &in->pieces[k];
-  const int sel_rank = cpli_sel_boxes_rank(&in->sel_used, s->name);
+  int dflt;
+  const int sel_rank = cpli_sel_boxes_rank(&in->sel_used, s->name, &dflt);
   if (in->sel_used.active && sel_rank && sel_rank != s->rank) /* boxes of no use here */
     return cpli_fail(CPL_ERR_ARG,
-                     "this rank selected boxes of %d dimension%s for it, but the dataset has "
-                     "%d, so it receives nothing of it (give cpl_input_select ndims %d)",
+                     dflt ? "this rank has no selection of its own for it and its default "
+                            "selection (dataset NULL) has boxes of %d dimension%s, but the dataset "
+                            "has %d, so it receives nothing of it (select it by name, ndims %d)"
+                          : "this rank selected boxes of %d dimension%s for it, but the dataset "
+                            "has %d, so it receives nothing of it (give cpl_input_select ndims %d)",
                      sel_rank, sel_rank == 1 ? "" : "s", s->rank, s->rank);
   if (in->sel_used.active && covered(pc, start, count) < n)
     return cpli_fail(CPL_ERR_ARG,
@@ -843,8 +856,10 @@ static int get_box(cpl_input *in, int k, hid_t memtype, const hsize_t start[],
                      cpli_box_str(s->rank, start, count, b1, sizeof b1), pc->n,
                      pc->n == 1 ? "" : "s", pc->n ? ", the first " : "",
                      pc->n ? cpli_box_str(s->rank, pc->start, pc->count, b2, sizeof b2) : "",
-                     in->sel_dirty ? "a selection made while a request was still out (a "
-                                     "try_step that timed out) takes effect from the next step"
+                     in->sel_dirty ? "this rank changed its selection after asking for this "
+                                     "step (during the step, or while a try_step that timed "
+                                     "out was still out): the change takes effect from the "
+                                     "next step"
                                    : "select it before begin_step");
   if (!buf) return cpli_fail(CPL_ERR_ARG, "buf is NULL");
   int same;

@@ -1,6 +1,7 @@
 #include "data/select.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -204,11 +205,15 @@ int cpli_sel_set_boxes(cpli_sel *s, const char *dataset, int ndims, int nboxes,
     if (v == 0) continue; /* an empty box reads nothing */
     rc = add_disjoint(&pieces, bs, bc);
     if (rc == 0 && pieces.n > CPLI_SEL_MAX_PIECES) {
+      /* Say how many, not that they overlap: disjoint boxes count alike. */
+      const int n = pieces.n;
       cpli_boxes_free(&pieces);
+      char first[48] = "";
+      if (b + 1 < nboxes) snprintf(first, sizeof first, "the first %d of ", b + 1);
       return cpli_fail(CPL_ERR_ARG,
-                       "%d boxes overlap into more than %d "
-                       "disjoint pieces",
-                       nboxes, CPLI_SEL_MAX_PIECES);
+                       "%s%d boxes make %d disjoint pieces, more than the %d a selection may "
+                       "have (overlapping boxes are cut into disjoint pieces)",
+                       first, nboxes, n, CPLI_SEL_MAX_PIECES);
     }
   }
   cpli_sel_item *it = rc == 0 ? item_for(s, dataset) : NULL;
@@ -282,9 +287,13 @@ int cpli_sel_pieces(const cpli_sel *s, const char *name, int rank, const hsize_t
   return 0;
 }
 
-int cpli_sel_boxes_rank(const cpli_sel *s, const char *name) {
-  const int k = item_find(s, name);
-  return k >= 0 && s->v[k].kind == CPLI_SEL_BOXES ? s->v[k].boxes.rank : 0;
+int cpli_sel_boxes_rank(const cpli_sel *s, const char *name, int *dflt) {
+  int k = item_find(s, name);
+  *dflt = k < 0;
+  if (k < 0) k = item_find(s, NULL);
+  if (k < 0 || s->v[k].kind != CPLI_SEL_BOXES) return 0;
+  /* A default of no boxes reads nothing of any dataset, whatever its ndims. */
+  return *dflt && s->v[k].boxes.n == 0 ? 0 : s->v[k].boxes.rank;
 }
 
 /* ---------------------------------------------------------------- wire */

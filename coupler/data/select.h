@@ -79,9 +79,11 @@ int cpli_sel_set_rows(cpli_sel *s, const char *dataset, int part, int nparts);
 int cpli_sel_pieces(const cpli_sel *s, const char *name, int rank, const hsize_t *dims,
                     cpli_boxes *out);
 
-/* The dimensions of the boxes of dataset `name`'s own item; 0 when it has
- * none, or rows. (A default of other dimensions is meant to pass it by.) */
-int cpli_sel_boxes_rank(const cpli_sel *s, const char *name);
+/* The dimensions of the boxes that apply to dataset `name`: its own
+ * item's, else (*dflt set) the default's; 0 for rows, no item, or a
+ * default of no boxes. Boxes of other dimensions than the dataset's
+ * select nothing of it. */
+int cpli_sel_boxes_rank(const cpli_sel *s, const char *name, int *dflt);
 
 void cpli_sel_encode(const cpli_sel *s, cpli_wbuf *w);
 /* Decode one selection; a malformed one sets r->bad. */

@@ -414,7 +414,9 @@ typedef struct cpl_output_stats {
   long steps;       /* steps ended on the port                          */
   long delivered;   /* steps the consumer received                      */
   long dropped;     /* policy latest: stale steps dropped               */
-  long skipped;     /* policy every:N: steps not offered                */
+  long skipped;     /* policy every:N: steps not offered; and queued    */
+                    /* steps a request for the latest or a later step   */
+                    /* number passed over (cpl_input_begin_step_at)     */
   long undelivered; /* not taken: the consumer closed its input early,  */
                     /* or the port failed                               */
   int queue_max;    /* most steps held at once                          */

@@ -256,6 +256,11 @@ consumer_cpu)
 stage_drain_bad)
   : > "$out/file"
   expect_failure 'cpl-component\[relay rank 0\]: stage "relay" .*drain file "[^"]*/stage_drain_bad/file/sub/d.h5": cannot create directory [^ ]*/file/sub: Not a directory' ;;
+stage_future_timeout)
+  expect_failure 'link relay\.out->A\.in, receiver 0, step 50: no step from the producer within 1 s: consumer "A" asked producer "relay" for step 50 and has had no answer'
+  grep -q 'still waiting after 0\.5 s (half the 1 s timeout): link relay\.out->A\.in, consumer rank 0, step 50: waiting for the producer to send this step' "$out/log" &&
+    grep -q 'receiver 1: rank 0 of this component failed to take the step 50 (its message says why)' "$out/log" ||
+    fail "the watchdog or the other rank did not name step 50" ;;
 stage_two_inputs) # refused by cpl-run's validation, before anything starts
   expect_failure 'stage "relay" needs exactly one input link .*but has 2 \(pA.out->relay.in, pB.out->relay.in2\)' ;;
 verbose_bad)

@@ -194,7 +194,27 @@ static void test_rows_and_names(void) {
   cpli_sel_free(&sel);
 }
 
+/* Past the limit of pieces the message says how many there are, and
+ * does not claim boxes overlap that do not (4097 apart in 1-D). */
+static void test_too_many_pieces(void) {
+  enum { N = CPLI_SEL_MAX_PIECES + 1 };
+  static hsize_t s[N + 1], c[N + 1];
+  for (int i = 0; i <= N; i++) s[i] = 2 * (hsize_t)i, c[i] = 1;
+  cpli_sel sel = {0};
+  CHECK(cpli_sel_set_boxes(&sel, "a", 1, N, s, c) == CPL_ERR_ARG &&
+            strstr(cpl_last_error(), "4097 boxes make 4097 disjoint pieces, more than the 4096 "
+                                     "a selection may have") &&
+            !strstr(cpl_last_error(), "overlap into"),
+        "too many pieces: %s", cpl_last_error());
+  CHECK(cpli_sel_set_boxes(&sel, "a", 1, N + 1, s, c) == CPL_ERR_ARG &&
+            strstr(cpl_last_error(), "the first 4097 of 4098 boxes make 4097 disjoint pieces"),
+        "too many pieces before the last box: %s", cpl_last_error());
+  CHECK(cpli_sel_set_boxes(&sel, "a", 1, N - 1, s, c) == 0, "4096 pieces refused");
+  cpli_sel_free(&sel);
+}
+
 int main(void) {
+  test_too_many_pieces();
   test_subtract();
   test_disjoint();
   test_rows_and_names();
