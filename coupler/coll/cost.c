@@ -48,6 +48,7 @@ int cpli_ring_preferred_ab(const cpli_circ *c, size_t total, double alpha, doubl
   if (e >= 0) return e;
   const int g = c->p;
   if (g <= 2) return 0; /* one exchange either way */
+  if (total / (size_t)g < CPLI_RING_MIN_BLOCK) return 0;
   /* Two rounds (g = 3, 4) are two peers per direction, half the loss. */
   const double share = c->q >= 3 ? CPLI_RING_SHARE : CPLI_RING_SHARE / 2;
   return (g - 1 - cpli_alg7_startups(c)) * alpha <= share * beta * (double)total * (g - 1) / g;

@@ -67,6 +67,13 @@ long long cpli_alg9_nblocks(const cpli_circ *c, size_t total, size_t maxb, long 
  * cluster, alpha 58 us). CPL_RING (0 or 1) overrides; _ab takes the
  * group's schedule and explicit model parameters. */
 #define CPLI_RING_SHARE 0.25
+/* ... but never for blocks under this many bytes: their messages go out
+ * whole at once, and several peers per direction lose nothing the ring
+ * would save, while its start-ups stay (emulated cluster, quiet, alpha
+ * 21 us: at p = 7 and 8 the rule took the ring from about 2 KiB per
+ * block, which took 0.67-0.78x MPICH's time at 4 KiB; the ring 0.45-0.56x
+ * at 1-4 KiB, 1.14-1.15x at 8 KiB, p = 8). */
+#define CPLI_RING_MIN_BLOCK ((size_t)8 * 1024)
 /* A port that sends and receives at once (a ring shift: every member
  * sends to its successor while it receives from its predecessor) moves
  * bytes slower than one stream in one direction: the calibration's shift
