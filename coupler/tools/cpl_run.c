@@ -339,7 +339,10 @@ int main(int argc, char **argv) {
                          .nextra = nextra,
                          .workflow = abspath,
                          .wfdir = wfdir,
-                         .files_dir = files_dir};
+                         .files_dir = files_dir,
+                         /* Both launchers pass the environment on to every
+                          * process; set in the command, which a dry run prints. */
+                         .progress = !getenv("CPL_PROGRESS")};
   if (kind == CPLI_LAUNCHER_MPIEXEC) { /* words hydra would split the job at */
     if (cpl_diag_create(&d) != CPL_OK) return 2;
     cpli_wf_check_hydra_words(wf, d);
@@ -404,8 +407,6 @@ int main(int argc, char **argv) {
     return 0;
   }
   cpl_workflow_destroy(wf);
-  /* Both launchers pass the environment on to every process. */
-  if (!getenv("CPL_PROGRESS")) setenv("CPL_PROGRESS", "1", 1);
   const int rc = run_launcher(&l);
   cpli_launch_free(&l);
   return rc;

@@ -605,7 +605,7 @@ static int placement_conflict(const cpli_launch_opts *o, int placing, char *err,
 
 int cpli_launch_build(const cpli_workflow *wf, const cpli_launch_opts *o, cpli_launch *out,
                       char *err, size_t errsize) {
-  *out = (cpli_launch){0};
+  *out = (cpli_launch){.progress = o->progress};
   char comp_exe[PATH_MAX + 32], exec_exe[PATH_MAX + 32];
   tool_exe(COMPONENT_EXE, comp_exe, sizeof comp_exe);
   tool_exe(EXEC_EXE, exec_exe, sizeof exec_exe);
@@ -871,6 +871,7 @@ static void put_hosts(text *t, char **rank_host, int r0, int n) {
 
 void cpli_launch_print(const cpli_launch *l, const cpli_workflow *wf, FILE *f) {
   text t = {0};
+  if (l->progress) put(&t, "CPL_PROGRESS=1 ");
   if (l->env_name) {
     put(&t, "%s=", l->env_name);
     put_shell_word(&t, l->env_value);
@@ -933,6 +934,7 @@ void cpli_launch_print(const cpli_launch *l, const cpli_workflow *wf, FILE *f) {
 }
 
 void cpli_launch_exec(const cpli_launch *l) {
+  if (l->progress && setenv("CPL_PROGRESS", "1", 1) != 0) return;
   if (l->env_name && setenv(l->env_name, l->env_value, 1) != 0) return;
   fflush(NULL);
   execvp(l->argv[0], l->argv);
