@@ -64,9 +64,9 @@ static void usage(FILE *f) {
           "gets CPL_COMPONENT and CPL_WORKFLOW, and CPL_PROGRESS=1 unless it is\n"
           "set (rank 0 of each component prints a line per step; CPL_PROGRESS=0\n"
           "silences it).\n"
-          "srun runs one job step, srun --mpi=pmi2 --kill-on-bad-exit=1 --ntasks N\n"
-          "--multi-prog F, each line of F \"ranks env CPL_COMPONENT=c\n"
-          "CPL_WORKFLOW=... prog\":\n"
+          "srun runs one job step, srun --mpi=pmi2 --kill-on-bad-exit=1\n"
+          "--quit-on-interrupt --ntasks N --multi-prog F, each line of F\n"
+          "\"ranks env CPL_COMPONENT=c CPL_WORKFLOW=... prog\":\n"
           "one MPI_COMM_WORLD in any allocation (a heterogeneous step needs\n"
           "distinct nodes per component). Components' hosts: and ppn: become a\n"
           "hostfile in rank order (hydra -f; srun SLURM_HOSTFILE with\n"
@@ -139,7 +139,9 @@ static int env_refused(const cpli_workflow *wf, const cpli_component *c, const c
  * caught... cleaning up processes", no report, exit 255). Its own group
  * keeps the terminal's and the group's signals away from it, and a copy
  * of the same signal within a second (timeout sends one to cpl-run and
- * one to its group) is not passed on again. A launcher outside the
+ * one to its group) is not passed on again (srun runs with
+ * --quit-on-interrupt, launch.c: one SIGINT ends its step). A launcher
+ * outside the
  * terminal's foreground group does not read the terminal (hydra checks,
  * and then forwards no stdin); stdin from a file or pipe is unaffected.
  * If cpl-run dies, the launcher gets SIGTERM.
