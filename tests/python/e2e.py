@@ -440,50 +440,6 @@ def interrupt_wait(ctx, producer, r, p):
     check(False, "no KeyboardInterrupt in begin_step")
 
 
-def interrupt_comm(ctx, producer, r, p):
-    """Ctrl-C in a Comm collective (barrier, allreduce, bcast) whose peer
-    is late is a KeyboardInterrupt within a fraction of a second (MPI's
-    blocking calls held it until the peer came, forever for a hung one).
-    MPI keeps an interrupted collective in flight: the peer's later calls
-    complete it, the order stays matched, and the bcast's array is
-    written when the root comes."""
-    if producer:
-        ctx.output("out").close()
-        return
-    with ctx.input("in") as inp:
-        for _ in inp:
-            pass
-    comm = ctx.ccomm
-    a = np.zeros(3)
-    if r == 1:
-        time.sleep(6)  # late for all three of rank 0's calls
-        comm.barrier()
-        comm.allreduce(np.ones(2))
-        comm.bcast(np.arange(3.0), root=1)
-    else:
-        calls = (("barrier", comm.barrier),
-                 ("allreduce", lambda: comm.allreduce(np.ones(2))),
-                 ("bcast", lambda: comm.bcast(a, root=1)))
-        for what, call in calls:
-            threading.Timer(0.5, signal.pthread_kill,
-                            (threading.get_ident(), signal.SIGINT)).start()
-            t0 = time.monotonic()
-            try:
-                call()
-                check(False, f"{what}: no KeyboardInterrupt")
-            except KeyboardInterrupt:
-                t = time.monotonic() - t0
-                check(t < 3, f"{what}: KeyboardInterrupt {t:.1f} s in (Ctrl-C at 0.5 s)")
-                print(f"interrupt_comm: {what}: KeyboardInterrupt {t:.1f} s in", flush=True)
-    s = comm.allreduce(r + 1)  # matched after the interrupted ones
-    check(s == p * (p + 1) // 2, f"allreduce after the interrupted calls: {s}")
-    for _ in range(100):  # each call lets MPI move the one in flight
-        if list(a) == [0.0, 1.0, 2.0] or r == 1:
-            break
-        comm.barrier()
-    check(r == 1 or list(a) == [0.0, 1.0, 2.0], f"interrupted bcast's array: {a}")
-
-
 def uncaught_thread(ctx, producer, r, p):
     """An exception nobody catches in a thread aborts the job too, rather
     than let it end with status 0 and the thread's work missing."""

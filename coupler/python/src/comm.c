@@ -10,7 +10,6 @@
 
 #include <dlfcn.h>
 #include <string.h>
-#include <time.h>
 
 static int we_initialized;
 
@@ -119,78 +118,14 @@ static PyObject *py_rank_size(PyObject *self, PyObject *arg) {
   return Py_BuildValue("(ii)", r, s);
 }
 
-/*
- * The collectives below start MPI's nonblocking call and wait for it
- * without the GIL, running Python's signal handlers every 50 ms, as
- * Coupler's own waits do (module.c, check_signals): blocking MPI calls
- * kept Ctrl-C waiting until every peer arrived, forever for a hung peer.
- * MPI can neither cancel nor abandon a collective: an interrupted one
- * stays in flight, holding the arrays it reads or writes (`keep`), and
- * is let go once it completes (tested at each later collective here).
- */
-typedef struct parked {
-  MPI_Request req;
-  PyObject *keep;
-  struct parked *next;
-} parked;
-static parked *in_flight; /* touched with the GIL held */
-
-static void release_completed(void) {
-  for (parked **p = &in_flight; *p;) {
-    int done = 0;
-    if (MPI_Test(&(*p)->req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done) {
-      parked *d = *p;
-      *p = d->next;
-      Py_XDECREF(d->keep);
-      free(d);
-    } else {
-      p = &(*p)->next;
-    }
-  }
-}
-
-/* 0 when req completed; -1 with an exception set (MPI's error, or the
- * signal handler's, KeyboardInterrupt for Ctrl-C). */
-static int wait_collective(MPI_Request *req, PyObject *keep, const char *what) {
-  enum { SPINS = 200, NAP_NS = 50000 }; /* as Coupler's waits */
-  for (long polls = 0;;) {
-    int done = 0, rc = MPI_SUCCESS;
-    Py_BEGIN_ALLOW_THREADS const double until = MPI_Wtime() + 0.05;
-    for (;;) {
-      rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
-      if (rc != MPI_SUCCESS || done) break;
-      if (++polls > SPINS) nanosleep(&(struct timespec){0, NAP_NS}, NULL);
-      if (polls % 16 == 0 && MPI_Wtime() > until) break;
-    }
-    Py_END_ALLOW_THREADS if (rc != MPI_SUCCESS) {
-      mpi_fail(rc, what);
-      return -1;
-    }
-    if (done) return 0;
-    if (PyErr_CheckSignals() < 0) { /* a no-op outside the main thread */
-      parked *p = malloc(sizeof *p);
-      if (!p) { /* nowhere to keep it: wait it out, as MPI's blocking call did */
-        Py_BEGIN_ALLOW_THREADS MPI_Wait(req, MPI_STATUS_IGNORE);
-        Py_END_ALLOW_THREADS return -1;
-      }
-      *p = (parked){.req = *req, .keep = keep, .next = in_flight};
-      Py_XINCREF(keep);
-      in_flight = p;
-      return -1;
-    }
-  }
-}
-
 static PyObject *py_barrier(PyObject *self, PyObject *arg) {
   (void)self;
   if (!mpi_ready()) return NULL;
   MPI_Comm c = cplpy_comm_arg(arg);
   if (c == MPI_COMM_NULL) return NULL;
-  release_completed();
-  MPI_Request req;
-  int rc = MPI_Ibarrier(c, &req);
-  if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Ibarrier");
-  if (wait_collective(&req, NULL, "MPI_Ibarrier") < 0) return NULL;
+  int rc;
+  Py_BEGIN_ALLOW_THREADS rc = MPI_Barrier(c);
+  Py_END_ALLOW_THREADS if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Barrier");
   Py_RETURN_NONE;
 }
 
@@ -273,15 +208,8 @@ static PyObject *py_allreduce(PyObject *self, PyObject *args) {
                                           "the same size, the result writable");
   int n = (int)PyArray_SIZE(in), rc;
   void *s = PyArray_DATA(in), *r = PyArray_DATA(out);
-  PyObject *keep = PyTuple_Pack(2, (PyObject *)in, (PyObject *)out);
-  if (!keep) return NULL;
-  release_completed();
-  MPI_Request req;
-  rc = MPI_Iallreduce(s, r, n, t, op, c, &req);
-  if (rc == MPI_SUCCESS) rc = wait_collective(&req, keep, "MPI_Iallreduce");
-  else mpi_fail(rc, "MPI_Iallreduce");
-  Py_DECREF(keep);
-  if (rc != MPI_SUCCESS) return NULL;
+  Py_BEGIN_ALLOW_THREADS rc = MPI_Allreduce(s, r, n, t, op, c);
+  Py_END_ALLOW_THREADS if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Allreduce");
   Py_RETURN_NONE;
 }
 
@@ -299,11 +227,8 @@ static PyObject *py_bcast(PyObject *self, PyObject *args) {
     return PyErr_Format(PyExc_ValueError, "bcast: a contiguous writable array");
   int n = (int)PyArray_NBYTES(a), rc;
   void *p = PyArray_DATA(a);
-  release_completed();
-  MPI_Request req;
-  rc = MPI_Ibcast(p, n, MPI_BYTE, root, c, &req);
-  if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Ibcast");
-  if (wait_collective(&req, (PyObject *)a, "MPI_Ibcast") < 0) return NULL;
+  Py_BEGIN_ALLOW_THREADS rc = MPI_Bcast(p, n, MPI_BYTE, root, c);
+  Py_END_ALLOW_THREADS if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Bcast");
   Py_RETURN_NONE;
 }
 
