@@ -69,6 +69,12 @@ int cpli_xfer(MPI_Comm comm, const void *sbuf, size_t sbytes, int dest, void *rb
 int cpli_xfer_sized(MPI_Comm comm, int peer, int send, void *sizes, size_t sbytes, void *body,
                     size_t bbytes, cpli_ctx *ctx);
 
+/* Receiver 0 of an allgatherv whose senders sent their sizes (root,
+ * native): MPI_ERR_TRUNCATE naming the first sender whose block is not
+ * counts[i] bytes (counts that differ from the senders' but add up to the
+ * same total, which the blocks' own messages cannot show), else CPL_OK. */
+int cpli_sizes_agree(const unsigned long long *sizes, const size_t *counts, int p);
+
 /* As cpli_xfer, for several pieces per side (offsets relative to the
  * base pointers); pieces travel as one message with an hindexed type. */
 int cpli_xferv(MPI_Comm comm, const void *sbase, int ns, const size_t *slen, const size_t *soff,

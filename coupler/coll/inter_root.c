@@ -24,7 +24,6 @@
  * broadcast (the other receivers must not wait forever), fails with
  * MPI_ERR_TRUNCATE.
  */
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,7 +70,7 @@ static int senders(const cpli_inter_args *a, cpli_dir *d) {
   int lrank;
   MPI_Comm_rank(d->local, &lrank);
   size_t *counts = malloc(sizeof *counts * (2 * (size_t)a->p + 1));
-  uint64_t *sizes = NULL;
+  unsigned long long *sizes = NULL;
   char *tmp = NULL;
   int rc = counts ? CPL_OK : cpli_fail(CPL_ERR_NOMEM, "root: out of memory");
   if (rc == CPL_OK) rc = cpli_sender_counts(d, a->own_bytes, a->regular, counts, a->ctx);
@@ -97,18 +96,6 @@ static int senders(const cpli_inter_args *a, cpli_dir *d) {
   return rc;
 }
 
-/* Receiver 0: the first sender whose block is not the size this receiver
- * expects (MPI_ERR_TRUNCATE), else CPL_OK. */
-static int sizes_agree(const cpli_inter_args *a, const uint64_t *sizes) {
-  for (int i = 0; i < a->p; i++)
-    if (sizes[i] != a->blk.counts[i])
-      return cpli_mpi_check(MPI_ERR_TRUNCATE, "comparing the block sizes",
-                            "sender %d's block is %llu bytes, the receivers expect %zu (counts "
-                            "that differ from the senders' but add up to the same total)",
-                            i, (unsigned long long)sizes[i], a->blk.counts[i]);
-  return CPL_OK;
-}
-
 static int receivers(const cpli_inter_args *a, cpli_dir *d) {
   int lrank;
   MPI_Comm_rank(d->local, &lrank);
@@ -123,14 +110,15 @@ static int receivers(const cpli_inter_args *a, cpli_dir *d) {
   char *buf = total == 0 ? NULL : in_place ? a->blk.base + a->blk.displs[0] : malloc(total);
   int rc = buf || total == 0 ? CPL_OK
                              : cpli_fail(CPL_ERR_NOMEM, "root: out of memory for %zu bytes", total);
-  uint64_t *sizes = NULL;
+  unsigned long long *sizes = NULL;
   if (rc == CPL_OK && lrank == 0 && !(sizes = malloc(sizeof *sizes * (size_t)a->p)))
     rc = cpli_fail(CPL_ERR_NOMEM, "root: out of memory for %d sizes", a->p);
   if (rc == CPL_OK && lrank == 0) {
     a->ctx->xstep = cpli_ceil_log2(a->p);
     rc = cpli_xfer_sized(d->merged, 0, 0, sizes, sizeof *sizes * (size_t)a->p, buf, total, a->ctx);
   }
-  const int agreed = rc == CPL_OK && lrank == 0 ? sizes_agree(a, sizes) : CPL_OK;
+  const int agreed =
+      rc == CPL_OK && lrank == 0 ? cpli_sizes_agree(sizes, a->blk.counts, a->p) : CPL_OK;
   free(sizes);
   if (rc == CPL_OK && a->q > 1 && total > 0)
     rc = cpli_bcast_circulant(d->local, buf, total, 0, 0, a->ctx);

@@ -133,6 +133,16 @@ int cpli_xfer(MPI_Comm comm, const void *sbuf, size_t sbytes, int dest, void *rb
                       src != MPI_PROC_NULL ? src : dest);
 }
 
+int cpli_sizes_agree(const unsigned long long *sizes, const size_t *counts, int p) {
+  for (int i = 0; i < p; i++)
+    if (sizes[i] != counts[i])
+      return cpli_mpi_check(MPI_ERR_TRUNCATE, "comparing the block sizes",
+                            "sender %d's block is %llu bytes, the receivers expect %zu (counts "
+                            "that differ from the senders' but add up to the same total)",
+                            i, sizes[i], counts[i]);
+  return CPL_OK;
+}
+
 int cpli_xfer_sized(MPI_Comm comm, int peer, int send, void *sizes, size_t sbytes, void *body,
                     size_t bbytes, cpli_ctx *ctx) {
   MPI_Request req[2];

@@ -620,6 +620,7 @@ int cpl_output_close(cpl_output *o) {
   clear_puts(o);
   forget_put_type(o);
   cpli_w_free(&o->local);
+  free(o->batch);
   cpli_desc_unref(o->desc);
   free(o->puts);
   cpli_index_free(&o->put_names);

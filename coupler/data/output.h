@@ -87,8 +87,10 @@ struct cpl_output {
                          * yet), shared by the next puts of an equal
                          * type instead of a copy each             */
   cpli_attrs attrs;
-  cpli_wbuf local; /* this rank's encoded blocks, last step    */
-  cpli_desc *desc; /* merged description in force             */
+  cpli_wbuf local;  /* this rank's encoded blocks, last step    */
+  char *batch;      /* this rank's part of the batch, packed    */
+  size_t batch_cap; /* (queue.c), kept across steps: its size   */
+  cpli_desc *desc;  /* merged description in force             */
   long versions;
   int held; /* steps held past their end_step           */
   size_t held_bytes;

@@ -145,17 +145,27 @@ static int send_batch(cpl_output *o, const pstep *st, MPI_Comm inter, const cpl_
                       char *algs, size_t *sent) {
   const cpli_desc *d = st->desc;
   const size_t mine = d->batch_bytes[o->rank];
-  char *pack = mine ? malloc(mine) : NULL;
   char what[300];
-  if (mine && !pack)
-    return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory packing this rank's %zu bytes",
-                     cpli_batch_str(d, what, sizeof what), mine);
-  if (pack) cpli_batch_pack(d, o->rank, st->block, pack);
+  /* Kept across steps, as the consumer keeps its own (input.c): a new
+   * buffer only when the batch grows, or shrinks below half. */
+  if (mine > o->batch_cap || mine < o->batch_cap / 2) {
+    free(o->batch);
+    o->batch = mine ? malloc(mine) : NULL;
+    o->batch_cap = o->batch ? mine : 0;
+    if (mine && !o->batch)
+      return cpli_fail(CPL_ERR_NOMEM, "%s: out of memory packing this rank's %zu bytes",
+                       cpli_batch_str(d, what, sizeof what), mine);
+  }
+  if (mine) cpli_batch_pack(d, o->rank, st->block, o->batch);
   cpl_inter_algorithm ran;
-  int rc = cpli_inter_allgatherv_bytes(pack, mine, NULL, NULL, NULL, CPL_SENDER, inter, opt, &ran);
-  free(pack);
+  int rc = cpli_inter_allgatherv_bytes(mine ? o->batch : NULL, mine, NULL, NULL, NULL, CPL_SENDER,
+                                       inter, opt, &ran);
   if (rc == CPL_OK) cpli_inter_algs_add(algs, ran);
   else cpli_error_prefix("%s: ", cpli_batch_str(d, what, sizeof what));
+  if (rc != CPL_OK) { /* sends MPI may still read: the buffer is MPI's now, */
+    o->batch = NULL;  /* never freed (as coll/api.c's broadcast copy)      */
+    o->batch_cap = 0;
+  }
   *sent += mine;
   return rc;
 }

@@ -16,7 +16,7 @@
  * job when a process ends before cpl_init (hydra would wait forever). It
  * wraps nothing in a timeout: use `timeout` around it.
  */
-#define _GNU_SOURCE /* realpath, execvp, readlink, siginfo_t's si_code */
+#define _GNU_SOURCE /* realpath, execvp, readlink */
 
 #include <errno.h>
 #include <limits.h>
@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "coll/tuning.h"
@@ -63,9 +64,9 @@ static void usage(FILE *f) {
           "gets CPL_COMPONENT and CPL_WORKFLOW, and CPL_PROGRESS=1 unless it is\n"
           "set (rank 0 of each component prints a line per step; CPL_PROGRESS=0\n"
           "silences it).\n"
-          "srun runs one job step, srun --mpi=pmi2 --kill-on-bad-exit=1 --ntasks N\n"
-          "--multi-prog F, each line of F \"ranks env CPL_COMPONENT=c\n"
-          "CPL_WORKFLOW=... prog\":\n"
+          "srun runs one job step, srun --mpi=pmi2 --kill-on-bad-exit=1\n"
+          "--quit-on-interrupt --ntasks N --multi-prog F, each line of F\n"
+          "\"ranks env CPL_COMPONENT=c CPL_WORKFLOW=... prog\":\n"
           "one MPI_COMM_WORLD in any allocation (a heterogeneous step needs\n"
           "distinct nodes per component). Components' hosts: and ppn: become a\n"
           "hostfile in rank order (hydra -f; srun SLURM_HOSTFILE with\n"
@@ -118,24 +119,32 @@ static int env_refused(const cpli_workflow *wf, const cpli_component *c, const c
 }
 
 /*
- * The launcher runs as cpl-run's child, in its process group. cpl-run
- * used to become the launcher (exec), and then hydra's mpiexec
+ * The launcher runs as cpl-run's child, in a process group of its own.
+ * cpl-run used to become the launcher (exec), and then hydra's mpiexec
  * - died of SIGHUP (a closed terminal; kill -HUP), which it does not
  *   handle: its proxies SIGKILLed the processes, and nobody said a word;
  * - stopped alone on Ctrl-Z (SIGTSTP): its proxies and the processes,
  *   in sessions of their own, went on, busy-polling, while the peers'
  *   timeouts ran.
- * Now the launcher ignores both (it would otherwise get the terminal's
- * signals itself, its process group's); cpl-run turns SIGHUP into a
- * SIGTERM to it, which stops the job as a kill does, each process
- * reporting the signal (cpl-exec); and refuses Ctrl-Z with a word: a
- * stopped MPI job cannot be resumed (the waits of every process measure
- * wall time, and fail when resumed past their timeouts), and hydra cannot
- * stop its processes. cpl-exec gives the programs both back at their
- * defaults. A signal sent to cpl-run by a process (kill, timeout) goes on
- * to the launcher; the terminal's (Ctrl-C, Ctrl-\) reach it directly, so
- * they are not sent twice (hydra takes a second SIGINT for "kill at
- * once, without reports"). If cpl-run dies, the launcher gets SIGTERM.
+ * Now the launcher ignores both; cpl-run turns SIGHUP into a SIGTERM to
+ * it, which stops the job as a kill does, each process reporting the
+ * signal (cpl-exec); and refuses Ctrl-Z with a word: a stopped MPI job
+ * cannot be resumed (the waits of every process measure wall time, and
+ * fail when resumed past their timeouts), and hydra cannot stop its
+ * processes. cpl-exec gives the programs both back at their defaults.
+ * Every other signal cpl-run gets goes on to the launcher, once: hydra
+ * takes a second SIGINT for "kill at once, without reports", and in
+ * cpl-run's group it got a signal to the group (kill -INT -PGID,
+ * `timeout -s INT`) twice, from the sender and from cpl-run ("Ctrl-C
+ * caught... cleaning up processes", no report, exit 255). Its own group
+ * keeps the terminal's and the group's signals away from it, and a copy
+ * of the same signal within a second (timeout sends one to cpl-run and
+ * one to its group) is not passed on again (srun runs with
+ * --quit-on-interrupt, launch.c: one SIGINT ends its step). A launcher
+ * outside the
+ * terminal's foreground group does not read the terminal (hydra checks,
+ * and then forwards no stdin); stdin from a file or pipe is unaffected.
+ * If cpl-run dies, the launcher gets SIGTERM.
  */
 static volatile sig_atomic_t launcher_pid;
 
@@ -143,7 +152,10 @@ static void tell(const char *s) {
   if (write(STDERR_FILENO, s, strlen(s)) < 0) return;
 }
 
+static double passed_at[NSIG]; /* when each signal last went on, 0 never */
+
 static void pass_on(int sig, siginfo_t *si, void *uc) {
+  (void)si;
   (void)uc;
   if (sig == SIGHUP) {
     tell("cpl-run: SIGHUP (the terminal closed, or a kill): stopping the job (SIGTERM)\n");
@@ -152,7 +164,12 @@ static void pass_on(int sig, siginfo_t *si, void *uc) {
     tell("cpl-run: Ctrl-Z ignored: an MPI job cannot be suspended (the launcher would stop "
          "alone, its processes running on; waits resumed past their timeouts fail); Ctrl-C "
          "stops it\n");
-  } else if (si->si_code != SI_KERNEL) { /* SI_KERNEL: the terminal's, the launcher has it */
+  } else {
+    struct timespec ts; /* clock_gettime is async-signal-safe */
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    const double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    if (passed_at[sig] > 0 && now - passed_at[sig] < 1.0) return; /* a copy of the same */
+    passed_at[sig] = now;
     kill(launcher_pid, sig);
   }
 }
@@ -169,6 +186,7 @@ static int run_launcher(cpli_launch *l) {
   fflush(NULL);
   const pid_t pid = fork();
   if (pid == 0) {
+    setpgid(0, 0); /* see above: signals reach it through cpl-run only */
     signal(SIGHUP, SIG_IGN);
     signal(SIGTSTP, SIG_IGN);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -182,6 +200,7 @@ static int run_launcher(cpli_launch *l) {
     fprintf(stderr, "cpl-run: cannot start %s: fork: %s\n", l->argv[0], strerror(errno));
     return 127;
   }
+  setpgid(pid, pid); /* as the child does, whichever runs first */
   launcher_pid = pid;
   struct sigaction sa = {.sa_sigaction = pass_on, .sa_flags = SA_SIGINFO | SA_RESTART};
   sigemptyset(&sa.sa_mask);
@@ -322,7 +341,10 @@ int main(int argc, char **argv) {
                          .nextra = nextra,
                          .workflow = abspath,
                          .wfdir = wfdir,
-                         .files_dir = files_dir};
+                         .files_dir = files_dir,
+                         /* Both launchers pass the environment on to every
+                          * process; set in the command, which a dry run prints. */
+                         .progress = !getenv("CPL_PROGRESS")};
   if (kind == CPLI_LAUNCHER_MPIEXEC) { /* words hydra would split the job at */
     if (cpl_diag_create(&d) != CPL_OK) return 2;
     cpli_wf_check_hydra_words(wf, d);
@@ -387,8 +409,6 @@ int main(int argc, char **argv) {
     return 0;
   }
   cpl_workflow_destroy(wf);
-  /* Both launchers pass the environment on to every process. */
-  if (!getenv("CPL_PROGRESS")) setenv("CPL_PROGRESS", "1", 1);
   const int rc = run_launcher(&l);
   cpli_launch_free(&l);
   return rc;

@@ -8,8 +8,8 @@
  *  - mpiexec (hydra): MPICH 4.0's -hosts and -ppn are global options, not
  *    per executable, so the placement becomes a generated hostfile of
  *    "host:count" runs in rank order, passed with -f.
- *  - srun: one job step, `srun --mpi=pmi2 --kill-on-bad-exit=1 -n N
- *    --multi-prog FILE`, each
+ *  - srun: one job step, `srun --mpi=pmi2 --kill-on-bad-exit=1
+ *    --quit-on-interrupt -n N --multi-prog FILE`, each
  *    line "first-last env CPL_COMPONENT=c CPL_WORKFLOW=/abs ... prog args";
  *    the placement is SLURM_HOSTFILE (one host per task) with
  *    --distribution=arbitrary.
@@ -500,17 +500,21 @@ static int build_srun(const cpli_workflow *wf, const cpli_launch_opts *o, const 
   /* MPICH's simple PMI client (Debian's libmpich12, built for hydra)
    * wires up through Slurm's pmi2 plugin; with --mpi=none every rank is a
    * singleton. --mpi=... after -- replaces it. */
-  int has_mpi = 0, has_kill = 0;
+  int has_mpi = 0, has_kill = 0, has_quit = 0;
   for (int i = 0; i < o->nextra; i++) {
     has_mpi |=
         !strcmp(o->extra[i], "--mpi") || !strncmp(o->extra[i], "--mpi=", 6); /* not --mpibind */
     has_kill |= !strncmp(o->extra[i], "--kill-on-bad-exit", 18) || !strncmp(o->extra[i], "-K", 2);
+    has_quit |= !strcmp(o->extra[i], "--quit-on-interrupt") || !strcmp(o->extra[i], "-q");
   }
   if (!has_mpi) add(l, "--mpi=pmi2");
   /* cpl-exec stops the job by dying of a signal; hydra then kills every
    * process, srun only under this (Slurm's default KillOnBadExit=0 left the
    * others in MPI_Init forever, or waiting until their timeouts). */
   if (!has_kill) add(l, "--kill-on-bad-exit=1");
+  /* Ctrl-C stops the job, as under hydra: srun's first SIGINT only
+   * printed the step's status, and the job ran on. */
+  if (!has_quit) add(l, "--quit-on-interrupt");
   char num[32];
   snprintf(num, sizeof num, "%d", wf->total_procs);
   add(l, "--ntasks");
@@ -605,7 +609,7 @@ static int placement_conflict(const cpli_launch_opts *o, int placing, char *err,
 
 int cpli_launch_build(const cpli_workflow *wf, const cpli_launch_opts *o, cpli_launch *out,
                       char *err, size_t errsize) {
-  *out = (cpli_launch){0};
+  *out = (cpli_launch){.progress = o->progress};
   char comp_exe[PATH_MAX + 32], exec_exe[PATH_MAX + 32];
   tool_exe(COMPONENT_EXE, comp_exe, sizeof comp_exe);
   tool_exe(EXEC_EXE, exec_exe, sizeof exec_exe);
@@ -871,6 +875,7 @@ static void put_hosts(text *t, char **rank_host, int r0, int n) {
 
 void cpli_launch_print(const cpli_launch *l, const cpli_workflow *wf, FILE *f) {
   text t = {0};
+  if (l->progress) put(&t, "CPL_PROGRESS=1 ");
   if (l->env_name) {
     put(&t, "%s=", l->env_name);
     put_shell_word(&t, l->env_value);
@@ -933,6 +938,7 @@ void cpli_launch_print(const cpli_launch *l, const cpli_workflow *wf, FILE *f) {
 }
 
 void cpli_launch_exec(const cpli_launch *l) {
+  if (l->progress && setenv("CPL_PROGRESS", "1", 1) != 0) return;
   if (l->env_name && setenv(l->env_name, l->env_value, 1) != 0) return;
   fflush(NULL);
   execvp(l->argv[0], l->argv);

@@ -31,6 +31,8 @@ typedef struct cpli_launch_opts {
   const char *workflow;  /* absolute path of the workflow file         */
   const char *wfdir;     /* its directory (relative program paths)     */
   const char *files_dir; /* where generated files go (created if new)  */
+  int progress;          /* set CPL_PROGRESS=1 for the job (cpl-run's
+                            default when it is unset): in the command */
 } cpli_launch_opts;
 
 typedef struct cpli_launch_file {
@@ -44,6 +46,7 @@ typedef struct cpli_launch {
   int argc, cap;
   char *env_name, *env_value; /* one variable set for the launcher (srun
                                  placement: SLURM_HOSTFILE); NULL if none */
+  int progress;               /* and CPL_PROGRESS=1 (opts' progress)     */
   cpli_launch_file files[2];
   int nfiles;
   char **rank_host; /* host of each rank, NULL: no placement       */
@@ -68,12 +71,14 @@ int cpli_launch_write_files(const cpli_launch *l, char *err, size_t errsize);
 void cpli_launch_check_hosts(const cpli_launch *l, const cpli_launch_opts *o,
                              const cpli_workflow *wf, int login, cpl_diag *d);
 
-/* --dry-run: the command (shell-quoted), each file with its contents, and
+/* --dry-run: the command (shell-quoted, with the variables it sets
+ * before it, so that it runs as cpli_launch_exec runs it), each file with its contents, and
  * the table: component, ranks, hosts, and each link's inter-group
  * algorithm for the sizes declared on its ports. */
 void cpli_launch_print(const cpli_launch *l, const cpli_workflow *wf, FILE *f);
 
-/* Replace the process with the command; returns only on failure (errno). */
+/* Set the command's variables and replace the process with it; returns
+ * only on failure (errno). */
 void cpli_launch_exec(const cpli_launch *l);
 
 void cpli_launch_free(cpli_launch *l);

@@ -3,10 +3,13 @@
 # the EXPECT_FAIL_TAG they inherit):
 #   inject.sh kill|stop COMPONENT INDEX DELAY [SECONDS]
 #   inject.sh signal:SIG - INDEX DELAY
+#   inject.sh group:SIG - INDEX DELAY
 # Waits for the INDEX-th process (0-based, by pid) of COMPONENT, then
 # DELAY seconds, then kills it (SIGKILL) or stops it for SECONDS
 # (SIGSTOP, then SIGCONT). signal:SIG sends SIG to the INDEX-th job
-# process running PROGRAM instead (the launcher: Ctrl-C is signal:INT).
+# process running PROGRAM instead (the launcher: Ctrl-C is signal:INT);
+# group:SIG to that process's whole process group, as a terminal's
+# Ctrl-C or `kill -INT -PGID` reaches every process of a shell's job.
 # Writes the time of the fault to $FAULT_FILE.
 # Optional WAIT_FILE: see below. With stop, prints the peak RSS (VmHWM) of every process of the job 2 s
 # into the stop. PROGRAM: the command name of the job's processes.
@@ -17,7 +20,7 @@ job_pids() { # processes of the job running PROGRAM
   done
 }
 find_pid() {
-  case $what in signal:*) job_pids | sort -n | sed -n "$((index + 1))p"; return ;; esac
+  case $what in signal:* | group:*) job_pids | sort -n | sed -n "$((index + 1))p"; return ;; esac
   for p in $(job_pids); do
     grep -qzx "CPL_COMPONENT=$comp" "/proc/$p/environ" 2>/dev/null && echo "$p"
   done | sort -n | sed -n "$((index + 1))p"
@@ -49,5 +52,9 @@ case $what in
     done
     sleep $((secs - 2)); kill -CONT "$pid" 2>/dev/null ;;
   signal:*) echo "inject: SIG${what#signal:} to $PROGRAM #$index (pid $pid)"; kill -"${what#signal:}" "$pid" ;;
+  group:*)
+    pgid=$(ps -o pgid= -p "$pid" | tr -d ' ')
+    echo "inject: SIG${what#group:} to the process group $pgid of $PROGRAM #$index (pid $pid)"
+    kill -"${what#group:}" -"$pgid" ;;
 esac
 exit 0

@@ -1,0 +1,57 @@
+# cmake -DDIR=<build dir> -P check_test_regexes.cmake
+# A test's PASS_REGULAR_EXPRESSION and FAIL_REGULAR_EXPRESSION are lists:
+# CMake splits a regex at ';', and any one piece then passes (or fails)
+# the test, so a check with ';' in it checks much less than it says. Read
+# every generated CTestTestfile.cmake (the properties as ctest gets them,
+# however they were set) and name each test whose regex has a ';' (use
+# '.' for it, '|' for alternatives).
+if(NOT DIR)
+  message(FATAL_ERROR "usage: cmake -DDIR=<build dir> -P check_test_regexes.cmake")
+endif()
+set(CPL_BAD "")
+set(CPL_COUNT 0)
+# The commands CTestTestfile.cmake calls; ARGV<n> keeps an argument whole.
+function(add_test)
+endfunction()
+function(subdirs)
+endfunction()
+function(set_tests_properties)
+  set(names "")
+  set(i 0)
+  while(i LESS ARGC AND NOT "${ARGV${i}}" STREQUAL "PROPERTIES")
+    list(APPEND names "${ARGV${i}}")
+    math(EXPR i "${i} + 1")
+  endwhile()
+  set(where "")
+  while(i LESS ARGC)
+    set(key "${ARGV${i}}")
+    math(EXPR i "${i} + 1")
+    if(key STREQUAL "_BACKTRACE_TRIPLES" AND i LESS ARGC)
+      string(REGEX MATCH "^[^;]*;[0-9]+" where "${ARGV${i}}") # file;line of add_test
+      string(REPLACE ";" ":" where "${where}")
+    endif()
+  endwhile()
+  set(i 0)
+  while(i LESS ARGC)
+    set(key "${ARGV${i}}")
+    math(EXPR i "${i} + 1")
+    if(key MATCHES "^(PASS|FAIL)_REGULAR_EXPRESSION$" AND i LESS ARGC)
+      math(EXPR CPL_COUNT "${CPL_COUNT} + 1")
+      if("${ARGV${i}}" MATCHES ";")
+        string(REPLACE "\n" "\\n" re "${ARGV${i}}") # one line each
+        string(APPEND CPL_BAD "  ${where}: test ${names}: ${key} has a ';': \"${re}\"\n")
+      endif()
+    endif()
+  endwhile()
+  set(CPL_COUNT ${CPL_COUNT} PARENT_SCOPE)
+  set(CPL_BAD "${CPL_BAD}" PARENT_SCOPE)
+endfunction()
+file(GLOB_RECURSE files "${DIR}/CTestTestfile.cmake")
+foreach(f IN LISTS files)
+  include("${f}")
+endforeach()
+if(CPL_BAD)
+  message(FATAL_ERROR "CMake splits these regexes at ';' into alternatives, any one of which "
+                      "decides:\n${CPL_BAD}")
+endif()
+message(STATUS "${CPL_COUNT} regular expressions, none with a ';'")
