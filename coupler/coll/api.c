@@ -392,6 +392,7 @@ static int inter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
   cpli_world_returns_enter();
   const int rc = inter_engine(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                               role, intercomm, opt, block, regular, raw, ran);
+  if (rc != CPL_OK && rc != CPL_ERR_ARG) cpli_comm_taint(intercomm, 1);
   cpli_world_returns_leave();
   return rc;
 }
@@ -530,6 +531,7 @@ static int intra_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
   cpli_world_returns_enter();
   const int rc =
       intra_engine(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, opt);
+  if (rc != CPL_OK && rc != CPL_ERR_ARG) cpli_comm_taint(comm, 0);
   cpli_world_returns_leave();
   return rc;
 }
@@ -570,6 +572,7 @@ int cpli_intra_allgatherv_bytes(void *buf, const size_t counts[], const size_t d
                                 MPI_Comm comm, const cpl_coll_options *opt) {
   cpli_world_returns_enter();
   const int rc = intra_bytes_engine(buf, counts, displs, comm, opt);
+  if (rc != CPL_OK && rc != CPL_ERR_ARG) cpli_comm_taint(comm, 0);
   cpli_world_returns_leave();
   return rc;
 }
@@ -635,6 +638,7 @@ int cpl_intra_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm 
                     const cpl_coll_options *opt) {
   cpli_world_returns_enter();
   const int rc = bcast_engine(buf, count, type, root, comm, opt);
+  if (rc != CPL_OK && rc != CPL_ERR_ARG) cpli_comm_taint(comm, 0);
   cpli_world_returns_leave();
   return named(rc, "cpl_intra_bcast");
 }

@@ -9,6 +9,7 @@ static int intra_keyval = MPI_KEYVAL_INVALID;
 
 typedef struct intra_cache {
   MPI_Comm priv;
+  int tainted; /* cpli_comm_taint */
   cpli_plan_cache plans;
   int agreed;      /* cpli_tuning_agree's status at first use   */
   char *disagreed; /* and its message, repeated by every call   */
@@ -31,11 +32,13 @@ static void free_comm(MPI_Comm *c) {
   if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
 }
 
-static void dir_free(cpli_dir *d) {
-  free_comm(&d->merged);
-  free_comm(&d->local);
-  free_comm(&d->fc_group);
-  free_comm(&d->fc_bcast);
+static void dir_free(cpli_dir *d, int keep_comms) {
+  if (!keep_comms) {
+    free_comm(&d->merged);
+    free_comm(&d->local);
+    free_comm(&d->fc_group);
+    free_comm(&d->fc_bcast);
+  }
   free(d->ring_send_to);
   free(d->ring_send_msg);
   free(d->ring_recv_from);
@@ -51,9 +54,9 @@ static int link_delete(MPI_Comm comm, int keyval, void *attr, void *extra) {
   (void)keyval;
   (void)extra;
   cpli_link *l = attr;
-  dir_free(&l->dir[0]);
-  dir_free(&l->dir[1]);
-  free_comm(&l->inter);
+  dir_free(&l->dir[0], l->tainted);
+  dir_free(&l->dir[1], l->tainted);
+  if (!l->tainted) free_comm(&l->inter);
   free(l);
   return MPI_SUCCESS;
 }
@@ -63,7 +66,7 @@ static int intra_delete(MPI_Comm comm, int keyval, void *attr, void *extra) {
   (void)keyval;
   (void)extra;
   intra_cache *c = attr;
-  free_comm(&c->priv);
+  if (!c->tainted) free_comm(&c->priv);
   cpli_plan_cache_clear(&c->plans);
   free(c->disagreed);
   free(c);
@@ -221,4 +224,15 @@ int cpli_intra_comm_get(MPI_Comm user_comm, cpli_ctx *ctx, MPI_Comm *priv,
   *priv = c->priv;
   if (plans) *plans = &c->plans;
   return CPL_OK;
+}
+
+void cpli_comm_taint(MPI_Comm user_comm, int inter) {
+  void *attr;
+  int found = 0;
+  const int key = inter ? link_keyval : intra_keyval;
+  if (key == MPI_KEYVAL_INVALID || user_comm == MPI_COMM_NULL ||
+      MPI_Comm_get_attr(user_comm, key, &attr, &found) != MPI_SUCCESS || !found)
+    return;
+  if (inter) ((cpli_link *)attr)->tainted = 1;
+  else ((intra_cache *)attr)->tainted = 1;
 }

@@ -37,6 +37,7 @@ typedef struct cpli_dir {
 typedef struct cpli_link {
   MPI_Comm inter; /* private dup of the user's intercommunicator */
   int lrank, lsize, rsize;
+  int tainted;     /* a call failed: see cpli_comm_taint */
   cpli_dir dir[2]; /* [0] this side receives, [1] this side sends  */
 } cpli_link;
 
@@ -61,5 +62,15 @@ int cpli_sender_counts(cpli_dir *d, size_t own_bytes, int regular, size_t *count
  * call on the communicator (CPL_ERR_MISMATCH), as it does every call on
  * an inter-group link direction (cpli_link_dir). */
 int cpli_intra_comm_get(MPI_Comm user_comm, cpli_ctx *ctx, MPI_Comm *priv, cpli_plan_cache **plans);
+
+/* A call on user_comm (an intercommunicator's link or an intra-group
+ * cache) failed. It may leave messages in flight: receives are cancelled,
+ * sends are not, and a sender's blocks may still arrive. Were the private
+ * communicators freed with the user's, MPI would give their context to a
+ * later communicator, whose calls would match those stale messages (a
+ * drop-in MPI_Allgatherv that failed with MPI_ERR_TRUNCATE under chains,
+ * then a new intercommunicator's first call hung). So they are never
+ * freed: a few communicators leaked per failure. */
+void cpli_comm_taint(MPI_Comm user_comm, int inter);
 
 #endif
