@@ -38,6 +38,9 @@
  *   changing         not bad: a dataset that changes type and shape, then
  *                    is absent, beside one that stays (in the sink's
  *                    layout, so a sink writes the file back unchanged)
+ *   long             not bad: 600 steps of 8 datasets with 3 attributes
+ *                    each (33 objects a step: more metadata than HDF5's
+ *                    cache holds)
  */
 #include <hdf5.h>
 #include <stdint.h>
@@ -359,6 +362,21 @@ int main(int argc, char **argv) {
         if (d < 0 || H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0) die("b");
         H5Dclose(d);
         H5Sclose(vs);
+      }
+      H5Gclose(g);
+    }
+  } else if (!strcmp(c, "long")) {
+    for (long s = 0; s < 600; s++) {
+      hid_t g = step(f, s);
+      for (int k = 0; k < 8; k++) {
+        char name[8];
+        snprintf(name, sizeof name, "d%d", k);
+        ints(g, name);
+        hid_t d = H5Dopen2(g, name, H5P_DEFAULT);
+        blob(d, "x", 4);
+        blob(d, "y", 4);
+        blob(d, "z", 4);
+        H5Dclose(d);
       }
       H5Gclose(g);
     }
