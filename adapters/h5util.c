@@ -146,7 +146,12 @@ int cpli_h5_file(const char *path, MPI_Comm comm, int create, hid_t *file, hid_t
 
 int cpli_h5_write_attr(hid_t obj, const char *name, hid_t type, size_t n, const void *buf) {
   hsize_t dim = n;
-  hid_t space = n == 1 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &dim, NULL);
+  /* No element: a null dataspace, HDF5's attribute without a value (what
+   * h5py writes for Empty, and what a source sends as 0 elements); a
+   * 0-element 1-D one read back "not comparable" in h5diff. */
+  hid_t space = n == 1   ? H5Screate(H5S_SCALAR)
+                : n == 0 ? H5Screate(H5S_NULL)
+                         : H5Screate_simple(1, &dim, NULL);
   if (space < 0) return cpli_h5_fail("attribute \"%s\": dataspace of %zu", name, n);
   hid_t a = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
   H5Sclose(space);

@@ -36,7 +36,8 @@
  *   root-attrs       not bad: steps 0 and 1, and two attributes on the
  *                    root, which are not replayed (a warning names them)
  *   changing         not bad: a dataset that changes type and shape, then
- *                    is absent, beside one that stays (in the sink's
+ *                    is absent, beside one that stays, and a step
+ *                    attribute with a null dataspace (in the sink's
  *                    layout, so a sink writes the file back unchanged)
  *   long             not bad: 600 steps of 8 datasets with 3 attributes
  *                    each (33 objects a step: more metadata than HDF5's
@@ -352,6 +353,13 @@ int main(int argc, char **argv) {
       if (a < 0 || H5Awrite(a, H5T_NATIVE_INT64, &num) < 0) die("step attribute");
       H5Aclose(a);
       H5Sclose(sp);
+      if (s == 0) { /* an attribute without value: what h5py writes for Empty */
+        hid_t ns = H5Screate(H5S_NULL);
+        hid_t e = H5Acreate2(g, "none", H5T_IEEE_F32LE, ns, H5P_DEFAULT, H5P_DEFAULT);
+        if (e < 0) die("null attribute");
+        H5Aclose(e);
+        H5Sclose(ns);
+      }
       ints(g, "a");
       if (s < 2) { /* step 0: 3 x 2 int16; step 1: 5 float64; step 2: none */
         hsize_t dims[2] = {3, 2}, n5 = 5;
