@@ -5,6 +5,7 @@
  * of ranks waiting in different collectives.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 
 #include "builtin.h"
 #include "core/error.h"
+#include "core/path.h"
 #include "h5step.h"
 #include "h5util.h"
 
@@ -130,14 +132,27 @@ int cpli_h5_write_step(cpli_h5_steps *s, hid_t parent, const char *where, const 
   return rc;
 }
 
-/* So `file: out/run.h5` works in a fresh directory. */
+/* So `file: out/run.h5` works in a fresh directory. The directories are
+ * those of the name as resolved (cpli_path_resolve), as the file is then
+ * created (cpli_h5_file): "a/../b/run.h5" makes b, not a as well, and a
+ * name of any length is used whole. */
 int cpli_h5_make_parent_dirs(const char *path, MPI_Comm comm) {
-  char dir[4096], msg[4200] = "";
+  char msg[4200] = "";
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  snprintf(dir, sizeof dir, "%s", path + cpli_h5_fs_prefix(path)); /* "ufs:" is no directory */
-  char *slash = strrchr(dir, '/');
-  if (rank == 0 && slash && slash != dir) {
+  char *dir = rank == 0 ? cpli_path_resolve(NULL, path) : NULL;
+  if (rank == 0 && !dir)
+    snprintf(msg, sizeof msg, "cannot resolve the file's name (working directory: %s)",
+             strerror(errno));
+  if (dir && strlen(dir) >= PATH_MAX) { /* refused whole: no directory made for a part */
+    snprintf(msg, sizeof msg,
+             "its name is %zu bytes as resolved, more than the %d the system takes", strlen(dir),
+             PATH_MAX - 1);
+    free(dir);
+    dir = NULL;
+  }
+  char *slash = dir ? strrchr(dir, '/') : NULL;
+  if (slash && slash != dir) {
     *slash = '\0';
     /* Each prefix ending before a '/', then the whole directory. */
     for (char *p = dir + 1;; p++) {
@@ -152,6 +167,7 @@ int cpli_h5_make_parent_dirs(const char *path, MPI_Comm comm) {
       if (c == '\0') break;
     }
   }
+  free(dir);
   MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, 0, comm);
   return msg[0] ? cpli_fail(CPL_ERR_IO, "%s", msg) : CPL_OK;
 }

@@ -4,11 +4,13 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/path.h"
 
 typedef struct h5msg {
   char inner[512]; /* the most specific message            */
@@ -72,16 +74,6 @@ static hid_t collective_transfer(void) {
   return dxpl;
 }
 
-size_t cpli_h5_fs_prefix(const char *path) {
-  static const char *const fs[] = {"ufs",    "nfs",  "xfs",    "pvfs2", "gpfs",      "panfs",
-                                   "lustre", "daos", "testfs", "ime",   "quobytefs", "gridftp"};
-  const char *colon = strchr(path, ':');
-  for (size_t i = 0; colon && i < sizeof fs / sizeof *fs; i++)
-    if ((size_t)(colon - path) == strlen(fs[i]) && strncmp(path, fs[i], strlen(fs[i])) == 0)
-      return strlen(fs[i]) + 1;
-  return 0;
-}
-
 int cpli_h5_file(const char *path, MPI_Comm comm, int create, hid_t *file, hid_t *dxpl) {
   *file = *dxpl = -1;
   const hid_t fapl = file_access(comm);
@@ -90,28 +82,40 @@ int cpli_h5_file(const char *path, MPI_Comm comm, int create, hid_t *file, hid_t
    * one it does not know ("*iofstypeunsupported"): "run_12:00.h5" gets
    * "ufs:" (plain POSIX) in front. A prefix the user wrote is kept; the
    * checks below look at the path without it. */
-  const size_t pre = cpli_h5_fs_prefix(path);
-  char io[4200];
-  snprintf(io, sizeof io, "%s%s", !pre && strchr(path, ':') ? "ufs:" : "", path);
+  const size_t pre = cpli_path_fs_prefix(path);
+  /* A new file goes where its directories were made (cpli_h5_make_parent_dirs):
+   * at the name as resolved, so "a/../b/run.h5" needs no directory a. */
+  char *abs = create ? cpli_path_resolve(NULL, path) : NULL;
+  const char *name = abs ? abs : path + pre;
+  const size_t n = strlen(path) + strlen(name) + 8;
+  char *io = malloc(n);
+  if (!io) {
+    free(abs);
+    H5Pclose(fapl);
+    return cpli_fail(CPL_ERR_NOMEM, "out of memory");
+  }
+  snprintf(io, n, "%.*s%s%s", (int)pre, path, !pre && strchr(name, ':') ? "ufs:" : "", name);
   path += pre;
   *file =
       create ? H5Fcreate(io, H5F_ACC_TRUNC, H5P_DEFAULT, fapl) : H5Fopen(io, H5F_ACC_RDONLY, fapl);
+  free(io);
   /* HDF5's reason, kept: the next API call (H5Pclose) clears the stack. */
   const hid_t why = *file < 0 ? H5Eget_current_stack() : -1;
   H5Pclose(fapl);
   if (*file < 0) {
     /* Say why in the user's terms where we can; else HDF5's reason. */
-    char dir[4096], what[4200] = "";
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
+    const char *checked = abs ? abs : path;
+    char *dir = malloc(strlen(checked) + 2), what[4200] = "";
+    if (dir) snprintf(dir, strlen(checked) + 2, "%s", checked);
+    char *slash = dir ? strrchr(dir, '/') : NULL;
     if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
-    else snprintf(dir, sizeof dir, ".");
+    else if (dir) snprintf(dir, strlen(checked) + 2, ".");
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
       snprintf(what, sizeof what, "it is a directory");
-    else if (create && stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+    else if (create && dir && stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
       snprintf(what, sizeof what, "%s is not a directory", dir);
-    else if (create && access(dir, W_OK) != 0)
+    else if (create && dir && access(dir, W_OK) != 0)
       snprintf(what, sizeof what, "directory %s: %s", dir, strerror(errno));
     else if (!create && access(path, R_OK) != 0) snprintf(what, sizeof what, "%s", strerror(errno));
     htri_t h5 = 1;
@@ -119,6 +123,8 @@ int cpli_h5_file(const char *path, MPI_Comm comm, int create, hid_t *file, hid_t
       H5E_BEGIN_TRY { h5 = H5Fis_hdf5(path); }
       H5E_END_TRY;
     }
+    free(dir);
+    free(abs);
     if (why >= 0) H5Eset_current_stack(why); /* closes `why` */
     if (what[0]) {
       H5Eclear2(H5E_DEFAULT);
@@ -128,6 +134,7 @@ int cpli_h5_file(const char *path, MPI_Comm comm, int create, hid_t *file, hid_t
                                : "cannot %s the file: not an HDF5 file, or truncated or damaged",
                         create ? "create" : "open");
   }
+  free(abs);
   /* A new file is flushed at once: until then its superblock and root
    * group live in HDF5's cache only, and a run stopped before its first
    * step (Ctrl-C, a killed peer) left a file no tool could open. */
@@ -139,7 +146,12 @@ int cpli_h5_file(const char *path, MPI_Comm comm, int create, hid_t *file, hid_t
 
 int cpli_h5_write_attr(hid_t obj, const char *name, hid_t type, size_t n, const void *buf) {
   hsize_t dim = n;
-  hid_t space = n == 1 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &dim, NULL);
+  /* No element: a null dataspace, HDF5's attribute without a value (what
+   * h5py writes for Empty, and what a source sends as 0 elements); a
+   * 0-element 1-D one read back "not comparable" in h5diff. */
+  hid_t space = n == 1   ? H5Screate(H5S_SCALAR)
+                : n == 0 ? H5Screate(H5S_NULL)
+                         : H5Screate_simple(1, &dim, NULL);
   if (space < 0) return cpli_h5_fail("attribute \"%s\": dataspace of %zu", name, n);
   hid_t a = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
   H5Sclose(space);
@@ -152,7 +164,7 @@ int cpli_h5_write_attr(hid_t obj, const char *name, hid_t type, size_t n, const 
 
 void cpli_h5_describe_path(const char *path, char *out, size_t size) {
   char cwd[1024];
-  if (path[cpli_h5_fs_prefix(path)] != '/' && getcwd(cwd, sizeof cwd))
+  if (path[cpli_path_fs_prefix(path)] != '/' && getcwd(cwd, sizeof cwd))
     snprintf(out, size, "\"%s\" (in %s)", path, cwd);
   else snprintf(out, size, "\"%s\"", path);
 }

@@ -21,12 +21,9 @@ int cpli_h5_fail(const char *fmt, ...)
 int cpli_h5_file(const char *path, MPI_Comm comm, int create, hid_t *file, hid_t *dxpl);
 
 /* Write attribute `name` of n elements of `type` on object `obj`. One
- * element is stored with a scalar dataspace, else a 1-D one of n. */
+ * element is stored with a scalar dataspace, none with a null one, else a
+ * 1-D one of n. */
 int cpli_h5_write_attr(hid_t obj, const char *name, hid_t type, size_t n, const void *buf);
-
-/* Length of a ROMIO file-system prefix `path` starts with ("ufs:",
- * "lustre:", ... : MPI-IO's way to choose a driver), or 0. */
-size_t cpli_h5_fs_prefix(const char *path);
 
 /* "name" with the working directory when relative, for messages. */
 void cpli_h5_describe_path(const char *path, char *out, size_t size);

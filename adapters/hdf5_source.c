@@ -40,7 +40,13 @@ typedef struct source {
   const char *name;
   int rank, size;
   char where[1200];
+  const char *path;
+  MPI_Comm comm;
   hid_t file, dxpl;
+  long opened;     /* objects opened since the file was (re)opened */
+  int reopens;     /* times the file was reopened to empty HDF5's cache */
+  size_t mdc_peak; /* largest size of HDF5's metadata cache, bytes */
+  int mdc_entries; /* its entries then */
   cpl_output **outs;
   const char **ports;
   int nout;
@@ -222,6 +228,7 @@ static int put_attrs(source *s, hid_t obj, const char *dataset, const char *skip
   int rc = H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, add_attr, &an) < 0
                ? cpli_h5_fail("listing attributes")
                : CPL_OK;
+  s->opened += an.n;
   for (int i = 0; rc == CPL_OK && i < an.n; i++) {
     if (skip && strcmp(an.v[i], skip) == 0) continue;
     hid_t mt = -1;
@@ -430,6 +437,7 @@ static int replay_step(source *s, hid_t g, const char *gname, long step, const c
   const double before = s->bytes;
   int rc = list_links(g, gname, &members), nds = 0;
   s->attr_bytes = 0;
+  s->opened += 1 + members.n;
   if (rc == CPL_OK && !(slabs = calloc((size_t)members.n + 1, sizeof *slabs)))
     rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
   for (int k = 0; rc == CPL_OK && !s->dry && k < s->nout; k++) {
@@ -532,6 +540,39 @@ static int step_number(hid_t file, const char *gname, long *out) {
   return rc;
 }
 
+/* HDF5 1.10's parallel metadata cache does not evict an entry read
+ * collectively (all of them here: H5Pset_all_coll_metadata_ops, and some
+ * calls read so regardless) until such entries fill 80% of it, and each
+ * insertion into a full cache walks past them all. Once a long file's
+ * metadata had filled the cache (a few hundred steps), every object opened
+ * cost more than the one before: 20000 steps took minutes to check, and the
+ * consumers' link timeout ran out before the first step went out. Closing
+ * the file empties the cache, so the file is reopened after every
+ * CPLI_H5_REOPEN objects opened, between steps (no object of it open).
+ * Every rank opens the same objects, so all reopen at the same point
+ * (H5Fclose and H5Fopen are collective). */
+#define CPLI_H5_REOPEN 4096
+static int cache_check(source *s) {
+  size_t max = 0, min_clean = 0, cur = 0;
+  int entries = 0;
+  if (H5Fget_mdc_size(s->file, &max, &min_clean, &cur, &entries) >= 0 && cur > s->mdc_peak) {
+    s->mdc_peak = cur;
+    s->mdc_entries = entries;
+  }
+  if (s->opened < CPLI_H5_REOPEN) return CPL_OK;
+  hid_t dxpl = -1;
+  s->opened = 0;
+  s->reopens++;
+  if (H5Fclose(s->file) < 0) {
+    s->file = -1;
+    return cpli_h5_fail("closing the file to empty HDF5's metadata cache");
+  }
+  int rc = cpli_h5_file(s->path, s->comm, 0, &s->file, &dxpl);
+  if (dxpl >= 0) H5Pclose(dxpl);
+  if (rc != CPL_OK) cpli_error_prefix("reopening it (to empty HDF5's metadata cache): ");
+  return rc;
+}
+
 static int by_step(const void *a, const void *b) {
   const step_ref *x = a, *y = b;
   return (x->step > y->step) - (x->step < y->step);
@@ -561,6 +602,8 @@ static int find_steps(source *s, step_ref **steps, int *n, int *flat) {
     } else if (names_add(&other, m)) {
       rc = cpli_fail(CPL_ERR_NOMEM, "out of memory");
     }
+    s->opened += 2;
+    if (rc == CPL_OK) rc = cache_check(s);
   }
   if (rc == CPL_OK) qsort(*steps, (size_t)k, sizeof **steps, by_step);
   for (int i = 1; rc == CPL_OK && i < k; i++)
@@ -606,14 +649,19 @@ static int find_steps(source *s, step_ref **steps, int *n, int *flat) {
 static int replay(source *s) {
   step_ref *steps = NULL;
   int n = 0, flat = 0;
+  const double t0 = MPI_Wtime();
   int rc = find_steps(s, &steps, &n, &flat);
   for (s->dry = 1; rc == CPL_OK && s->dry >= 0; s->dry--) {
+    if (s->dry == 0)
+      cpli_report(2, s->name, s->rank, "source: %d step%s checked (metadata only) in %.1f s",
+                  n + flat, n + flat == 1 ? "" : "s", MPI_Wtime() - t0);
     if (flat) rc = replay_step(s, s->file, "/", 0, NULL); /* a plain file: step 0 */
     for (int i = 0; rc == CPL_OK && i < n; i++) {
       hid_t g = H5Gopen2(s->file, steps[i].group, H5P_DEFAULT);
       rc = g < 0 ? cpli_h5_fail("group \"%s\": cannot open it", steps[i].group)
                  : replay_step(s, g, steps[i].group, steps[i].step, "step");
       if (rc == CPL_OK && H5Gclose(g) < 0) rc = cpli_h5_fail("closing \"%s\"", steps[i].group);
+      if (rc == CPL_OK) rc = cache_check(s);
     }
   }
   s->dry = 0;
@@ -652,11 +700,12 @@ static int close_ports(source *s) {
 }
 
 int cpli_hdf5_source_run(cpl_context *ctx, const char *path) {
-  source s = {.file = -1, .dxpl = -1};
+  source s = {.file = -1, .dxpl = -1, .path = path};
   MPI_Comm comm;
   cpli_whoami(ctx, &s.name, &s.rank);
   CPLI_TRY(cpl_component_comm(ctx, &comm));
   MPI_Comm_size(comm, &s.size);
+  s.comm = comm;
   cpli_h5_describe_path(path, s.where, sizeof s.where);
   int rc = open_ports(ctx, &s);
   if (rc == CPL_OK) rc = cpli_h5_file(path, comm, 0, &s.file, &s.dxpl);
@@ -666,6 +715,11 @@ int cpli_hdf5_source_run(cpl_context *ctx, const char *path) {
   if (rc == CPL_OK && H5Fclose(s.file) < 0) rc = cpli_h5_fail("closing the file");
   if (rc == CPL_OK) {
     char b[32];
+    cpli_report(2, s.name, s.rank,
+                "source: HDF5 metadata cache at most %s in %d entries (file reopened %d time%s "
+                "to empty it)",
+                cpli_report_bytes((double)s.mdc_peak, b, sizeof b), s.mdc_entries, s.reopens,
+                s.reopens == 1 ? "" : "s");
     cpli_report(1, s.name, s.rank,
                 "source: %ld step%s, %s read from %s and sent on %d "
                 "port%s in %.1f s",

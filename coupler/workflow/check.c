@@ -3,7 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "core/path.h"
 #include "workflow/diag.h"
 #include "workflow/model.h"
 
@@ -140,46 +142,24 @@ static void check_builtins(const cpli_workflow *wf, const char *file, cpl_diag *
 /* The HDF5 files of the built-ins: a sink's or a drain's is created
  * (truncated) when the component starts, so no other built-in may use it:
  * a source would lose its input, two writers would tear the file. Paths
- * are compared as cpl-run resolves them (relative to the workdir, else to
- * where cpl-run starts), after lexical clean-up ("a/./b", "a//b",
- * "a/x/../b"); symbolic links are not followed. */
+ * are compared as the system resolves them from each workdir (else from
+ * where cpl-validate or cpl-run runs), cpli_path_resolve: symbolic links
+ * followed and "a/x/../b", "a/./b", "a//b", a ROMIO prefix ("ufs:/a")
+ * seen through, in the existing part of the name, the rest (a sink's file
+ * not made yet) lexically; two existing names are also one file if they
+ * are hard links to it. */
 typedef struct h5use {
   const cpli_component *c;
   const char *path; /* as written */
-  char *full;       /* cleaned, workdir applied */
+  char *full;       /* resolved, workdir applied */
   cpli_pos pos;
   int writes;
 } h5use;
 
-static char *clean_path(const char *workdir, const char *path) {
-  const int rel = path[0] != '/';
-  size_t n = strlen(path) + (rel && workdir ? strlen(workdir) + 1 : 0) + 2;
-  char *in = malloc(n), *out = malloc(n);
-  if (!in || !out) {
-    free(in);
-    free(out);
-    return NULL;
-  }
-  snprintf(in, n, "%s%s%s", rel && workdir ? workdir : "", rel && workdir ? "/" : "", path);
-  size_t o = 0;
-  if (in[0] == '/') out[o++] = '/';
-  out[o] = '\0'; /* strrchr below reads what is built so far */
-  for (char *save = NULL, *part = strtok_r(in, "/", &save); part;
-       part = strtok_r(NULL, "/", &save)) {
-    if (strcmp(part, ".") == 0) continue;
-    char *last = o ? strrchr(out, '/') : NULL; /* the previous component */
-    const char *prev = last ? last + 1 : out;
-    if (strcmp(part, "..") == 0 && o && *prev && strcmp(prev, "..") != 0) {
-      o = last ? (size_t)(last - out) + (last == out) : 0;
-      out[o] = '\0';
-      continue;
-    }
-    if (o && out[o - 1] != '/') out[o++] = '/';
-    o += (size_t)sprintf(out + o, "%s", part);
-  }
-  out[o] = '\0';
-  free(in);
-  return out;
+static int same_file(const char *a, const char *b) {
+  struct stat x, y;
+  if (strcmp(a, b) == 0) return 1;
+  return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
 static const char *use_str(const h5use *x) {
@@ -197,17 +177,21 @@ static void check_files(const cpli_workflow *wf, const char *file, cpl_diag *d) 
       u[n++] = (h5use){k, k->file, NULL, k->file_pos, k->kind == CPL_KIND_SINK};
     if (k->drain && k->kind == CPL_KIND_STAGE) u[n++] = (h5use){k, k->drain, NULL, k->drain_pos, 1};
   }
-  for (int i = 0; i < n; i++) u[i].full = clean_path(u[i].c->workdir, u[i].path);
+  for (int i = 0; i < n; i++) u[i].full = cpli_path_resolve(u[i].c->workdir, u[i].path);
   for (int i = 0; i < n; i++)
     for (int j = 0; j < i && u[i].full; j++) {
-      if (!u[j].full || strcmp(u[i].full, u[j].full) != 0 || (!u[i].writes && !u[j].writes))
+      if (!u[j].full || (!u[i].writes && !u[j].writes) || !same_file(u[i].full, u[j].full))
         continue;
       const h5use *w = u[i].writes ? &u[i] : &u[j]; /* one that truncates it */
+      const int same = strcmp(u[i].full, u[j].full) == 0;
       cpli_diag_add(d, file, u[i].pos.line, u[i].pos.col,
-                    "%s \"%s\" uses the HDF5 file \"%s\" that %s \"%s\" (%d:%d) uses too: "
-                    "%s \"%s\" creates it anew when it starts, so %s; give each its own file",
-                    use_str(&u[i]), u[i].c->name, u[i].full, use_str(&u[j]), u[j].c->name,
-                    u[j].pos.line, u[j].pos.col, use_str(w), w->c->name,
+                    "%s \"%s\" uses the HDF5 file \"%s\" that %s \"%s\" (%d:%d) uses too "
+                    "(as \"%s\"; %s%s%s%s%s): %s \"%s\" creates it anew when it starts, so %s; "
+                    "give each its own file",
+                    use_str(&u[i]), u[i].c->name, u[i].path, use_str(&u[j]), u[j].c->name,
+                    u[j].pos.line, u[j].pos.col, u[j].path, same ? "both are " : "", u[i].full,
+                    same ? "" : " and ", same ? "" : u[j].full,
+                    same ? "" : " are hard links to one file", use_str(w), w->c->name,
                     u[i].writes && u[j].writes ? "both would write it at once"
                                                : "the source's input would be lost");
       break;

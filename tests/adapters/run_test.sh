@@ -81,6 +81,11 @@ sink_colon)
   same "$out/ref.h5" "$out/run_12:00.h5"
   same "$out/ref.h5" "$out/new dir/out.h5"
   [ ! -e ufs: ] || fail "the prefix ufs: was made a directory" ;;
+sink_dotdot)
+  launch || fail "job exit status $?"
+  ref "$out/ref.h5" 5,2,0,1
+  same "$out/ref.h5" "$out/b/out.h5"
+  [ ! -e "$out/a" ] || fail "directory a was made, only to be left by '..'" ;;
 sink_3to1)
   launch || fail "job exit status $?"
   ref "$out/ref.h5" 2,4,0,1

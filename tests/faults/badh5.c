@@ -36,8 +36,12 @@
  *   root-attrs       not bad: steps 0 and 1, and two attributes on the
  *                    root, which are not replayed (a warning names them)
  *   changing         not bad: a dataset that changes type and shape, then
- *                    is absent, beside one that stays (in the sink's
+ *                    is absent, beside one that stays, and a step
+ *                    attribute with a null dataspace (in the sink's
  *                    layout, so a sink writes the file back unchanged)
+ *   long             not bad: 600 steps of 8 datasets with 3 attributes
+ *                    each (33 objects a step: more metadata than HDF5's
+ *                    cache holds)
  */
 #include <hdf5.h>
 #include <stdint.h>
@@ -349,6 +353,13 @@ int main(int argc, char **argv) {
       if (a < 0 || H5Awrite(a, H5T_NATIVE_INT64, &num) < 0) die("step attribute");
       H5Aclose(a);
       H5Sclose(sp);
+      if (s == 0) { /* an attribute without value: what h5py writes for Empty */
+        hid_t ns = H5Screate(H5S_NULL);
+        hid_t e = H5Acreate2(g, "none", H5T_IEEE_F32LE, ns, H5P_DEFAULT, H5P_DEFAULT);
+        if (e < 0) die("null attribute");
+        H5Aclose(e);
+        H5Sclose(ns);
+      }
       ints(g, "a");
       if (s < 2) { /* step 0: 3 x 2 int16; step 1: 5 float64; step 2: none */
         hsize_t dims[2] = {3, 2}, n5 = 5;
@@ -359,6 +370,21 @@ int main(int argc, char **argv) {
         if (d < 0 || H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0) die("b");
         H5Dclose(d);
         H5Sclose(vs);
+      }
+      H5Gclose(g);
+    }
+  } else if (!strcmp(c, "long")) {
+    for (long s = 0; s < 600; s++) {
+      hid_t g = step(f, s);
+      for (int k = 0; k < 8; k++) {
+        char name[8];
+        snprintf(name, sizeof name, "d%d", k);
+        ints(g, name);
+        hid_t d = H5Dopen2(g, name, H5P_DEFAULT);
+        blob(d, "x", 4);
+        blob(d, "y", 4);
+        blob(d, "z", 4);
+        H5Dclose(d);
       }
       H5Gclose(g);
     }
