@@ -141,9 +141,9 @@ static int env_refused(const cpli_workflow *wf, const cpli_component *c, const c
  * of the same signal within a second (timeout sends one to cpl-run and
  * one to its group) is not passed on again (srun runs with
  * --quit-on-interrupt, launch.c: one SIGINT ends its step). A launcher
- * outside the
- * terminal's foreground group does not read the terminal (hydra checks,
- * and then forwards no stdin); stdin from a file or pipe is unaffected.
+ * outside the terminal's foreground group does not read the terminal
+ * (hydra checks, and then forwards no stdin); stdin from a file or pipe
+ * is unaffected.
  * If cpl-run dies, the launcher gets SIGTERM.
  */
 static volatile sig_atomic_t launcher_pid;
