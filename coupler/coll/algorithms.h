@@ -26,7 +26,9 @@
   X(CPL_INTER_FC, "fc", 1, "", cpli_cost_inter_fc, cpli_inter_fc)                                  \
   X(CPL_INTER_RING, "ring", 0, "ring networks; never chosen by auto", cpli_cost_inter_ring,        \
     cpli_inter_ring)                                                                               \
-  X(CPL_INTER_ROOT, "root", 1, "", cpli_cost_inter_root, cpli_inter_root)                          \
+  X(CPL_INTER_ROOT, "root", 0,                                                                     \
+    "the fewest messages; never chosen by auto (the model counts hops, not messages)",             \
+    cpli_cost_inter_root, cpli_inter_root)                                                         \
   X(CPL_INTER_NATIVE, "native", 1, "", cpli_cost_inter_native, cpli_inter_native)                  \
   X(CPL_INTER_DIRECT_RING, "direct-ring", 1, "", cpli_cost_inter_direct_ring,                      \
     cpli_inter_direct_ring)                                                                        \

@@ -63,14 +63,8 @@ typedef struct cpli_blocks {
 int cpli_xfer(MPI_Comm comm, const void *sbuf, size_t sbytes, int dest, void *rbuf, size_t rbytes,
               int src, cpli_ctx *ctx);
 
-/* A message with its block sizes ahead of it, one way: sends (send != 0)
- * or receives sbytes at `sizes`, then bbytes at `body`, to or from peer,
- * both posted at once (one tag: they match in order). */
-int cpli_xfer_sized(MPI_Comm comm, int peer, int send, void *sizes, size_t sbytes, void *body,
-                    size_t bbytes, cpli_ctx *ctx);
-
-/* Receiver 0 of an allgatherv whose senders sent their sizes (root,
- * native): MPI_ERR_TRUNCATE naming the first sender whose block is not
+/* Receiver 0 of an allgatherv whose senders sent their sizes (native):
+ * MPI_ERR_TRUNCATE naming the first sender whose block is not
  * counts[i] bytes (counts that differ from the senders' but add up to the
  * same total, which the blocks' own messages cannot show), else CPL_OK. */
 int cpli_sizes_agree(const unsigned long long *sizes, const size_t *counts, int p);
@@ -145,7 +139,7 @@ int cpli_flow_run_cached(struct cpli_plan_cache *cache, const struct cpli_plan_k
  * cpli_xfer and cpli_xferv use large-count calls and take any size. */
 #define CPLI_MAX_MSG ((size_t)0x7fffffff)
 
-/* MPICH's own collectives (native, root's gather and broadcast) are used
+/* MPICH's own collectives (native) are used
  * only while all the blocks of a call together fit int counts: MPICH
  * 4.0.2's MPI_Iallgatherv_c with one 2 GiB block grew to 12.7 GB and was
  * killed. Every rank of both groups knows this total before any transfer

@@ -295,10 +295,12 @@ double cpli_cost_inter_ring(int p, int q, size_t bytes, double alpha, double bet
 }
 
 double cpli_cost_inter_root(int p, int q, size_t bytes, double alpha, double beta) {
-  /* binomial gather to sender 0, one message to receiver 0, Traff's
-   * broadcast among the receivers (inter_root.c) */
-  const double m = (double)bytes, k = p ? m / p : 0;
-  return cpli_ceil_log2(p) * alpha + beta * (m - k) + alpha + beta * m +
+  (void)p;
+  /* every block straight to receiver 0 (its port takes all m bytes, the
+   * start-ups overlap), then Traff's broadcast among the receivers
+   * (inter_root.c) */
+  const double m = (double)bytes;
+  return alpha + beta * m +
          cpli_bcast_cost(q, bytes, cpli_bcast_nblocks(q, bytes, alpha, beta), alpha, beta);
 }
 

@@ -6,9 +6,10 @@
  * receivers (binomial tree below 8 processes, else scatter + allgather).
  * Cost, as modelled in cost.c: alpha + p k beta + bcast(q, p k): the p
  * messages reach receiver 0 at once, and its port is the bound.
- * MPICH's blocking MPI_Allgather on an intercommunicator is the classic
- * root gathering instead (local gather, root-to-root, local broadcast),
- * modelled by `root`; cpl-bench measures it as the variant "mpi".
+ * `root` runs the same pattern as one dataflow plan of Coupler's. MPICH's
+ * blocking MPI_Allgather on an intercommunicator is the classic root
+ * gathering instead (local gather, root-to-root, local broadcast);
+ * cpl-bench measures it as the variant "mpi".
  *
  * Sizes: only while the p blocks together fit int counts
  * (CPLI_NATIVE_MAX). Receivers know the total; senders of a regular call
@@ -21,7 +22,8 @@
  * unnoticed, the blocks misplaced. The senders have every sender's size
  * (the exchange above), so sender 0 sends them to receiver 0, posted with
  * the allgatherv (8 p bytes beside its p blocks, no extra round), and
- * receiver 0 fails with MPI_ERR_TRUNCATE, as under `root`.
+ * receiver 0 fails with MPI_ERR_TRUNCATE (under `root` it receives every
+ * block on its own, and a longer one is MPI_ERR_TRUNCATE there).
  */
 #include <limits.h>
 #include <stdlib.h>

@@ -143,29 +143,6 @@ int cpli_sizes_agree(const unsigned long long *sizes, const size_t *counts, int 
   return CPL_OK;
 }
 
-int cpli_xfer_sized(MPI_Comm comm, int peer, int send, void *sizes, size_t sbytes, void *body,
-                    size_t bbytes, cpli_ctx *ctx) {
-  MPI_Request req[2];
-  void *buf[2] = {sizes, body};
-  const size_t len[2] = {sbytes, bbytes};
-  char where[256];
-  for (int i = 0; i < 2; i++) {
-    const int rc =
-        send ? MPI_Isend_c(buf[i], (MPI_Count)len[i], MPI_BYTE, peer, CPLI_TAG, comm, &req[i])
-             : MPI_Irecv_c(buf[i], (MPI_Count)len[i], MPI_BYTE, peer, CPLI_TAG, comm, &req[i]);
-    if (rc != MPI_SUCCESS) {
-      if (i) { /* the first is posted: take it back */
-        MPI_Cancel(&req[0]);
-        MPI_Request_free(&req[0]);
-      }
-      return cpli_mpi_check(rc, send ? "MPI_Isend" : "MPI_Irecv", "%s: %s rank %d",
-                            cpli_ctx_where(ctx, comm, where, sizeof where),
-                            send ? "send to" : "receive from", peer);
-    }
-  }
-  return cpli_waitall(2, req, ctx, comm, send ? "send" : "exchange", peer);
-}
-
 /* One side of a step: `bytes` bytes at base + off as plain bytes when the
  * pieces form a single run (the common case, no datatype to build), else
  * one element of an hindexed MPI_BYTE type. */

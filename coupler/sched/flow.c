@@ -363,9 +363,37 @@ int cpli_flow_alg7(cpli_flow *f, const cpli_circ *c, int r, const int *rank_of,
   return rc;
 }
 
-int cpli_flow_bcast(cpli_flow *f, const cpli_circ *c, int rel, const int *rank_of, int root_buf,
-                    size_t off, size_t bytes, long long n) {
+/* Bytes [lo, lo + l) of the string that n segments (off, len; segment i
+ * starts at string byte at[i]) form, as pieces of those segments in
+ * so, sl; returns how many. */
+static int string_range(int n, const size_t *off, const size_t *len, const size_t *at, size_t lo,
+                        size_t l, size_t *so, size_t *sl) {
+  int a = 0, b = n - 1; /* the last segment starting at or before lo */
+  while (a < b) {
+    const int mid = a + (b - a + 1) / 2;
+    if (at[mid] <= lo) a = mid;
+    else b = mid - 1;
+  }
+  int k = 0;
+  for (int i = a; i < n && l > 0; i++) {
+    if (lo >= at[i] + len[i]) continue; /* empty, or ends before lo */
+    const size_t from = lo - at[i], take = len[i] - from < l ? len[i] - from : l;
+    so[k] = off[i] + from;
+    sl[k++] = take;
+    lo += take;
+    l -= take;
+  }
+  return k;
+}
+
+#define BCAST_STACK_SEGS 8 /* segments described without malloc */
+
+int cpli_flow_bcast_segs(cpli_flow *f, const cpli_circ *c, int rel, const int *rank_of,
+                         int root_buf, int nseg, const size_t *off, const size_t *len,
+                         long long n) {
   const int p = c->p, q = c->q;
+  size_t bytes = 0;
+  for (int i = 0; i < nseg; i++) bytes += len[i];
   if (p <= 1 || bytes == 0) return CPL_OK;
   if (rel < 0 || rel >= p) return cpli_fail(CPL_ERR_ARG, "broadcast plan: member %d of %d", rel, p);
   if (n < 1) n = 1;
@@ -375,34 +403,42 @@ int cpli_flow_bcast(cpli_flow *f, const cpli_circ *c, int rel, const int *rank_o
   int recv[CPLI_CIRC_QMAX], send[CPLI_CIRC_QMAX];
   if (cpli_circ_recvsched(c, rel, q, recv) || cpli_circ_sendsched(c, rel, send))
     return cpli_fail(CPL_ERR_INTERNAL, "broadcast plan: no schedule for member %d of %d", rel, p);
+  size_t stack[3 * BCAST_STACK_SEGS + 1];
+  size_t *at = nseg <= BCAST_STACK_SEGS ? stack : malloc(sizeof *at * (3 * (size_t)nseg + 1));
+  if (!at) return nomem();
+  size_t *so = at + nseg + 1, *sl = so + nseg;
+  at[0] = 0;
+  for (int i = 0; i < nseg; i++) at[i + 1] = at[i] + len[i];
   const int x = cpli_circ_offset(q, n);
   const size_t bq = bytes / (size_t)n, brem = bytes % (size_t)n;
   const int caller = f->note_why;
   f->note_why = CPLI_CUT_BCAST;
-  for (long long t = 0; t < n + q - 1; t++) {
+  int rc = CPL_OK;
+  for (long long t = 0; t < n + q - 1 && rc == CPL_OK; t++) {
     const long long v = x + t;
     const int k = (int)(v % q);
-    if (rel != 0) {
-      const long long b = cpli_circ_block(q, recv[k], v, x, n);
-      if (b >= 0) {
-        const int from = (int)(((long long)rel - c->skips[k] + p) % p);
-        size_t o = off + (size_t)b * bq + ((size_t)b < brem ? (size_t)b : brem);
-        size_t l = bq + ((size_t)b < brem ? 1 : 0);
-        CPLI_TRY(cpli_flow_stream(f, 0, map(rank_of, from), 0, 1, &o, &l, 0));
-      }
-    }
-    const int to = (int)(((long long)rel + c->skips[k]) % p);
-    if (to != 0) {
-      const long long b = cpli_circ_block(q, send[k], v, x, n);
-      if (b >= 0) {
-        size_t o = off + (size_t)b * bq + ((size_t)b < brem ? (size_t)b : brem);
-        size_t l = bq + ((size_t)b < brem ? 1 : 0);
-        CPLI_TRY(cpli_flow_stream(f, 1, map(rank_of, to), rel == 0 ? root_buf : 0, 1, &o, &l, 0));
-      }
+    for (int dir = 0; dir < 2 && rc == CPL_OK; dir++) { /* 0: the receive, 1: the send */
+      if (dir == 0 && rel == 0) continue;               /* the root receives nothing */
+      const int peer = dir ? (int)(((long long)rel + c->skips[k]) % p)
+                           : (int)(((long long)rel - c->skips[k] + p) % p);
+      if (dir && peer == 0) continue; /* nobody sends to the root */
+      const long long b = cpli_circ_block(q, dir ? send[k] : recv[k], v, x, n);
+      if (b < 0) continue;
+      const size_t bo = (size_t)b * bq + ((size_t)b < brem ? (size_t)b : brem);
+      const size_t bl = bq + ((size_t)b < brem ? 1 : 0);
+      const int ns = string_range(nseg, off, len, at, bo, bl, so, sl);
+      rc = cpli_flow_stream(f, dir, map(rank_of, peer), dir && rel == 0 ? root_buf : 0, ns, so, sl,
+                            0);
     }
   }
   f->note_why = caller;
-  return CPL_OK;
+  if (at != stack) free(at);
+  return rc;
+}
+
+int cpli_flow_bcast(cpli_flow *f, const cpli_circ *c, int rel, const int *rank_of, int root_buf,
+                    size_t off, size_t bytes, long long n) {
+  return cpli_flow_bcast_segs(f, c, rel, rank_of, root_buf, 1, &off, &bytes, n);
 }
 
 int cpli_flow_ring_cut(cpli_flow *f, int n, int r, const int *rank_of, const size_t *counts,

@@ -133,6 +133,11 @@ int cpli_flow_alg7(cpli_flow *f, const cpli_circ *c, int r, const int *rank_of,
  * clamped to 1..bytes and so that blocks fit one message. */
 int cpli_flow_bcast(cpli_flow *f, const cpli_circ *c, int rel, const int *rank_of, int root_buf,
                     size_t off, size_t bytes, long long n);
+/* The same over a string of nseg segments (segment i: len[i] bytes at
+ * off[i]; a member's segments may lie elsewhere than another's, the
+ * blocks are cut from the string). */
+int cpli_flow_bcast_segs(cpli_flow *f, const cpli_circ *c, int rel, const int *rank_of,
+                         int root_buf, int nseg, const size_t *off, const size_t *len, long long n);
 
 /* Pipelined ring allgather over n members: member r sends blocks r, r-1,
  * .., r-n+2 to r+1 and receives blocks r-1, .., r-n+1 from r-1 (mod n),
@@ -291,6 +296,17 @@ int cpli_chains_groups(int p, int q);
 int cpli_chains_depth(int p, int q);
 int cpli_flow_chains(cpli_flow *f, int p, int q, int me, const size_t *counts, const size_t *displs,
                      size_t own_bytes, const cpli_fc_opts *o);
+
+/* Root gathering as one plan on the same merged communicator
+ * (coll/inter_root.c): every sender sends its block whole (never cut,
+ * whatever o says) to receiver 0, which broadcasts all p blocks, read as
+ * one string, among the q receivers (Alg. 6: n blocks of the string by
+ * the model's pipeline of ceil(log2 q) hops, one per fixed chunk, or
+ * o->nblocks without the model), each as soon as the blocks it covers
+ * are in. p + q - 1 messages when n = 1. Receivers give all p block sizes
+ * and offsets of buffer 0; senders read their own block from buffer 1. */
+int cpli_flow_root(cpli_flow *f, int p, int q, int me, const size_t *counts, const size_t *displs,
+                   size_t own_bytes, const cpli_fc_opts *o);
 
 /* Replay the plans of nranks ranks (plans[r], buffers buf0[r], buf1[r]) on
  * an instant network: every rank posts its receives, issues sends in plan

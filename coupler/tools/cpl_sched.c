@@ -18,9 +18,8 @@
 static void usage(FILE *f) {
   fprintf(f, "usage: cpl-sched ring P Q [--check] [--no-header]\n"
              "       cpl-sched circulant P [--check] [--no-header]\n"
-             "       cpl-sched fc|direct-ring|two-hop|chains P Q [--size BYTES] [--explain]\n"
-             "                 [--check]"
-             " [--no-header]\n"
+             "       cpl-sched fc|direct-ring|two-hop|chains|root P Q [--size BYTES]\n"
+             "                 [--explain] [--check] [--no-header]\n"
              "Print the schedules Coupler runs (no MPI is started).\n"
              "  ring P Q       Kang et al.'s ring inter-group allgather, P senders to\n"
              "                 Q receivers: a header line \"step from to message\", then\n"
@@ -37,9 +36,10 @@ static void usage(FILE *f) {
              "                 (CPL_ALPHA, CPL_BETA, CPL_OVERHEAD, CPL_CHUNK,\n"
              "                 CPL_TUNING_FILE): a header, then \"rank dir peer bytes\"\n"
              "                 per message\n"
-             "  direct-ring P Q, two-hop P Q, chains P Q\n"
+             "  direct-ring P Q, two-hop P Q, chains P Q, root P Q\n"
              "                 the same for those inter-group algorithms' plans\n"
-             "  --explain      fc, direct-ring, two-hop, chains: instead of the messages, how\n"
+             "  --explain      fc, direct-ring, two-hop, chains, root: instead of the\n"
+             "                 messages, how"
              "                 each stream is cut: per rank, direction and peer the\n"
              "                 streams, bytes, whether the receiving end forwards them,\n"
              "                 the pipeline depth, messages, chunk and why (the reasons\n"
@@ -49,8 +49,8 @@ static void usage(FILE *f) {
              "  --no-header    data lines only (no header line, no \"skips\" label)\n"
              "  -h, --help     show this help\n"
              "  -V, --version  show the version\n"
-             "P and Q: 1 to 1000000 (fc, direct-ring, two-hop, chains: 1 to 4096). Exit\n"
-             "status: 0 done (and valid), 1 invalid or failed, 2 usage error.\n");
+             "P and Q: 1 to 1000000 (fc, direct-ring, two-hop, chains, root: 1 to 4096).\n"
+             "Exit status: 0 done (and valid), 1 invalid or failed, 2 usage error.\n");
 }
 
 static int positive(const char *s, int *out) {
@@ -137,7 +137,7 @@ int main(int argc, char **argv) {
    * ignored without a word. */
   if ((explain || size_given) && (!strcmp(args[0], "ring") || !strcmp(args[0], "circulant")))
     return cpli_cli_usage_error("cpl-sched", usage,
-                                "%s is for fc, direct-ring, two-hop, chains, not %s",
+                                "%s is for fc, direct-ring, two-hop, chains, root, not %s",
                                 explain ? "--explain" : "--size", args[0]);
   if (!strcmp(args[0], "ring")) {
     if (n != 3) return cpli_cli_usage_error("cpl-sched", usage, "ring takes P and Q");
@@ -149,7 +149,7 @@ int main(int argc, char **argv) {
     return ring(p, q, check, header);
   }
   if (!strcmp(args[0], "fc") || !strcmp(args[0], "direct-ring") || !strcmp(args[0], "two-hop") ||
-      !strcmp(args[0], "chains")) {
+      !strcmp(args[0], "chains") || !strcmp(args[0], "root")) {
     if (n != 3) return cpli_cli_usage_error("cpl-sched", usage, "%s takes P and Q", args[0]);
     if (!positive(args[1], &p) || !positive(args[2], &q) || p > 4096 || q > 4096)
       return cpli_cli_usage_error("cpl-sched", usage,

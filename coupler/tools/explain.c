@@ -1,8 +1,8 @@
 /*
- * cpl-sched fc|direct-ring|two-hop|chains: the dataflow plan of an inter-group
+ * cpl-sched fc|direct-ring|two-hop|chains|root: the dataflow plan of an inter-group
  * allgather as the library builds it (coll/fc_plan.c, sched/flow.c,
- * sched/direct_ring.c, sched/two_hop.c, sched/chains.c), for every rank of a p|q shape
- * with k bytes per sender, and how each stream is cut and why
+ * sched/direct_ring.c, sched/two_hop.c, sched/chains.c, sched/root.c), for every rank of a p|q
+ * shape with k bytes per sender, and how each stream is cut and why
  * (--explain). No MPI.
  */
 #include "tools/explain.h"
@@ -74,10 +74,11 @@ static void explain_rank(int r, int p, cpli_flow *const *plans, int n) {
 int cpli_explain_inter(const char *alg, int p, int q, size_t k, int explain, int check,
                        int header) {
   const int n = p + q, fc = !strcmp(alg, "fc"), two_hop = !strcmp(alg, "two-hop"),
-            chains = !strcmp(alg, "chains");
+            chains = !strcmp(alg, "chains"), root = !strcmp(alg, "root");
   const cpli_inter_plan_fn build = fc        ? cpli_flow_fc
                                    : two_hop ? cpli_flow_two_hop
                                    : chains  ? cpli_flow_chains
+                                   : root    ? cpli_flow_root
                                              : cpli_flow_direct_ring;
   cpli_tuning_refresh();
   const cpli_tuning *t = cpli_tuning_now();
@@ -128,6 +129,10 @@ int cpli_explain_inter(const char *alg, int p, int q, size_t k, int explain, int
         printf("# %d chain%s of at most %d receiver%s; sender b feeds chain b + round, %d "
                "round%s",
                g, g == 1 ? "" : "s", d, d == 1 ? "" : "s", p, p == 1 ? "" : "s");
+      } else if (root) {
+        printf("# every block whole to receiver 0, which broadcasts all %zu bytes among the "
+               "%d receivers (Alg. 6)",
+               total, q);
       } else {
         printf("# sender b's home: receiver floor(b q / p); a ring of the %d receivers", q);
       }

@@ -1,4 +1,4 @@
-/* cpl-sched fc|direct-ring|two-hop|chains: an inter-group dataflow plan as the
+/* cpl-sched fc|direct-ring|two-hop|chains|root: an inter-group dataflow plan as the
  * library builds it (explain.c). */
 #ifndef CPLI_TOOLS_EXPLAIN_H
 #define CPLI_TOOLS_EXPLAIN_H
@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 /* Print the plans of all p + q ranks of inter-group algorithm `alg` (fc,
- * direct-ring, two-hop or chains) with k bytes per sender: every
+ * direct-ring, two-hop, chains or root) with k bytes per sender: every
  * message, or with explain each stream's cut and why; with check, replay
  * them (sched/flow.h simulator) and say on stderr whether every receiver
  * ends with every block. Returns the exit status (0, or 1 on failure). */

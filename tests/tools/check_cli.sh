@@ -123,7 +123,7 @@ case $name in
     # schedule was printed as if they had not been given).
     for args in "ring 2 2 --explain" "ring 2 2 --size 1K" "circulant 5 --explain" "circulant 5 --size 1K"; do
       run $args
-      ((rc == 2)) && grep -q -- "is for fc, direct-ring, two-hop, chains, not ${args%% *}" "$tmp/err" &&
+      ((rc == 2)) && grep -q -- "is for fc, direct-ring, two-hop, chains, root, not ${args%% *}" "$tmp/err" &&
         [[ ! -s $tmp/out ]] || fail "$args: $rc $(head -1 "$tmp/err")"
     done
     run

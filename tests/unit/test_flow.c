@@ -354,6 +354,58 @@ static void two_hop_shape(int p, int q, double beta) {
   free(counts), free(displs);
 }
 
+/* root: every receiver with its own layout (its broadcast cuts the
+ * string of blocks, not its memory), delivered whole; and with blocks
+ * too small to cut (n = 1), p + q - 1 sends in all, the senders' each to
+ * receiver 0 whole. */
+static void root_case(int p, int q, int ck, double beta) {
+  const cpli_fc_opts o = {.model = 1,
+                          .cut = {.alpha = 1e-6, .beta = beta, .overhead = 1e-6, .min_piece = 1}};
+  const int N = p + q;
+  size_t *counts = malloc(sizeof *counts * p), *displs = malloc(sizeof *displs * p * N);
+  size_t *size = malloc(sizeof *size * N);
+  for (int j = 0; j < p; j++) counts[j] = count_of(ck, j, p);
+  cpli_flow *plans = malloc(sizeof *plans * N);
+  cpli_flow **pp = malloc(sizeof *pp * N);
+  unsigned char **b0 = calloc(N, sizeof *b0), **b1 = calloc(N, sizeof *b1);
+  char why[256] = "";
+  int ok = 1, nonzero = 0;
+  size_t sends = 0;
+  for (int j = 0; j < p; j++) nonzero += counts[j] > 0;
+  for (int r = 0; r < N; r++) {
+    cpli_flow_init(&plans[r]);
+    pp[r] = &plans[r];
+    size_t *d = displs + (size_t)p * r;
+    size[r] = layout(r % LAYOUT_KINDS, p, counts, d);
+    if (r < p) {
+      b1[r] = malloc(counts[r] + 1);
+      for (size_t i = 0; i < counts[r]; i++) b1[r][i] = pat(r, i);
+    } else {
+      b0[r] = buffer(size[r], p, counts, d, -2);
+    }
+    ok = ok &&
+         cpli_flow_root(&plans[r], p, q, r, r < p ? NULL : counts, r < p ? NULL : d,
+                        r < p ? counts[r] : 0, &o) == CPL_OK &&
+         cpli_flow_resolve(&plans[r], why, sizeof why) == CPL_OK;
+    for (size_t i = 0; i < plans[r].nm; i++) {
+      const cpli_fmsg *m = &plans[r].m[i];
+      sends += m->send;
+      if (r < p && m->send) ok = ok && m->peer == p && m->bytes == counts[r];
+    }
+  }
+  ok = ok && cpli_flow_simulate(N, pp, b0, b1, why, sizeof why) == 0;
+  for (int r = p; r < N && ok; r++)
+    if (!(ok = full(b0[r], size[r], p, counts, displs + (size_t)p * r)))
+      snprintf(why, sizeof why, "receiver %d does not hold every block", r - p);
+  CHECK(ok, "root %d|%d counts %d, beta %g: %s", p, q, ck, beta, why);
+  if (beta < 1e-8 && nonzero)
+    CHECK(sends == (size_t)(nonzero + q - 1), "root %d|%d counts %d: %zu sends, not %d", p, q, ck,
+          sends, nonzero + q - 1);
+  cases++;
+  for (int r = 0; r < N; r++) cpli_flow_free(&plans[r]), free(b0[r]), free(b1[r]);
+  free(plans), free(pp), free(b0), free(b1), free(counts), free(displs), free(size);
+}
+
 /* chains' order, which the simulator cannot see (any order delivers):
  * sender b feeds the heads b, b + 1, ... (mod p, those < G) one after
  * another, waiting for a signal before every stream but round 0's; the
@@ -544,6 +596,7 @@ int main(void) {
           for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++) {
             inter_case(cpli_flow_direct_ring, "direct-ring", p, q, ck, lk, chunks[c], 1e-6);
             inter_case(cpli_flow_chains, "chains", p, q, ck, lk, chunks[c], 1e-6);
+            inter_case(cpli_flow_root, "root", p, q, ck, lk, chunks[c], 1e-6);
             inter_case(cpli_flow_two_hop, "two-hop", p, q, ck, lk, chunks[c], 1e-6);
             /* blocks of 9 bytes and more take 80 ms: p holders for those */
             inter_case(cpli_flow_two_hop, "two-hop (mixed holders)", p, q, ck, lk, chunks[c],
@@ -560,6 +613,8 @@ int main(void) {
                LAYOUT_REVERSED, 0, 1e-6);
     inter_case(cpli_flow_chains, "chains", big[i][0], big[i][1], COUNTS_IRREGULAR, LAYOUT_REVERSED,
                0, 1e-6);
+    inter_case(cpli_flow_root, "root", big[i][0], big[i][1], COUNTS_IRREGULAR, LAYOUT_GAPS, 3,
+               1e-6);
     inter_case(cpli_flow_two_hop, "two-hop", big[i][0], big[i][1], COUNTS_IRREGULAR,
                LAYOUT_REVERSED, 0, CPLI_TWO_HOP_DIRECT_S / 9);
   }
@@ -570,6 +625,12 @@ int main(void) {
       two_hop_shape(p, q, 1e-7); /* p > 8, but too short a block to admit */
       chains_shape(p, q);
     }
+  for (int p = 1; p <= 9; p++)
+    for (int q = 1; q <= 12; q++)
+      for (int ck = 0; ck < COUNTS_KINDS; ck++) {
+        root_case(p, q, ck, 1e-9); /* one block: n = 1 */
+        root_case(p, q, ck, 1e-3); /* n > 1 */
+      }
   printf("flow: %d cases, %d failures\n", cases, failures);
   return failures ? 1 : 0;
 }

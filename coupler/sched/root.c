@@ -1,0 +1,54 @@
+/*
+ * Root gathering as one dataflow plan; see flow.h (cpli_flow_root) for
+ * what it does and coll/inter_root.c for why.
+ */
+#include <stdlib.h>
+
+#include "core/error.h"
+#include "coupler.h"
+#include "sched/flow.h"
+
+/* Alg. 6's block count for the receivers' broadcast of `bytes`: the
+ * model's pipeline of ceil(log2 q) rounds, or one block per fixed chunk,
+ * or the caller's count without the model. */
+static long long bcast_blocks(int q, size_t bytes, const cpli_fc_opts *o) {
+  if (!o->model) return o->nblocks;
+  if (o->chunk == 0) return cpli_cut_pieces(&o->cut, bytes, cpli_ceil_log2(q));
+  long long n = bytes ? (long long)((bytes - 1) / o->chunk + 1) : 1;
+  return n > (long long)CPLI_FLOW_MAX_STREAM_MSGS ? (long long)CPLI_FLOW_MAX_STREAM_MSGS : n;
+}
+
+int cpli_flow_root(cpli_flow *f, int p, int q, int me, const size_t *counts, const size_t *displs,
+                   size_t own_bytes, const cpli_fc_opts *o) {
+  if (p < 1 || q < 1 || me < 0 || me >= p + q)
+    return cpli_fail(CPL_ERR_ARG, "root plan: rank %d of %d senders + %d receivers", me, p, q);
+  if (me >= p && (!counts || !displs))
+    return cpli_fail(CPL_ERR_ARG, "root plan: receiver %d needs the block sizes", me - p);
+  /* The blocks travel to receiver 0 whole, whatever the cut: a block of
+   * another size than it expects then never fits its receive by chance
+   * (a longer one is MPI_ERR_TRUNCATE there), as pieces cut from each
+   * end's own length could. The broadcast still starts with the first
+   * block in. */
+  f->note_why = CPLI_CUT_PORT; /* and receiver 0's port takes p blocks in all */
+  f->note_depth = 1;
+  if (me < p) {
+    CPLI_TRY(cpli_flow_have(f, 1, 0, own_bytes));
+    return cpli_flow_stream(f, 1, p, 1, 1, (size_t[]){0}, &own_bytes, 0);
+  }
+  const int j = me - p;
+  if (j == 0)
+    for (int b = 0; b < p; b++)
+      CPLI_TRY(cpli_flow_stream(f, 0, b, 0, 1, &displs[b], &counts[b], 0));
+  if (q == 1) return CPL_OK;
+  size_t bytes = 0;
+  for (int b = 0; b < p; b++) bytes += counts[b];
+  cpli_circ c;
+  CPLI_TRY(cpli_circ_init(&c, q));
+  int *rank_of = malloc(sizeof *rank_of * (size_t)q);
+  if (!rank_of) return cpli_fail(CPL_ERR_NOMEM, "root plan: out of memory for %d receivers", q);
+  for (int g = 0; g < q; g++) rank_of[g] = p + g;
+  const int rc = cpli_flow_bcast_segs(f, &c, j, rank_of, 0, p, displs, counts,
+                                      bcast_blocks(q, bytes, o));
+  free(rank_of);
+  return rc;
+}
