@@ -740,6 +740,19 @@ int cpl_output_send(cpl_output *o, int link) {
                      "cpl_output_send: port %s.%s: no step "
                      "is open",
                      o->comp->name, o->port->name);
+  /* A request for a step number is answered with that step: the consumer
+   * takes what comes as the step it asked for. */
+  const long want = chan(o, ol)->want;
+  if (want >= 0 && o->step != want) {
+    const long open = o->step;
+    o->in_step = 0;
+    clear_puts(o);
+    return cpli_fail(CPL_ERR_ARG,
+                     "cpl_output_send: port %s.%s: link %s asked for step %ld, the open step is "
+                     "%ld (answer it with step %ld or cpl_output_refuse); step %ld is dropped, "
+                     "the request still pending",
+                     o->comp->name, o->port->name, ol->l->label, want, open, want, open);
+  }
   pstep *st;
   o->send_link = link;
   CPLI_TRY(finish_step(o, &st));

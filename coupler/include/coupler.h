@@ -579,7 +579,9 @@ CPL_API int cpl_output_serve(cpl_output *out);
 CPL_API int cpl_output_requests(cpl_output *out, double seconds, long want[]);
 
 /* End the step built since begin_step and send it to link `link`, which
- * must have a request pending; the step's data move before it returns. */
+ * must have a request pending; the step's data move before it returns. A
+ * request for a step number takes that step only: another is CPL_ERR_ARG,
+ * the open step dropped and the request still pending. */
 CPL_API int cpl_output_send(cpl_output *out, int link);
 
 /* Answer link's pending request with CPL_ERR_NOT_FOUND and this message

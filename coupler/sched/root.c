@@ -47,8 +47,8 @@ int cpli_flow_root(cpli_flow *f, int p, int q, int me, const size_t *counts, con
   int *rank_of = malloc(sizeof *rank_of * (size_t)q);
   if (!rank_of) return cpli_fail(CPL_ERR_NOMEM, "root plan: out of memory for %d receivers", q);
   for (int g = 0; g < q; g++) rank_of[g] = p + g;
-  const int rc = cpli_flow_bcast_segs(f, &c, j, rank_of, 0, p, displs, counts,
-                                      bcast_blocks(q, bytes, o));
+  const int rc =
+      cpli_flow_bcast_segs(f, &c, j, rank_of, 0, p, displs, counts, bcast_blocks(q, bytes, o));
   free(rank_of);
   return rc;
 }

@@ -1444,6 +1444,14 @@ int main(int argc, char **argv) {
           continue;
         }
         for (int i = 0; i < FLOW_N; i++) blk[i] = val(s, 9, start[0] + i);
+        if (want >= 0 && !served) { /* another step than the one asked for: refused */
+          OK(cpl_output_begin_step(out, s + 1));
+          OK(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 1, dims, start, count, blk));
+          CHECK(cpl_output_send(out, 0) == CPL_ERR_ARG &&
+                    has(cpl_last_error(), "link prod.out->cons.in asked for step 2, the open "
+                                          "step is 3 (answer it with step 2 or"),
+                "step 3 for a request for step 2: %s", cpl_last_error());
+        }
         OK(cpl_output_begin_step(out, s));
         OK(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 1, dims, start, count, blk));
         OK(cpl_output_send(out, 0));
