@@ -781,13 +781,15 @@ static int conv_alloc(hid_t a, hid_t b, size_t n, char **out) {
 static int convert_into(hid_t src_type, hid_t dst_type, size_t n, char *tmp, void *dst) {
   CPLI_H5_HELD;
   size_t ds = H5Tget_size(dst_type);
-  /* Compound conversions may read the destination's old values. */
+  /* Compound conversions take members the source lacks from the
+   * background: the caller's buffer, which keeps them as H5Dread does. */
   int compound = H5Tget_class(dst_type) == H5T_COMPOUND;
-  char *bkg = compound ? calloc(n ? n : 1, ds) : NULL;
+  char *bkg = compound ? malloc(n ? n * ds : 1) : NULL;
   if (compound && !bkg) {
     free(tmp);
     return cpli_fail(CPL_ERR_NOMEM, "out of memory converting");
   }
+  if (bkg && n) memcpy(bkg, dst, n * ds);
   herr_t e;
   H5E_BEGIN_TRY { e = H5Tconvert(src_type, dst_type, n, tmp, bkg, H5P_DEFAULT); }
   H5E_END_TRY;

@@ -1557,6 +1557,30 @@ int main(int argc, char **argv) {
           CHECK(got[e].a == (int32_t)e + 1 && (i < 3 || got[e].b == (double)e + 1),
                 "%s[%llu] = %d %g", want[i].name, (unsigned long long)e, got[e].a, got[e].b);
       }
+      /* A member the stored type lacks keeps the caller's value, as with
+       * H5Dread (it came back 0), in a get and an attribute. */
+      typedef struct {
+        int32_t a;
+        double b;
+        int32_t c;
+      } abc;
+      hid_t abc_t = H5Tcreate(H5T_COMPOUND, sizeof(abc));
+      H5Tinsert(abc_t, "a", HOFFSET(abc, a), H5T_NATIVE_INT32);
+      H5Tinsert(abc_t, "b", HOFFSET(abc, b), H5T_NATIVE_DOUBLE);
+      H5Tinsert(abc_t, "c", HOFFSET(abc, c), H5T_NATIVE_INT32);
+      abc g3[8], a3;
+      for (int e = 0; e < 8; e++) g3[e] = (abc){0, 0, -7};
+      a3 = (abc){0, 0, -9};
+      cpl_dataset_info dba;
+      OK(cpl_input_inquire(in, "ba", &dba));
+      OK(cpl_input_get(in, "ba", abc_t, NULL, NULL, g3));
+      OK(cpl_input_attr_get(in, NULL, "ab", abc_t, 1, &a3));
+      for (int e = 0; e < (int)dba.dims[0] && e < 8; e++)
+        CHECK(g3[e].a == e + 1 && g3[e].b == e + 1 && g3[e].c == -7, "ba[%d] as a, b, c: %d %g %d",
+              e, g3[e].a, g3[e].b, g3[e].c);
+      CHECK(a3.a == 1 && a3.b == 1 && a3.c == -9, "attribute ab as a, b, c: %d %g %d", a3.a, a3.b,
+            a3.c);
+      H5Tclose(abc_t);
       OK(cpl_input_end_step(in));
       CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "end of stream");
       OK(cpl_input_close(in));
