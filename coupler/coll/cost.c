@@ -416,8 +416,18 @@ cpl_inter_algorithm cpli_inter_pick(int p, int q, size_t bytes) {
   static _Thread_local pick_memo last;
   const cpli_tuning *t = cpli_tuning_now();
   if (!memo_hit(&last, t->version, p, q, bytes, 0))
-    last.pick = cpli_inter_pick_ab(p, q, bytes, t->alpha, t->beta);
+    last.pick = cpli_inter_pick_tuned(p, q, bytes, t->alpha, t->beta, t->root_max);
   return (cpl_inter_algorithm)last.pick;
+}
+
+cpl_inter_algorithm cpli_inter_pick_tuned(int p, int q, size_t bytes, double alpha, double beta,
+                                          size_t root_max) {
+  /* root sends p + q - 1 messages, every other plan p q or more for
+   * p, q >= 2 (at p = 1 fc's broadcast sends as few in fewer hops, at
+   * q = 1 root is two-hop's plan): where the calibration found the
+   * fewest messages fastest, the model's hops and bytes do not decide. */
+  if (p >= 2 && q >= 2 && bytes / (size_t)p <= root_max) return CPL_INTER_ROOT;
+  return cpli_inter_pick_ab(p, q, bytes, alpha, beta);
 }
 
 cpl_inter_algorithm cpli_inter_pick_ab(int p, int q, size_t bytes, double alpha, double beta) {

@@ -139,5 +139,10 @@ double cpli_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes, double
  * cpli_intra_pick), _ab with explicit model parameters. */
 cpl_inter_algorithm cpli_inter_pick(int p, int q, size_t bytes);
 cpl_inter_algorithm cpli_inter_pick_ab(int p, int q, size_t bytes, double alpha, double beta);
+/* cpli_inter_pick's rule: root for p, q >= 2 and blocks (bytes / p) of
+ * at most root_max bytes (the tuning's root_max: the calibration's
+ * measured switch point, 0 by default), else cpli_inter_pick_ab. */
+cpl_inter_algorithm cpli_inter_pick_tuned(int p, int q, size_t bytes, double alpha, double beta,
+                                          size_t root_max);
 
 #endif

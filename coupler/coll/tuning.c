@@ -15,7 +15,7 @@
 
 extern char **environ;
 
-enum { ALPHA, BETA, CHUNK, FLOW, RING, INTER, INTRA, TIMEOUT, OVERHEAD, NVARS };
+enum { ALPHA, BETA, CHUNK, FLOW, RING, INTER, INTRA, TIMEOUT, OVERHEAD, ROOT_MAX, NVARS };
 /* Names without the CPL_ prefix, in the order of the enum. */
 static const struct {
   const char *name;
@@ -28,7 +28,8 @@ static const struct {
                  {"INTER_ALGORITHM", 15},
                  {"INTRA_ALGORITHM", 15},
                  {"TIMEOUT", 7},
-                 {"OVERHEAD", 8}};
+                 {"OVERHEAD", 8},
+                 {"ROOT_MAX", 8}};
 
 /* Values up to this length are remembered; a longer one is parsed on
  * every call (nobody sets one). */
@@ -144,6 +145,17 @@ static void parse(const char *const v[NVARS], cpli_tuning *t) {
     snprintf(env_err, sizeof env_err,
              "CPL_CHUNK: expected a whole number of bytes >= %d (K or M suffix), got \"%.*s\"",
              CPLI_CHUNK_MIN, VAL_MAX, v[CHUNK]);
+    bad = env_err;
+  }
+  t->root_max_from = "default";
+  if (*v[ROOT_MAX] && cpli_parse_bytes0(v[ROOT_MAX], &t->root_max) == 0)
+    t->root_max_from = "CPL_ROOT_MAX";
+  else if (fv->root_max_set) t->root_max = fv->root_max, t->root_max_from = "file";
+  else t->root_max = 0;
+  if (*v[ROOT_MAX] && t->root_max_from[0] != 'C' && !bad) {
+    snprintf(env_err, sizeof env_err,
+             "CPL_ROOT_MAX: expected a whole number of bytes (K or M suffix) or 0, got \"%.*s\"",
+             VAL_MAX, v[ROOT_MAX]);
     bad = env_err;
   }
   t->flow = strcmp(v[FLOW], "0") != 0;

@@ -30,8 +30,10 @@ typedef struct cpli_tuning {
                        * (what a cut costs); default: alpha               */
   size_t chunk;       /* CPL_CHUNK: a fixed dataflow stream cut (bytes);
                        * 0: the plan's cut model chooses per stream     */
+  size_t root_max;    /* CPL_ROOT_MAX: bytes per block up to which `auto`
+                       * takes root at p, q >= 2 (cost.c); default 0  */
   /* Where each came from: "CPL_ALPHA" (...), "file" or "default". */
-  const char *alpha_from, *beta_from, *overhead_from, *chunk_from;
+  const char *alpha_from, *beta_from, *overhead_from, *chunk_from, *root_max_from;
   /* The tuning file read (NULL: none) and, if it is broken, what is wrong
    * with it ("PATH:LINE: ..."), else what is wrong with a set CPL_ALPHA,
    * CPL_BETA, CPL_OVERHEAD or CPL_CHUNK ("CPL_BETA: expected ..., got

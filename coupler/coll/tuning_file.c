@@ -38,6 +38,11 @@ int cpli_parse_bytes(const char *s, size_t *out) {
   return 0;
 }
 
+int cpli_parse_bytes0(const char *s, size_t *out) {
+  if (strcmp(s, "0") == 0) return *out = 0, 0;
+  return cpli_parse_bytes(s, out);
+}
+
 static char *trim(char *s) {
   while (isspace((unsigned char)*s)) s++;
   size_t n = strlen(s);
@@ -51,8 +56,9 @@ int cpli_tuning_file_read(const char *path, cpli_tuning_vals *v, char *err, size
   if (!f) return say(err, errlen, CPL_ERR_IO, "%s: %s", path, strerror(errno));
   char line[512];
   int lineno = 0, rc = CPL_OK;
-  int seen[4] = {0};
-  static const char *const keys[4] = {"alpha", "beta", "overhead", "chunk"};
+  enum { NKEYS = 5 };
+  int seen[NKEYS] = {0};
+  static const char *const keys[NKEYS] = {"alpha", "beta", "overhead", "chunk", "root_max"};
   while (rc == CPL_OK && fgets(line, sizeof line, f)) {
     lineno++;
     if (!strchr(line, '\n') && !feof(f)) {
@@ -73,12 +79,12 @@ int cpli_tuning_file_read(const char *path, cpli_tuning_vals *v, char *err, size
     *eq = '\0';
     char *key = trim(s), *val = trim(eq + 1);
     int k = -1;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < NKEYS; i++)
       if (!strcmp(key, keys[i])) k = i;
     if (k < 0) {
-      rc =
-          say(err, errlen, CPL_ERR_PARSE,
-              "%s:%d: unknown key \"%s\" (known: alpha, beta, overhead, chunk)", path, lineno, key);
+      rc = say(err, errlen, CPL_ERR_PARSE,
+               "%s:%d: unknown key \"%s\" (known: alpha, beta, overhead, chunk, root_max)", path,
+               lineno, key);
       break;
     }
     if (seen[k]) {
@@ -87,6 +93,15 @@ int cpli_tuning_file_read(const char *path, cpli_tuning_vals *v, char *err, size
       break;
     }
     seen[k] = lineno;
+    if (k == 4) {
+      v->root_max_set = 1;
+      if (cpli_parse_bytes0(val, &v->root_max))
+        rc = say(err, errlen, CPL_ERR_PARSE,
+                 "%s:%d: root_max: expected a whole number of bytes (K or M suffix) or 0, got "
+                 "\"%s\"",
+                 path, lineno, val);
+      continue;
+    }
     if (k == 3) {
       if (cpli_parse_bytes(val, &v->chunk) || v->chunk < CPLI_CHUNK_MIN)
         rc = say(err, errlen, CPL_ERR_PARSE,
@@ -154,6 +169,8 @@ int cpli_tuning_file_write(const char *path, const cpli_tuning_vals *v, const ch
   if (v->overhead > 0)
     fprintf(f, "overhead = %.6g  # s per further message of a stream\n", v->overhead);
   if (v->chunk > 0) fprintf(f, "chunk = %zu\n", v->chunk);
+  if (v->root_max_set)
+    fprintf(f, "root_max = %zu  # bytes per block up to which auto takes root\n", v->root_max);
   const int bad = ferror(f) != 0;
   if (fclose(f) != 0 || bad) {
     remove(tmp);

@@ -12,7 +12,11 @@
  *             between back-to-back messages)
  *   chunk     bytes (K or M suffix, at least CPLI_CHUNK_MIN = 512): a
  *             fixed stream cut, as CPL_CHUNK
- * Values must be positive finite numbers. Anything else (unknown key,
+ *   root_max  bytes per block (K or M suffix, or 0): `auto` takes the
+ *             inter-group `root` (the fewest messages) for blocks up to
+ *             this size at p, q >= 2, as CPL_ROOT_MAX (the calibration
+ *             measures where root wins)
+ * Values must be positive finite numbers (root_max may be 0). Anything else (unknown key,
  * missing '=', bad or repeated value) is an error naming file:line.
  *
  * Where: $CPL_TUNING_FILE if set (it must exist), else
@@ -29,11 +33,15 @@
 typedef struct cpli_tuning_vals {
   double alpha, beta, overhead; /* 0: not given */
   size_t chunk;                 /* 0: not given */
+  size_t root_max;
+  int root_max_set; /* root_max given (0 is a value) */
 } cpli_tuning_vals;
 
 /* Parse a byte count with an optional K or M suffix ("32K", "1M", "4096").
  * Returns 0 (and *out) or -1. */
 int cpli_parse_bytes(const char *s, size_t *out);
+/* The same, or "0". */
+int cpli_parse_bytes0(const char *s, size_t *out);
 
 /* Read path into *v. CPL_OK; CPL_ERR_IO (cannot open: "PATH: reason") or
  * CPL_ERR_PARSE ("PATH:LINE: what is wrong") with the message in err. */

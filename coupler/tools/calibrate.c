@@ -30,6 +30,16 @@
  *    stream costs (what a cut costs, sched/cut.h). Where that fit is poor
  *    (R^2 < 0.5) or not positive, beta comes from the ping-pong fit.
  * Fit quality: R^2 and the largest relative residual of each fit.
+ *
+ * Then, with those parameters set, the switch point of `auto`'s rule for
+ * small blocks (cost.c, cpli_inter_pick_tuned): the job's halves as p|q
+ * (N/2 | N - N/2, N >= 4) run the inter-group allgather with root and
+ * with the model's pick, alternating, at blocks of 256 B to 16 KiB;
+ * root_max is the largest block up to which root was faster at every
+ * size by more than ROOT_MARGIN (0: the model's pick was as fast at the
+ * smallest). Root sends p + q - 1 messages and the others p q or more,
+ * in fewer hops: which wins is the machine's (on the emulated cluster,
+ * 8 ranks on 2 cores, every message costs CPU the others wait for).
  */
 #include "tools/calibrate.h"
 
@@ -40,6 +50,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "coll/cost.h"
+#include "coll/tuning.h"
 #include "coll/tuning_file.h"
 #include "coupler.h"
 
@@ -146,6 +158,104 @@ static double measure_shift(MPI_Comm comm, long n, int reps, char *buf) {
   return m;
 }
 
+/* Root must beat the model's pick by this much at a size to be taken. */
+#define ROOT_MARGIN 0.03
+static const long root_sizes[] = {256, 512, 1024, 2048, 4096, 8192, 16384};
+#define NROOT ((int)(sizeof root_sizes / sizeof *root_sizes))
+
+/* One timed inter-group allgather of k bytes per sender with alg: the
+ * slowest rank's seconds (on every rank). Aborts on failure: nothing can
+ * be measured on a job that fails its collectives. */
+static double time_inter(MPI_Comm inter, int sender, long k, cpl_inter_algorithm alg, char *sbuf,
+                         char *rbuf) {
+  cpl_coll_options o;
+  cpl_coll_options_init(&o);
+  o.inter = alg;
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = MPI_Wtime();
+  const int rc = cpl_inter_allgather(sbuf, (int)k, MPI_BYTE, rbuf, (int)k, MPI_BYTE,
+                                     sender ? CPL_SENDER : CPL_RECEIVER, inter, &o);
+  double dt = MPI_Wtime() - t0, slowest;
+  if (rc != CPL_OK) {
+    fprintf(stderr, "cpl-bench --calibrate: %s at %ld bytes: %s\n", cpl_inter_algorithm_name(alg),
+            k, cpl_last_error());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Allreduce(&dt, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return slowest;
+}
+
+/* Sets CPL_ALPHA, CPL_BETA, CPL_OVERHEAD to v's values (restore = 0) or
+ * back to what they were (restore = 1), and unsets CPL_INTER_ALGORITHM
+ * meanwhile (it would override the algorithms compared). */
+static void model_env(const cpli_tuning_vals *v, int restore) {
+  static const char *const names[] = {"CPL_ALPHA", "CPL_BETA", "CPL_OVERHEAD",
+                                      "CPL_INTER_ALGORITHM"};
+  static char *saved[4];
+  for (int i = 0; i < 4; i++) {
+    if (restore) {
+      if (saved[i]) setenv(names[i], saved[i], 1);
+      else unsetenv(names[i]);
+      free(saved[i]);
+      saved[i] = NULL;
+      continue;
+    }
+    const char *e = getenv(names[i]);
+    saved[i] = e ? strdup(e) : NULL;
+    const double x = i == 0 ? v->alpha : i == 1 ? v->beta : v->overhead;
+    char num[32];
+    snprintf(num, sizeof num, "%.6g", x);
+    if (i < 3 && x > 0) setenv(names[i], num, 1);
+    else unsetenv(names[i]);
+  }
+}
+
+/* The switch point of auto's small-block rule (see the top), on every
+ * rank; -1 when the job has fewer than 4 ranks. Rank 0 prints the table. */
+static long measure_root_max(const cpli_tuning_vals *v, int reps, int quiet) {
+  int me, n;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  if (n < 4) return -1;
+  const int p = n / 2, q = n - p, sender = me < p;
+  MPI_Comm local, inter;
+  MPI_Comm_split(MPI_COMM_WORLD, sender, me, &local);
+  MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, sender ? p : 0, TAG + 2, &inter);
+  model_env(v, 0);
+  const long kmax = root_sizes[NROOT - 1];
+  char *sbuf = malloc((size_t)kmax), *rbuf = malloc((size_t)kmax * (size_t)p);
+  double *tr = malloc(sizeof *tr * (size_t)reps), *tm = malloc(sizeof *tm * (size_t)reps);
+  if (!sbuf || !rbuf || !tr || !tm) MPI_Abort(MPI_COMM_WORLD, 1);
+  memset(sbuf, 3, (size_t)kmax);
+  long root_max = 0;
+  int won = 1;
+  if (me == 0)
+    printf("small blocks, %d|%d: the inter-group allgather with root (p + q - 1 messages) and "
+           "with the model's pick (medians of %d, slowest rank, ms)\n%10s %10s %12s %10s %7s\n",
+           p, q, reps, "bytes", "root", "model's", "ms", "ratio");
+  for (int i = 0; i < NROOT; i++) {
+    const long k = root_sizes[i];
+    const cpl_inter_algorithm m = cpli_inter_pick_ab(p, q, (size_t)(p * k), v->alpha, v->beta);
+    for (int r = -2; r < reps; r++) { /* two warm-ups; alternating */
+      const double a = time_inter(inter, sender, k, CPL_INTER_ROOT, sbuf, rbuf);
+      const double b = time_inter(inter, sender, k, m, sbuf, rbuf);
+      if (r >= 0) tr[r] = a, tm[r] = b;
+    }
+    const double mr = median(tr, reps), mm = median(tm, reps);
+    won = won && mr < (1 - ROOT_MARGIN) * mm;
+    if (won) root_max = k;
+    if (me == 0)
+      printf("%10ld %10.3f %12s %10.3f %7.2f\n", k, mr * 1e3, cpl_inter_algorithm_name(m), mm * 1e3,
+             mm / mr);
+    if (me == 0 && !quiet) fprintf(stderr, "[small blocks] %ld bytes done\n", k);
+  }
+  model_env(v, 1);
+  free(sbuf), free(rbuf), free(tr), free(tm);
+  MPI_Comm_free(&inter);
+  MPI_Comm_free(&local);
+  return root_max;
+}
+
 /* Median over the ranks that took part (rank 0's result). */
 static double over_ranks(double v, int took_part, MPI_Comm world) {
   int n, me;
@@ -234,16 +344,17 @@ int cpli_calibrate(const char *out, const long *sizes, int nsizes, int reps, int
   }
   if (pair != MPI_COMM_NULL) MPI_Comm_free(&pair);
   int rc = 0;
+  cpli_tuning_vals v = {0};
+  fit fp = {0}, fs = {0};
   if (me == 0) {
     int smallest = 0;
     for (int i = 1; i < nsizes; i++)
       if (x[i] < x[smallest]) smallest = i;
     const double t1 = pp[smallest];
-    const fit fp = lsq(x, pp, nsizes);
+    fp = lsq(x, pp, nsizes);
     for (int i = 0; i < nsizes; i++) per[i] = fmax(per[i], 1e-9); /* noise below 0 */
-    const fit fs = lsq(x, per, nsizes);
+    fs = lsq(x, per, nsizes);
     const int stream_ok = fs.b > 0 && fs.r2 >= 0.5;
-    cpli_tuning_vals v = {0};
     v.beta = stream_ok ? fs.b : fp.b;
     int largest = 0;
     for (int i = 1; i < nsizes; i++)
@@ -284,28 +395,46 @@ int cpli_calibrate(const char *out, const long *sizes, int nsizes, int reps, int
     if (!(v.beta > 0)) {
       fprintf(stderr, "cpl-bench --calibrate: no positive beta could be fitted; nothing written\n");
       rc = 1;
+    }
+    fflush(stdout);
+  }
+  MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  double model[3] = {v.alpha, v.beta, v.overhead};
+  MPI_Bcast(model, 3, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  v.alpha = model[0], v.beta = model[1], v.overhead = model[2];
+  const long root_max = rc == 0 ? measure_root_max(&v, 4 * reps + 1, quiet) : -1;
+  if (me == 0 && rc == 0) {
+    if (root_max >= 0) {
+      v.root_max = (size_t)root_max, v.root_max_set = 1;
+      printf("root_max: %ld (%s)\n", root_max,
+             root_max ? "root was faster at every block up to that size"
+                      : "the model's pick was as fast at the smallest block");
     } else {
-      char host[256] = "?", when[64] = "?", comment[1024], err[600];
-      gethostname(host, sizeof host - 1);
-      const time_t now = time(NULL);
-      strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", gmtime(&now));
-      snprintf(comment, sizeof comment,
-               "Coupler tuning file, written by cpl-bench --calibrate (%s)\n"
-               "on %s at %s: %d ranks, %d runs per size, %ld..%ld bytes\n"
-               "ping-pong fit R^2 %.4f (largest residual %.1f%%), stream fit R^2 %.4f (%.1f%%)\n"
-               "CPL_ALPHA, CPL_BETA, CPL_OVERHEAD and CPL_CHUNK override these values",
-               CPL_VERSION_STRING, host, when, n, reps, sizes[0], sizes[nsizes - 1], fp.r2,
-               100 * fp.maxrel, fs.r2, 100 * fs.maxrel);
-      if (strcmp(path, "-") == 0) {
-        printf("alpha = %.6g\nbeta = %.6g\n", v.alpha, v.beta);
-        if (v.overhead > 0) printf("overhead = %.6g\n", v.overhead);
-      } else if (cpli_tuning_file_write(path, &v, comment, err, sizeof err) != CPL_OK) {
-        fprintf(stderr, "cpl-bench --calibrate: %s\n", err);
-        rc = 1;
-      } else {
-        printf("wrote %s: alpha = %.4g s, beta = %.4g s/B (%.2f MB/s), overhead = %s\n", path,
-               v.alpha, v.beta, 1e-6 / v.beta, v.overhead > 0 ? "measured" : "alpha");
-      }
+      printf("root_max: not measured (fewer than 4 ranks; the library's default applies)\n");
+    }
+    char host[256] = "?", when[64] = "?", comment[1024], err[600];
+    gethostname(host, sizeof host - 1);
+    const time_t now = time(NULL);
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", gmtime(&now));
+    snprintf(comment, sizeof comment,
+             "Coupler tuning file, written by cpl-bench --calibrate (%s)\n"
+             "on %s at %s: %d ranks, %d runs per size, %ld..%ld bytes\n"
+             "ping-pong fit R^2 %.4f (largest residual %.1f%%), stream fit R^2 %.4f (%.1f%%)\n"
+             "CPL_ALPHA, CPL_BETA, CPL_OVERHEAD, CPL_CHUNK and CPL_ROOT_MAX override these values",
+             CPL_VERSION_STRING, host, when, n, reps, sizes[0], sizes[nsizes - 1], fp.r2,
+             100 * fp.maxrel, fs.r2, 100 * fs.maxrel);
+    if (strcmp(path, "-") == 0) {
+      printf("alpha = %.6g\nbeta = %.6g\n", v.alpha, v.beta);
+      if (v.overhead > 0) printf("overhead = %.6g\n", v.overhead);
+      if (v.root_max_set) printf("root_max = %zu\n", v.root_max);
+    } else if (cpli_tuning_file_write(path, &v, comment, err, sizeof err) != CPL_OK) {
+      fprintf(stderr, "cpl-bench --calibrate: %s\n", err);
+      rc = 1;
+    } else {
+      printf("wrote %s: alpha = %.4g s, beta = %.4g s/B (%.2f MB/s), overhead = %s, root_max = "
+             "%s\n",
+             path, v.alpha, v.beta, 1e-6 / v.beta, v.overhead > 0 ? "measured" : "alpha",
+             v.root_max_set ? "measured" : "not measured");
     }
     fflush(stdout);
   }

@@ -277,7 +277,8 @@ int main(int argc, char **argv) {
           "%6d %6d %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %7.2f %7.2f %8.3f  %s\n",
           p, q, p * k * beta * 1e3, fc * 1e3, root * 1e3, nat * 1e3, dr * 1e3, th * 1e3, ch * 1e3,
           ring * 1e3, ri * 1e3, root / fc, nat / fc, ri / ring,
-          cpl_inter_algorithm_name(cpli_inter_pick_ab(p, q, bytes, alpha, beta)));
+          cpl_inter_algorithm_name(
+              cpli_inter_pick_tuned(p, q, bytes, alpha, beta, cpli_tuning_now()->root_max)));
       row("shape", p, q, "bound", 0, p * k * beta);
       row("shape", p, q, "fc", 0, fc);
       row("shape", p, q, "root", 0, root);

@@ -325,6 +325,37 @@ static void test_pick_memo(void) {
   cpli_tuning_refresh();
 }
 
+/* The small-block rule: with root_max set (the calibration's switch
+ * point, CPL_ROOT_MAX), root for p, q >= 2 and blocks up to it, never at
+ * p = 1 (fc's broadcast sends as few messages in fewer hops) nor q = 1
+ * (root is two-hop's plan there), nor above it; root_max 0 (the default)
+ * is the model alone; cpli_inter_pick reads it from the tuning. */
+static void test_root_rule(void) {
+  const double al = 2.22e-5, be = 2.045e-8;
+  for (int p = 1; p <= 12; p++)
+    for (int q = 1; q <= 12; q++)
+      for (size_t k = 1; k <= 65536; k *= 2) {
+        const size_t m = k * (size_t)p;
+        const cpl_inter_algorithm a = cpli_inter_pick_tuned(p, q, m, al, be, 2048),
+                                  z = cpli_inter_pick_tuned(p, q, m, al, be, 0);
+        const int want = p >= 2 && q >= 2 && k <= 2048;
+        CHECK((a == CPL_INTER_ROOT) == want, "%d|%d, %zu B blocks, root_max 2048: %s", p, q, k,
+              cpl_inter_algorithm_name(a));
+        CHECK(a == CPL_INTER_ROOT || a == cpli_inter_pick_ab(p, q, m, al, be),
+              "%d|%d, %zu B: not the model's pick above root_max", p, q, k);
+        CHECK(z == cpli_inter_pick_ab(p, q, m, al, be) && z != CPL_INTER_ROOT,
+              "%d|%d, %zu B, root_max 0: %s", p, q, k, cpl_inter_algorithm_name(z));
+      }
+  setenv("CPL_ROOT_MAX", "1K", 1);
+  cpli_tuning_refresh();
+  CHECK(cpli_inter_pick(3, 5, 3 * 1024) == CPL_INTER_ROOT &&
+            cpli_inter_pick(3, 5, 3 * 1025) != CPL_INTER_ROOT,
+        "CPL_ROOT_MAX=1K: 3|5 at 1 KiB not root, or at 1025 B root");
+  setenv("CPL_ROOT_MAX", "0", 1);
+  cpli_tuning_refresh();
+  CHECK(cpli_inter_pick(3, 5, 3 * 1024) != CPL_INTER_ROOT, "root with CPL_ROOT_MAX=0");
+}
+
 /* The public entry points refuse shapes the model cannot price, and
  * NULL outputs, instead of dividing by zero or writing through NULL. */
 static void test_bad_args(void) {
@@ -355,6 +386,7 @@ int main(void) {
   unsetenv("CPL_BETA");
   unsetenv("CPL_INTER_ALGORITHM");
   unsetenv("CPL_INTRA_ALGORITHM");
+  setenv("CPL_ROOT_MAX", "0", 1); /* whatever a tuning file says */
   set_env(0);
   test_tables();
   test_intra_no_bruck();
@@ -364,6 +396,7 @@ int main(void) {
   test_two_hop();
   test_pick_memo();
   test_ring_floor();
+  test_root_rule();
   if (failures) fprintf(stderr, "%d failures\n", failures);
   return failures != 0;
 }

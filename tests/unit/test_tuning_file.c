@@ -49,22 +49,26 @@ int main(void) {
   snprintf(dir, sizeof dir, "/tmp/cpl-tuning-test.%ld", (long)getpid());
   if (mkdir(dir, 0700)) return perror(dir), 1;
   unsetenv("CPL_ALPHA"), unsetenv("CPL_BETA"), unsetenv("CPL_OVERHEAD"), unsetenv("CPL_CHUNK");
+  unsetenv("CPL_ROOT_MAX");
 
   /* round trip, directory created */
   char path[512], err[600];
   snprintf(path, sizeof path, "%s/sub/dir/tuning", dir);
-  const cpli_tuning_vals w = {.alpha = 1.25e-5, .beta = 2.0915e-8, .overhead = 3e-6};
+  const cpli_tuning_vals w = {
+      .alpha = 1.25e-5, .beta = 2.0915e-8, .overhead = 3e-6, .root_max = 0, .root_max_set = 1};
   CHECK(cpli_tuning_file_write(path, &w, "made by a test\nsecond line", err, sizeof err) == CPL_OK,
         "write: %s", err);
   cpli_tuning_vals r;
   CHECK(cpli_tuning_file_read(path, &r, err, sizeof err) == CPL_OK, "read back: %s", err);
-  CHECK(r.alpha == 1.25e-5 && r.beta == 2.0915e-8 && r.overhead == 3e-6 && r.chunk == 0,
-        "round trip: %g %g %g %zu", r.alpha, r.beta, r.overhead, r.chunk);
+  CHECK(r.alpha == 1.25e-5 && r.beta == 2.0915e-8 && r.overhead == 3e-6 && r.chunk == 0 &&
+            r.root_max_set && r.root_max == 0,
+        "round trip: %g %g %g %zu, root_max %zu (%s)", r.alpha, r.beta, r.overhead, r.chunk,
+        r.root_max, r.root_max_set ? "set" : "not set");
   char ok[512]; /* write_text returns its own buffer */
   snprintf(ok, sizeof ok, "%s",
-           write_text("ok", "# comment\n\n  alpha=2e-6 # trailing\nchunk = 64K\n"));
+           write_text("ok", "# comment\n\n  alpha=2e-6 # trailing\nchunk = 64K\nroot_max = 2K\n"));
   CHECK(cpli_tuning_file_read(ok, &r, err, sizeof err) == CPL_OK && r.alpha == 2e-6 &&
-            r.chunk == 65536 && r.beta == 0,
+            r.chunk == 65536 && r.beta == 0 && r.root_max == 2048 && r.root_max_set,
         "partial file: %s", err);
 
   bad("alpha = 1e-5\nalfa = 2\n", "2", "unknown key \"alfa\"");
@@ -78,6 +82,9 @@ int main(void) {
   bad("chunk = 1\n", "1", "chunk: expected a whole number of bytes >= 512"); /* crashed MPICH */
   bad("alpha = 1e-6\nchunk = 511\n", "2", ">= 512");
   bad("alpha =\n", "1", "got \"\"");
+  bad("root_max = -1\n", "1", "root_max: expected a whole number of bytes (K or M suffix) or 0");
+  bad("root_max = 100.5\n", "1", "root_max");
+  bad("root_max = 1K\nroot_max = 2K\n", "2", "given twice");
   CHECK(cpli_tuning_file_read("/nonexistent/x", &r, err, sizeof err) == CPL_ERR_IO &&
             strstr(err, "/nonexistent/x"),
         "missing file: %s", err);
@@ -105,6 +112,24 @@ int main(void) {
   CHECK(t->chunk == 65536 && !strcmp(t->chunk_from, "file") && t->overhead == 2e-6 &&
             !strcmp(t->overhead_from, "alpha") && t->beta == CPLI_DEFAULT_BETA,
         "file chunk %zu, overhead %g", t->chunk, t->overhead);
+  /* root_max: the file's, CPL_ROOT_MAX over it (0 a value), a bad one loud */
+  CHECK(t->root_max == 2048 && !strcmp(t->root_max_from, "file"), "file root_max %zu", t->root_max);
+  setenv("CPL_ROOT_MAX", "0", 1);
+  t = cpli_tuning_refresh();
+  CHECK(t->root_max == 0 && !strcmp(t->root_max_from, "CPL_ROOT_MAX") && !t->file_error,
+        "CPL_ROOT_MAX=0: %zu from %s", t->root_max, t->root_max_from);
+  setenv("CPL_ROOT_MAX", "4k", 1);
+  t = cpli_tuning_refresh();
+  CHECK(t->root_max == 4096 && !t->file_error, "CPL_ROOT_MAX=4k: %zu", t->root_max);
+  setenv("CPL_ROOT_MAX", "small", 1);
+  t = cpli_tuning_refresh();
+  CHECK(t->file_error && strstr(t->file_error, "CPL_ROOT_MAX: expected a whole number of bytes"),
+        "CPL_ROOT_MAX=small: %s", t->file_error ? t->file_error : "(accepted)");
+  unsetenv("CPL_ROOT_MAX");
+  refresh_with(path);
+  t = cpli_tuning_refresh();
+  CHECK(t->root_max == 0 && !strcmp(t->root_max_from, "file"), "file root_max 0: %zu from %s",
+        t->root_max, t->root_max_from);
 
   /* broken or missing named file: loud; missing default file: defaults */
   refresh_with(write_text("broken", "alpha = 1e-5\nbogus\n"));
