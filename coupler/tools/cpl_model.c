@@ -253,6 +253,10 @@ int main(int argc, char **argv) {
     printf("\nShapes: every inter-group algorithm in ms (ring: the exact steps of its\n"
            "schedule; ring-intra: the intra-group ring over p+q; auto: what auto\n"
            "takes). bound = p k beta.\n");
+    const cpli_tuning *t = cpli_tuning_now();
+    if (t->root_max)
+      printf("auto takes root for blocks up to %zu bytes at p, q >= 2 (root_max, from %s)\n",
+             t->root_max, t->root_max_from);
     printf("%6s %6s %9s %9s %9s %9s %9s %9s %9s %9s %9s %7s %7s %8s  %s\n", "p", "q", "bound", "fc",
            "root", "native", "dring", "two-hop", "chains", "ring", "ringintra", "root/fc", "nat/fc",
            "ri/ring", "auto");
