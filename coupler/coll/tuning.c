@@ -119,6 +119,31 @@ static double pick(const char *v, const char *var, const char *unit, double file
   return *from = "default", dflt;
 }
 
+/* A byte count as pick() does: the variable (K or M suffix; at least
+ * min, where min 0 also allows "0"), else the file's when it gave one,
+ * else 0 with *from = dflt. */
+static size_t pick_bytes(const char *v, const char *var, size_t min, int file_set, size_t file,
+                         const char *dflt, const char **from, const char **bad) {
+  size_t b;
+  if (*v) {
+    if ((min ? cpli_parse_bytes(v, &b) : cpli_parse_bytes0(v, &b)) == 0 && b >= min)
+      return *from = var, b;
+    if (!*bad) {
+      if (min)
+        snprintf(env_err, sizeof env_err,
+                 "%s: expected a whole number of bytes >= %zu (K or M suffix), got \"%.*s\"", var,
+                 min, VAL_MAX, v);
+      else
+        snprintf(env_err, sizeof env_err,
+                 "%s: expected a whole number of bytes (K or M suffix) or 0, got \"%.*s\"", var,
+                 VAL_MAX, v);
+      *bad = env_err;
+    }
+  }
+  if (file_set) return *from = "file", file;
+  return *from = dflt, 0;
+}
+
 static int flag_of(const char *v) {
   return (v[0] == '0' || v[0] == '1') && v[1] == '\0' ? v[0] - '0' : -1;
 }
@@ -136,28 +161,10 @@ static void parse(const char *const v[NVARS], cpli_tuning *t) {
   t->overhead =
       pick(v[OVERHEAD], "CPL_OVERHEAD", "seconds", fv->overhead, t->alpha, &t->overhead_from, &bad);
   if (t->overhead_from[0] == 'd') t->overhead_from = "alpha";
-  t->chunk_from = "model";
-  if (*v[CHUNK] && cpli_parse_bytes(v[CHUNK], &t->chunk) == 0 && t->chunk >= CPLI_CHUNK_MIN)
-    t->chunk_from = "CPL_CHUNK";
-  else if (fv->chunk) t->chunk = fv->chunk, t->chunk_from = "file";
-  else t->chunk = 0;
-  if (*v[CHUNK] && t->chunk_from[0] != 'C' && !bad) {
-    snprintf(env_err, sizeof env_err,
-             "CPL_CHUNK: expected a whole number of bytes >= %d (K or M suffix), got \"%.*s\"",
-             CPLI_CHUNK_MIN, VAL_MAX, v[CHUNK]);
-    bad = env_err;
-  }
-  t->root_max_from = "default";
-  if (*v[ROOT_MAX] && cpli_parse_bytes0(v[ROOT_MAX], &t->root_max) == 0)
-    t->root_max_from = "CPL_ROOT_MAX";
-  else if (fv->root_max_set) t->root_max = fv->root_max, t->root_max_from = "file";
-  else t->root_max = 0;
-  if (*v[ROOT_MAX] && t->root_max_from[0] != 'C' && !bad) {
-    snprintf(env_err, sizeof env_err,
-             "CPL_ROOT_MAX: expected a whole number of bytes (K or M suffix) or 0, got \"%.*s\"",
-             VAL_MAX, v[ROOT_MAX]);
-    bad = env_err;
-  }
+  t->chunk = pick_bytes(v[CHUNK], "CPL_CHUNK", CPLI_CHUNK_MIN, fv->chunk > 0, fv->chunk, "model",
+                        &t->chunk_from, &bad);
+  t->root_max = pick_bytes(v[ROOT_MAX], "CPL_ROOT_MAX", 0, fv->root_max_set, fv->root_max,
+                           "default", &t->root_max_from, &bad);
   t->flow = strcmp(v[FLOW], "0") != 0;
   t->ring = flag_of(v[RING]);
   /* Switches: 0 or 1; "no" or "false" ran the dataflow plans or the
