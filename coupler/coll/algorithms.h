@@ -40,7 +40,10 @@
   X(CPL_INTRA_BRUCK, "bruck", 1, "lockstep; auto finds circulant as cheap (CPL_RING=1 aside)",     \
     cpli_cost_intra_bruck, cpli_intra_bruck)                                                       \
   X(CPL_INTRA_RING, "ring", 1, "", cpli_cost_intra_ring, cpli_intra_ring)                          \
-  X(CPL_INTRA_NATIVE, "native", 1, "", cpli_cost_intra_native, cpli_intra_native)
+  X(CPL_INTRA_NATIVE, "native", 1, "", cpli_cost_intra_native, cpli_intra_native)                  \
+  X(CPL_INTRA_ROOT, "root", 0,                                                                     \
+    "the fewest messages; never chosen by the model (it counts hops, not messages)",               \
+    cpli_cost_intra_root, cpli_intra_root)
 
 /* Modelled seconds of one algorithm: inter-group for p senders, q
  * receivers and `bytes` in all; intra-group for n ranks, `bytes` in all,

@@ -202,6 +202,7 @@ int cpli_intra_circulant(const cpli_intra_args *a); /* Traff Alg. 7 / 9 */
 int cpli_intra_bruck(const cpli_intra_args *a);
 int cpli_intra_ring(const cpli_intra_args *a);
 int cpli_intra_native(const cpli_intra_args *a);
+int cpli_intra_root(const cpli_intra_args *a);
 
 /* Sum of the p block sizes into *total; returns 1 if every block also
  * ends within int displacements (native's own layout limit). */

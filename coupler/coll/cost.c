@@ -213,6 +213,16 @@ double cpli_cost_intra_native(int n, size_t bytes, size_t maxb, int regular, dou
   return cpli_cost_intra_ring(n, bytes, maxb, regular, alpha, beta);
 }
 
+double cpli_cost_intra_root(int n, size_t bytes, size_t maxb, int regular, double alpha,
+                            double beta) {
+  (void)maxb, (void)regular;
+  if (n <= 1) return 0;
+  /* member 0 takes the other blocks, then a binomial broadcast of about
+   * all of them per hop (intra_root.c) */
+  const double m = (double)bytes;
+  return alpha + beta * m + cpli_ceil_log2(n) * (alpha + beta * m);
+}
+
 /* Strictly cheaper, beyond rounding: two formulas that sum the same terms
  * in another order (fc's ring for q = 1 and native) are a tie, and a tie
  * goes to the earlier row. */
@@ -260,8 +270,18 @@ cpl_intra_algorithm cpli_intra_pick(int n, size_t bytes, size_t maxb, int regula
   static _Thread_local pick_memo last;
   const cpli_tuning *t = cpli_tuning_now();
   if (!memo_hit(&last, t->version, n, regular, bytes, maxb))
-    last.pick = cpli_intra_pick_ab(n, bytes, maxb, regular, t->alpha, t->beta);
+    last.pick =
+        cpli_intra_pick_tuned(n, bytes, maxb, regular, t->alpha, t->beta, t->intra_root_max);
   return (cpl_intra_algorithm)last.pick;
+}
+
+cpl_intra_algorithm cpli_intra_pick_tuned(int n, size_t bytes, size_t maxb, int regular,
+                                          double alpha, double beta, size_t root_max) {
+  /* root sends 2 (n - 1) messages, the others n ceil(log2 n) (more from
+   * n = 3 on; at n = 2 one exchange either way): as for the inter-group
+   * rule, where the calibration found the fewest messages fastest. */
+  if (n >= 3 && root_max > 0 && maxb <= root_max) return CPL_INTRA_ROOT;
+  return cpli_intra_pick_ab(n, bytes, maxb, regular, alpha, beta);
 }
 
 double cpli_intra_cost(cpl_intra_algorithm a, int p, size_t bytes, double alpha, double beta) {
@@ -416,7 +436,7 @@ cpl_inter_algorithm cpli_inter_pick(int p, int q, size_t bytes) {
   static _Thread_local pick_memo last;
   const cpli_tuning *t = cpli_tuning_now();
   if (!memo_hit(&last, t->version, p, q, bytes, 0))
-    last.pick = cpli_inter_pick_tuned(p, q, bytes, t->alpha, t->beta, t->root_max);
+    last.pick = cpli_inter_pick_tuned(p, q, bytes, t->alpha, t->beta, t->inter_root_max);
   return (cpl_inter_algorithm)last.pick;
 }
 
@@ -426,7 +446,7 @@ cpl_inter_algorithm cpli_inter_pick_tuned(int p, int q, size_t bytes, double alp
    * p, q >= 2 (at p = 1 fc's broadcast sends as few in fewer hops, at
    * q = 1 root is two-hop's plan): where the calibration found the
    * fewest messages fastest, the model's hops and bytes do not decide. */
-  if (p >= 2 && q >= 2 && bytes / (size_t)p <= root_max) return CPL_INTER_ROOT;
+  if (p >= 2 && q >= 2 && root_max > 0 && bytes / (size_t)p <= root_max) return CPL_INTER_ROOT;
   return cpli_inter_pick_ab(p, q, bytes, alpha, beta);
 }
 

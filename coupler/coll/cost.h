@@ -110,6 +110,8 @@ double cpli_cost_intra_ring(int n, size_t bytes, size_t maxb, int regular, doubl
                             double beta);
 double cpli_cost_intra_native(int n, size_t bytes, size_t maxb, int regular, double alpha,
                               double beta);
+double cpli_cost_intra_root(int n, size_t bytes, size_t maxb, int regular, double alpha,
+                            double beta);
 double cpli_cost_inter_fc(int p, int q, size_t bytes, double alpha, double beta);
 double cpli_cost_inter_ring(int p, int q, size_t bytes, double alpha, double beta);
 double cpli_cost_inter_root(int p, int q, size_t bytes, double alpha, double beta);
@@ -128,6 +130,11 @@ double cpli_intra_cost_v(cpl_intra_algorithm a, int n, size_t bytes, size_t maxb
 cpl_intra_algorithm cpli_intra_pick(int n, size_t bytes, size_t maxb, int regular);
 cpl_intra_algorithm cpli_intra_pick_ab(int n, size_t bytes, size_t maxb, int regular, double alpha,
                                        double beta);
+/* cpli_intra_pick's rule: root for n >= 3 and a largest block of at
+ * most root_max bytes (the tuning's intra_root_max, 0 by default), else
+ * cpli_intra_pick_ab. */
+cpl_intra_algorithm cpli_intra_pick_tuned(int n, size_t bytes, size_t maxb, int regular,
+                                          double alpha, double beta, size_t root_max);
 /* cpl_intra_cost and cpl_inter_cost on the current tuning snapshot
  * (AUTO: the cost of what auto picks, for intra). */
 double cpli_intra_cost(cpl_intra_algorithm a, int p, size_t bytes, double alpha, double beta);
@@ -140,7 +147,7 @@ double cpli_inter_cost(cpl_inter_algorithm a, int p, int q, size_t bytes, double
 cpl_inter_algorithm cpli_inter_pick(int p, int q, size_t bytes);
 cpl_inter_algorithm cpli_inter_pick_ab(int p, int q, size_t bytes, double alpha, double beta);
 /* cpli_inter_pick's rule: root for p, q >= 2 and blocks (bytes / p) of
- * at most root_max bytes (the tuning's root_max: the calibration's
+ * at most root_max bytes (the tuning's inter_root_max: the calibration's
  * measured switch point, 0 by default), else cpli_inter_pick_ab. */
 cpl_inter_algorithm cpli_inter_pick_tuned(int p, int q, size_t bytes, double alpha, double beta,
                                           size_t root_max);

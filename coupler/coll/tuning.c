@@ -15,7 +15,20 @@
 
 extern char **environ;
 
-enum { ALPHA, BETA, CHUNK, FLOW, RING, INTER, INTRA, TIMEOUT, OVERHEAD, ROOT_MAX, NVARS };
+enum {
+  ALPHA,
+  BETA,
+  CHUNK,
+  FLOW,
+  RING,
+  INTER,
+  INTRA,
+  TIMEOUT,
+  OVERHEAD,
+  INTER_ROOT_MAX,
+  INTRA_ROOT_MAX,
+  NVARS
+};
 /* Names without the CPL_ prefix, in the order of the enum. */
 static const struct {
   const char *name;
@@ -29,7 +42,8 @@ static const struct {
                  {"INTRA_ALGORITHM", 15},
                  {"TIMEOUT", 7},
                  {"OVERHEAD", 8},
-                 {"ROOT_MAX", 8}};
+                 {"INTER_ROOT_MAX", 14},
+                 {"INTRA_ROOT_MAX", 14}};
 
 /* Values up to this length are remembered; a longer one is parsed on
  * every call (nobody sets one). */
@@ -163,8 +177,10 @@ static void parse(const char *const v[NVARS], cpli_tuning *t) {
   if (t->overhead_from[0] == 'd') t->overhead_from = "alpha";
   t->chunk = pick_bytes(v[CHUNK], "CPL_CHUNK", CPLI_CHUNK_MIN, fv->chunk > 0, fv->chunk, "model",
                         &t->chunk_from, &bad);
-  t->root_max = pick_bytes(v[ROOT_MAX], "CPL_ROOT_MAX", 0, fv->root_max_set, fv->root_max,
-                           "default", &t->root_max_from, &bad);
+  t->inter_root_max = pick_bytes(v[INTER_ROOT_MAX], "CPL_INTER_ROOT_MAX", 0, fv->inter_root_max_set,
+                                 fv->inter_root_max, "default", &t->inter_root_max_from, &bad);
+  t->intra_root_max = pick_bytes(v[INTRA_ROOT_MAX], "CPL_INTRA_ROOT_MAX", 0, fv->intra_root_max_set,
+                                 fv->intra_root_max, "default", &t->intra_root_max_from, &bad);
   t->flow = strcmp(v[FLOW], "0") != 0;
   t->ring = flag_of(v[RING]);
   /* Switches: 0 or 1; "no" or "false" ran the dataflow plans or the

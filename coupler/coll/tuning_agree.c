@@ -38,27 +38,38 @@ static const char *flag_text(int setting, int v) {
 
 int cpli_tuning_agree(MPI_Comm comm, const char *where) {
   const cpli_tuning *t = cpli_tuning_now();
-  enum { NM = 5, NS = 4, N = NM + NS };
+  enum { NM = 6, NS = 4, N = NM + NS };
   const int inter = alg_code(t->inter, cpli_inter_names, CPL_INTER_COUNT);
   const int intra = alg_code(t->intra, cpli_intra_names, CPL_INTRA_COUNT);
-  const double mine[N] = {t->alpha, t->beta, t->overhead,     (double)t->chunk, (double)t->root_max,
-                          inter,    intra,   (double)t->flow, (double)t->ring};
+  const double mine[N] = {t->alpha,
+                          t->beta,
+                          t->overhead,
+                          (double)t->chunk,
+                          (double)t->inter_root_max,
+                          (double)t->intra_root_max,
+                          inter,
+                          intra,
+                          (double)t->flow,
+                          (double)t->ring};
   double v[2 * N], r[2 * N];
   for (int i = 0; i < N; i++) v[i] = mine[i], v[N + i] = -mine[i];
   int rc = MPI_Allreduce(v, r, 2 * N, MPI_DOUBLE, MPI_MAX, comm);
   CPLI_TRY(cpli_mpi_check(rc, "MPI_Allreduce", "%s: comparing the cost model and settings", where));
-  static const char *const name[NM] = {"alpha", "beta", "overhead", "chunk", "root_max"};
+  static const char *const name[NM] = {"alpha", "beta",           "overhead",
+                                       "chunk", "inter_root_max", "intra_root_max"};
   for (int i = 0; i < NM; i++)
     if (r[i] != -r[N + i])
       return cpli_fail(CPL_ERR_MISMATCH,
                        "%s: ranks use different cost models (%s from %g to %g; this rank: alpha "
                        "%g from %s, beta %g from %s, overhead %g from %s, chunk %zu from %s, "
-                       "root_max %zu from %s, tuning file %s): every rank must read the same "
+                       "inter_root_max %zu from %s, intra_root_max %zu from %s, tuning file %s): "
+                       "every rank must read the same "
                        "tuning file and CPL_ALPHA, CPL_BETA, CPL_OVERHEAD, CPL_CHUNK, "
-                       "CPL_ROOT_MAX",
+                       "CPL_INTER_ROOT_MAX, CPL_INTRA_ROOT_MAX",
                        where, name[i], -r[N + i], r[i], t->alpha, t->alpha_from, t->beta,
                        t->beta_from, t->overhead, t->overhead_from, t->chunk, t->chunk_from,
-                       t->root_max, t->root_max_from, t->file ? t->file : "(none)");
+                       t->inter_root_max, t->inter_root_max_from, t->intra_root_max,
+                       t->intra_root_max_from, t->file ? t->file : "(none)");
   static const char *const var[NS] = {"CPL_INTER_ALGORITHM", "CPL_INTRA_ALGORITHM", "CPL_FLOW",
                                       "CPL_RING"};
   for (int s = 0; s < NS; s++) {

@@ -56,9 +56,10 @@ int cpli_tuning_file_read(const char *path, cpli_tuning_vals *v, char *err, size
   if (!f) return say(err, errlen, CPL_ERR_IO, "%s: %s", path, strerror(errno));
   char line[512];
   int lineno = 0, rc = CPL_OK;
-  enum { NKEYS = 5 };
+  enum { NKEYS = 6 };
   int seen[NKEYS] = {0};
-  static const char *const keys[NKEYS] = {"alpha", "beta", "overhead", "chunk", "root_max"};
+  static const char *const keys[NKEYS] = {"alpha", "beta",           "overhead",
+                                          "chunk", "inter_root_max", "intra_root_max"};
   while (rc == CPL_OK && fgets(line, sizeof line, f)) {
     lineno++;
     if (!strchr(line, '\n') && !feof(f)) {
@@ -83,8 +84,9 @@ int cpli_tuning_file_read(const char *path, cpli_tuning_vals *v, char *err, size
       if (!strcmp(key, keys[i])) k = i;
     if (k < 0) {
       rc = say(err, errlen, CPL_ERR_PARSE,
-               "%s:%d: unknown key \"%s\" (known: alpha, beta, overhead, chunk, root_max)", path,
-               lineno, key);
+               "%s:%d: unknown key \"%s\" (known: alpha, beta, overhead, chunk, inter_root_max, "
+               "intra_root_max)",
+               path, lineno, key);
       break;
     }
     if (seen[k]) {
@@ -93,13 +95,13 @@ int cpli_tuning_file_read(const char *path, cpli_tuning_vals *v, char *err, size
       break;
     }
     seen[k] = lineno;
-    if (k == 4) {
-      v->root_max_set = 1;
-      if (cpli_parse_bytes0(val, &v->root_max))
+    if (k >= 4) { /* the switch points: bytes, or 0 */
+      size_t *at = k == 4 ? &v->inter_root_max : &v->intra_root_max;
+      *(k == 4 ? &v->inter_root_max_set : &v->intra_root_max_set) = 1;
+      if (cpli_parse_bytes0(val, at))
         rc = say(err, errlen, CPL_ERR_PARSE,
-                 "%s:%d: root_max: expected a whole number of bytes (K or M suffix) or 0, got "
-                 "\"%s\"",
-                 path, lineno, val);
+                 "%s:%d: %s: expected a whole number of bytes (K or M suffix) or 0, got \"%s\"",
+                 path, lineno, key, val);
       continue;
     }
     if (k == 3) {
@@ -169,8 +171,12 @@ int cpli_tuning_file_write(const char *path, const cpli_tuning_vals *v, const ch
   if (v->overhead > 0)
     fprintf(f, "overhead = %.6g  # s per further message of a stream\n", v->overhead);
   if (v->chunk > 0) fprintf(f, "chunk = %zu\n", v->chunk);
-  if (v->root_max_set)
-    fprintf(f, "root_max = %zu  # bytes per block up to which auto takes root\n", v->root_max);
+  if (v->inter_root_max_set)
+    fprintf(f, "inter_root_max = %zu  # bytes per block up to which auto takes root (inter)\n",
+            v->inter_root_max);
+  if (v->intra_root_max_set)
+    fprintf(f, "intra_root_max = %zu  # bytes per block up to which auto takes root (intra)\n",
+            v->intra_root_max);
   const int bad = ferror(f) != 0;
   if (fclose(f) != 0 || bad) {
     remove(tmp);

@@ -116,6 +116,7 @@ typedef enum cpl_intra_algorithm {
   CPL_INTRA_BRUCK,     /* Bruck et al. concatenation                    */
   CPL_INTRA_RING,      /* p-1 steps around a ring                       */
   CPL_INTRA_NATIVE,    /* MPI_Allgather(v) of the MPI library           */
+  CPL_INTRA_ROOT,      /* all to member 0, which broadcasts             */
   CPL_INTRA_COUNT
 } cpl_intra_algorithm;
 

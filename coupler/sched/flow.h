@@ -308,6 +308,13 @@ int cpli_flow_chains(cpli_flow *f, int p, int q, int me, const size_t *counts, c
 int cpli_flow_root(cpli_flow *f, int p, int q, int me, const size_t *counts, const size_t *displs,
                    size_t own_bytes, const cpli_fc_opts *o);
 
+/* The same inside one group of p members (coll/intra_root.c): member r's
+ * block (buffer 0 at displs[r], in place) goes whole to member 0, which
+ * broadcasts along a binomial tree, each member passing to a child every
+ * block but the child's own, as one stream: 2 (p - 1) messages in
+ * 1 + ceil(log2 p) hops. */
+int cpli_flow_intra_root(cpli_flow *f, int p, int r, const size_t *counts, const size_t *displs);
+
 /* Replay the plans of nranks ranks (plans[r], buffers buf0[r], buf1[r]) on
  * an instant network: every rank posts its receives, issues sends in plan
  * order as their dependencies complete (per peer in order), and the i-th

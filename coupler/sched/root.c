@@ -52,3 +52,44 @@ int cpli_flow_root(cpli_flow *f, int p, int q, int me, const size_t *counts, con
   free(rank_of);
   return rc;
 }
+
+/* The blocks of all p members but `skip`, in order, as segments of one
+ * stream; returns how many (zero-length blocks left out). */
+static int all_but(int p, int skip, const size_t *counts, const size_t *displs, size_t *off,
+                   size_t *len) {
+  int n = 0;
+  for (int b = 0; b < p; b++)
+    if (b != skip && counts[b]) off[n] = displs[b], len[n++] = counts[b];
+  return n;
+}
+
+int cpli_flow_intra_root(cpli_flow *f, int p, int r, const size_t *counts, const size_t *displs) {
+  if (p < 1 || r < 0 || r >= p || !counts || !displs)
+    return cpli_fail(CPL_ERR_ARG, "intra root plan: member %d of %d", r, p);
+  CPLI_TRY(cpli_flow_have(f, 0, displs[r], counts[r]));
+  if (p == 1) return CPL_OK;
+  size_t *off = malloc(sizeof *off * 2 * (size_t)p);
+  if (!off) return cpli_fail(CPL_ERR_NOMEM, "intra root plan: out of memory for %d members", p);
+  size_t *len = off + p;
+  int rc = CPL_OK;
+  if (r != 0) /* every block whole to member 0 */
+    rc = cpli_flow_stream(f, 1, 0, 0, 1, &displs[r], &counts[r], 0);
+  else
+    for (int b = 1; b < p && rc == CPL_OK; b++)
+      rc = cpli_flow_stream(f, 0, b, 0, 1, &displs[b], &counts[b], 0);
+  /* Binomial broadcast from 0: member r takes everything but its own
+   * block from r - lowbit(r) and passes to r + 2^j (2^j < lowbit(r))
+   * everything but that member's block, the largest subtree first. */
+  int top = 1;
+  if (r == 0)
+    while (top < p) top <<= 1;
+  else top = r & -r;
+  if (rc == CPL_OK && r != 0)
+    rc = cpli_flow_stream(f, 0, r - top, 0, all_but(p, r, counts, displs, off, len), off, len, 0);
+  for (int m = top >> 1; m > 0 && rc == CPL_OK; m >>= 1)
+    if (r + m < p)
+      rc = cpli_flow_stream(f, 1, r + m, 0, all_but(p, r + m, counts, displs, off, len), off, len,
+                            0);
+  free(off);
+  return rc;
+}

@@ -31,15 +31,17 @@
  *    (R^2 < 0.5) or not positive, beta comes from the ping-pong fit.
  * Fit quality: R^2 and the largest relative residual of each fit.
  *
- * Then, with those parameters set, the switch point of `auto`'s rule for
- * small blocks (cost.c, cpli_inter_pick_tuned): the job's halves as p|q
- * (N/2 | N - N/2, N >= 4) run the inter-group allgather with root and
- * with the model's pick, alternating, at blocks of 256 B to 16 KiB;
- * root_max is the largest block up to which root was faster at every
- * size by more than ROOT_MARGIN (0: the model's pick was as fast at the
- * smallest). Root sends p + q - 1 messages and the others p q or more,
- * in fewer hops: which wins is the machine's (on the emulated cluster,
- * 8 ranks on 2 cores, every message costs CPU the others wait for).
+ * Then, with those parameters set, the switch points of `auto`'s rule for
+ * small blocks (cost.c, cpli_inter_pick_tuned, cpli_intra_pick_tuned):
+ * the job's halves as p|q (N/2 | N - N/2, N >= 4) run the inter-group
+ * allgather, and the whole job (N >= 3) the intra-group one, with root
+ * and with the model's pick, alternating, at blocks of 256 B to 16 KiB;
+ * inter_root_max and intra_root_max are the largest block up to which
+ * root was faster at every size by more than ROOT_MARGIN (0: the model's
+ * pick was as fast at the smallest). Root sends p + q - 1 messages (intra
+ * 2 (p - 1)) and the others p q (p ceil(log2 p)) or more, in fewer hops:
+ * which wins is the machine's (on the emulated cluster, 8 ranks on 2
+ * cores, every message costs CPU the others wait for).
  */
 #include "tools/calibrate.h"
 
@@ -163,21 +165,36 @@ static double measure_shift(MPI_Comm comm, long n, int reps, char *buf) {
 static const long root_sizes[] = {256, 512, 1024, 2048, 4096, 8192, 16384};
 #define NROOT ((int)(sizeof root_sizes / sizeof *root_sizes))
 
-/* One timed inter-group allgather of k bytes per sender with alg: the
- * slowest rank's seconds (on every rank). Aborts on failure: nothing can
- * be measured on a job that fails its collectives. */
-static double time_inter(MPI_Comm inter, int sender, long k, cpl_inter_algorithm alg, char *sbuf,
-                         char *rbuf) {
+/* The communicators one direction's allgather runs on: inter-group, the
+ * job's halves (p = N/2 senders first); intra-group, the whole job. */
+typedef struct small_run {
+  int intra, p, q, sender;
+  MPI_Comm local, comm; /* comm: the intercommunicator, or a copy of world */
+  char *sbuf, *rbuf;
+} small_run;
+
+/* One timed allgather of k bytes per block with algorithm alg (root when
+ * use_root): the slowest rank's seconds (on every rank). Aborts on
+ * failure: nothing can be measured on a job that fails its collectives. */
+static double time_small(const small_run *x, long k, int alg) {
   cpl_coll_options o;
   cpl_coll_options_init(&o);
-  o.inter = alg;
+  int rc;
   MPI_Barrier(MPI_COMM_WORLD);
   const double t0 = MPI_Wtime();
-  const int rc = cpl_inter_allgather(sbuf, (int)k, MPI_BYTE, rbuf, (int)k, MPI_BYTE,
-                                     sender ? CPL_SENDER : CPL_RECEIVER, inter, &o);
+  if (x->intra) {
+    o.intra = (cpl_intra_algorithm)alg;
+    rc = cpl_intra_allgather(x->sbuf, (int)k, MPI_BYTE, x->rbuf, (int)k, MPI_BYTE, x->comm, &o);
+  } else {
+    o.inter = (cpl_inter_algorithm)alg;
+    rc = cpl_inter_allgather(x->sbuf, (int)k, MPI_BYTE, x->rbuf, (int)k, MPI_BYTE,
+                             x->sender ? CPL_SENDER : CPL_RECEIVER, x->comm, &o);
+  }
   double dt = MPI_Wtime() - t0, slowest;
   if (rc != CPL_OK) {
-    fprintf(stderr, "cpl-bench --calibrate: %s at %ld bytes: %s\n", cpl_inter_algorithm_name(alg),
+    fprintf(stderr, "cpl-bench --calibrate: %s %s at %ld bytes: %s\n", x->intra ? "intra" : "inter",
+            x->intra ? cpl_intra_algorithm_name((cpl_intra_algorithm)alg)
+                     : cpl_inter_algorithm_name((cpl_inter_algorithm)alg),
             k, cpl_last_error());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
@@ -187,12 +204,14 @@ static double time_inter(MPI_Comm inter, int sender, long k, cpl_inter_algorithm
 
 /* Sets CPL_ALPHA, CPL_BETA, CPL_OVERHEAD to v's values (restore = 0) or
  * back to what they were (restore = 1), and unsets CPL_INTER_ALGORITHM
- * meanwhile (it would override the algorithms compared). */
+ * and CPL_INTRA_ALGORITHM meanwhile (they would override the algorithms
+ * compared). */
 static void model_env(const cpli_tuning_vals *v, int restore) {
   static const char *const names[] = {"CPL_ALPHA", "CPL_BETA", "CPL_OVERHEAD",
-                                      "CPL_INTER_ALGORITHM"};
-  static char *saved[4];
-  for (int i = 0; i < 4; i++) {
+                                      "CPL_INTER_ALGORITHM", "CPL_INTRA_ALGORITHM"};
+  enum { NV = sizeof names / sizeof *names };
+  static char *saved[NV];
+  for (int i = 0; i < NV; i++) {
     if (restore) {
       if (saved[i]) setenv(names[i], saved[i], 1);
       else unsetenv(names[i]);
@@ -202,57 +221,73 @@ static void model_env(const cpli_tuning_vals *v, int restore) {
     }
     const char *e = getenv(names[i]);
     saved[i] = e ? strdup(e) : NULL;
-    const double x = i == 0 ? v->alpha : i == 1 ? v->beta : v->overhead;
+    const double x = i == 0 ? v->alpha : i == 1 ? v->beta : i == 2 ? v->overhead : 0;
     char num[32];
     snprintf(num, sizeof num, "%.6g", x);
-    if (i < 3 && x > 0) setenv(names[i], num, 1);
+    if (x > 0) setenv(names[i], num, 1);
     else unsetenv(names[i]);
   }
 }
 
-/* The switch point of auto's small-block rule (see the top), on every
- * rank; -1 when the job has fewer than 4 ranks. Rank 0 prints the table. */
-static long measure_root_max(const cpli_tuning_vals *v, int reps, int quiet) {
+/* The switch point of auto's small-block rule for one direction (see the
+ * top), on every rank; -1 when the job is too small (inter: 4 ranks,
+ * intra: 3). Rank 0 prints the table. */
+static long measure_root_max(const cpli_tuning_vals *v, int intra, int reps, int quiet) {
   int me, n;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
-  if (n < 4) return -1;
-  const int p = n / 2, q = n - p, sender = me < p;
-  MPI_Comm local, inter;
-  MPI_Comm_split(MPI_COMM_WORLD, sender, me, &local);
-  MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, sender ? p : 0, TAG + 2, &inter);
+  if (n < (intra ? 3 : 4)) return -1;
+  small_run x = {.intra = intra, .p = intra ? n : n / 2, .q = intra ? n : n - n / 2};
+  x.sender = intra || me < x.p;
+  if (intra) {
+    MPI_Comm_dup(MPI_COMM_WORLD, &x.comm);
+  } else {
+    MPI_Comm_split(MPI_COMM_WORLD, x.sender, me, &x.local);
+    MPI_Intercomm_create(x.local, 0, MPI_COMM_WORLD, x.sender ? x.p : 0, TAG + 2, &x.comm);
+  }
   model_env(v, 0);
   const long kmax = root_sizes[NROOT - 1];
-  char *sbuf = malloc((size_t)kmax), *rbuf = malloc((size_t)kmax * (size_t)p);
+  x.sbuf = malloc((size_t)kmax), x.rbuf = malloc((size_t)kmax * (size_t)x.p);
   double *tr = malloc(sizeof *tr * (size_t)reps), *tm = malloc(sizeof *tm * (size_t)reps);
-  if (!sbuf || !rbuf || !tr || !tm) MPI_Abort(MPI_COMM_WORLD, 1);
-  memset(sbuf, 3, (size_t)kmax);
+  if (!x.sbuf || !x.rbuf || !tr || !tm) MPI_Abort(MPI_COMM_WORLD, 1);
+  memset(x.sbuf, 3, (size_t)kmax);
   long root_max = 0;
   int won = 1;
-  if (me == 0)
-    printf("small blocks, %d|%d: the inter-group allgather with root (p + q - 1 messages) and "
-           "with the model's pick (medians of %d, slowest rank, ms)\n%10s %10s %12s %10s %7s\n",
-           p, q, reps, "bytes", "root", "model's", "ms", "ratio");
+  if (me == 0) {
+    if (intra)
+      printf("small blocks, intra-group, p = %d: root (2 (p - 1) messages) and the model's pick",
+             n);
+    else
+      printf("small blocks, inter-group, %d|%d: root (p + q - 1 messages) and the model's pick",
+             x.p, x.q);
+    printf(" (medians of %d, slowest rank, ms)\n%10s %10s %12s %10s %7s\n", reps, "bytes", "root",
+           "model's", "ms", "ratio");
+  }
   for (int i = 0; i < NROOT; i++) {
     const long k = root_sizes[i];
-    const cpl_inter_algorithm m = cpli_inter_pick_ab(p, q, (size_t)(p * k), v->alpha, v->beta);
+    const size_t m = (size_t)(x.p * k);
+    const int pick = intra ? (int)cpli_intra_pick_ab(n, m, (size_t)k, 1, v->alpha, v->beta)
+                           : (int)cpli_inter_pick_ab(x.p, x.q, m, v->alpha, v->beta);
+    const int root = intra ? (int)CPL_INTRA_ROOT : (int)CPL_INTER_ROOT;
     for (int r = -2; r < reps; r++) { /* two warm-ups; alternating */
-      const double a = time_inter(inter, sender, k, CPL_INTER_ROOT, sbuf, rbuf);
-      const double b = time_inter(inter, sender, k, m, sbuf, rbuf);
+      const double a = time_small(&x, k, root), b = time_small(&x, k, pick);
       if (r >= 0) tr[r] = a, tm[r] = b;
     }
     const double mr = median(tr, reps), mm = median(tm, reps);
     won = won && mr < (1 - ROOT_MARGIN) * mm;
     if (won) root_max = k;
     if (me == 0)
-      printf("%10ld %10.3f %12s %10.3f %7.2f\n", k, mr * 1e3, cpl_inter_algorithm_name(m), mm * 1e3,
-             mm / mr);
-    if (me == 0 && !quiet) fprintf(stderr, "[small blocks] %ld bytes done\n", k);
+      printf("%10ld %10.3f %12s %10.3f %7.2f\n", k, mr * 1e3,
+             intra ? cpl_intra_algorithm_name((cpl_intra_algorithm)pick)
+                   : cpl_inter_algorithm_name((cpl_inter_algorithm)pick),
+             mm * 1e3, mm / mr);
+    if (me == 0 && !quiet)
+      fprintf(stderr, "[small blocks, %s] %ld bytes done\n", intra ? "intra" : "inter", k);
   }
   model_env(v, 1);
-  free(sbuf), free(rbuf), free(tr), free(tm);
-  MPI_Comm_free(&inter);
-  MPI_Comm_free(&local);
+  free(x.sbuf), free(x.rbuf), free(tr), free(tm);
+  MPI_Comm_free(&x.comm);
+  if (!intra) MPI_Comm_free(&x.local);
   return root_max;
 }
 
@@ -402,15 +437,22 @@ int cpli_calibrate(const char *out, const long *sizes, int nsizes, int reps, int
   double model[3] = {v.alpha, v.beta, v.overhead};
   MPI_Bcast(model, 3, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   v.alpha = model[0], v.beta = model[1], v.overhead = model[2];
-  const long root_max = rc == 0 ? measure_root_max(&v, 4 * reps + 1, quiet) : -1;
+  const long inter_max = rc == 0 ? measure_root_max(&v, 0, 4 * reps + 1, quiet) : -1;
+  const long intra_max = rc == 0 ? measure_root_max(&v, 1, 4 * reps + 1, quiet) : -1;
   if (me == 0 && rc == 0) {
-    if (root_max >= 0) {
-      v.root_max = (size_t)root_max, v.root_max_set = 1;
-      printf("root_max: %ld (%s)\n", root_max,
-             root_max ? "root was faster at every block up to that size"
+    const long got[2] = {inter_max, intra_max};
+    for (int d = 0; d < 2; d++) {
+      const char *name = d ? "intra_root_max" : "inter_root_max";
+      if (got[d] >= 0) {
+        *(d ? &v.intra_root_max : &v.inter_root_max) = (size_t)got[d];
+        *(d ? &v.intra_root_max_set : &v.inter_root_max_set) = 1;
+        printf("%s: %ld (%s)\n", name, got[d],
+               got[d] ? "root was faster at every block up to that size"
                       : "the model's pick was as fast at the smallest block");
-    } else {
-      printf("root_max: not measured (fewer than 4 ranks; the library's default applies)\n");
+      } else {
+        printf("%s: not measured (fewer than %d ranks; the library's default applies)\n", name,
+               d ? 3 : 4);
+      }
     }
     char host[256] = "?", when[64] = "?", comment[1024], err[600];
     gethostname(host, sizeof host - 1);
@@ -420,21 +462,24 @@ int cpli_calibrate(const char *out, const long *sizes, int nsizes, int reps, int
              "Coupler tuning file, written by cpl-bench --calibrate (%s)\n"
              "on %s at %s: %d ranks, %d runs per size, %ld..%ld bytes\n"
              "ping-pong fit R^2 %.4f (largest residual %.1f%%), stream fit R^2 %.4f (%.1f%%)\n"
-             "CPL_ALPHA, CPL_BETA, CPL_OVERHEAD, CPL_CHUNK and CPL_ROOT_MAX override these values",
+             "CPL_ALPHA, CPL_BETA, CPL_OVERHEAD, CPL_CHUNK, CPL_INTER_ROOT_MAX and\n"
+             "CPL_INTRA_ROOT_MAX override these values",
              CPL_VERSION_STRING, host, when, n, reps, sizes[0], sizes[nsizes - 1], fp.r2,
              100 * fp.maxrel, fs.r2, 100 * fs.maxrel);
     if (strcmp(path, "-") == 0) {
       printf("alpha = %.6g\nbeta = %.6g\n", v.alpha, v.beta);
       if (v.overhead > 0) printf("overhead = %.6g\n", v.overhead);
-      if (v.root_max_set) printf("root_max = %zu\n", v.root_max);
+      if (v.inter_root_max_set) printf("inter_root_max = %zu\n", v.inter_root_max);
+      if (v.intra_root_max_set) printf("intra_root_max = %zu\n", v.intra_root_max);
     } else if (cpli_tuning_file_write(path, &v, comment, err, sizeof err) != CPL_OK) {
       fprintf(stderr, "cpl-bench --calibrate: %s\n", err);
       rc = 1;
     } else {
-      printf("wrote %s: alpha = %.4g s, beta = %.4g s/B (%.2f MB/s), overhead = %s, root_max = "
-             "%s\n",
+      printf("wrote %s: alpha = %.4g s, beta = %.4g s/B (%.2f MB/s), overhead = %s, "
+             "inter_root_max = %s, intra_root_max = %s\n",
              path, v.alpha, v.beta, 1e-6 / v.beta, v.overhead > 0 ? "measured" : "alpha",
-             v.root_max_set ? "measured" : "not measured");
+             v.inter_root_max_set ? "measured" : "not measured",
+             v.intra_root_max_set ? "measured" : "not measured");
     }
     fflush(stdout);
   }

@@ -254,9 +254,9 @@ int main(int argc, char **argv) {
            "schedule; ring-intra: the intra-group ring over p+q; auto: what auto\n"
            "takes). bound = p k beta.\n");
     const cpli_tuning *t = cpli_tuning_now();
-    if (t->root_max)
-      printf("auto takes root for blocks up to %zu bytes at p, q >= 2 (root_max, from %s)\n",
-             t->root_max, t->root_max_from);
+    if (t->inter_root_max)
+      printf("auto takes root for blocks up to %zu bytes at p, q >= 2 (inter_root_max, from %s)\n",
+             t->inter_root_max, t->inter_root_max_from);
     printf("%6s %6s %9s %9s %9s %9s %9s %9s %9s %9s %9s %7s %7s %8s  %s\n", "p", "q", "bound", "fc",
            "root", "native", "dring", "two-hop", "chains", "ring", "ringintra", "root/fc", "nat/fc",
            "ri/ring", "auto");
@@ -282,7 +282,7 @@ int main(int argc, char **argv) {
           p, q, p * k * beta * 1e3, fc * 1e3, root * 1e3, nat * 1e3, dr * 1e3, th * 1e3, ch * 1e3,
           ring * 1e3, ri * 1e3, root / fc, nat / fc, ri / ring,
           cpl_inter_algorithm_name(
-              cpli_inter_pick_tuned(p, q, bytes, alpha, beta, cpli_tuning_now()->root_max)));
+              cpli_inter_pick_tuned(p, q, bytes, alpha, beta, cpli_tuning_now()->inter_root_max)));
       row("shape", p, q, "bound", 0, p * k * beta);
       row("shape", p, q, "fc", 0, fc);
       row("shape", p, q, "root", 0, root);

@@ -1,6 +1,6 @@
 /*
  * Public intra-group API, byte-exact against MPI's own results: every
- * algorithm (circulant, bruck, ring, native, auto) for allgather and
+ * algorithm (circulant, bruck, ring, native, root, auto) for allgather and
  * allgatherv, in place and not, contiguous and strided types, counts 0, 1,
  * odd, 64 KiB and irregular with zeros; and the circulant broadcast from
  * every root with a strided type. Run with any number of ranks.

@@ -8,13 +8,13 @@
  *             call on a communicator finds it, and every later call says
  *             it again;
  *   algs      one rank sets CPL_INTER_ALGORITHM, CPL_INTRA_ALGORITHM,
- *             CPL_FLOW, CPL_RING or CPL_ROOT_MAX differently: the first
+ *             CPL_FLOW, CPL_RING or CPL_INTER_ROOT_MAX differently: the first
  *             collective on a new communicator (and inter link) fails
  *             with CPL_ERR_MISMATCH on every rank naming the variable
- *             (CPL_ROOT_MAX: root_max) and the values, instead of a
+ *             (CPL_INTER_ROOT_MAX: inter_root_max) and the values, instead of a
  *             timeout blaming a "dead" peer;
  *   badenv    a bad CPL_ALPHA, CPL_BETA, CPL_OVERHEAD, CPL_CHUNK or
- *             CPL_ROOT_MAX (abc, -5, 0, nan, a chunk below 512, a
+ *             CPL_INTER_ROOT_MAX (abc, -5, 0, nan, a chunk below 512, a
  *             fraction of a byte): every call fails with
  *             CPL_ERR_ENV naming the variable and the value; then a
  *             1 MiB allgather at the smallest chunk, 512, runs right.
@@ -49,14 +49,27 @@ static void expect(int rc, int want, const char *fragment, const char *what, int
 static int badenv(int rank) {
   unsetenv("CPL_TUNING_FILE");
   setenv("XDG_CONFIG_HOME", "/nonexistent/coupler-test", 1);
-  static const char *const cases[][2] = {
-      {"CPL_ALPHA", "abc"},    {"CPL_ALPHA", "-5"},    {"CPL_ALPHA", "0"},
-      {"CPL_ALPHA", "nan"},    {"CPL_BETA", "abc"},    {"CPL_BETA", "-5"},
-      {"CPL_BETA", "0"},       {"CPL_BETA", "nan"},    {"CPL_OVERHEAD", "abc"},
-      {"CPL_OVERHEAD", "-5"},  {"CPL_OVERHEAD", "0"},  {"CPL_OVERHEAD", "nan"},
-      {"CPL_CHUNK", "abc"},    {"CPL_CHUNK", "-5"},    {"CPL_CHUNK", "0"},
-      {"CPL_CHUNK", "nan"},    {"CPL_CHUNK", "1"},     {"CPL_CHUNK", "100"},
-      {"CPL_ROOT_MAX", "abc"}, {"CPL_ROOT_MAX", "-5"}, {"CPL_ROOT_MAX", "100.5"}};
+  static const char *const cases[][2] = {{"CPL_ALPHA", "abc"},
+                                         {"CPL_ALPHA", "-5"},
+                                         {"CPL_ALPHA", "0"},
+                                         {"CPL_ALPHA", "nan"},
+                                         {"CPL_BETA", "abc"},
+                                         {"CPL_BETA", "-5"},
+                                         {"CPL_BETA", "0"},
+                                         {"CPL_BETA", "nan"},
+                                         {"CPL_OVERHEAD", "abc"},
+                                         {"CPL_OVERHEAD", "-5"},
+                                         {"CPL_OVERHEAD", "0"},
+                                         {"CPL_OVERHEAD", "nan"},
+                                         {"CPL_CHUNK", "abc"},
+                                         {"CPL_CHUNK", "-5"},
+                                         {"CPL_CHUNK", "0"},
+                                         {"CPL_CHUNK", "nan"},
+                                         {"CPL_CHUNK", "1"},
+                                         {"CPL_CHUNK", "100"},
+                                         {"CPL_INTER_ROOT_MAX", "abc"},
+                                         {"CPL_INTER_ROOT_MAX", "-5"},
+                                         {"CPL_INTER_ROOT_MAX", "100.5"}};
   cpl_coll_options opt;
   cpl_coll_options_init(&opt);
   opt.timeout = 30;
@@ -138,14 +151,15 @@ static int algs(int rank) {
     unsetenv(cases[c][0]);
   }
   /* the small-block switch point decides the algorithm like the model */
-  setenv("CPL_ROOT_MAX", rank == 0 ? "0" : "1K", 1);
+  setenv("CPL_INTER_ROOT_MAX", rank == 0 ? "0" : "1K", 1);
   MPI_Comm d2;
   MPI_Comm_dup(MPI_COMM_WORLD, &d2);
   int b2[4] = {rank, rank, 0, 0};
   expect(cpl_intra_allgather(MPI_IN_PLACE, 0, MPI_INT, b2, 2, MPI_INT, d2, &opt), CPL_ERR_MISMATCH,
-         "ranks use different cost models (root_max from 0 to 1024", "CPL_ROOT_MAX 0|1K", rank);
+         "ranks use different cost models (inter_root_max from 0 to 1024",
+         "CPL_INTER_ROOT_MAX 0|1K", rank);
   MPI_Comm_free(&d2);
-  unsetenv("CPL_ROOT_MAX");
+  unsetenv("CPL_INTER_ROOT_MAX");
   /* the same settings on both ranks still run */
   setenv("CPL_INTRA_ALGORITHM", "bruck", 1);
   setenv("CPL_RING", "0", 1);

@@ -325,10 +325,10 @@ static void test_pick_memo(void) {
   cpli_tuning_refresh();
 }
 
-/* The small-block rule: with root_max set (the calibration's switch
- * point, CPL_ROOT_MAX), root for p, q >= 2 and blocks up to it, never at
+/* The small-block rule: with inter_root_max set (the calibration's switch
+ * point, CPL_INTER_ROOT_MAX), root for p, q >= 2 and blocks up to it, never at
  * p = 1 (fc's broadcast sends as few messages in fewer hops) nor q = 1
- * (root is two-hop's plan there), nor above it; root_max 0 (the default)
+ * (root is two-hop's plan there), nor above it; inter_root_max 0 (the default)
  * is the model alone; cpli_inter_pick reads it from the tuning. */
 static void test_root_rule(void) {
   const double al = 2.22e-5, be = 2.045e-8;
@@ -339,21 +339,40 @@ static void test_root_rule(void) {
         const cpl_inter_algorithm a = cpli_inter_pick_tuned(p, q, m, al, be, 2048),
                                   z = cpli_inter_pick_tuned(p, q, m, al, be, 0);
         const int want = p >= 2 && q >= 2 && k <= 2048;
-        CHECK((a == CPL_INTER_ROOT) == want, "%d|%d, %zu B blocks, root_max 2048: %s", p, q, k,
-              cpl_inter_algorithm_name(a));
+        CHECK((a == CPL_INTER_ROOT) == want, "%d|%d, %zu B blocks, inter_root_max 2048: %s", p, q,
+              k, cpl_inter_algorithm_name(a));
         CHECK(a == CPL_INTER_ROOT || a == cpli_inter_pick_ab(p, q, m, al, be),
-              "%d|%d, %zu B: not the model's pick above root_max", p, q, k);
+              "%d|%d, %zu B: not the model's pick above inter_root_max", p, q, k);
         CHECK(z == cpli_inter_pick_ab(p, q, m, al, be) && z != CPL_INTER_ROOT,
-              "%d|%d, %zu B, root_max 0: %s", p, q, k, cpl_inter_algorithm_name(z));
+              "%d|%d, %zu B, inter_root_max 0: %s", p, q, k, cpl_inter_algorithm_name(z));
       }
-  setenv("CPL_ROOT_MAX", "1K", 1);
+  setenv("CPL_INTER_ROOT_MAX", "1K", 1);
   cpli_tuning_refresh();
   CHECK(cpli_inter_pick(3, 5, 3 * 1024) == CPL_INTER_ROOT &&
             cpli_inter_pick(3, 5, 3 * 1025) != CPL_INTER_ROOT,
-        "CPL_ROOT_MAX=1K: 3|5 at 1 KiB not root, or at 1025 B root");
-  setenv("CPL_ROOT_MAX", "0", 1);
+        "CPL_INTER_ROOT_MAX=1K: 3|5 at 1 KiB not root, or at 1025 B root");
+  setenv("CPL_INTER_ROOT_MAX", "0", 1);
   cpli_tuning_refresh();
-  CHECK(cpli_inter_pick(3, 5, 3 * 1024) != CPL_INTER_ROOT, "root with CPL_ROOT_MAX=0");
+  CHECK(cpli_inter_pick(3, 5, 3 * 1024) != CPL_INTER_ROOT, "root with CPL_INTER_ROOT_MAX=0");
+  /* intra: root for n >= 3 up to the largest block intra_root_max */
+  for (int n = 1; n <= 16; n++)
+    for (size_t k = 1; k <= 65536; k *= 2)
+      for (int reg = 0; reg < 2; reg++) {
+        const size_t maxb = reg ? k : 2 * k, m = reg ? k * (size_t)n : k * (size_t)n + k;
+        const cpl_intra_algorithm a = cpli_intra_pick_tuned(n, m, maxb, reg, al, be, 2048),
+                                  z = cpli_intra_pick_tuned(n, m, maxb, reg, al, be, 0);
+        CHECK((a == CPL_INTRA_ROOT) == (n >= 3 && maxb <= 2048), "intra n=%d maxb %zu: %s", n, maxb,
+              cpl_intra_algorithm_name(a));
+        CHECK(z == cpli_intra_pick_ab(n, m, maxb, reg, al, be) && z != CPL_INTRA_ROOT,
+              "intra n=%d maxb %zu, intra_root_max 0: %s", n, maxb, cpl_intra_algorithm_name(z));
+      }
+  setenv("CPL_INTRA_ROOT_MAX", "2K", 1);
+  cpli_tuning_refresh();
+  CHECK(cpli_intra_pick(8, 8 * 2048, 2048, 1) == CPL_INTRA_ROOT &&
+            cpli_intra_pick(8, 8 * 4096, 4096, 1) != CPL_INTRA_ROOT,
+        "CPL_INTRA_ROOT_MAX=2K: p = 8 not root at 2 KiB, or root at 4 KiB");
+  setenv("CPL_INTRA_ROOT_MAX", "0", 1);
+  cpli_tuning_refresh();
 }
 
 /* The public entry points refuse shapes the model cannot price, and
@@ -386,7 +405,8 @@ int main(void) {
   unsetenv("CPL_BETA");
   unsetenv("CPL_INTER_ALGORITHM");
   unsetenv("CPL_INTRA_ALGORITHM");
-  setenv("CPL_ROOT_MAX", "0", 1); /* whatever a tuning file says */
+  setenv("CPL_INTER_ROOT_MAX", "0", 1); /* whatever a tuning file says */
+  setenv("CPL_INTRA_ROOT_MAX", "0", 1);
   set_env(0);
   test_tables();
   test_intra_no_bruck();

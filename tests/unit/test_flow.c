@@ -406,6 +406,47 @@ static void root_case(int p, int q, int ck, double beta) {
   free(plans), free(pp), free(b0), free(b1), free(counts), free(displs), free(size);
 }
 
+/* intra root: every member with its own layout, delivered whole; with
+ * every block non-empty, 2 (p - 1) sends in all, p - 1 of them to
+ * member 0 whole. */
+static void intra_root_case(int p, int ck) {
+  size_t *counts = malloc(sizeof *counts * p), *displs = malloc(sizeof *displs * p * p);
+  size_t *size = malloc(sizeof *size * p);
+  for (int j = 0; j < p; j++) counts[j] = count_of(ck, j, p);
+  cpli_flow *plans = malloc(sizeof *plans * p);
+  cpli_flow **pp = malloc(sizeof *pp * p);
+  unsigned char **b0 = malloc(sizeof *b0 * p), **b1 = calloc(p, sizeof *b1);
+  char why[256] = "";
+  int ok = 1, nonzero = 0;
+  size_t sends = 0, to0 = 0;
+  for (int j = 0; j < p; j++) nonzero += counts[j] > 0;
+  for (int r = 0; r < p; r++) {
+    cpli_flow_init(&plans[r]);
+    pp[r] = &plans[r];
+    size_t *d = displs + (size_t)p * r;
+    size[r] = layout(r % LAYOUT_KINDS, p, counts, d);
+    b0[r] = buffer(size[r], p, counts, d, r);
+    ok = ok && cpli_flow_intra_root(&plans[r], p, r, counts, d) == CPL_OK &&
+         cpli_flow_resolve(&plans[r], why, sizeof why) == CPL_OK;
+    for (size_t i = 0; i < plans[r].nm; i++) {
+      const cpli_fmsg *m = &plans[r].m[i];
+      sends += m->send;
+      if (r > 0 && m->send && m->peer == 0) to0++, ok = ok && m->bytes == counts[r];
+    }
+  }
+  ok = ok && cpli_flow_simulate(p, pp, b0, b1, why, sizeof why) == 0;
+  for (int r = 0; r < p && ok; r++)
+    if (!(ok = full(b0[r], size[r], p, counts, displs + (size_t)p * r)))
+      snprintf(why, sizeof why, "member %d does not hold every block", r);
+  CHECK(ok, "intra root p=%d counts %d: %s", p, ck, why);
+  if (nonzero == p)
+    CHECK(sends == 2 * (size_t)(p - 1) && to0 == (size_t)(p - 1),
+          "intra root p=%d: %zu sends (%zu to member 0), not %d", p, sends, to0, 2 * (p - 1));
+  cases++;
+  for (int r = 0; r < p; r++) cpli_flow_free(&plans[r]), free(b0[r]);
+  free(plans), free(pp), free(b0), free(b1), free(counts), free(displs), free(size);
+}
+
 /* chains' order, which the simulator cannot see (any order delivers):
  * sender b feeds the heads b, b + 1, ... (mod p, those < G) one after
  * another, waiting for a signal before every stream but round 0's; the
@@ -625,6 +666,8 @@ int main(void) {
       two_hop_shape(p, q, 1e-7); /* p > 8, but too short a block to admit */
       chains_shape(p, q);
     }
+  for (int p = 1; p <= 40; p++)
+    for (int ck = 0; ck < COUNTS_KINDS; ck++) intra_root_case(p, ck);
   for (int p = 1; p <= 9; p++)
     for (int q = 1; q <= 12; q++)
       for (int ck = 0; ck < COUNTS_KINDS; ck++) {

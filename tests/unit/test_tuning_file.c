@@ -49,26 +49,32 @@ int main(void) {
   snprintf(dir, sizeof dir, "/tmp/cpl-tuning-test.%ld", (long)getpid());
   if (mkdir(dir, 0700)) return perror(dir), 1;
   unsetenv("CPL_ALPHA"), unsetenv("CPL_BETA"), unsetenv("CPL_OVERHEAD"), unsetenv("CPL_CHUNK");
-  unsetenv("CPL_ROOT_MAX");
+  unsetenv("CPL_INTER_ROOT_MAX"), unsetenv("CPL_INTRA_ROOT_MAX");
 
   /* round trip, directory created */
   char path[512], err[600];
   snprintf(path, sizeof path, "%s/sub/dir/tuning", dir);
-  const cpli_tuning_vals w = {
-      .alpha = 1.25e-5, .beta = 2.0915e-8, .overhead = 3e-6, .root_max = 0, .root_max_set = 1};
+  const cpli_tuning_vals w = {.alpha = 1.25e-5,
+                              .beta = 2.0915e-8,
+                              .overhead = 3e-6,
+                              .inter_root_max = 0,
+                              .inter_root_max_set = 1};
   CHECK(cpli_tuning_file_write(path, &w, "made by a test\nsecond line", err, sizeof err) == CPL_OK,
         "write: %s", err);
   cpli_tuning_vals r;
   CHECK(cpli_tuning_file_read(path, &r, err, sizeof err) == CPL_OK, "read back: %s", err);
   CHECK(r.alpha == 1.25e-5 && r.beta == 2.0915e-8 && r.overhead == 3e-6 && r.chunk == 0 &&
-            r.root_max_set && r.root_max == 0,
-        "round trip: %g %g %g %zu, root_max %zu (%s)", r.alpha, r.beta, r.overhead, r.chunk,
-        r.root_max, r.root_max_set ? "set" : "not set");
+            r.inter_root_max_set && r.inter_root_max == 0,
+        "round trip: %g %g %g %zu, inter_root_max %zu (%s)", r.alpha, r.beta, r.overhead, r.chunk,
+        r.inter_root_max, r.inter_root_max_set ? "set" : "not set");
   char ok[512]; /* write_text returns its own buffer */
   snprintf(ok, sizeof ok, "%s",
-           write_text("ok", "# comment\n\n  alpha=2e-6 # trailing\nchunk = 64K\nroot_max = 2K\n"));
+           write_text("ok",
+                      "# comment\n\n  alpha=2e-6 # trailing\nchunk = 64K\ninter_root_max = 2K\n"
+                      "intra_root_max = 1K\n"));
   CHECK(cpli_tuning_file_read(ok, &r, err, sizeof err) == CPL_OK && r.alpha == 2e-6 &&
-            r.chunk == 65536 && r.beta == 0 && r.root_max == 2048 && r.root_max_set,
+            r.chunk == 65536 && r.beta == 0 && r.inter_root_max == 2048 && r.inter_root_max_set &&
+            r.intra_root_max == 1024 && r.intra_root_max_set,
         "partial file: %s", err);
 
   bad("alpha = 1e-5\nalfa = 2\n", "2", "unknown key \"alfa\"");
@@ -82,9 +88,11 @@ int main(void) {
   bad("chunk = 1\n", "1", "chunk: expected a whole number of bytes >= 512"); /* crashed MPICH */
   bad("alpha = 1e-6\nchunk = 511\n", "2", ">= 512");
   bad("alpha =\n", "1", "got \"\"");
-  bad("root_max = -1\n", "1", "root_max: expected a whole number of bytes (K or M suffix) or 0");
-  bad("root_max = 100.5\n", "1", "root_max");
-  bad("root_max = 1K\nroot_max = 2K\n", "2", "given twice");
+  bad("inter_root_max = -1\n", "1",
+      "inter_root_max: expected a whole number of bytes (K or M suffix) or 0");
+  bad("inter_root_max = 100.5\n", "1", "inter_root_max");
+  bad("intra_root_max = x\n", "1", "intra_root_max: expected a whole number of bytes");
+  bad("inter_root_max = 1K\ninter_root_max = 2K\n", "2", "given twice");
   CHECK(cpli_tuning_file_read("/nonexistent/x", &r, err, sizeof err) == CPL_ERR_IO &&
             strstr(err, "/nonexistent/x"),
         "missing file: %s", err);
@@ -112,24 +120,34 @@ int main(void) {
   CHECK(t->chunk == 65536 && !strcmp(t->chunk_from, "file") && t->overhead == 2e-6 &&
             !strcmp(t->overhead_from, "alpha") && t->beta == CPLI_DEFAULT_BETA,
         "file chunk %zu, overhead %g", t->chunk, t->overhead);
-  /* root_max: the file's, CPL_ROOT_MAX over it (0 a value), a bad one loud */
-  CHECK(t->root_max == 2048 && !strcmp(t->root_max_from, "file"), "file root_max %zu", t->root_max);
-  setenv("CPL_ROOT_MAX", "0", 1);
+  /* inter_root_max: the file's, CPL_INTER_ROOT_MAX over it (0 a value), a bad one loud */
+  CHECK(t->inter_root_max == 2048 && !strcmp(t->inter_root_max_from, "file") &&
+            t->intra_root_max == 1024 && !strcmp(t->intra_root_max_from, "file"),
+        "file inter_root_max %zu, intra_root_max %zu", t->inter_root_max, t->intra_root_max);
+  setenv("CPL_INTRA_ROOT_MAX", "512", 1);
   t = cpli_tuning_refresh();
-  CHECK(t->root_max == 0 && !strcmp(t->root_max_from, "CPL_ROOT_MAX") && !t->file_error,
-        "CPL_ROOT_MAX=0: %zu from %s", t->root_max, t->root_max_from);
-  setenv("CPL_ROOT_MAX", "4k", 1);
+  CHECK(t->intra_root_max == 512 && !strcmp(t->intra_root_max_from, "CPL_INTRA_ROOT_MAX"),
+        "CPL_INTRA_ROOT_MAX=512: %zu", t->intra_root_max);
+  unsetenv("CPL_INTRA_ROOT_MAX");
+  setenv("CPL_INTER_ROOT_MAX", "0", 1);
   t = cpli_tuning_refresh();
-  CHECK(t->root_max == 4096 && !t->file_error, "CPL_ROOT_MAX=4k: %zu", t->root_max);
-  setenv("CPL_ROOT_MAX", "small", 1);
+  CHECK(t->inter_root_max == 0 && !strcmp(t->inter_root_max_from, "CPL_INTER_ROOT_MAX") &&
+            !t->file_error,
+        "CPL_INTER_ROOT_MAX=0: %zu from %s", t->inter_root_max, t->inter_root_max_from);
+  setenv("CPL_INTER_ROOT_MAX", "4k", 1);
   t = cpli_tuning_refresh();
-  CHECK(t->file_error && strstr(t->file_error, "CPL_ROOT_MAX: expected a whole number of bytes"),
-        "CPL_ROOT_MAX=small: %s", t->file_error ? t->file_error : "(accepted)");
-  unsetenv("CPL_ROOT_MAX");
+  CHECK(t->inter_root_max == 4096 && !t->file_error, "CPL_INTER_ROOT_MAX=4k: %zu",
+        t->inter_root_max);
+  setenv("CPL_INTER_ROOT_MAX", "small", 1);
+  t = cpli_tuning_refresh();
+  CHECK(t->file_error &&
+            strstr(t->file_error, "CPL_INTER_ROOT_MAX: expected a whole number of bytes"),
+        "CPL_INTER_ROOT_MAX=small: %s", t->file_error ? t->file_error : "(accepted)");
+  unsetenv("CPL_INTER_ROOT_MAX");
   refresh_with(path);
   t = cpli_tuning_refresh();
-  CHECK(t->root_max == 0 && !strcmp(t->root_max_from, "file"), "file root_max 0: %zu from %s",
-        t->root_max, t->root_max_from);
+  CHECK(t->inter_root_max == 0 && !strcmp(t->inter_root_max_from, "file"),
+        "file inter_root_max 0: %zu from %s", t->inter_root_max, t->inter_root_max_from);
 
   /* broken or missing named file: loud; missing default file: defaults */
   refresh_with(write_text("broken", "alpha = 1e-5\nbogus\n"));
