@@ -13,6 +13,10 @@
 # Defaults: build "pair stage" 250 1000 4000 16000. Steps measured: about
 # 20,000 datasets' worth (pair), 12,000 (stage), at least 3.
 set -euo pipefail
+case "${1:-}" in
+  -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -*) echo "bench_datasets.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 build=${1:-build} cases=${2:-pair stage}
 shift $(($# > 2 ? 2 : $#))

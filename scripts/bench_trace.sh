@@ -9,6 +9,10 @@
 #   scripts/bench_trace.sh [BUILD_DIR] [BYTES] [STEPS] [ROUNDS] [P] [Q]
 # Defaults: build 1048576 200 7 2 2. Needs the build's tests/bench/step_bench.
 set -euo pipefail
+case "${1:-}" in
+  -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -*) echo "bench_trace.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 build=${1:-build} bytes=${2:-1048576} steps=${3:-200} rounds=${4:-7} p=${5:-2} q=${6:-2}
 bench=$PWD/$build/tests/bench/step_bench
