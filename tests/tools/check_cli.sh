@@ -74,6 +74,14 @@ case $name in
       ((rc == 2)) && grep -q "circulant@c$c: @c needs a whole number of bytes >= 512" "$tmp/err" ||
         fail "@c$c: $rc $(head -1 "$tmp/err")"
     done
+    # An unknown algorithm: the list names the benchmark's baselines too
+    # (it gave the library's alone, as if mpi were not a choice).
+    run --inter bogus --sizes 1K --reps 1
+    ((rc == 2)) && grep -q 'unknown inter-group algorithm "bogus" (expected auto|fc|.*|chains); cpl-bench also takes ring-intra and mpi' "$tmp/err" ||
+      fail "--inter bogus: $rc $(head -1 "$tmp/err")"
+    run --intra bogus --sizes 1K --reps 1
+    ((rc == 2)) && grep -q 'unknown intra-group algorithm "bogus" (expected .*native); cpl-bench also takes mpi$' "$tmp/err" ||
+      fail "--intra bogus: $rc $(head -1 "$tmp/err")"
     run --intra circulant@ixyz --sizes 1K --reps 1
     ((rc == 2)) && grep -q '"@ixyz"' "$tmp/err" || fail "@ixyz: $rc $(head -1 "$tmp/err")"
     # Numbers are read whole (atoi took --reps 1e3 for 1 run, atof
