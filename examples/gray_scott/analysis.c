@@ -87,6 +87,7 @@ static int parse(int argc, char **argv, options *o, char *err, size_t errsize) {
     char *end = NULL;
     double x = v ? strtod(v, &end) : NAN;
     int isnum = v && *v && !*end;
+    int isint = isnum && x == floor(x); /* 2.5 was taken for 2 */
     if (!v) {
       snprintf(err, errsize, "%s needs a value", a);
       return -1;
@@ -99,9 +100,9 @@ static int parse(int argc, char **argv, options *o, char *err, size_t errsize) {
     } else if (!strcmp(a, "--select") && (!strcmp(v, "rows") || !strcmp(v, "all"))) {
       o->select_rows = !strcmp(v, "rows");
       o->report = 1;
-    } else if (!strcmp(a, "--image-every") && isnum && x >= -1 && x <= 1e9) {
+    } else if (!strcmp(a, "--image-every") && isint && x >= -1 && x <= 1e9) {
       o->image_every = (int)x;
-    } else if (!strcmp(a, "--image-size") && isnum && x >= 1 && x <= 8192) {
+    } else if (!strcmp(a, "--image-size") && isint && x >= 1 && x <= 8192) {
       o->image_size = (int)x;
     } else if (!strcmp(a, "--threshold") && isnum) {
       o->threshold = x;
