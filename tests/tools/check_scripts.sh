@@ -17,7 +17,8 @@ fail() { echo "scripts: FAIL: $*" >&2; fails=$((fails + 1)); }
 mkdir -p "$tmp/tree/out"
 cp -r "$src/scripts" "$tmp/tree/"
 cd "$tmp"
-for s in example.sh measure_stage.sh bench_trace.sh bench_datasets.sh sanitize.sh setup.sh format.sh; do
+for s in example.sh measure_stage.sh bench_trace.sh bench_datasets.sh sanitize.sh setup.sh format.sh \
+  fuzz.sh; do
   for h in -h --help; do
     timeout -k 2 20 bash "tree/scripts/$s" $h > out.txt 2> err.txt
     rc=$?
