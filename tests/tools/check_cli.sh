@@ -146,6 +146,11 @@ case $name in
     [[ -s $tmp/out ]] && fail "CPL_ALPHA=abc wrote to stdout: $(head -1 "$tmp/out")"
     run --max x
     ((rc == 2)) && grep -q -- '--max: x' "$tmp/err" || fail "--max x: $rc $(head -1 "$tmp/err")"
+    # --beta and --rate are alternatives (the usage's "|"): the last won.
+    for pair in "--beta 1e-9 --rate 100" "--rate 100 --beta 1e-9"; do
+      run $pair --max 2
+      ((rc == 2)) && grep -q -- '--beta and --rate both set beta' "$tmp/err" || fail "$pair: $rc $(head -1 "$tmp/out")"
+    done
     # --size is bounded (p * k overflowed size_t: 1e30 bytes modelled as 0.01 ms)
     for sz in 1e30 18446744073709551615 1099511627777 -1; do
       run --size $sz
