@@ -134,6 +134,13 @@ case $name in
       ((rc == 2)) && grep -q -- "is for fc, direct-ring, two-hop, chains, not ${args%% *}" "$tmp/err" &&
         [[ ! -s $tmp/out ]] || fail "$args: $rc $(head -1 "$tmp/err")"
     done
+    # A bad --size is named with what is taken (it said "--size needs a
+    # byte count (e.g. 1M)" for 3G, 0 and 1.5 alike).
+    for sz in 3G 0 1.5; do
+      run fc 2 2 --size $sz
+      ((rc == 2)) && grep -q -- "bad value for --size: $sz (a whole number of bytes, at least 1, with K or M)" "$tmp/err" ||
+        fail "--size $sz: $rc $(head -1 "$tmp/err")"
+    done
     run
     ((rc == 2)) || fail "no arguments exited $rc, not 2"
     ;;
