@@ -57,10 +57,15 @@ def main():
     a.add_argument("--shape", default="1:1")
     a.add_argument("--reps", type=int, default=5)
     a.add_argument("--steps", type=int, default=0,
-                   help="steps per run (default: about 32 MiB moved, 100..2000)")
+                   help="steps per run, more than the warm-up's max(5, N/10) "
+                   "(default: about 32 MiB moved, 100..2000)")
     a.add_argument("--no-yield", action="store_true",
                    help="without the cpl_yield shim (idle ranks busy-poll)")
     o = a.parse_args()
+    # Every run times the steps after its warm-up; with none left the
+    # consumers divided by zero ("per_step_us=inf", "run failed (0)").
+    if o.steps and o.steps <= 5:
+        a.error(f"--steps must be more than the 5 warm-up steps, got {o.steps}")
     build = os.path.abspath(o.build)
     run = os.path.join(build, "coupler", "tools", "cpl-run")
     sides = {"C": [os.path.join(build, "tests", "bench", "step_bench")],
