@@ -13,18 +13,24 @@
 # Defaults: build "pair stage" 250 1000 4000 16000. Steps measured: about
 # 20,000 datasets' worth (pair), 12,000 (stage), at least 3.
 set -euo pipefail
+case "${1:-}" in
+  -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -*) echo "bench_datasets.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
-build=${1:-build} cases=${2:-pair stage}
+# Absolute, so that the paths below hold in the workflow files too (an
+# absolute BUILD_DIR was taken relative to the repository: "build ... first").
+build=$(realpath -m "${1:-build}") cases=${2:-pair stage}
 shift $(($# > 2 ? 2 : $#))
 sizes=("$@")
 ((${#sizes[@]})) || sizes=(250 1000 4000 16000)
-bench=$PWD/$build/tests/bench/step_bench
-run=$PWD/$build/coupler/tools/cpl-run
+bench=$build/tests/bench/step_bench
+run=$build/coupler/tools/cpl-run
 [[ -x $bench && -x $run ]] || { echo "bench_datasets.sh: build $build first" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 shim=()
-[[ -f $build/scripts/libcpl_yield.so ]] && shim=(-genv LD_PRELOAD "$PWD/$build/scripts/libcpl_yield.so")
+[[ -f $build/scripts/libcpl_yield.so ]] && shim=(-genv LD_PRELOAD "$build/scripts/libcpl_yield.so")
 for n in "${sizes[@]}"; do
   for c in $cases; do
     if [[ $c == pair ]]; then

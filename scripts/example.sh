@@ -5,10 +5,17 @@
 #   scripts/example.sh [BUILD_DIR]       (default: build)
 # Outputs go to out/ of the repository. Then a few seconds of cpl-bench.
 set -euo pipefail
+case "${1:-}" in
+  -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -*) echo "example.sh: unknown option '$1' (a build directory or nothing)" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 build=${1:-build}
 run=$build/coupler/tools/cpl-run
 shim=$build/scripts/libcpl_yield.so
+# Checked before the old outputs below are removed: a wrong argument must
+# not cost the user the pictures and file of the last run.
+[[ -x $run ]] || { echo "example.sh: no $run: build into $build first (scripts/setup.sh)" >&2; exit 2; }
 
 # configs/gray_scott.yaml finds the programs in build/; any other build
 # directory has a copy with its own absolute paths.

@@ -7,7 +7,6 @@
 # Files: what git tracks under coupler/, adapters/, examples/, tests/ and
 # scripts/ (fuzz seeds and other data are not C).
 set -euo pipefail
-cd "$(dirname "$0")/.."
 
 check=0
 case "${1:-}" in
@@ -16,6 +15,8 @@ case "${1:-}" in
   -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "format.sh: unknown option '$1' (--check or nothing)" >&2; exit 2 ;;
 esac
+# After --help, which reads "$0" as given (relative to where we started).
+cd "$(dirname "$0")/.."
 
 fmt=${CLANG_FORMAT:-clang-format}
 if ! command -v "$fmt" >/dev/null; then

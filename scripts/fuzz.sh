@@ -12,6 +12,7 @@
 # tests/*/fuzz*/found/ with the fix, so ctest replays it). Prints each
 # harness's executions and exit status; exits 1 if any found something.
 set -u
+case ${1:-} in -h|--help) sed -n 2,13p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 minutes=10 build=build-fuzz par=1
 while getopts m:b:p o; do
   case $o in

@@ -15,15 +15,20 @@
 # with fewer cores than the 6 ranks, times are CPU scheduling as much as
 # data movement: say so next to them.
 set -euo pipefail
+case "${1:-}" in
+  -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -*) echo "measure_stage.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 build=${1:-build}
 size=${2:-1024}
 iterations=${3:-300}
 every=${4:-50}
+base=$build/configs/gray_scott_stage.yaml
+[[ -x $build/coupler/tools/cpl-run && -f $base ]] ||
+  { echo "measure_stage.sh: no $build/coupler/tools/cpl-run or $base: build first" >&2; exit 2; }
 run=$(realpath "$build/coupler/tools/cpl-run")
 shim=$build/scripts/libcpl_yield.so
-base=$build/configs/gray_scott_stage.yaml
-[[ -f $base ]] || { echo "no $base: build first" >&2; exit 1; }
 pre=()
 [[ -f $shim ]] && pre=(-genv LD_PRELOAD "$(realpath "$shim")")
 work=$(mktemp -d "${TMPDIR:-/tmp}/measure_stage.XXXXXX")

@@ -102,6 +102,10 @@ def bench(csv_path, out):
 
 def ratio(csv_path, out, baseline=None):
     plt, rows, shapes, fig, axes = shape_panels(csv_path)
+    algs = list(dict.fromkeys(r["algorithm"] for r in rows))
+    if baseline is not None and baseline not in algs:  # it drew empty panels
+        sys.exit(f"plot.py: baseline {baseline} is not in {csv_path} (algorithms: "
+                 f"{', '.join(algs)})")
     for ax, shape in zip(axes.flat, shapes):
         t = defaultdict(dict)
         for r in rows:
@@ -294,8 +298,13 @@ def trace(path, out):
     print(f"wrote {out}")
 
 
-if __name__ == "__main__":
-    cmd = sys.argv[1] if len(sys.argv) > 1 else ""
+# What each command reads, for the message when the file is something else.
+INPUT = {"bench": "cpl-bench --csv output", "ratio": "cpl-bench --csv output",
+         "fit": "cpl-bench --csv output", "trace": "a CPL_TRACE file (JSON Lines or chrome:)",
+         "model": "the cpl-model binary"}
+
+
+def main(cmd):
     if cmd == "bench" and len(sys.argv) == 4:
         bench(sys.argv[2], sys.argv[3])
     elif cmd == "model" and len(sys.argv) == 4:
@@ -308,3 +317,19 @@ if __name__ == "__main__":
         fit(sys.argv[2])
     else:
         sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1] if len(sys.argv) > 1 else ""
+    if cmd in ("-h", "--help"):
+        print(__doc__)
+        sys.exit(0)
+    # A missing file or one of the wrong kind ended in a Python traceback
+    # (FileNotFoundError, KeyError: 'shape', JSONDecodeError).
+    try:
+        main(cmd)
+    except OSError as e:
+        sys.exit(f"plot.py: {e.filename or sys.argv[2]}: {e.strerror or e}")
+    except (KeyError, ValueError) as e:
+        what = f"no field {e}" if isinstance(e, KeyError) else str(e)
+        sys.exit(f"plot.py: {sys.argv[2]} is not {INPUT.get(cmd, 'what ' + cmd + ' reads')} ({what})")

@@ -17,6 +17,8 @@ while [ $# -gt 0 ]; do
     -j) jobs=$2; shift 2 ;;
     --valgrind) valgrind=1; shift ;;
     --ci) ci=1; shift ;;
+    # Before any build: was passed on to ctest after a full sanitized build.
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) break ;;
   esac
 done

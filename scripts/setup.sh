@@ -7,15 +7,16 @@
 # Environment: BUILD_DIR (default build; the sanitized one is BUILD_DIR-asan),
 # JOBS (default nproc).
 set -euo pipefail
-cd "$(dirname "$0")/.."
 
 mode=example
 case "${1:-}" in
   "") ;;
   --test) mode=test ;;
-  -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "setup.sh: unknown argument '$1' (expected --test or nothing)" >&2; exit 2 ;;
 esac
+# After --help, which reads "$0" as given (relative to where we started).
+cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config mpich libmpich-dev libhdf5-mpich-dev
           hdf5-tools libyaml-dev libpng-dev clang-format

@@ -102,6 +102,7 @@ int main(int argc, char **argv) {
     return CPLI_CLI_USAGE_ERROR;
   }
   cpli_model_params(&alpha, &beta);
+  const char *beta_from = NULL; /* --beta or --rate, whichever was given */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--check")) {
@@ -125,6 +126,13 @@ int main(int argc, char **argv) {
       continue;
     }
     int ok = number(v, &x) && x > 0;
+    /* Two ways to give beta: the one given last won without a word. */
+    if (!strcmp(a, "--beta") || !strcmp(a, "--rate")) {
+      if (beta_from && strcmp(beta_from, a))
+        return cpli_cli_usage_error("cpl-model", usage,
+                                    "--beta and --rate both set beta: give one");
+      beta_from = a;
+    }
     if (!strcmp(a, "--alpha")) alpha = x;
     else if (!strcmp(a, "--beta")) beta = x;
     else if (!strcmp(a, "--rate")) beta = 1 / (x * 1e6);

@@ -121,8 +121,13 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--no-header")) header = 0;
     else if (!strcmp(a, "--explain")) explain = 1;
     else if (!strcmp(a, "--size")) {
-      if (i + 1 >= argc || cpli_parse_bytes(argv[i + 1], &size))
+      if (i + 1 >= argc)
         return cpli_cli_usage_error("cpl-sched", usage, "--size needs a byte count (e.g. 1M)");
+      if (cpli_parse_bytes(argv[i + 1], &size)) /* it did not say what was wrong */
+        return cpli_cli_usage_error("cpl-sched", usage,
+                                    "bad value for --size: %s (a whole number of bytes, at "
+                                    "least 1, with K or M)",
+                                    argv[i + 1]);
       i++;
       size_given = 1;
     } else if (a[0] == '-' && a[1])

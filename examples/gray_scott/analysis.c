@@ -65,11 +65,13 @@ static void usage(FILE *f) {
              "Per-step statistics of DATASET (default V) from input port NAME\n"
              "(default fields) to DIR/stats.csv (default DIR: out); a PNG picture\n"
              "DIR/DATASET_<step>.png every M steps (default 4, 0: only the last) and of\n"
-             "the last step (M -1: no pictures), at least PX pixels wide (default\n"
-             "512). X: the threshold of the 'frac_above' column (default 0.25).\n"
+             "the last step (M -1: no pictures), at least PX pixels along the longer\n"
+             "side (default 512). X: the threshold of the 'frac_above' column (default\n"
+             "0.25).\n"
              "--select rows: each rank receives only its rows of DATASET\n"
              "(selective delivery); --select all: every dataset whole on every\n"
-             "rank (the default). Either prints each rank's bytes and peak RSS.\n");
+             "rank (the default). Given at all, --select also makes each rank\n"
+             "print at the end the bytes it received and held and its peak RSS.\n");
 }
 
 /* Parsed after cpl_init so that a bad option aborts the whole job. */
@@ -85,6 +87,7 @@ static int parse(int argc, char **argv, options *o, char *err, size_t errsize) {
     char *end = NULL;
     double x = v ? strtod(v, &end) : NAN;
     int isnum = v && *v && !*end;
+    int isint = isnum && x == floor(x); /* 2.5 was taken for 2 */
     if (!v) {
       snprintf(err, errsize, "%s needs a value", a);
       return -1;
@@ -97,9 +100,9 @@ static int parse(int argc, char **argv, options *o, char *err, size_t errsize) {
     } else if (!strcmp(a, "--select") && (!strcmp(v, "rows") || !strcmp(v, "all"))) {
       o->select_rows = !strcmp(v, "rows");
       o->report = 1;
-    } else if (!strcmp(a, "--image-every") && isnum && x >= -1 && x <= 1e9) {
+    } else if (!strcmp(a, "--image-every") && isint && x >= -1 && x <= 1e9) {
       o->image_every = (int)x;
-    } else if (!strcmp(a, "--image-size") && isnum && x >= 1 && x <= 8192) {
+    } else if (!strcmp(a, "--image-size") && isint && x >= 1 && x <= 8192) {
       o->image_size = (int)x;
     } else if (!strcmp(a, "--threshold") && isnum) {
       o->threshold = x;

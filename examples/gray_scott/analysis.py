@@ -2,7 +2,7 @@
 """gray-scott analysis in Python: what analysis.c does, with NumPy and
 matplotlib (configs/gray_scott_python.yaml runs it with the C simulation).
 
-    analysis.py [--out DIR] [--image-every M] [--image-size PX]
+    analysis.py [--out DIR] [--image-every M|-1] [--image-size PX]
                 [--threshold X] [--dataset NAME] [--port NAME]
 
 Every step, each rank reads a slab of rows of V (converted to float32 by
@@ -10,7 +10,8 @@ Coupler, straight into a preallocated NumPy array), the ranks reduce min,
 max, mean, standard deviation and the fraction of cells above the
 threshold, and rank 0 appends them to DIR/stats.csv (the C analysis's
 format). Rank 0 also reads the whole field to draw DIR/V_<step>.png with
-matplotlib every M-th step and at the last.
+matplotlib every M-th step and at the last (M -1: no pictures, and
+rank 0 reads only its rows).
 
 The ranks talk through mpi4py when an mpi4py built on Coupler's MPI is
 installed, else through coupler.Comm; the numbers are the same.
@@ -40,15 +41,23 @@ import numpy as np
 def parse(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default="out")
-    p.add_argument("--image-every", type=int, default=4,
-                   help="picture every M steps (0: only the last)")
-    p.add_argument("--image-size", type=int, default=512,
-                   help="pictures at least PX pixels wide")
+    p.add_argument("--image-every", type=int, default=4, metavar="M",
+                   help="picture every M steps and of the last (0: only "
+                   "the last, -1: no pictures)")
+    p.add_argument("--image-size", type=int, default=512, metavar="PX",
+                   help="pictures at least PX pixels along the longer side "
+                   "(1 to 8192)")
     p.add_argument("--threshold", type=float, default=0.25,
                    help="threshold of the frac_above column")
     p.add_argument("--dataset", default="V")
     p.add_argument("--port", default="fields")
-    return p.parse_args(argv)
+    o = p.parse_args(argv)
+    # The C analysis's ranges: -1 was taken for "only the last picture".
+    if o.image_every < -1:
+        p.error(f"--image-every must be -1 or more, got {o.image_every}")
+    if not 1 <= o.image_size <= 8192:
+        p.error(f"--image-size must be 1 to 8192, got {o.image_size}")
+    return o
 
 
 class Reducer:
@@ -113,6 +122,7 @@ def main(argv):
         os.makedirs(o.out, exist_ok=True)
         csv = open(os.path.join(o.out, "stats.csv"), "w")
         csv.write("step,iteration,t,min,max,mean,std,frac_above\n")
+    pictures = o.image_every >= 0
     slab = whole = None
     last = last_image = -1
     with ctx.input(o.port) as inp:
@@ -122,11 +132,12 @@ def main(argv):
                 raise ValueError(f"dataset {o.dataset} is not 2-D: {info}")
             ny, nx = info.shape
             if slab is None:
+                dims = (ny, nx)
                 r0, nr = my_rows(ny, red.rank, red.size)
                 slab = np.empty((nr, nx), dtype=np.float32)
-                if red.rank == 0:
+                if red.rank == 0 and pictures:
                     whole = np.empty((ny, nx), dtype=np.float32)
-            elif whole is not None and whole.shape != (ny, nx):
+            elif (ny, nx) != dims:
                 raise ValueError(f"dataset {o.dataset} changed its dims")
             # Each rank its rows, as float32, into the same array each step.
             step.get(o.dataset, out=slab, start=(r0, 0), count=(nr, nx))
@@ -138,7 +149,8 @@ def main(argv):
                 csv.write(f"{n},{iteration},{t!r},{lo!r},{hi!r},{mean!r},"
                           f"{std!r},{above!r}\n")
                 csv.flush()  # readable while the run goes on
-                step.get(o.dataset, out=whole)
+                if pictures:  # the whole field, for a picture now or at the end
+                    step.get(o.dataset, out=whole)
                 image = o.image_every > 0 and n % o.image_every == 0
                 if image:
                     picture(os.path.join(o.out, f"{o.dataset}_{n:04d}.png"),
@@ -150,7 +162,7 @@ def main(argv):
                       f"{'  (picture)' if image else ''}", flush=True)
             last = n
     if red.rank == 0:
-        if last >= 0 and last_image != last:  # the final state, always
+        if pictures and last >= 0 and last_image != last:  # the final state
             picture(os.path.join(o.out, f"{o.dataset}_{last:04d}.png"),
                     whole, lo, hi, o.image_size)
         csv.close()

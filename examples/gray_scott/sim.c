@@ -52,6 +52,7 @@ static int parse(int argc, char **argv, options *o, char *err, size_t errsize) {
   o->port = "fields";
   double size = 0, nx = 256, ny = 256, iterations = 20000, every = 1000;
   double seed = (double)o->p.seed;
+  int nx_given = 0, ny_given = 0;
   const struct {
     const char *name;
     double lo, hi, *dst;
@@ -85,6 +86,13 @@ static int parse(int argc, char **argv, options *o, char *err, size_t errsize) {
       return -1;
     }
     *spec[k].dst = x;
+    nx_given |= spec[k].dst == &nx;
+    ny_given |= spec[k].dst == &ny;
+  }
+  /* --size was taken over --nx/--ny given with it, in any order. */
+  if (size > 0 && (nx_given || ny_given)) {
+    snprintf(err, errsize, "--size N is --nx N --ny N: give one or the other");
+    return -1;
   }
   if (size > 0) nx = ny = size;
   o->nx = (int)nx;

@@ -171,6 +171,15 @@ int main(int argc, char **argv) {
     n = (hsize_t)(strtoull(argv[1], NULL, 10) / sizeof(double));
     steps = strtol(argv[2], NULL, 10), warmup = strtol(argv[3], NULL, 10);
     calls = strtol(argv[4], NULL, 10);
+    /* STEPS <= WARMUP printed a negative time per step (the clock was never
+     * started), and n 0 read before the buffer. */
+    if (n < 1 || warmup < 0 || steps <= warmup || calls < 0) {
+      fprintf(stderr,
+              "step_bench: want BYTES >= 8, STEPS > WARMUP >= 0 and CALLS >= 0, got %s %s "
+              "%s %s\n",
+              argv[1], argv[2], argv[3], argv[4]);
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
   }
   cpl_context *ctx;
   ok(cpl_init(MPI_COMM_WORLD, NULL, NULL, &ctx), "cpl_init");

@@ -54,14 +54,15 @@ sed "s|@PREFIX@|$P|" "$src/tiny.yaml.in" > "$scratch/run/tiny.yaml"
   fail "out/tiny.h5 does not hold steps 0 and 1: $(h5ls "$scratch/run/out/tiny.h5")"
 
 # The documents: every README of the tree, and every document (.md) or
-# example source they link to, in its place (the Python README and the
-# pages README.md links to were missing, and analysis.py of the examples).
+# source they link to, in its place (the Python README and the pages
+# README.md links to were missing, analysis.py of the examples, and
+# coupler/coll/algorithms.h, README.md's table of the algorithms).
 doc=$P/$datadir/doc/coupler
 for f in $(cd "$src/../.." && git ls-files '*README.md' 2> /dev/null); do
   [[ -f $doc/$f ]] || fail "$f is not installed in $doc"
 done
 while IFS= read -r md; do
-  for link in $(grep -oE '\]\([^)#:]+\.(md|c|py)[)#]' "$md" | sed -E 's/^\]\(//; s/[)#]$//'); do
+  for link in $(grep -oE '\]\([^)#:]+\.(md|c|h|py)[)#]' "$md" | sed -E 's/^\]\(//; s/[)#]$//'); do
     [[ -f $(dirname "$md")/$link ]] || fail "${md#"$doc"/} links to $link, which is not installed"
   done
 done < <(find "$doc" -name '*.md')

@@ -6,8 +6,8 @@ h5py (Debian's serial python3-h5py):
    whose statistics match those recomputed from V of that step in
    OUTDIR/gray_scott.h5 (as float32, as the analysis reads it), with the
    step's iteration and t attributes.
-2. OUTDIR/V_<step>.png exist for steps 0, M, 2M, ... and the last, no
-   others; each is at least IMAGE_SIZE pixels along its longer side and is
+2. OUTDIR/V_<step>.png exist for steps 0, M, 2M, ... and the last (M 0:
+   the last only; M -1: none), no others; each is at least IMAGE_SIZE pixels along its longer side and is
    the viridis picture of that step's V (not another step's).
 """
 
@@ -45,7 +45,8 @@ for row in rows[1:]:
     if not np.allclose([it, t, lo, hi, mean, std, above], want, rtol=1e-9, atol=1e-12):
         failures.append(f"step {int(s)}: {row} != {want}")
 
-want_pics = sorted(set(range(0, steps, every)) | {steps - 1})
+# every M-th step and the last; M 0: the last only; M -1: none
+want_pics = [] if every < 0 else sorted(set(range(0, steps, every or steps)) | {steps - 1})
 pics = sorted(int(p[2:6]) for p in os.listdir(out) if p.startswith("V_") and p.endswith(".png"))
 if pics != want_pics:
     failures.append(f"pictures of steps {pics}, want {want_pics}")

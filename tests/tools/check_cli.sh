@@ -74,6 +74,14 @@ case $name in
       ((rc == 2)) && grep -q "circulant@c$c: @c needs a whole number of bytes >= 512" "$tmp/err" ||
         fail "@c$c: $rc $(head -1 "$tmp/err")"
     done
+    # An unknown algorithm: the list names the benchmark's baselines too
+    # (it gave the library's alone, as if mpi were not a choice).
+    run --inter bogus --sizes 1K --reps 1
+    ((rc == 2)) && grep -q 'unknown inter-group algorithm "bogus" (expected auto|fc|.*|chains); cpl-bench also takes ring-intra and mpi' "$tmp/err" ||
+      fail "--inter bogus: $rc $(head -1 "$tmp/err")"
+    run --intra bogus --sizes 1K --reps 1
+    ((rc == 2)) && grep -q 'unknown intra-group algorithm "bogus" (expected .*native); cpl-bench also takes mpi$' "$tmp/err" ||
+      fail "--intra bogus: $rc $(head -1 "$tmp/err")"
     run --intra circulant@ixyz --sizes 1K --reps 1
     ((rc == 2)) && grep -q '"@ixyz"' "$tmp/err" || fail "@ixyz: $rc $(head -1 "$tmp/err")"
     # Numbers are read whole (atoi took --reps 1e3 for 1 run, atof
@@ -126,6 +134,13 @@ case $name in
       ((rc == 2)) && grep -q -- "is for fc, direct-ring, two-hop, chains, root, not ${args%% *}" "$tmp/err" &&
         [[ ! -s $tmp/out ]] || fail "$args: $rc $(head -1 "$tmp/err")"
     done
+    # A bad --size is named with what is taken (it said "--size needs a
+    # byte count (e.g. 1M)" for 3G, 0 and 1.5 alike).
+    for sz in 3G 0 1.5; do
+      run fc 2 2 --size $sz
+      ((rc == 2)) && grep -q -- "bad value for --size: $sz (a whole number of bytes, at least 1, with K or M)" "$tmp/err" ||
+        fail "--size $sz: $rc $(head -1 "$tmp/err")"
+    done
     run
     ((rc == 2)) || fail "no arguments exited $rc, not 2"
     ;;
@@ -138,6 +153,11 @@ case $name in
     [[ -s $tmp/out ]] && fail "CPL_ALPHA=abc wrote to stdout: $(head -1 "$tmp/out")"
     run --max x
     ((rc == 2)) && grep -q -- '--max: x' "$tmp/err" || fail "--max x: $rc $(head -1 "$tmp/err")"
+    # --beta and --rate are alternatives (the usage's "|"): the last won.
+    for pair in "--beta 1e-9 --rate 100" "--rate 100 --beta 1e-9"; do
+      run $pair --max 2
+      ((rc == 2)) && grep -q -- '--beta and --rate both set beta' "$tmp/err" || fail "$pair: $rc $(head -1 "$tmp/out")"
+    done
     # --size is bounded (p * k overflowed size_t: 1e30 bytes modelled as 0.01 ms)
     for sz in 1e30 18446744073709551615 1099511627777 -1; do
       run --size $sz

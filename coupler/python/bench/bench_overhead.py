@@ -26,7 +26,21 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def size(s):
     m = re.fullmatch(r"(\d+)([KM]?)", s)
-    return int(m.group(1)) * {"": 1, "K": 1024, "M": 1 << 20}[m.group(2)]
+    n = m and int(m.group(1)) * {"": 1, "K": 1024, "M": 1 << 20}[m.group(2)]
+    if not n or n < 8:  # one float64 at least
+        raise argparse.ArgumentTypeError(f"bad size {s!r} (bytes, K or M, at least 8)")
+    return n
+
+
+def shape(s):
+    m = re.fullmatch(r"([1-9]\d*):([1-9]\d*)", s)
+    if not m:
+        raise argparse.ArgumentTypeError(f"bad shape {s!r} (P:Q, producer and consumer ranks)")
+    return s
+
+
+def sizes(s):
+    return [size(x) for x in s.split(",")]
 
 
 def run_once(o, run, pre, env, tmp, prod, cons, nbytes, steps, warm, calls):
@@ -53,16 +67,26 @@ links:
 def main():
     a = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     a.add_argument("build")
-    a.add_argument("--sizes", default="4K,4M")
-    a.add_argument("--shape", default="1:1")
+    # Checked here: a bad value ended in a traceback after the header.
+    a.add_argument("--sizes", type=sizes, default="4K,4M")
+    a.add_argument("--shape", type=shape, default="1:1")
     a.add_argument("--reps", type=int, default=5)
     a.add_argument("--steps", type=int, default=0,
-                   help="steps per run (default: about 32 MiB moved, 100..2000)")
+                   help="steps per run, more than the warm-up's max(5, N/10) "
+                   "(default: about 32 MiB moved, 100..2000)")
     a.add_argument("--no-yield", action="store_true",
                    help="without the cpl_yield shim (idle ranks busy-poll)")
     o = a.parse_args()
+    # Every run times the steps after its warm-up; with none left the
+    # consumers divided by zero ("per_step_us=inf", "run failed (0)").
+    if o.steps and o.steps <= 5:
+        a.error(f"--steps must be more than the 5 warm-up steps, got {o.steps}")
+    if o.reps < 1:
+        a.error(f"--reps must be at least 1, got {o.reps}")
     build = os.path.abspath(o.build)
     run = os.path.join(build, "coupler", "tools", "cpl-run")
+    if not os.access(run, os.X_OK):  # FileNotFoundError from subprocess
+        a.error(f"{run} not found: give the build directory of Coupler")
     sides = {"C": [os.path.join(build, "tests", "bench", "step_bench")],
              "Py": [sys.executable, os.path.join(HERE, "steps.py")]}
     shim = os.path.join(build, "scripts", "libcpl_yield.so")
@@ -78,8 +102,7 @@ def main():
           "get of the whole array, alone (us; median and best over reps)")
     print(f"{'bytes':>8} {'steps':>5} {'variant':>7} {'step us':>9} {'min':>8} "
           f"{'vs C':>7} | {'solo med':>8} {'best':>8} {'get med':>9} {'best':>9}")
-    for sz in o.sizes.split(","):
-        nbytes = size(sz)
+    for nbytes in o.sizes:
         steps = o.steps or max(100, min(2000, (32 << 20) // nbytes))
         warm = max(5, steps // 10)
         calls = max(50, min(2000, (64 << 20) // nbytes))
