@@ -324,13 +324,31 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
                            m->peer, m->bytes, ctx->timeout);
     }
   }
-  if (rc != CPL_OK) /* leave nothing pending on the caller's buffers */
+  if (rc != CPL_OK) { /* leave nothing pending on the caller's buffers */
     for (size_t i = 0; i < nm; i++)
-      if (req[i] != MPI_REQUEST_NULL) {
-        if (!f->m[i].send) MPI_Cancel(&req[i]);
+      if (req[i] != MPI_REQUEST_NULL && !f->m[i].send) {
+        MPI_Cancel(&req[i]);
         MPI_Request_free(&req[i]);
         stage[i] = NULL; /* MPI may still touch it: leaked, not freed */
       }
+    /* Sends cannot be cancelled (MPICH over UCX ignores it), and a peer
+     * that takes one from a buffer the caller freed meanwhile is aborted
+     * by UCX (process_vm_readv: Bad address), the job with it. After a
+     * failure of this rank's own (a size mismatch, an MPI error) the
+     * peers are still in the call and take the sends already under way
+     * at once: wait for them, up to the deadline. */
+    if (rc != CPL_ERR_TIMEOUT && rc != CPL_ERR_INTERRUPTED && ctx->timeout > 0) {
+      cpli_wait_uninterruptible(&w); /* the failure's message stays */
+      for (int done = 0; !done;)
+        if (MPI_Testall((int)nm, req, &done, st) != MPI_SUCCESS || (!done && cpli_wait_idle(&w)))
+          break;
+    }
+    for (size_t i = 0; i < nm; i++)
+      if (req[i] != MPI_REQUEST_NULL) {
+        MPI_Request_free(&req[i]);
+        stage[i] = NULL;
+      }
+  }
 out:
   for (size_t i = 0; i < nm; i++) free_type(&type[i]);
   for (size_t i = 0; i < nm; i++) free(stage[i]);

@@ -60,8 +60,38 @@ static const char *peer_text(int peer, char *buf, size_t n) {
   return buf;
 }
 
-int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const char *what,
-                 int peer) {
+/* After this rank's own failure in a step (a truncated receive): pending
+ * receives are cancelled, and the sends among reqs (bit i of `sends`) are
+ * given until the deadline to be taken before the caller gets its buffers
+ * back. A peer in the same step takes them at once; one that took a send
+ * from a buffer the caller freed meanwhile would be aborted by UCX
+ * (process_vm_readv: Bad address), the job with it. */
+static void settle(int n, MPI_Request *reqs, unsigned sends, cpli_wait *w) {
+  cpli_wait_uninterruptible(w); /* the failure's message stays */
+  for (int i = 0; i < n; i++)
+    if (reqs[i] != MPI_REQUEST_NULL && !(sends >> i & 1)) {
+      MPI_Cancel(&reqs[i]);
+      MPI_Request_free(&reqs[i]);
+    }
+  for (int left = 1; left;) {
+    left = 0;
+    for (int i = 0; i < n; i++) {
+      int done = 0;
+      if (reqs[i] != MPI_REQUEST_NULL &&
+          MPI_Test(&reqs[i], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        done = 1;
+      if (reqs[i] != MPI_REQUEST_NULL && !done) left = 1;
+    }
+    if (left && cpli_wait_idle(w)) break;
+  }
+  for (int i = 0; i < n; i++)
+    if (reqs[i] != MPI_REQUEST_NULL) MPI_Request_free(&reqs[i]);
+}
+
+/* cpli_waitall; on a failed request, the sends (mask, see settle) are
+ * settled first. */
+static int waitall_sends(int n, MPI_Request *reqs, unsigned sends, cpli_ctx *ctx, MPI_Comm comm,
+                         const char *what, int peer) {
   char where[256], with[32];
   /* Real status arrays: gcc 12 misreads MPI_STATUSES_IGNORE as a buffer. */
   MPI_Status st[4];
@@ -86,10 +116,13 @@ int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const c
   for (;;) {
     int got = 0;
     int rc = cpli_poll_some(n, reqs, &at, idx, &got);
-    if (rc != MPI_SUCCESS)
-      return cpli_mpi_check(rc, "MPI_Request_get_status", "%s: %s%s",
-                            cpli_ctx_where(ctx, comm, where, sizeof where), what,
-                            peer_text(peer, with, sizeof with));
+    if (rc != MPI_SUCCESS) {
+      rc = cpli_mpi_check(rc, "MPI_Request_get_status", "%s: %s%s",
+                          cpli_ctx_where(ctx, comm, where, sizeof where), what,
+                          peer_text(peer, with, sizeof with));
+      if (sends && isfinite(timeout)) settle(n, reqs, sends, &w); /* else: no hang here */
+      return rc;
+    }
     if ((left -= got) == 0) return CPL_OK;
     if (got) cpli_wait_moved(&w);
     else if (cpli_wait_idle(&w)) {
@@ -111,6 +144,11 @@ int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const c
   }
 }
 
+int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const char *what,
+                 int peer) {
+  return waitall_sends(n, reqs, 0, ctx, comm, what, peer);
+}
+
 int cpli_xfer(MPI_Comm comm, const void *sbuf, size_t sbytes, int dest, void *rbuf, size_t rbytes,
               int src, cpli_ctx *ctx) {
   MPI_Request req[2];
@@ -129,8 +167,9 @@ int cpli_xfer(MPI_Comm comm, const void *sbuf, size_t sbytes, int dest, void *rb
                             cpli_ctx_where(ctx, comm, where, sizeof where), dest);
   }
   if (n == 0) return CPL_OK;
-  return cpli_waitall(n, req, ctx, comm, src != MPI_PROC_NULL ? "exchange" : "send",
-                      src != MPI_PROC_NULL ? src : dest);
+  return waitall_sends(n, req, dest != MPI_PROC_NULL ? 1u << (n - 1) : 0, ctx, comm,
+                       src != MPI_PROC_NULL ? "exchange" : "send",
+                       src != MPI_PROC_NULL ? src : dest);
 }
 
 int cpli_sizes_agree(const unsigned long long *sizes, const size_t *counts, int p) {
@@ -238,8 +277,9 @@ int cpli_xferv(MPI_Comm comm, const void *sbase, int ns, const size_t *slen, con
                            CPLI_TAG, comm, &req[n++]);
     if (rc != MPI_SUCCESS) goto mpi_fail;
   }
-  rc = n ? cpli_waitall(n, req, ctx, comm, src != MPI_PROC_NULL ? "exchange" : "send",
-                        src != MPI_PROC_NULL ? src : dest)
+  rc = n ? waitall_sends(n, req, dest != MPI_PROC_NULL ? 1u << (n - 1) : 0, ctx, comm,
+                         src != MPI_PROC_NULL ? "exchange" : "send",
+                         src != MPI_PROC_NULL ? src : dest)
          : CPL_OK;
   goto out;
 mpi_fail:
