@@ -101,6 +101,16 @@ int cpli_tuning_agree(MPI_Comm comm, const char *where);
 int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const char *what,
                  int peer);
 
+/* A completed receive (status st, from peer) brought exactly `want`
+ * bytes: CPL_OK, else MPI_ERR_TRUNCATE saying what came and what was
+ * expected. A longer message is MPI's truncation already; a shorter one
+ * MPI accepts, and would leave the rest of the block as it was, so every
+ * receive of a step or plan is checked (senders that pass fewer elements
+ * than the receivers' counts, which the receivers cannot otherwise see). */
+int cpli_recv_size(const MPI_Status *st, size_t want, cpli_ctx *ctx, MPI_Comm comm, int peer);
+/* cpli_waitall for one receive from peer, then cpli_recv_size. */
+int cpli_wait_recv(MPI_Request *req, size_t want, cpli_ctx *ctx, MPI_Comm comm, int peer);
+
 /* Small allgathers (up to this many bytes in all) gather in a buffer in
  * the rank's relative order, one contiguous message per step
  * (coll/relative.c): there a message costs more than copying the blocks. */
@@ -108,9 +118,9 @@ int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const c
 
 /* One poll of req[0..n), as MPI_Testsome but driving MPI's progress at
  * most once: the indices of the requests found complete (now freed) in
- * idx[0..*outcount), starting at *at and moving it on (coll/flow_exec.c).
- * Returns an MPI error code. */
-int cpli_poll_some(int n, MPI_Request *req, int *at, int *idx, int *outcount);
+ * idx[0..*outcount) and their statuses in st[0..*outcount), starting at
+ * *at and moving it on (coll/flow_exec.c). Returns an MPI error code. */
+int cpli_poll_some(int n, MPI_Request *req, int *at, int *idx, MPI_Status *st, int *outcount);
 
 /* Message header for failures inside a collective: "link L, receiver R,
  * step S (ALG step X)", naming the caller by ctx->who (its rank in its own

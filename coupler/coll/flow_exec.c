@@ -147,7 +147,7 @@ static void say_plan(const void *arg, char *buf, unsigned long n) {
  * and freed, and the first one still pending ends the poll (its
  * MPI_Request_get_status drove MPICH's progress once); *at is where the
  * next poll starts. */
-int cpli_poll_some(int n, MPI_Request *req, int *at, int *idx, int *outcount) {
+int cpli_poll_some(int n, MPI_Request *req, int *at, int *idx, MPI_Status *st, int *outcount) {
   *outcount = 0;
   int i = *at >= 0 && *at < n ? *at : 0;
   for (int k = 0; k < n; k++, i = i + 1 == n ? 0 : i + 1) {
@@ -158,7 +158,7 @@ int cpli_poll_some(int n, MPI_Request *req, int *at, int *idx, int *outcount) {
       *at = i + 1;
       return MPI_SUCCESS;
     }
-    if (rc == MPI_SUCCESS) rc = MPI_Wait(&req[i], MPI_STATUS_IGNORE); /* complete: frees it */
+    if (rc == MPI_SUCCESS) rc = MPI_Wait(&req[i], &st[*outcount]); /* complete: frees it */
     if (rc != MPI_SUCCESS) return rc;
     idx[(*outcount)++] = i;
   }
@@ -287,7 +287,7 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
     } else {
       const size_t span = all ? nm : FLOW_WINDOW;
       int from = cursor >= base && cursor < base + span ? (int)(cursor - base) : 0;
-      mrc = cpli_poll_some((int)span, req + base, &from, idx, &outcount);
+      mrc = cpli_poll_some((int)span, req + base, &from, idx, st, &outcount);
       cursor = base + (size_t)from;
     }
     if (mrc != MPI_SUCCESS) {
@@ -297,6 +297,10 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
     }
     for (int j = 0; j < outcount; j++) {
       const size_t i = base + (size_t)idx[j];
+      if (!f->m[i].send) { /* a short message would leave stale bytes */
+        ctx->xstep = (int)i;
+        if ((rc = cpli_recv_size(&st[j], f->m[i].bytes, ctx, comm, f->m[i].peer)) != CPL_OK) break;
+      }
       state[i] = 2;
       ndone++;
       free_type(&type[i]);

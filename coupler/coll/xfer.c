@@ -88,13 +88,11 @@ static void settle(int n, MPI_Request *reqs, unsigned sends, cpli_wait *w) {
     if (reqs[i] != MPI_REQUEST_NULL) MPI_Request_free(&reqs[i]);
 }
 
-/* cpli_waitall; on a failed request, the sends (mask, see settle) are
- * settled first. */
-static int waitall_sends(int n, MPI_Request *reqs, unsigned sends, cpli_ctx *ctx, MPI_Comm comm,
-                         const char *what, int peer) {
+/* cpli_waitall, with the status of request i in st[i] once it completed;
+ * on a failed request, the sends (mask, see settle) are settled first. */
+static int waitall_st(int n, MPI_Request *reqs, MPI_Status *st, unsigned sends, cpli_ctx *ctx,
+                      MPI_Comm comm, const char *what, int peer) {
   char where[256], with[32];
-  /* Real status arrays: gcc 12 misreads MPI_STATUSES_IGNORE as a buffer. */
-  MPI_Status st[4];
   if (n > 4) return cpli_fail(CPL_ERR_INTERNAL, "cpli_waitall: %d requests, at most 4", n);
   /* No deadline: MPI_Waitall, unless an interrupt check must be polled
    * (point-to-point only: a collective is not interrupted, below). */
@@ -112,10 +110,11 @@ static int waitall_sends(int n, MPI_Request *reqs, unsigned sends, cpli_ctx *ctx
   cpli_wait_watch(&w, say_step, &x);
   if (peer < 0) cpli_wait_uninterruptible(&w);
   int at = 0, left = 0, idx[4];
+  MPI_Status got_st[4];
   for (int i = 0; i < n; i++) left += reqs[i] != MPI_REQUEST_NULL;
   for (;;) {
     int got = 0;
-    int rc = cpli_poll_some(n, reqs, &at, idx, &got);
+    int rc = cpli_poll_some(n, reqs, &at, idx, got_st, &got);
     if (rc != MPI_SUCCESS) {
       rc = cpli_mpi_check(rc, "MPI_Request_get_status", "%s: %s%s",
                           cpli_ctx_where(ctx, comm, where, sizeof where), what,
@@ -123,6 +122,7 @@ static int waitall_sends(int n, MPI_Request *reqs, unsigned sends, cpli_ctx *ctx
       if (sends && isfinite(timeout)) settle(n, reqs, sends, &w); /* else: no hang here */
       return rc;
     }
+    for (int j = 0; j < got; j++) st[idx[j]] = got_st[j];
     if ((left -= got) == 0) return CPL_OK;
     if (got) cpli_wait_moved(&w);
     else if (cpli_wait_idle(&w)) {
@@ -146,7 +146,25 @@ static int waitall_sends(int n, MPI_Request *reqs, unsigned sends, cpli_ctx *ctx
 
 int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const char *what,
                  int peer) {
-  return waitall_sends(n, reqs, 0, ctx, comm, what, peer);
+  /* Real status arrays: gcc 12 misreads MPI_STATUSES_IGNORE as a buffer. */
+  MPI_Status st[4];
+  return waitall_st(n, reqs, st, 0, ctx, comm, what, peer);
+}
+
+int cpli_wait_recv(MPI_Request *req, size_t want, cpli_ctx *ctx, MPI_Comm comm, int peer) {
+  MPI_Status st[1];
+  CPLI_TRY(waitall_st(1, req, st, 0, ctx, comm, "receive", peer));
+  return cpli_recv_size(st, want, ctx, comm, peer);
+}
+
+int cpli_recv_size(const MPI_Status *st, size_t want, cpli_ctx *ctx, MPI_Comm comm, int peer) {
+  MPI_Count got = 0;
+  if (MPI_Get_count_c(st, MPI_BYTE, &got) == MPI_SUCCESS && got == (MPI_Count)want) return CPL_OK;
+  char where[256];
+  return cpli_mpi_check(MPI_ERR_TRUNCATE, "comparing the message with the block sizes",
+                        "%s: receive from rank %d brought %lld bytes where %zu were expected "
+                        "(ranks disagree on the block sizes)",
+                        cpli_ctx_where(ctx, comm, where, sizeof where), peer, (long long)got, want);
 }
 
 int cpli_xfer(MPI_Comm comm, const void *sbuf, size_t sbytes, int dest, void *rbuf, size_t rbytes,
@@ -167,9 +185,11 @@ int cpli_xfer(MPI_Comm comm, const void *sbuf, size_t sbytes, int dest, void *rb
                             cpli_ctx_where(ctx, comm, where, sizeof where), dest);
   }
   if (n == 0) return CPL_OK;
-  return waitall_sends(n, req, dest != MPI_PROC_NULL ? 1u << (n - 1) : 0, ctx, comm,
-                       src != MPI_PROC_NULL ? "exchange" : "send",
-                       src != MPI_PROC_NULL ? src : dest);
+  MPI_Status st[2];
+  CPLI_TRY(waitall_st(n, req, st, dest != MPI_PROC_NULL ? 1u << (n - 1) : 0, ctx, comm,
+                      src != MPI_PROC_NULL ? "exchange" : "send",
+                      src != MPI_PROC_NULL ? src : dest));
+  return src != MPI_PROC_NULL ? cpli_recv_size(&st[0], rbytes, ctx, comm, src) : CPL_OK;
 }
 
 int cpli_sizes_agree(const unsigned long long *sizes, const size_t *counts, int p) {
@@ -277,10 +297,11 @@ int cpli_xferv(MPI_Comm comm, const void *sbase, int ns, const size_t *slen, con
                            CPLI_TAG, comm, &req[n++]);
     if (rc != MPI_SUCCESS) goto mpi_fail;
   }
-  rc = n ? waitall_sends(n, req, dest != MPI_PROC_NULL ? 1u << (n - 1) : 0, ctx, comm,
-                         src != MPI_PROC_NULL ? "exchange" : "send",
-                         src != MPI_PROC_NULL ? src : dest)
+  MPI_Status st[2];
+  rc = n ? waitall_st(n, req, st, dest != MPI_PROC_NULL ? 1u << (n - 1) : 0, ctx, comm,
+                      src != MPI_PROC_NULL ? "exchange" : "send", src != MPI_PROC_NULL ? src : dest)
          : CPL_OK;
+  if (rc == CPL_OK && src != MPI_PROC_NULL) rc = cpli_recv_size(&st[0], rs.bytes, ctx, comm, src);
   goto out;
 mpi_fail:
   rc = cpli_mpi_check(rc, "posting a step", "%s", cpli_ctx_where(ctx, comm, where, sizeof where));
