@@ -48,7 +48,9 @@ static int make_ctx(const cpl_coll_options *opt, cpli_ctx *ctx) {
                     .label = opt && opt->label ? opt->label : "",
                     .step = opt ? opt->step : -1,
                     .alg = NULL,
-                    .xstep = 0};
+                    .xstep = 0,
+                    .merged = MPI_COMM_NULL,
+                    .nsend = 0};
   return CPL_OK;
 }
 

@@ -37,7 +37,18 @@ typedef struct cpli_ctx {
    * same call; a wait on a rank that first waits for another component
    * naps (CPLI_WAIT_NAP_US) */
   unsigned nap_us;
+  /* An inter-group call's merged communicator (senders first, nsend of
+   * them), set by cpli_link_dir: messages name peers by role
+   * (cpli_peer_name). nsend 0: unset, peers are ranks. */
+  MPI_Comm merged;
+  int nsend;
 } cpli_ctx;
+
+/* How messages name peer `rank` of comm: on an inter-group call, by role
+ * ("sender 1", "receiver 0"), whichever of the link's communicators comm
+ * is (their ranks are none the caller knows: receiver j is rank p + j of
+ * the merged one); else "rank 3". Writes into buf and returns it. */
+const char *cpli_peer_name(const cpli_ctx *ctx, MPI_Comm comm, int rank, char *buf, size_t n);
 
 /* CPL_ERR_ENV (the message the engine gives) if the environment makes
  * every collective fail: a broken tuning file, a bad CPL_ALPHA, CPL_BETA,

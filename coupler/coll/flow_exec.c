@@ -128,10 +128,10 @@ static int msg_args(const cpli_flow *f, const cpli_fmsg *m, char *base, void **a
 static int posted(int mpi_rc, const char *call, const char *what, size_t i, int peer, MPI_Comm comm,
                   cpli_ctx *ctx) {
   if (mpi_rc == MPI_SUCCESS) return CPL_OK;
-  char where[256];
+  char where[256], name[32];
   ctx->xstep = (int)i;
-  return cpli_mpi_check(mpi_rc, call, "%s: %s rank %d",
-                        cpli_ctx_where(ctx, comm, where, sizeof where), what, peer);
+  return cpli_mpi_check(mpi_rc, call, "%s: %s %s", cpli_ctx_where(ctx, comm, where, sizeof where),
+                        what, cpli_peer_name(ctx, comm, peer, name, sizeof name));
 }
 
 /* The watchdog's description of a plan's wait. */
@@ -317,15 +317,17 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
       while (k < nm && state[k] == 2) k++;
       const cpli_fmsg *m = &f->m[k < nm ? k : 0];
       ctx->xstep = (int)k;
+      char name[32];
       rc = w.interrupted
                ? CPL_ERR_INTERRUPTED
                : cpli_fail(CPL_ERR_TIMEOUT,
-                           "%s: %s rank %d (%zu bytes) did not complete within %g s "
+                           "%s: %s %s (%zu bytes) did not complete within %g s "
                            "(peer dead, stuck, or not in this collective)",
                            cpli_ctx_where(ctx, comm, where, sizeof where),
                            m->send ? (state[k] ? "send to" : "send (waiting for its data) to")
                                    : "receive from",
-                           m->peer, m->bytes, ctx->timeout);
+                           cpli_peer_name(ctx, comm, m->peer, name, sizeof name), m->bytes,
+                           ctx->timeout);
     }
   }
   if (rc != CPL_OK) { /* leave nothing pending on the caller's buffers */

@@ -133,10 +133,20 @@ int cpli_link_get(MPI_Comm user_inter, cpli_ctx *ctx, cpli_link **out) {
   return CPL_OK;
 }
 
+/* The call runs on d: its messages name peers by role. */
+static void name_peers(cpli_ctx *ctx, const cpli_dir *d) {
+  if (!ctx) return;
+  ctx->merged = d->merged;
+  ctx->nsend = d->p;
+}
+
 int cpli_link_dir(cpli_link *l, int sender, cpli_ctx *ctx, cpli_dir **out) {
   cpli_dir *d = &l->dir[sender ? 1 : 0];
   *out = d;
-  if (d->ready) return agreement(d->agreed, d->disagreed);
+  if (d->ready) {
+    name_peers(ctx, d);
+    return agreement(d->agreed, d->disagreed);
+  }
   d->p = sender ? l->lsize : l->rsize;
   d->q = sender ? l->rsize : l->lsize;
   /* MPI_Intercomm_merge blocks without a deadline: meet the other group
@@ -155,6 +165,7 @@ int cpli_link_dir(cpli_link *l, int sender, cpli_ctx *ctx, cpli_dir **out) {
   CPLI_TRY(cpli_mpi_check(rc, "MPI_Comm_split", "building the local group communicator"));
   MPI_Comm_set_errhandler(d->local, MPI_ERRORS_RETURN);
   d->ready = 1;
+  name_peers(ctx, d);
   return keep_agreement(cpli_tuning_agree(d->merged, "inter-group link"), &d->agreed,
                         &d->disagreed);
 }

@@ -124,6 +124,8 @@ int main(int argc, char **argv) {
     double t0 = MPI_Wtime();
     rc = cpl_inter_allgather(NULL, 0, MPI_INT, buf, 4, MPI_INT, role, inter, &opt);
     expect(rc, CPL_ERR_TIMEOUT, "link sim.out->ana.in, receiver 0, step 42", "peer never sends");
+    /* the peer by its role, not by its rank in the merged communicator */
+    expect(rc, CPL_ERR_TIMEOUT, "receive from sender 0 ", "peer never sends (names it)");
     if (MPI_Wtime() - t0 > 5) {
       fprintf(stderr, "FAIL timeout took %.1f s for a 0.5 s deadline\n", MPI_Wtime() - t0);
       failures++;

@@ -14,7 +14,9 @@
  * short: inter, sender 0 passes 3 elements fewer than the others and than
  *   the receivers' recvcount, under every algorithm that moves the blocks
  *   itself (native is MPICH's, which does not look) and fc's lockstep
- *   executor (CPL_FLOW=0); every receiver must return an error. Intra, the
+ *   executor (CPL_FLOW=0); every receiver must return an error naming its
+ *   peers by role ("sender 0", "receiver 1"; "rank 4" was receiver 2, a
+ *   rank of the link's merged communicator). Intra, the
  *   last rank believes rank 0's block 3 elements longer than rank 0 sends,
  *   under circulant, bruck and ring, blocks small enough to be gathered in
  *   the relative order and large enough for the dataflow plans; that rank
@@ -106,6 +108,11 @@ static void inter_case(MPI_Comm inter0, int sender, int me, int p, const char *a
     if (rc == CPL_OK) {
       fprintf(stderr, "FAIL inter %s%s: receiver %d returned success, %d elements wrong\n", alg,
               flow ? "" : " (CPL_FLOW=0)", me, wrong);
+      failures++;
+    } else if (strstr(cpl_last_error(), " rank ")) {
+      /* ranks of the link's merged communicator: receiver 0 is "rank 2" */
+      fprintf(stderr, "FAIL inter %s%s: receiver %d names a peer by rank: %s\n", alg,
+              flow ? "" : " (CPL_FLOW=0)", me, cpl_last_error());
       failures++;
     } else {
       printf("ok   inter %s%s, receiver %d: %s\n", alg, flow ? "" : " (CPL_FLOW=0)", me,
