@@ -102,8 +102,10 @@ int cpli_intra_bcast_napping(void *buf, int count, MPI_Datatype type, MPI_Comm c
 
 /* All ranks of comm use the same cost model (coll/tuning_agree.c):
  * CPL_ERR_MISMATCH on every rank otherwise. Collective; once per
- * communicator, where the engine first sets it up. */
-int cpli_tuning_agree(MPI_Comm comm, const char *where);
+ * communicator, where the engine first sets it up. On a link direction's
+ * merged communicator `role` is this rank's (CPL_SENDER or CPL_RECEIVER),
+ * and both must be there; -1 elsewhere. */
+int cpli_tuning_agree(MPI_Comm comm, const char *where, int role);
 
 /* Wait for n requests with the ctx deadline; `what` names the operation
  * and peer the remote rank, for the timeout message. peer < 0 marks a

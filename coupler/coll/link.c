@@ -166,8 +166,9 @@ int cpli_link_dir(cpli_link *l, int sender, cpli_ctx *ctx, cpli_dir **out) {
   MPI_Comm_set_errhandler(d->local, MPI_ERRORS_RETURN);
   d->ready = 1;
   name_peers(ctx, d);
-  return keep_agreement(cpli_tuning_agree(d->merged, "inter-group link"), &d->agreed,
-                        &d->disagreed);
+  return keep_agreement(
+      cpli_tuning_agree(d->merged, "inter-group link", sender ? CPL_SENDER : CPL_RECEIVER),
+      &d->agreed, &d->disagreed);
 }
 
 int cpli_sender_counts(cpli_dir *d, size_t own_bytes, int regular, size_t *counts, cpli_ctx *ctx) {
@@ -211,7 +212,7 @@ static int dup_and_attach(MPI_Comm user_comm, intra_cache *c, cpli_ctx *ctx) {
     intra_delete(user_comm, intra_keyval, c, NULL);
     return cpli_mpi_check(rc, "MPI_Comm_set_attr", "caching the communicator");
   }
-  return keep_agreement(cpli_tuning_agree(c->priv, "communicator"), &c->agreed, &c->disagreed);
+  return keep_agreement(cpli_tuning_agree(c->priv, "communicator", -1), &c->agreed, &c->disagreed);
 }
 
 int cpli_intra_comm_get(MPI_Comm user_comm, cpli_ctx *ctx, MPI_Comm *priv,

@@ -7,7 +7,8 @@
  * must get CPL_ERR_TIMEOUT naming link, rank and step within its deadline;
  * a rank skips the first call on a communicator, and the other must get
  * CPL_ERR_TIMEOUT, not wait in the communicator's setup (nor in fc's, on a
- * link already in use). With an interrupt
+ * link already in use); both groups passing CPL_SENDER is an error on both.
+ * With an interrupt
  * check registered (cpl_set_interrupt_check) the timeout is unchanged, and
  * a signal the check reports ends the wait at once: CPL_ERR_INTERRUPTED,
  * naming link, rank and step.
@@ -196,6 +197,16 @@ int main(int argc, char **argv) {
     expect(cpl_inter_allgather(NULL, 0, MPI_INT, buf, -1, MPI_INT, role, used, &fopt), CPL_ERR_ARG,
            "recvcount is negative", "negative recvcount for fc");
   }
+  MPI_Barrier(MPI_COMM_WORLD);
+
+  /* Both groups pass the same role: every rank fails at once, naming the
+   * mistake (each sent to the other, and both returned success). */
+  MPI_Comm same;
+  MPI_Comm_dup(inter, &same);
+  cpl_coll_options_init(&fopt);
+  fopt.timeout = 5;
+  expect(cpl_inter_allgather(buf, 2, MPI_INT, NULL, 0, MPI_INT, CPL_SENDER, same, &fopt),
+         CPL_ERR_MISMATCH, "both groups called as senders", "both groups send");
   MPI_Barrier(MPI_COMM_WORLD);
 
   /* The first call on a communicator: one rank fails before it (a bad
