@@ -48,7 +48,9 @@ static int make_ctx(const cpl_coll_options *opt, cpli_ctx *ctx) {
                     .label = opt && opt->label ? opt->label : "",
                     .step = opt ? opt->step : -1,
                     .alg = NULL,
-                    .xstep = 0};
+                    .xstep = 0,
+                    .merged = MPI_COMM_NULL,
+                    .nsend = 0};
   return CPL_OK;
 }
 
@@ -613,7 +615,8 @@ static int bcast_engine(void *buf, int count, MPI_Datatype type, int root, MPI_C
     return cpli_fail(CPL_ERR_ARG, "root %d is not a rank of a %d-process communicator", root, p);
   if (count < 0) return cpli_fail(CPL_ERR_ARG, "count is negative (%d)", count);
   if (count == 0) return CPL_OK;
-  if (!buf) return cpli_fail(CPL_ERR_ARG, "buffer is NULL with count %d", count);
+  if (cpli_buffer_null(buf, count, type)) /* NULL is MPI_BOTTOM to absolute addresses */
+    return cpli_fail(CPL_ERR_ARG, "buffer is NULL with count %d", count);
   type_info ti;
   CPLI_TRY(get_type(type, "datatype", &ti));
   ctx.alg = "circulant-bcast";
@@ -624,11 +627,11 @@ static int bcast_engine(void *buf, int count, MPI_Datatype type, int root, MPI_C
   MPI_Count pos = 0;
   int rc = CPL_OK;
   if (r == root)
-    rc = cpli_mpi_check(MPI_Pack_c(buf, count, type, stage, (MPI_Count)bytes, &pos, comm),
+    rc = cpli_mpi_check(pack_at(1, buf, count, type, stage, (MPI_Count)bytes, &pos, comm),
                         "MPI_Pack", "staging the broadcast");
   if (rc == CPL_OK) rc = cpli_bcast_circulant(priv, stage, bytes, root, 0, &ctx);
   if (rc == CPL_OK && r != root)
-    rc = cpli_mpi_check(MPI_Unpack_c(stage, (MPI_Count)bytes, &pos, buf, count, type, comm),
+    rc = cpli_mpi_check(pack_at(0, buf, count, type, stage, (MPI_Count)bytes, &pos, comm),
                         "MPI_Unpack", "unpacking the broadcast");
   free(stage);
   return rc;

@@ -107,10 +107,12 @@ int cpli_bcast_circulant(MPI_Comm comm, void *buf, size_t bytes, int root, int n
   MPI_Request *req = malloc(sizeof *req * 2 * (size_t)W);
   long long *slot_round = malloc(sizeof *slot_round * (size_t)W);
   int *peer = malloc(sizeof *peer * 2 * (size_t)W); /* for timeout messages */
-  if (!req || !slot_round || !peer) {
+  size_t *rlen = malloc(sizeof *rlen * (size_t)W);  /* what each receive must bring */
+  if (!req || !slot_round || !peer || !rlen) {
     free(req);
     free(slot_round);
     free(peer);
+    free(rlen);
     return cpli_fail(CPL_ERR_NOMEM, "circulant broadcast: out of memory");
   }
   MPI_Request *rreq = req, *sreq = req + W;
@@ -130,7 +132,7 @@ int cpli_bcast_circulant(MPI_Comm comm, void *buf, size_t bytes, int root, int n
     while (posted < R && posted <= t + D && rc == CPL_OK) {
       const int slot = (int)(posted % W);
       if (rreq[slot] != MPI_REQUEST_NULL) /* round posted - W, long due */
-        rc = cpli_waitall(1, &rreq[slot], ctx, comm, "receive", peer[slot]);
+        rc = cpli_wait_recv(&rreq[slot], rlen[slot], ctx, comm, peer[slot]);
       const long long v = x + posted;
       const long long br = rel == 0 ? -1 : cpli_circ_block(q, recv[v % q], v, x, n);
       slot_round[slot] = posted;
@@ -138,6 +140,7 @@ int cpli_bcast_circulant(MPI_Comm comm, void *buf, size_t bytes, int root, int n
         const int from = (int)(((long long)rel - c.skips[v % q] + p) % p);
         const int src = (int)(((long long)from + root) % p);
         peer[slot] = src;
+        rlen[slot] = blk_len(bq, brem, br);
         rc = cpli_mpi_check(MPI_Irecv(base + blk_off(bq, brem, br), (int)blk_len(bq, brem, br),
                                       MPI_BYTE, src, BCAST_TAG, comm, &rreq[slot]),
                             "MPI_Irecv", "%s: receive from rank %d",
@@ -162,7 +165,7 @@ int cpli_bcast_circulant(MPI_Comm comm, void *buf, size_t bytes, int root, int n
       }
       const int us = (int)(u % W);
       if (slot_round[us] == u && rreq[us] != MPI_REQUEST_NULL)
-        rc = cpli_waitall(1, &rreq[us], ctx, comm, "receive", peer[us]);
+        rc = cpli_wait_recv(&rreq[us], rlen[us], ctx, comm, peer[us]);
       if (rc != CPL_OK) break;
     }
     const int slot = (int)(t % W);
@@ -179,7 +182,8 @@ int cpli_bcast_circulant(MPI_Comm comm, void *buf, size_t bytes, int root, int n
   for (int i = 0; i < 2 * W && rc == CPL_OK; i++) { /* drain, naming each peer */
     ctx->xstep = (int)R;
     if (req[i] != MPI_REQUEST_NULL)
-      rc = cpli_waitall(1, &req[i], ctx, comm, i < W ? "receive" : "send", peer[i]);
+      rc = i < W ? cpli_wait_recv(&req[i], rlen[i], ctx, comm, peer[i])
+                 : cpli_waitall(1, &req[i], ctx, comm, "send", peer[i]);
   }
   if (rc != CPL_OK) { /* leave nothing pending on the caller's buffer */
     for (int i = 0; i < 2 * W; i++)
@@ -191,5 +195,6 @@ int cpli_bcast_circulant(MPI_Comm comm, void *buf, size_t bytes, int root, int n
   free(req);
   free(slot_round);
   free(peer);
+  free(rlen);
   return rc;
 }

@@ -37,7 +37,18 @@ typedef struct cpli_ctx {
    * same call; a wait on a rank that first waits for another component
    * naps (CPLI_WAIT_NAP_US) */
   unsigned nap_us;
+  /* An inter-group call's merged communicator (senders first, nsend of
+   * them), set by cpli_link_dir: messages name peers by role
+   * (cpli_peer_name). nsend 0: unset, peers are ranks. */
+  MPI_Comm merged;
+  int nsend;
 } cpli_ctx;
+
+/* How messages name peer `rank` of comm: on an inter-group call, by role
+ * ("sender 1", "receiver 0"), whichever of the link's communicators comm
+ * is (their ranks are none the caller knows: receiver j is rank p + j of
+ * the merged one); else "rank 3". Writes into buf and returns it. */
+const char *cpli_peer_name(const cpli_ctx *ctx, MPI_Comm comm, int rank, char *buf, size_t n);
 
 /* CPL_ERR_ENV (the message the engine gives) if the environment makes
  * every collective fail: a broken tuning file, a bad CPL_ALPHA, CPL_BETA,
@@ -85,8 +96,10 @@ int cpli_intra_bcast_napping(void *buf, int count, MPI_Datatype type, MPI_Comm c
 
 /* All ranks of comm use the same cost model (coll/tuning_agree.c):
  * CPL_ERR_MISMATCH on every rank otherwise. Collective; once per
- * communicator, where the engine first sets it up. */
-int cpli_tuning_agree(MPI_Comm comm, const char *where);
+ * communicator, where the engine first sets it up. On a link direction's
+ * merged communicator `role` is this rank's (CPL_SENDER or CPL_RECEIVER),
+ * and both must be there; -1 elsewhere. */
+int cpli_tuning_agree(MPI_Comm comm, const char *where, int role);
 
 /* Wait for n requests with the ctx deadline; `what` names the operation
  * and peer the remote rank, for the timeout message. peer < 0 marks a
@@ -95,6 +108,16 @@ int cpli_tuning_agree(MPI_Comm comm, const char *where);
 int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const char *what,
                  int peer);
 
+/* A completed receive (status st, from peer) brought exactly `want`
+ * bytes: CPL_OK, else MPI_ERR_TRUNCATE saying what came and what was
+ * expected. A longer message is MPI's truncation already; a shorter one
+ * MPI accepts, and would leave the rest of the block as it was, so every
+ * receive of a step or plan is checked (senders that pass fewer elements
+ * than the receivers' counts, which the receivers cannot otherwise see). */
+int cpli_recv_size(const MPI_Status *st, size_t want, cpli_ctx *ctx, MPI_Comm comm, int peer);
+/* cpli_waitall for one receive from peer, then cpli_recv_size. */
+int cpli_wait_recv(MPI_Request *req, size_t want, cpli_ctx *ctx, MPI_Comm comm, int peer);
+
 /* Small allgathers (up to this many bytes in all) gather in a buffer in
  * the rank's relative order, one contiguous message per step
  * (coll/relative.c): there a message costs more than copying the blocks. */
@@ -102,9 +125,9 @@ int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const c
 
 /* One poll of req[0..n), as MPI_Testsome but driving MPI's progress at
  * most once: the indices of the requests found complete (now freed) in
- * idx[0..*outcount), starting at *at and moving it on (coll/flow_exec.c).
- * Returns an MPI error code. */
-int cpli_poll_some(int n, MPI_Request *req, int *at, int *idx, int *outcount);
+ * idx[0..*outcount) and their statuses in st[0..*outcount), starting at
+ * *at and moving it on (coll/flow_exec.c). Returns an MPI error code. */
+int cpli_poll_some(int n, MPI_Request *req, int *at, int *idx, MPI_Status *st, int *outcount);
 
 /* Message header for failures inside a collective: "link L, receiver R,
  * step S (ALG step X)", naming the caller by ctx->who (its rank in its own

@@ -128,10 +128,10 @@ static int msg_args(const cpli_flow *f, const cpli_fmsg *m, char *base, void **a
 static int posted(int mpi_rc, const char *call, const char *what, size_t i, int peer, MPI_Comm comm,
                   cpli_ctx *ctx) {
   if (mpi_rc == MPI_SUCCESS) return CPL_OK;
-  char where[256];
+  char where[256], name[32];
   ctx->xstep = (int)i;
-  return cpli_mpi_check(mpi_rc, call, "%s: %s rank %d",
-                        cpli_ctx_where(ctx, comm, where, sizeof where), what, peer);
+  return cpli_mpi_check(mpi_rc, call, "%s: %s %s", cpli_ctx_where(ctx, comm, where, sizeof where),
+                        what, cpli_peer_name(ctx, comm, peer, name, sizeof name));
 }
 
 /* The watchdog's description of a plan's wait. */
@@ -147,7 +147,7 @@ static void say_plan(const void *arg, char *buf, unsigned long n) {
  * and freed, and the first one still pending ends the poll (its
  * MPI_Request_get_status drove MPICH's progress once); *at is where the
  * next poll starts. */
-int cpli_poll_some(int n, MPI_Request *req, int *at, int *idx, int *outcount) {
+int cpli_poll_some(int n, MPI_Request *req, int *at, int *idx, MPI_Status *st, int *outcount) {
   *outcount = 0;
   int i = *at >= 0 && *at < n ? *at : 0;
   for (int k = 0; k < n; k++, i = i + 1 == n ? 0 : i + 1) {
@@ -158,7 +158,7 @@ int cpli_poll_some(int n, MPI_Request *req, int *at, int *idx, int *outcount) {
       *at = i + 1;
       return MPI_SUCCESS;
     }
-    if (rc == MPI_SUCCESS) rc = MPI_Wait(&req[i], MPI_STATUS_IGNORE); /* complete: frees it */
+    if (rc == MPI_SUCCESS) rc = MPI_Wait(&req[i], &st[*outcount]); /* complete: frees it */
     if (rc != MPI_SUCCESS) return rc;
     idx[(*outcount)++] = i;
   }
@@ -287,7 +287,7 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
     } else {
       const size_t span = all ? nm : FLOW_WINDOW;
       int from = cursor >= base && cursor < base + span ? (int)(cursor - base) : 0;
-      mrc = cpli_poll_some((int)span, req + base, &from, idx, &outcount);
+      mrc = cpli_poll_some((int)span, req + base, &from, idx, st, &outcount);
       cursor = base + (size_t)from;
     }
     if (mrc != MPI_SUCCESS) {
@@ -297,6 +297,10 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
     }
     for (int j = 0; j < outcount; j++) {
       const size_t i = base + (size_t)idx[j];
+      if (!f->m[i].send) { /* a short message would leave stale bytes */
+        ctx->xstep = (int)i;
+        if ((rc = cpli_recv_size(&st[j], f->m[i].bytes, ctx, comm, f->m[i].peer)) != CPL_OK) break;
+      }
       state[i] = 2;
       ndone++;
       free_type(&type[i]);
@@ -313,24 +317,44 @@ int cpli_flow_run(const cpli_flow *f, MPI_Comm comm, char *base0, const char *ba
       while (k < nm && state[k] == 2) k++;
       const cpli_fmsg *m = &f->m[k < nm ? k : 0];
       ctx->xstep = (int)k;
+      char name[32];
       rc = w.interrupted
                ? CPL_ERR_INTERRUPTED
                : cpli_fail(CPL_ERR_TIMEOUT,
-                           "%s: %s rank %d (%zu bytes) did not complete within %g s "
+                           "%s: %s %s (%zu bytes) did not complete within %g s "
                            "(peer dead, stuck, or not in this collective)",
                            cpli_ctx_where(ctx, comm, where, sizeof where),
                            m->send ? (state[k] ? "send to" : "send (waiting for its data) to")
                                    : "receive from",
-                           m->peer, m->bytes, ctx->timeout);
+                           cpli_peer_name(ctx, comm, m->peer, name, sizeof name), m->bytes,
+                           ctx->timeout);
     }
   }
-  if (rc != CPL_OK) /* leave nothing pending on the caller's buffers */
+  if (rc != CPL_OK) { /* leave nothing pending on the caller's buffers */
     for (size_t i = 0; i < nm; i++)
-      if (req[i] != MPI_REQUEST_NULL) {
-        if (!f->m[i].send) MPI_Cancel(&req[i]);
+      if (req[i] != MPI_REQUEST_NULL && !f->m[i].send) {
+        MPI_Cancel(&req[i]);
         MPI_Request_free(&req[i]);
         stage[i] = NULL; /* MPI may still touch it: leaked, not freed */
       }
+    /* Sends cannot be cancelled (MPICH over UCX ignores it), and a peer
+     * that takes one from a buffer the caller freed meanwhile is aborted
+     * by UCX (process_vm_readv: Bad address), the job with it. After a
+     * failure of this rank's own (a size mismatch, an MPI error) the
+     * peers are still in the call and take the sends already under way
+     * at once: wait for them, up to the deadline. */
+    if (rc != CPL_ERR_TIMEOUT && rc != CPL_ERR_INTERRUPTED && ctx->timeout > 0) {
+      cpli_wait_uninterruptible(&w); /* the failure's message stays */
+      for (int done = 0; !done;)
+        if (MPI_Testall((int)nm, req, &done, st) != MPI_SUCCESS || (!done && cpli_wait_idle(&w)))
+          break;
+    }
+    for (size_t i = 0; i < nm; i++)
+      if (req[i] != MPI_REQUEST_NULL) {
+        MPI_Request_free(&req[i]);
+        stage[i] = NULL;
+      }
+  }
 out:
   for (size_t i = 0; i < nm; i++) free_type(&type[i]);
   for (size_t i = 0; i < nm; i++) free(stage[i]);

@@ -50,9 +50,17 @@
 
 /* Helper communicators, built once per link direction (collective over the
  * merged communicator: both groups take the same branches). */
-static int build(cpli_dir *d, int sender, int lrank) {
+static int build(cpli_dir *d, int sender, int lrank, cpli_ctx *ctx) {
   const int p = d->p, q = d->q;
   int color = MPI_UNDEFINED, key = 0, rc;
+  /* MPI_Comm_split blocks without a deadline: meet the other group first
+   * with a barrier that has one. A group that is not in this call (it
+   * failed it on a bad argument, or ran another algorithm) left the
+   * other waiting in the split forever, whatever the timeout. */
+  MPI_Request req;
+  rc = MPI_Ibarrier(d->merged, &req);
+  CPLI_TRY(cpli_mpi_check(rc, "MPI_Ibarrier", "fc: meeting the other group (first use)"));
+  CPLI_TRY(cpli_waitall(1, &req, ctx, d->merged, "fc: meeting the other group (first use)", -1));
   if (p >= q) {
     /* Group rank = block index: receiver j is rank j, extra sender i is i. */
     if (!sender) color = 0, key = lrank;
@@ -250,7 +258,7 @@ int cpli_inter_fc(const cpli_inter_args *a) {
   int lrank;
   MPI_Comm_rank(d->local, &lrank);
   if (!d->fc_ready) {
-    CPLI_TRY(build(d, a->sender, lrank));
+    CPLI_TRY(build(d, a->sender, lrank, a->ctx));
     d->fc_ready = 1;
   }
   /* The plan's allgather phase is the circulant or the ring algorithm;

@@ -133,10 +133,20 @@ int cpli_link_get(MPI_Comm user_inter, cpli_ctx *ctx, cpli_link **out) {
   return CPL_OK;
 }
 
+/* The call runs on d: its messages name peers by role. */
+static void name_peers(cpli_ctx *ctx, const cpli_dir *d) {
+  if (!ctx) return;
+  ctx->merged = d->merged;
+  ctx->nsend = d->p;
+}
+
 int cpli_link_dir(cpli_link *l, int sender, cpli_ctx *ctx, cpli_dir **out) {
   cpli_dir *d = &l->dir[sender ? 1 : 0];
   *out = d;
-  if (d->ready) return agreement(d->agreed, d->disagreed);
+  if (d->ready) {
+    name_peers(ctx, d);
+    return agreement(d->agreed, d->disagreed);
+  }
   d->p = sender ? l->lsize : l->rsize;
   d->q = sender ? l->rsize : l->lsize;
   /* MPI_Intercomm_merge blocks without a deadline: meet the other group
@@ -155,8 +165,10 @@ int cpli_link_dir(cpli_link *l, int sender, cpli_ctx *ctx, cpli_dir **out) {
   CPLI_TRY(cpli_mpi_check(rc, "MPI_Comm_split", "building the local group communicator"));
   MPI_Comm_set_errhandler(d->local, MPI_ERRORS_RETURN);
   d->ready = 1;
-  return keep_agreement(cpli_tuning_agree(d->merged, "inter-group link"), &d->agreed,
-                        &d->disagreed);
+  name_peers(ctx, d);
+  return keep_agreement(
+      cpli_tuning_agree(d->merged, "inter-group link", sender ? CPL_SENDER : CPL_RECEIVER),
+      &d->agreed, &d->disagreed);
 }
 
 int cpli_sender_counts(cpli_dir *d, size_t own_bytes, int regular, size_t *counts, cpli_ctx *ctx) {
@@ -200,7 +212,7 @@ static int dup_and_attach(MPI_Comm user_comm, intra_cache *c, cpli_ctx *ctx) {
     intra_delete(user_comm, intra_keyval, c, NULL);
     return cpli_mpi_check(rc, "MPI_Comm_set_attr", "caching the communicator");
   }
-  return keep_agreement(cpli_tuning_agree(c->priv, "communicator"), &c->agreed, &c->disagreed);
+  return keep_agreement(cpli_tuning_agree(c->priv, "communicator", -1), &c->agreed, &c->disagreed);
 }
 
 int cpli_intra_comm_get(MPI_Comm user_comm, cpli_ctx *ctx, MPI_Comm *priv,

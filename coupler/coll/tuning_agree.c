@@ -36,9 +36,9 @@ static const char *flag_text(int setting, int v) {
   return v < 0 ? "unset (the model's choice)" : v ? "1" : "0";
 }
 
-int cpli_tuning_agree(MPI_Comm comm, const char *where) {
+int cpli_tuning_agree(MPI_Comm comm, const char *where, int role) {
   const cpli_tuning *t = cpli_tuning_now();
-  enum { NM = 6, NS = 4, N = NM + NS };
+  enum { NM = 6, NS = 4, N = NM + NS + 1 };
   const int inter = alg_code(t->inter, cpli_inter_names, CPL_INTER_COUNT);
   const int intra = alg_code(t->intra, cpli_intra_names, CPL_INTRA_COUNT);
   const double mine[N] = {t->alpha,
@@ -50,11 +50,21 @@ int cpli_tuning_agree(MPI_Comm comm, const char *where) {
                           inter,
                           intra,
                           (double)t->flow,
-                          (double)t->ring};
+                          (double)t->ring,
+                          role};
   double v[2 * N], r[2 * N];
   for (int i = 0; i < N; i++) v[i] = mine[i], v[N + i] = -mine[i];
   int rc = MPI_Allreduce(v, r, 2 * N, MPI_DOUBLE, MPI_MAX, comm);
   CPLI_TRY(cpli_mpi_check(rc, "MPI_Allreduce", "%s: comparing the cost model and settings", where));
+  /* Both groups of a link passing one role: the merged communicator is
+   * not senders first, and each side's plan sends to ranks that send too
+   * (ring, root and two-hop returned success on every sender). */
+  if (role >= 0 && r[N - 1] == -r[2 * N - 1])
+    return cpli_fail(CPL_ERR_MISMATCH,
+                     "%s: both groups called as %s: one group must pass CPL_SENDER, the other "
+                     "CPL_RECEIVER",
+                     where,
+                     role == CPL_SENDER ? "senders (CPL_SENDER)" : "receivers (CPL_RECEIVER)");
   static const char *const name[NM] = {"alpha", "beta",           "overhead",
                                        "chunk", "inter_root_max", "intra_root_max"};
   for (int i = 0; i < NM; i++)

@@ -60,9 +60,16 @@ int cpli_tuning_file_read(const char *path, cpli_tuning_vals *v, char *err, size
   int seen[NKEYS] = {0};
   static const char *const keys[NKEYS] = {"alpha", "beta",           "overhead",
                                           "chunk", "inter_root_max", "intra_root_max"};
-  while (rc == CPL_OK && fgets(line, sizeof line, f)) {
+  /* Zeroed before each read: a newline found past a NUL is this line's,
+   * so a NUL byte is told from a line too long for the buffer. */
+  while (rc == CPL_OK && (memset(line, 0, sizeof line), fgets(line, sizeof line, f))) {
     lineno++;
-    if (!strchr(line, '\n') && !feof(f)) {
+    const char *nl = memchr(line, '\n', sizeof line);
+    if (nl && memchr(line, '\0', (size_t)(nl - line))) {
+      rc = say(err, errlen, CPL_ERR_PARSE, "%s:%d: a NUL byte (not a text file?)", path, lineno);
+      break;
+    }
+    if (!nl && !feof(f)) {
       rc = say(err, errlen, CPL_ERR_PARSE, "%s:%d: line longer than %zu characters", path, lineno,
                sizeof line - 2);
       break;
@@ -123,7 +130,8 @@ int cpli_tuning_file_read(const char *path, cpli_tuning_vals *v, char *err, size
     }
     *(k == 0 ? &v->alpha : k == 1 ? &v->beta : &v->overhead) = d;
   }
-  if (rc == CPL_OK && ferror(f)) rc = say(err, errlen, CPL_ERR_IO, "%s: read error", path);
+  if (rc == CPL_OK && ferror(f)) /* a directory: EISDIR */
+    rc = say(err, errlen, CPL_ERR_IO, "%s: read error: %s", path, strerror(errno));
   fclose(f);
   if (rc != CPL_OK) *v = (cpli_tuning_vals){0};
   return rc;

@@ -37,6 +37,26 @@ const char *cpli_ctx_where(const cpli_ctx *ctx, MPI_Comm comm, char *buf, size_t
   return buf;
 }
 
+const char *cpli_peer_name(const cpli_ctx *ctx, MPI_Comm comm, int rank, char *buf, size_t n) {
+  int m = -1; /* the peer's rank in the merged communicator */
+  if (ctx && ctx->nsend > 0 && comm != MPI_COMM_NULL && rank >= 0) {
+    MPI_Group g, gm;
+    if (comm == ctx->merged) m = rank;
+    else if (MPI_Comm_group(comm, &g) == MPI_SUCCESS) { /* fc's groups, the local one */
+      if (MPI_Comm_group(ctx->merged, &gm) == MPI_SUCCESS) {
+        if (MPI_Group_translate_ranks(g, 1, &rank, gm, &m) != MPI_SUCCESS) m = -1;
+        MPI_Group_free(&gm);
+      }
+      MPI_Group_free(&g);
+    }
+  }
+  if (m >= 0) /* MPI_UNDEFINED is negative */
+    snprintf(buf, n, m < ctx->nsend ? "sender %d" : "receiver %d",
+             m < ctx->nsend ? m : m - ctx->nsend);
+  else snprintf(buf, n, "rank %d", rank);
+  return buf;
+}
+
 /* The watchdog's description of a step's wait. */
 typedef struct watched {
   const cpli_ctx *ctx;
@@ -49,22 +69,54 @@ static void say_step(const void *arg, char *buf, unsigned long n) {
   const watched *x = arg;
   char where[256];
   cpli_ctx_where(x->ctx, x->comm, where, sizeof where);
-  if (x->peer >= 0) snprintf(buf, n, "%s: %s with rank %d", where, x->what, x->peer);
+  char peer[32];
+  if (x->peer >= 0)
+    snprintf(buf, n, "%s: %s with %s", where, x->what,
+             cpli_peer_name(x->ctx, x->comm, x->peer, peer, sizeof peer));
   else snprintf(buf, n, "%s: %s", where, x->what);
 }
 
-/* " with rank P" for messages (formatted only when one is printed). */
-static const char *peer_text(int peer, char *buf, size_t n) {
+/* " with sender P" for messages (formatted only when one is printed). */
+static const char *peer_text(const cpli_ctx *ctx, MPI_Comm comm, int peer, char *buf, size_t n) {
   if (peer < 0) return "";
-  snprintf(buf, n, " with rank %d", peer);
+  char name[32];
+  snprintf(buf, n, " with %s", cpli_peer_name(ctx, comm, peer, name, sizeof name));
   return buf;
 }
 
-int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const char *what,
-                 int peer) {
-  char where[256], with[32];
-  /* Real status arrays: gcc 12 misreads MPI_STATUSES_IGNORE as a buffer. */
-  MPI_Status st[4];
+/* After this rank's own failure in a step (a truncated receive): pending
+ * receives are cancelled, and the sends among reqs (bit i of `sends`) are
+ * given until the deadline to be taken before the caller gets its buffers
+ * back. A peer in the same step takes them at once; one that took a send
+ * from a buffer the caller freed meanwhile would be aborted by UCX
+ * (process_vm_readv: Bad address), the job with it. */
+static void settle(int n, MPI_Request *reqs, unsigned sends, cpli_wait *w) {
+  cpli_wait_uninterruptible(w); /* the failure's message stays */
+  for (int i = 0; i < n; i++)
+    if (reqs[i] != MPI_REQUEST_NULL && !(sends >> i & 1)) {
+      MPI_Cancel(&reqs[i]);
+      MPI_Request_free(&reqs[i]);
+    }
+  for (int left = 1; left;) {
+    left = 0;
+    for (int i = 0; i < n; i++) {
+      int done = 0;
+      if (reqs[i] != MPI_REQUEST_NULL &&
+          MPI_Test(&reqs[i], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        done = 1;
+      if (reqs[i] != MPI_REQUEST_NULL && !done) left = 1;
+    }
+    if (left && cpli_wait_idle(w)) break;
+  }
+  for (int i = 0; i < n; i++)
+    if (reqs[i] != MPI_REQUEST_NULL) MPI_Request_free(&reqs[i]);
+}
+
+/* cpli_waitall, with the status of request i in st[i] once it completed;
+ * on a failed request, the sends (mask, see settle) are settled first. */
+static int waitall_st(int n, MPI_Request *reqs, MPI_Status *st, unsigned sends, cpli_ctx *ctx,
+                      MPI_Comm comm, const char *what, int peer) {
+  char where[256], with[48];
   if (n > 4) return cpli_fail(CPL_ERR_INTERNAL, "cpli_waitall: %d requests, at most 4", n);
   /* No deadline: MPI_Waitall, unless an interrupt check must be polled
    * (point-to-point only: a collective is not interrupted, below). */
@@ -74,7 +126,7 @@ int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const c
     if (rc == MPI_SUCCESS) return CPL_OK;
     return cpli_mpi_check(rc, "MPI_Waitall", "%s: %s%s",
                           cpli_ctx_where(ctx, comm, where, sizeof where), what,
-                          peer_text(peer, with, sizeof with));
+                          peer_text(ctx, comm, peer, with, sizeof with));
   }
   cpli_wait w;
   cpli_wait_start(&w, timeout, ctx ? ctx->nap_us : 0);
@@ -82,14 +134,19 @@ int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const c
   cpli_wait_watch(&w, say_step, &x);
   if (peer < 0) cpli_wait_uninterruptible(&w);
   int at = 0, left = 0, idx[4];
+  MPI_Status got_st[4];
   for (int i = 0; i < n; i++) left += reqs[i] != MPI_REQUEST_NULL;
   for (;;) {
     int got = 0;
-    int rc = cpli_poll_some(n, reqs, &at, idx, &got);
-    if (rc != MPI_SUCCESS)
-      return cpli_mpi_check(rc, "MPI_Request_get_status", "%s: %s%s",
-                            cpli_ctx_where(ctx, comm, where, sizeof where), what,
-                            peer_text(peer, with, sizeof with));
+    int rc = cpli_poll_some(n, reqs, &at, idx, got_st, &got);
+    if (rc != MPI_SUCCESS) {
+      rc = cpli_mpi_check(rc, "MPI_Request_get_status", "%s: %s%s",
+                          cpli_ctx_where(ctx, comm, where, sizeof where), what,
+                          peer_text(ctx, comm, peer, with, sizeof with));
+      if (sends && isfinite(timeout)) settle(n, reqs, sends, &w); /* else: no hang here */
+      return rc;
+    }
+    for (int j = 0; j < got; j++) st[idx[j]] = got_st[j];
     if ((left -= got) == 0) return CPL_OK;
     if (got) cpli_wait_moved(&w);
     else if (cpli_wait_idle(&w)) {
@@ -106,31 +163,60 @@ int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const c
                        "%s: %s%s did not complete within %g s "
                        "(peer dead, stuck, or not in this collective)",
                        cpli_ctx_where(ctx, comm, where, sizeof where), what,
-                       peer_text(peer, with, sizeof with), ctx->timeout);
+                       peer_text(ctx, comm, peer, with, sizeof with), ctx->timeout);
     }
   }
+}
+
+int cpli_waitall(int n, MPI_Request *reqs, cpli_ctx *ctx, MPI_Comm comm, const char *what,
+                 int peer) {
+  /* Real status arrays: gcc 12 misreads MPI_STATUSES_IGNORE as a buffer. */
+  MPI_Status st[4];
+  return waitall_st(n, reqs, st, 0, ctx, comm, what, peer);
+}
+
+int cpli_wait_recv(MPI_Request *req, size_t want, cpli_ctx *ctx, MPI_Comm comm, int peer) {
+  MPI_Status st[1];
+  CPLI_TRY(waitall_st(1, req, st, 0, ctx, comm, "receive", peer));
+  return cpli_recv_size(st, want, ctx, comm, peer);
+}
+
+int cpli_recv_size(const MPI_Status *st, size_t want, cpli_ctx *ctx, MPI_Comm comm, int peer) {
+  MPI_Count got = 0;
+  if (MPI_Get_count_c(st, MPI_BYTE, &got) == MPI_SUCCESS && got == (MPI_Count)want) return CPL_OK;
+  char where[256], name[32];
+  return cpli_mpi_check(MPI_ERR_TRUNCATE, "comparing the message with the block sizes",
+                        "%s: receive from %s brought %lld bytes where %zu were expected "
+                        "(ranks disagree on the block sizes)",
+                        cpli_ctx_where(ctx, comm, where, sizeof where),
+                        cpli_peer_name(ctx, comm, peer, name, sizeof name), (long long)got, want);
 }
 
 int cpli_xfer(MPI_Comm comm, const void *sbuf, size_t sbytes, int dest, void *rbuf, size_t rbytes,
               int src, cpli_ctx *ctx) {
   MPI_Request req[2];
   int n = 0, rc;
-  char where[256];
+  char where[256], name[32];
   if (src != MPI_PROC_NULL) {
     rc = MPI_Irecv_c(rbuf, (MPI_Count)rbytes, MPI_BYTE, src, CPLI_TAG, comm, &req[n++]);
     if (rc != MPI_SUCCESS)
-      return cpli_mpi_check(rc, "MPI_Irecv", "%s: receive from rank %d",
-                            cpli_ctx_where(ctx, comm, where, sizeof where), src);
+      return cpli_mpi_check(rc, "MPI_Irecv", "%s: receive from %s",
+                            cpli_ctx_where(ctx, comm, where, sizeof where),
+                            cpli_peer_name(ctx, comm, src, name, sizeof name));
   }
   if (dest != MPI_PROC_NULL) {
     rc = MPI_Isend_c(sbuf, (MPI_Count)sbytes, MPI_BYTE, dest, CPLI_TAG, comm, &req[n++]);
     if (rc != MPI_SUCCESS)
-      return cpli_mpi_check(rc, "MPI_Isend", "%s: send to rank %d",
-                            cpli_ctx_where(ctx, comm, where, sizeof where), dest);
+      return cpli_mpi_check(rc, "MPI_Isend", "%s: send to %s",
+                            cpli_ctx_where(ctx, comm, where, sizeof where),
+                            cpli_peer_name(ctx, comm, dest, name, sizeof name));
   }
   if (n == 0) return CPL_OK;
-  return cpli_waitall(n, req, ctx, comm, src != MPI_PROC_NULL ? "exchange" : "send",
-                      src != MPI_PROC_NULL ? src : dest);
+  MPI_Status st[2];
+  CPLI_TRY(waitall_st(n, req, st, dest != MPI_PROC_NULL ? 1u << (n - 1) : 0, ctx, comm,
+                      src != MPI_PROC_NULL ? "exchange" : "send",
+                      src != MPI_PROC_NULL ? src : dest));
+  return src != MPI_PROC_NULL ? cpli_recv_size(&st[0], rbytes, ctx, comm, src) : CPL_OK;
 }
 
 int cpli_sizes_agree(const unsigned long long *sizes, const size_t *counts, int p) {
@@ -215,9 +301,11 @@ int cpli_xferv(MPI_Comm comm, const void *sbase, int ns, const size_t *slen, con
                            CPLI_TAG, comm, &req[n++]);
     if (rc != MPI_SUCCESS) goto mpi_fail;
   }
-  rc = n ? cpli_waitall(n, req, ctx, comm, src != MPI_PROC_NULL ? "exchange" : "send",
-                        src != MPI_PROC_NULL ? src : dest)
+  MPI_Status st[2];
+  rc = n ? waitall_st(n, req, st, dest != MPI_PROC_NULL ? 1u << (n - 1) : 0, ctx, comm,
+                      src != MPI_PROC_NULL ? "exchange" : "send", src != MPI_PROC_NULL ? src : dest)
          : CPL_OK;
+  if (rc == CPL_OK && src != MPI_PROC_NULL) rc = cpli_recv_size(&st[0], rs.bytes, ctx, comm, src);
   goto out;
 mpi_fail:
   rc = cpli_mpi_check(rc, "posting a step", "%s", cpli_ctx_where(ctx, comm, where, sizeof where));

@@ -41,6 +41,17 @@ const char *cpl_last_error(void) { return last_msg; }
 
 int cpli_last_mpi_class(void) { return last_mpi_class; }
 
+void cpli_error_save(cpli_error_state *s) {
+  _Static_assert(sizeof s->msg == MSG_MAX, "cpli_error_state holds a whole message");
+  memcpy(s->msg, last_msg, MSG_MAX);
+  s->mpi_class = last_mpi_class;
+}
+
+void cpli_error_restore(const cpli_error_state *s) {
+  memcpy(last_msg, s->msg, MSG_MAX);
+  last_mpi_class = s->mpi_class;
+}
+
 int cpli_fail(int status, const char *fmt, ...) {
   last_mpi_class = MPI_ERR_OTHER;
   va_list ap;

@@ -25,6 +25,15 @@ int cpli_mpi_check(int mpi_rc, const char *what, const char *fmt, ...) CPLI_PRIN
  * it, as MPI would (MPI_ERR_TRUNCATE for a receive too small). */
 int cpli_last_mpi_class(void);
 
+/* The thread's last failure, message and MPI class: kept by a caller that
+ * reports an earlier failure after later calls failed too. */
+typedef struct cpli_error_state {
+  char msg[2048];
+  int mpi_class;
+} cpli_error_state;
+void cpli_error_save(cpli_error_state *s);
+void cpli_error_restore(const cpli_error_state *s);
+
 /* Prepend context ("link sim.out->ana.in: ") to the current message. */
 void cpli_error_prefix(const char *fmt, ...) CPLI_PRINTF(1, 2);
 

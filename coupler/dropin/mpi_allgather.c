@@ -264,7 +264,10 @@ static int cpli_mpi_inter_run(const cpli_mpi_call *c, int lsize, int rsize, int 
    * was interrupted: cpl_set_interrupt_check): a
    * receiver that found a count mismatch must still send its own blocks,
    * or the other group would wait for them forever (MPICH returns on both
-   * sides). The first error is the one reported. */
+   * sides). The first error is the one reported, with its own message and
+   * MPI class (a second phase's timeout overwrote them: the receiver of a
+   * count mismatch then returned MPI_ERR_OTHER, saying it timed out). */
+  cpli_error_state first_error;
   for (int phase = 0; phase < 2 && rc != CPL_ERR_TIMEOUT && rc != CPL_ERR_INTERRUPTED; phase++) {
     const int sending = (phase == 0) == (first != 0);
     int prc = CPL_OK;
@@ -279,6 +282,8 @@ static int cpli_mpi_inter_run(const cpli_mpi_call *c, int lsize, int rsize, int 
                     : cpl_inter_allgatherv(NULL, 0, MPI_DATATYPE_NULL, c->recvbuf, c->recvcounts,
                                            c->displs, c->recvtype, CPL_RECEIVER, c->comm, &opt);
     }
+    if (rc == CPL_OK && prc != CPL_OK) cpli_error_save(&first_error);
+    else if (prc != CPL_OK) cpli_error_restore(&first_error);
     if (rc == CPL_OK) rc = prc;
   }
   return rc;

@@ -149,7 +149,9 @@ typedef enum cpl_role { CPL_RECEIVER = 0, CPL_SENDER = 1 } cpl_role;
  * Senders pass sendbuf/sendcount/sendtype (recv arguments are ignored);
  * receivers pass recvbuf/recvcounts/displs/recvtype with one entry per
  * remote (sending) rank (send arguments are ignored). Both groups must pass
- * opposite roles. Collective over the intercommunicator.
+ * opposite roles (the same role on both is CPL_ERR_MISMATCH on every rank,
+ * found where a direction of the link is first used). Collective over the
+ * intercommunicator.
  */
 CPL_API int cpl_inter_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                                  void *recvbuf, const int recvcounts[], const int displs[],

@@ -6,7 +6,9 @@
  * The last cases are timeouts: the sender skips a call, and the receiver
  * must get CPL_ERR_TIMEOUT naming link, rank and step within its deadline;
  * a rank skips the first call on a communicator, and the other must get
- * CPL_ERR_TIMEOUT, not wait in the communicator's setup. With an interrupt
+ * CPL_ERR_TIMEOUT, not wait in the communicator's setup (nor in fc's, on a
+ * link already in use); both groups passing CPL_SENDER is an error on both.
+ * With an interrupt
  * check registered (cpl_set_interrupt_check) the timeout is unchanged, and
  * a signal the check reports ends the wait at once: CPL_ERR_INTERRUPTED,
  * naming link, rank and step.
@@ -124,6 +126,8 @@ int main(int argc, char **argv) {
     double t0 = MPI_Wtime();
     rc = cpl_inter_allgather(NULL, 0, MPI_INT, buf, 4, MPI_INT, role, inter, &opt);
     expect(rc, CPL_ERR_TIMEOUT, "link sim.out->ana.in, receiver 0, step 42", "peer never sends");
+    /* the peer by its role, not by its rank in the merged communicator */
+    expect(rc, CPL_ERR_TIMEOUT, "receive from sender 0 ", "peer never sends (names it)");
     if (MPI_Wtime() - t0 > 5) {
       fprintf(stderr, "FAIL timeout took %.1f s for a 0.5 s deadline\n", MPI_Wtime() - t0);
       failures++;
@@ -164,6 +168,46 @@ int main(int argc, char **argv) {
   if (wrank == 1) expect(rc, CPL_ERR_MPI, "truncated", "a peer sends more than announced");
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_Comm_free(&pair);
+
+  /* fc's first call on a link already in use builds its communicators:
+   * the receiver refuses the call (a bad count), and the sender must time
+   * out in that set-up, not wait in MPI_Comm_split forever. */
+  MPI_Comm used;
+  MPI_Comm_dup(inter, &used);
+  cpl_coll_options fopt;
+  cpl_coll_options_init(&fopt);
+  fopt.inter = CPL_INTER_CHAINS;
+  fopt.timeout = 1;
+  rc = cpl_inter_allgather(buf, 1, MPI_INT, buf + 2, 1, MPI_INT, role, used, &fopt);
+  if (rc != CPL_OK) {
+    fprintf(stderr, "FAIL chains call before fc's first: %s\n", cpl_last_error());
+    failures++;
+  }
+  fopt.inter = CPL_INTER_FC;
+  if (role == CPL_SENDER) {
+    double t0 = MPI_Wtime();
+    rc = cpl_inter_allgather(buf, 1, MPI_INT, NULL, 0, MPI_INT, role, used, &fopt);
+    expect(rc, CPL_ERR_TIMEOUT, "fc: meeting the other group (first use)",
+           "receiver refuses fc's first call");
+    if (MPI_Wtime() - t0 > 5) {
+      fprintf(stderr, "FAIL fc's set-up took %.1f s for a 1 s deadline\n", MPI_Wtime() - t0);
+      failures++;
+    }
+  } else {
+    expect(cpl_inter_allgather(NULL, 0, MPI_INT, buf, -1, MPI_INT, role, used, &fopt), CPL_ERR_ARG,
+           "recvcount is negative", "negative recvcount for fc");
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+
+  /* Both groups pass the same role: every rank fails at once, naming the
+   * mistake (each sent to the other, and both returned success). */
+  MPI_Comm same;
+  MPI_Comm_dup(inter, &same);
+  cpl_coll_options_init(&fopt);
+  fopt.timeout = 5;
+  expect(cpl_inter_allgather(buf, 2, MPI_INT, NULL, 0, MPI_INT, CPL_SENDER, same, &fopt),
+         CPL_ERR_MISMATCH, "both groups called as senders", "both groups send");
+  MPI_Barrier(MPI_COMM_WORLD);
 
   /* The first call on a communicator: one rank fails before it (a bad
    * variable, say), and the other times out in the dup of first use

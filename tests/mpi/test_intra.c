@@ -3,7 +3,8 @@
  * algorithm (circulant, bruck, ring, native, root, auto) for allgather and
  * allgatherv, in place and not, contiguous and strided types, counts 0, 1,
  * odd, 64 KiB and irregular with zeros; and the circulant broadcast from
- * every root with a strided type. Run with any number of ranks.
+ * every root with a strided type, and at MPI_BOTTOM. Run with any number
+ * of ranks.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,6 +145,24 @@ int main(int argc, char **argv) {
             bref[1]);
     failures++;
   }
+  /* MPI_BOTTOM with a type of absolute addresses, as MPI_Bcast takes it
+   * (the broadcast refused it: "buffer is NULL with count 1"). */
+  int abs_data[3];
+  for (int i = 0; i < 3; i++) abs_data[i] = r == 0 ? val(0, i, 6) : -1;
+  MPI_Aint abs_at;
+  MPI_Get_address(abs_data, &abs_at);
+  MPI_Datatype absolute;
+  MPI_Type_create_hindexed(1, (int[]){3}, &abs_at, MPI_INT, &absolute);
+  MPI_Type_commit(&absolute);
+  rc = cpl_intra_bcast(MPI_BOTTOM, 1, absolute, 0, comm, NULL);
+  report(rc, "bcast at MPI_BOTTOM", "circulant");
+  for (int i = 0; rc == CPL_OK && i < 3; i++)
+    if (abs_data[i] != val(0, i, 6)) {
+      fprintf(stderr, "FAIL bcast at MPI_BOTTOM: element %d is %d\n", i, abs_data[i]);
+      failures++;
+      break;
+    }
+  MPI_Type_free(&absolute);
   free(got);
   free(ref);
   MPI_Type_free(&swapped);

@@ -93,6 +93,18 @@ int main(void) {
   bad("inter_root_max = 100.5\n", "1", "inter_root_max");
   bad("intra_root_max = x\n", "1", "intra_root_max: expected a whole number of bytes");
   bad("inter_root_max = 1K\ninter_root_max = 2K\n", "2", "given twice");
+  /* a NUL byte was "line longer than 510 characters" */
+  const char *nul = write_text("nul", "alpha = 1e-5\n");
+  FILE *nf = fopen(nul, "w");
+  if (!nf) abort();
+  fwrite("beta = 1e-9\n\0x\nalpha = 1\n", 1, 25, nf);
+  fclose(nf);
+  CHECK(cpli_tuning_file_read(nul, &r, err, sizeof err) == CPL_ERR_PARSE &&
+            strstr(err, ":2: a NUL byte"),
+        "NUL byte: %s", err);
+  /* a directory was "read error" */
+  CHECK(cpli_tuning_file_read(dir, &r, err, sizeof err) == CPL_ERR_IO && strstr(err, "directory"),
+        "directory: %s", err);
   CHECK(cpli_tuning_file_read("/nonexistent/x", &r, err, sizeof err) == CPL_ERR_IO &&
             strstr(err, "/nonexistent/x"),
         "missing file: %s", err);
