@@ -20,10 +20,10 @@
  * (n - 1 + ceil(log2 q))(alpha + beta m / n) (cost.c).
  *
  * Checks: receiver 0 receives each sender's block whole on its own, so a
- * block longer than it expects is MPI_ERR_TRUNCATE there (blocks of other
- * sizes that add up to the same total always include a longer one); the
- * other receivers then wait for a broadcast that does not come, which
- * only CPL_TIMEOUT ends, as with the other plans.
+ * block of another size than it expects is MPI_ERR_TRUNCATE there (the
+ * executor checks every receive's size); the other receivers then wait
+ * for a broadcast that does not come, which only CPL_TIMEOUT ends, as
+ * with the other plans.
  */
 #include "coll/coll.h"
 #include "coll/fc_plan.h"

@@ -1,6 +1,7 @@
 /*
- * Root gathering as one dataflow plan; see flow.h (cpli_flow_root) for
- * what it does and coll/inter_root.c for why.
+ * Root gathering as one dataflow plan, between two groups (cpli_flow_root)
+ * and inside one (cpli_flow_intra_root); see flow.h for what they do and
+ * coll/inter_root.c, coll/intra_root.c for why.
  */
 #include <stdlib.h>
 
@@ -26,9 +27,8 @@ int cpli_flow_root(cpli_flow *f, int p, int q, int me, const size_t *counts, con
     return cpli_fail(CPL_ERR_ARG, "root plan: receiver %d needs the block sizes", me - p);
   /* The blocks travel to receiver 0 whole, whatever the cut: a block of
    * another size than it expects then never fits its receive by chance
-   * (a longer one is MPI_ERR_TRUNCATE there), as pieces cut from each
-   * end's own length could. The broadcast still starts with the first
-   * block in. */
+   * (MPI_ERR_TRUNCATE there), as pieces cut from each end's own length
+   * could. The broadcast still starts with the first block in. */
   f->note_why = CPLI_CUT_PORT; /* and receiver 0's port takes p blocks in all */
   f->note_depth = 1;
   if (me < p) {
