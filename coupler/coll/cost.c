@@ -271,16 +271,25 @@ cpl_intra_algorithm cpli_intra_pick(int n, size_t bytes, size_t maxb, int regula
   const cpli_tuning *t = cpli_tuning_now();
   if (!memo_hit(&last, t->version, n, regular, bytes, maxb))
     last.pick =
-        cpli_intra_pick_tuned(n, bytes, maxb, regular, t->alpha, t->beta, t->intra_root_max);
+        cpli_intra_pick_tuned(n, bytes, maxb, regular, t->alpha, t->beta, t->intra_root_bytes);
   return (cpl_intra_algorithm)last.pick;
 }
 
+size_t cpli_intra_root_sends(int n, size_t maxb) {
+  return n < 2 ? 0 : (size_t)cpli_ceil_log2(n) * (size_t)(n - 1) * maxb;
+}
+
 cpl_intra_algorithm cpli_intra_pick_tuned(int n, size_t bytes, size_t maxb, int regular,
-                                          double alpha, double beta, size_t root_max) {
+                                          double alpha, double beta, size_t root_bytes) {
   /* root sends 2 (n - 1) messages, the others n ceil(log2 n) (more from
    * n = 3 on; at n = 2 one exchange either way): as for the inter-group
-   * rule, where the calibration found the fewest messages fastest. */
-  if (n >= 3 && root_max > 0 && maxb <= root_max) return CPL_INTRA_ROOT;
+   * rule, where the calibration found the fewest messages fastest. The
+   * bound is on what member 0 sends, which grows with n as well as with
+   * the blocks (emulated cluster: root won at 1 KiB for p = 3 and 5 and
+   * lost from 512 B at p = 8, where member 0 sends 3 messages of 7
+   * blocks). */
+  if (n >= 3 && root_bytes > 0 && cpli_intra_root_sends(n, maxb) <= root_bytes)
+    return CPL_INTRA_ROOT;
   return cpli_intra_pick_ab(n, bytes, maxb, regular, alpha, beta);
 }
 

@@ -130,11 +130,14 @@ double cpli_intra_cost_v(cpl_intra_algorithm a, int n, size_t bytes, size_t maxb
 cpl_intra_algorithm cpli_intra_pick(int n, size_t bytes, size_t maxb, int regular);
 cpl_intra_algorithm cpli_intra_pick_ab(int n, size_t bytes, size_t maxb, int regular, double alpha,
                                        double beta);
-/* cpli_intra_pick's rule: root for n >= 3 and a largest block of at
- * most root_max bytes (the tuning's intra_root_max, 0 by default), else
+/* What member 0 of root's broadcast sends at most: ceil(log2 n)
+ * messages of the other n - 1 blocks, each at most maxb bytes. */
+size_t cpli_intra_root_sends(int n, size_t maxb);
+/* cpli_intra_pick's rule: root for n >= 3 where member 0 sends at most
+ * root_bytes (the tuning's intra_root_bytes, 0 by default), else
  * cpli_intra_pick_ab. */
 cpl_intra_algorithm cpli_intra_pick_tuned(int n, size_t bytes, size_t maxb, int regular,
-                                          double alpha, double beta, size_t root_max);
+                                          double alpha, double beta, size_t root_bytes);
 /* cpl_intra_cost and cpl_inter_cost on the current tuning snapshot
  * (AUTO: the cost of what auto picks, for intra). */
 double cpli_intra_cost(cpl_intra_algorithm a, int p, size_t bytes, double alpha, double beta);

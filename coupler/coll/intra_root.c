@@ -9,7 +9,7 @@
  * doubling send p ceil(log2 p), in 1 + ceil(log2 p) hops instead of
  * ceil(log2 p). Where every message costs CPU that other ranks wait for
  * (ranks sharing cores), small blocks are faster this way; the model
- * counts hops and bytes, so only the calibration's intra_root_max makes
+ * counts hops and bytes, so only the calibration's intra_root_bytes makes
  * `auto` take it (cost.c).
  *
  * Cost: member 0's port takes the other p - 1 blocks, alpha + (m - k)

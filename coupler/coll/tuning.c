@@ -26,7 +26,7 @@ enum {
   TIMEOUT,
   OVERHEAD,
   INTER_ROOT_MAX,
-  INTRA_ROOT_MAX,
+  INTRA_ROOT_BYTES,
   NVARS
 };
 /* Names without the CPL_ prefix, in the order of the enum. */
@@ -43,7 +43,7 @@ static const struct {
                  {"TIMEOUT", 7},
                  {"OVERHEAD", 8},
                  {"INTER_ROOT_MAX", 14},
-                 {"INTRA_ROOT_MAX", 14}};
+                 {"INTRA_ROOT_BYTES", 16}};
 
 /* Values up to this length are remembered; a longer one is parsed on
  * every call (nobody sets one). */
@@ -179,8 +179,9 @@ static void parse(const char *const v[NVARS], cpli_tuning *t) {
                         &t->chunk_from, &bad);
   t->inter_root_max = pick_bytes(v[INTER_ROOT_MAX], "CPL_INTER_ROOT_MAX", 0, fv->inter_root_max_set,
                                  fv->inter_root_max, "default", &t->inter_root_max_from, &bad);
-  t->intra_root_max = pick_bytes(v[INTRA_ROOT_MAX], "CPL_INTRA_ROOT_MAX", 0, fv->intra_root_max_set,
-                                 fv->intra_root_max, "default", &t->intra_root_max_from, &bad);
+  t->intra_root_bytes =
+      pick_bytes(v[INTRA_ROOT_BYTES], "CPL_INTRA_ROOT_BYTES", 0, fv->intra_root_bytes_set,
+                 fv->intra_root_bytes, "default", &t->intra_root_bytes_from, &bad);
   t->flow = strcmp(v[FLOW], "0") != 0;
   t->ring = flag_of(v[RING]);
   /* Switches: 0 or 1; "no" or "false" ran the dataflow plans or the

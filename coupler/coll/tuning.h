@@ -25,17 +25,18 @@
 #include <stddef.h>
 
 typedef struct cpli_tuning {
-  double alpha, beta;    /* CPL_ALPHA, CPL_BETA: the cost model (s, s/byte)    */
-  double overhead;       /* CPL_OVERHEAD: s per further message of a stream
-                          * (what a cut costs); default: alpha               */
-  size_t chunk;          /* CPL_CHUNK: a fixed dataflow stream cut (bytes);
-                          * 0: the plan's cut model chooses per stream     */
-  size_t inter_root_max; /* CPL_INTER_ROOT_MAX, CPL_INTRA_ROOT_MAX: bytes per */
-  size_t intra_root_max; /* block up to which `auto` takes root (cost.c);    */
-                         /* default 0                                      */
+  double alpha, beta;      /* CPL_ALPHA, CPL_BETA: the cost model (s, s/byte)    */
+  double overhead;         /* CPL_OVERHEAD: s per further message of a stream
+                            * (what a cut costs); default: alpha               */
+  size_t chunk;            /* CPL_CHUNK: a fixed dataflow stream cut (bytes);
+                            * 0: the plan's cut model chooses per stream     */
+  size_t inter_root_max;   /* CPL_INTER_ROOT_MAX: bytes per block up to which
+                            * `auto` takes root between groups; default 0 */
+  size_t intra_root_bytes; /* CPL_INTRA_ROOT_BYTES: inside a group, while its
+                            * member 0 sends at most this much (cost.c)  */
   /* Where each came from: "CPL_ALPHA" (...), "file" or "default". */
   const char *alpha_from, *beta_from, *overhead_from, *chunk_from, *inter_root_max_from,
-      *intra_root_max_from;
+      *intra_root_bytes_from;
   /* The tuning file read (NULL: none) and, if it is broken, what is wrong
    * with it ("PATH:LINE: ..."), else what is wrong with a set CPL_ALPHA,
    * CPL_BETA, CPL_OVERHEAD or CPL_CHUNK ("CPL_BETA: expected ..., got

@@ -46,7 +46,7 @@ int cpli_tuning_agree(MPI_Comm comm, const char *where, int role) {
                           t->overhead,
                           (double)t->chunk,
                           (double)t->inter_root_max,
-                          (double)t->intra_root_max,
+                          (double)t->intra_root_bytes,
                           inter,
                           intra,
                           (double)t->flow,
@@ -66,20 +66,20 @@ int cpli_tuning_agree(MPI_Comm comm, const char *where, int role) {
                      where,
                      role == CPL_SENDER ? "senders (CPL_SENDER)" : "receivers (CPL_RECEIVER)");
   static const char *const name[NM] = {"alpha", "beta",           "overhead",
-                                       "chunk", "inter_root_max", "intra_root_max"};
+                                       "chunk", "inter_root_max", "intra_root_bytes"};
   for (int i = 0; i < NM; i++)
     if (r[i] != -r[N + i])
       return cpli_fail(CPL_ERR_MISMATCH,
                        "%s: ranks use different cost models (%s from %g to %g; this rank: alpha "
                        "%g from %s, beta %g from %s, overhead %g from %s, chunk %zu from %s, "
-                       "inter_root_max %zu from %s, intra_root_max %zu from %s, tuning file %s): "
+                       "inter_root_max %zu from %s, intra_root_bytes %zu from %s, tuning file %s): "
                        "every rank must read the same "
                        "tuning file and CPL_ALPHA, CPL_BETA, CPL_OVERHEAD, CPL_CHUNK, "
-                       "CPL_INTER_ROOT_MAX, CPL_INTRA_ROOT_MAX",
+                       "CPL_INTER_ROOT_MAX, CPL_INTRA_ROOT_BYTES",
                        where, name[i], -r[N + i], r[i], t->alpha, t->alpha_from, t->beta,
                        t->beta_from, t->overhead, t->overhead_from, t->chunk, t->chunk_from,
-                       t->inter_root_max, t->inter_root_max_from, t->intra_root_max,
-                       t->intra_root_max_from, t->file ? t->file : "(none)");
+                       t->inter_root_max, t->inter_root_max_from, t->intra_root_bytes,
+                       t->intra_root_bytes_from, t->file ? t->file : "(none)");
   static const char *const var[NS] = {"CPL_INTER_ALGORITHM", "CPL_INTRA_ALGORITHM", "CPL_FLOW",
                                       "CPL_RING"};
   for (int s = 0; s < NS; s++) {

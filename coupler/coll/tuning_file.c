@@ -59,7 +59,7 @@ int cpli_tuning_file_read(const char *path, cpli_tuning_vals *v, char *err, size
   enum { NKEYS = 6 };
   int seen[NKEYS] = {0};
   static const char *const keys[NKEYS] = {"alpha", "beta",           "overhead",
-                                          "chunk", "inter_root_max", "intra_root_max"};
+                                          "chunk", "inter_root_max", "intra_root_bytes"};
   /* Zeroed before each read: a newline found past a NUL is this line's,
    * so a NUL byte is told from a line too long for the buffer. */
   while (rc == CPL_OK && (memset(line, 0, sizeof line), fgets(line, sizeof line, f))) {
@@ -92,7 +92,7 @@ int cpli_tuning_file_read(const char *path, cpli_tuning_vals *v, char *err, size
     if (k < 0) {
       rc = say(err, errlen, CPL_ERR_PARSE,
                "%s:%d: unknown key \"%s\" (known: alpha, beta, overhead, chunk, inter_root_max, "
-               "intra_root_max)",
+               "intra_root_bytes)",
                path, lineno, key);
       break;
     }
@@ -103,8 +103,8 @@ int cpli_tuning_file_read(const char *path, cpli_tuning_vals *v, char *err, size
     }
     seen[k] = lineno;
     if (k >= 4) { /* the switch points: bytes, or 0 */
-      size_t *at = k == 4 ? &v->inter_root_max : &v->intra_root_max;
-      *(k == 4 ? &v->inter_root_max_set : &v->intra_root_max_set) = 1;
+      size_t *at = k == 4 ? &v->inter_root_max : &v->intra_root_bytes;
+      *(k == 4 ? &v->inter_root_max_set : &v->intra_root_bytes_set) = 1;
       if (cpli_parse_bytes0(val, at))
         rc = say(err, errlen, CPL_ERR_PARSE,
                  "%s:%d: %s: expected a whole number of bytes (K or M suffix) or 0, got \"%s\"",
@@ -182,9 +182,9 @@ int cpli_tuning_file_write(const char *path, const cpli_tuning_vals *v, const ch
   if (v->inter_root_max_set)
     fprintf(f, "inter_root_max = %zu  # bytes per block up to which auto takes root (inter)\n",
             v->inter_root_max);
-  if (v->intra_root_max_set)
-    fprintf(f, "intra_root_max = %zu  # bytes per block up to which auto takes root (intra)\n",
-            v->intra_root_max);
+  if (v->intra_root_bytes_set)
+    fprintf(f, "intra_root_bytes = %zu  # bytes per block up to which auto takes root (intra)\n",
+            v->intra_root_bytes);
   const int bad = ferror(f) != 0;
   if (fclose(f) != 0 || bad) {
     remove(tmp);

@@ -12,11 +12,13 @@
  *             between back-to-back messages)
  *   chunk     bytes (K or M suffix, at least CPLI_CHUNK_MIN = 512): a
  *             fixed stream cut, as CPL_CHUNK
- *   inter_root_max, intra_root_max
- *             bytes per block (K or M suffix, or 0): `auto` takes `root`
- *             (the fewest messages) for blocks up to this size, inter-group
- *             at p, q >= 2, intra-group at p >= 3; as CPL_INTER_ROOT_MAX,
- *             CPL_INTRA_ROOT_MAX (the calibration measures where root wins)
+ *   inter_root_max  bytes per block (K or M suffix, or 0): `auto` takes
+ *             the inter-group `root` (the fewest messages) for blocks up
+ *             to this size at p, q >= 2, as CPL_INTER_ROOT_MAX
+ *   intra_root_bytes  bytes (K or M suffix, or 0): `auto` takes the
+ *             intra-group `root` at p >= 3 where its member 0 sends at
+ *             most this much, as CPL_INTRA_ROOT_BYTES
+ *             (the calibration measures both where root wins)
  * Values must be positive finite numbers (the *_root_max may be 0).
  * Anything else (unknown key, missing '=', bad or repeated value) is an
  * error naming file:line.
@@ -35,8 +37,8 @@
 typedef struct cpli_tuning_vals {
   double alpha, beta, overhead; /* 0: not given */
   size_t chunk;                 /* 0: not given */
-  size_t inter_root_max, intra_root_max;
-  int inter_root_max_set, intra_root_max_set; /* given (0 is a value) */
+  size_t inter_root_max, intra_root_bytes;
+  int inter_root_max_set, intra_root_bytes_set; /* given (0 is a value) */
 } cpli_tuning_vals;
 
 /* Parse a byte count with an optional K or M suffix ("32K", "1M", "4096").

@@ -36,9 +36,11 @@
  * the job's halves as p|q (N/2 | N - N/2, N >= 4) run the inter-group
  * allgather, and the whole job (N >= 3) the intra-group one, with root
  * and with the model's pick, alternating, at blocks of 256 B to 16 KiB;
- * inter_root_max and intra_root_max are the largest block up to which
- * root was faster at every size by more than ROOT_MARGIN (0: the model's
- * pick was as fast at the smallest). Root sends p + q - 1 messages (intra
+ * inter_root_max is the largest block up to which root was faster at
+ * every size by more than ROOT_MARGIN (0: the model's pick was as fast
+ * at the smallest), intra_root_bytes what member 0 of root's broadcast
+ * sends with that largest block (cpli_intra_root_sends: the bound grows
+ * with the group as well as the blocks). Root sends p + q - 1 messages (intra
  * 2 (p - 1)) and the others p q (p ceil(log2 p)) or more, in fewer hops:
  * which wins is the machine's (on the emulated cluster, 8 ranks on 2
  * cores, every message costs CPU the others wait for).
@@ -442,13 +444,16 @@ int cpli_calibrate(const char *out, const long *sizes, int nsizes, int reps, int
   if (me == 0 && rc == 0) {
     const long got[2] = {inter_max, intra_max};
     for (int d = 0; d < 2; d++) {
-      const char *name = d ? "intra_root_max" : "inter_root_max";
+      const char *name = d ? "intra_root_bytes" : "inter_root_max";
       if (got[d] >= 0) {
-        *(d ? &v.intra_root_max : &v.inter_root_max) = (size_t)got[d];
-        *(d ? &v.intra_root_max_set : &v.inter_root_max_set) = 1;
-        printf("%s: %ld (%s)\n", name, got[d],
-               got[d] ? "root was faster at every block up to that size"
-                      : "the model's pick was as fast at the smallest block");
+        const size_t val = d ? cpli_intra_root_sends(n, (size_t)got[d]) : (size_t)got[d];
+        *(d ? &v.intra_root_bytes : &v.inter_root_max) = val;
+        *(d ? &v.intra_root_bytes_set : &v.inter_root_max_set) = 1;
+        printf("%s: %zu (%s)\n", name, val,
+               !got[d] ? "the model's pick was as fast at the smallest block"
+               : d     ? "what member 0 sends with the largest block root was faster at, and "
+                         "at every block below"
+                       : "root was faster at every block up to that size");
       } else {
         printf("%s: not measured (fewer than %d ranks; the library's default applies)\n", name,
                d ? 3 : 4);
@@ -463,23 +468,23 @@ int cpli_calibrate(const char *out, const long *sizes, int nsizes, int reps, int
              "on %s at %s: %d ranks, %d runs per size, %ld..%ld bytes\n"
              "ping-pong fit R^2 %.4f (largest residual %.1f%%), stream fit R^2 %.4f (%.1f%%)\n"
              "CPL_ALPHA, CPL_BETA, CPL_OVERHEAD, CPL_CHUNK, CPL_INTER_ROOT_MAX and\n"
-             "CPL_INTRA_ROOT_MAX override these values",
+             "CPL_INTRA_ROOT_BYTES override these values",
              CPL_VERSION_STRING, host, when, n, reps, sizes[0], sizes[nsizes - 1], fp.r2,
              100 * fp.maxrel, fs.r2, 100 * fs.maxrel);
     if (strcmp(path, "-") == 0) {
       printf("alpha = %.6g\nbeta = %.6g\n", v.alpha, v.beta);
       if (v.overhead > 0) printf("overhead = %.6g\n", v.overhead);
       if (v.inter_root_max_set) printf("inter_root_max = %zu\n", v.inter_root_max);
-      if (v.intra_root_max_set) printf("intra_root_max = %zu\n", v.intra_root_max);
+      if (v.intra_root_bytes_set) printf("intra_root_bytes = %zu\n", v.intra_root_bytes);
     } else if (cpli_tuning_file_write(path, &v, comment, err, sizeof err) != CPL_OK) {
       fprintf(stderr, "cpl-bench --calibrate: %s\n", err);
       rc = 1;
     } else {
       printf("wrote %s: alpha = %.4g s, beta = %.4g s/B (%.2f MB/s), overhead = %s, "
-             "inter_root_max = %s, intra_root_max = %s\n",
+             "inter_root_max = %s, intra_root_bytes = %s\n",
              path, v.alpha, v.beta, 1e-6 / v.beta, v.overhead > 0 ? "measured" : "alpha",
              v.inter_root_max_set ? "measured" : "not measured",
-             v.intra_root_max_set ? "measured" : "not measured");
+             v.intra_root_bytes_set ? "measured" : "not measured");
     }
     fflush(stdout);
   }

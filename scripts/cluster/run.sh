@@ -160,7 +160,7 @@ fi
 genv=(-genv UCX_TLS "${UCX_TLS:-tcp,self}" -genv UCX_PROTO_ENABLE "${UCX_PROTO_ENABLE:-y}"
       -genv UCX_RNDV_SCHEME "${UCX_RNDV_SCHEME:-get_zcopy}")
 [[ -n $tuning ]] && genv+=(-genv CPL_TUNING_FILE "$(readlink -f "$tuning")")
-for v in CPL_ALPHA CPL_BETA CPL_OVERHEAD CPL_CHUNK CPL_INTER_ROOT_MAX CPL_INTRA_ROOT_MAX; do # the caller's win over the file
+for v in CPL_ALPHA CPL_BETA CPL_OVERHEAD CPL_CHUNK CPL_INTER_ROOT_MAX CPL_INTRA_ROOT_BYTES; do # the caller's win over the file
   [[ -n ${!v:-} ]] && genv+=(-genv "$v" "${!v}")
 done
 [[ -n $preload ]] && genv+=(-genv LD_PRELOAD "$preload")

@@ -2,7 +2,7 @@
 # cpl-bench --calibrate on 2 ranks writes a tuning file that the library's
 # parser reads (cpl-sched shows its values as coming from the file); the
 # environment still wins; with 4 ranks it measures the small-block switch
-# points (inter_root_max, intra_root_max); a broken file is refused,
+# points (inter_root_max, intra_root_bytes); a broken file is refused,
 # naming file:line.
 # Timings are not checked.
 # usage: check_calibrate.sh MPIEXEC SHIM CPL_BENCH CPL_SCHED
@@ -14,7 +14,7 @@ fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 pre=()
 [[ -n $shim && -r $shim ]] && pre=(-genv LD_PRELOAD "$shim")
-unset CPL_ALPHA CPL_BETA CPL_OVERHEAD CPL_CHUNK CPL_INTER_ROOT_MAX CPL_INTRA_ROOT_MAX CPL_TUNING_FILE
+unset CPL_ALPHA CPL_BETA CPL_OVERHEAD CPL_CHUNK CPL_INTER_ROOT_MAX CPL_INTRA_ROOT_BYTES CPL_TUNING_FILE
 export XDG_CONFIG_HOME=$tmp/xdg
 
 # 1. calibrate into the default path ($XDG_CONFIG_HOME/coupler/tuning)
@@ -34,7 +34,7 @@ grep -q "^wrote $file" "$tmp/out" || fail "does not say where it wrote"
 grep -Eq '^alpha = [0-9.e+-]+ ' "$file" && grep -Eq '^beta = [0-9.e+-]+ ' "$file" ||
   fail "file lacks alpha or beta: $(cat "$file")"
 grep -q "^inter_root_max: not measured (fewer than 4 ranks" "$tmp/out" &&
-  grep -q "^intra_root_max: not measured (fewer than 3 ranks" "$tmp/out" ||
+  grep -q "^intra_root_bytes: not measured (fewer than 3 ranks" "$tmp/out" ||
   fail "2 ranks: the switch points not said to be unmeasured: $(cat "$tmp/out")"
 grep -q "_root_max" "$file" && fail "2 ranks: a switch point written: $(cat "$file")"
 
@@ -53,7 +53,7 @@ grep -q "^beta = " "$tmp/out2" || fail "--out - printed no values"
 
 # 4. 4 ranks: the small-block switch points, root against the model's
 # pick at 2|2 and in the group of 4 per block size, in tables and as
-# inter_root_max and intra_root_max
+# inter_root_max and intra_root_bytes
 timeout -k 5 240 "$mpiexec" "${pre[@]}" -n 4 "$bench" --calibrate --reps 2 \
   --sizes 1,4K,64K --quiet --out - > "$tmp/out4" 2>&1 || fail "4 ranks failed: $(cat "$tmp/out4")"
 grep -q "^small blocks, inter-group, 2|2: " "$tmp/out4" &&
@@ -61,10 +61,11 @@ grep -q "^small blocks, inter-group, 2|2: " "$tmp/out4" &&
   fail "4 ranks: no small-block tables: $(cat "$tmp/out4")"
 awk '/^small blocks/ { t = 1; next } t && $1 ~ /^[0-9]+$/ && NF == 5 { n++ } END { exit n != 14 }' \
   "$tmp/out4" || fail "4 ranks: not 7 block sizes per direction: $(cat "$tmp/out4")"
-for d in inter intra; do
-  grep -Eq "^${d}_root_max = (0|256|512|1024|2048|4096|8192|16384)$" "$tmp/out4" ||
-    fail "4 ranks: no ${d}_root_max among the sizes: $(cat "$tmp/out4")"
-done
+grep -Eq "^inter_root_max = (0|256|512|1024|2048|4096|8192|16384)$" "$tmp/out4" ||
+  fail "4 ranks: no inter_root_max among the sizes: $(cat "$tmp/out4")"
+# what member 0 of 4 sends: ceil(log2 4) messages of 3 blocks
+grep -Eq "^intra_root_bytes = (0|1536|3072|6144|12288|24576|49152|98304)$" "$tmp/out4" ||
+  fail "4 ranks: intra_root_bytes not 6 blocks of a size: $(cat "$tmp/out4")"
 
 # 5. a broken file: refused with file:line
 printf 'alpha = 1e-5\nbeta = fast\n' > "$tmp/bad"

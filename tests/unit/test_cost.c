@@ -354,24 +354,33 @@ static void test_root_rule(void) {
   setenv("CPL_INTER_ROOT_MAX", "0", 1);
   cpli_tuning_refresh();
   CHECK(cpli_inter_pick(3, 5, 3 * 1024) != CPL_INTER_ROOT, "root with CPL_INTER_ROOT_MAX=0");
-  /* intra: root for n >= 3 up to the largest block intra_root_max */
+  /* intra: root for n >= 3 while member 0 sends at most intra_root_bytes,
+   * ceil(log2 n) messages of the other n - 1 blocks */
+  const size_t lim = 16384;
   for (int n = 1; n <= 16; n++)
     for (size_t k = 1; k <= 65536; k *= 2)
       for (int reg = 0; reg < 2; reg++) {
         const size_t maxb = reg ? k : 2 * k, m = reg ? k * (size_t)n : k * (size_t)n + k;
-        const cpl_intra_algorithm a = cpli_intra_pick_tuned(n, m, maxb, reg, al, be, 2048),
+        const size_t sends = n < 2 ? 0 : (size_t)cpli_ceil_log2(n) * (size_t)(n - 1) * maxb;
+        const cpl_intra_algorithm a = cpli_intra_pick_tuned(n, m, maxb, reg, al, be, lim),
                                   z = cpli_intra_pick_tuned(n, m, maxb, reg, al, be, 0);
-        CHECK((a == CPL_INTRA_ROOT) == (n >= 3 && maxb <= 2048), "intra n=%d maxb %zu: %s", n, maxb,
+        CHECK(cpli_intra_root_sends(n, maxb) == sends, "root sends at n=%d: %zu, not %zu", n,
+              cpli_intra_root_sends(n, maxb), sends);
+        CHECK((a == CPL_INTRA_ROOT) == (n >= 3 && sends <= lim), "intra n=%d maxb %zu: %s", n, maxb,
               cpl_intra_algorithm_name(a));
         CHECK(z == cpli_intra_pick_ab(n, m, maxb, reg, al, be) && z != CPL_INTRA_ROOT,
-              "intra n=%d maxb %zu, intra_root_max 0: %s", n, maxb, cpl_intra_algorithm_name(z));
+              "intra n=%d maxb %zu, intra_root_bytes 0: %s", n, maxb, cpl_intra_algorithm_name(z));
       }
-  setenv("CPL_INTRA_ROOT_MAX", "2K", 1);
+  /* 16 KiB of sends: p = 3 up to 4 KiB blocks (2 x 2 x 4K), p = 8 up to
+   * 780 B (3 x 7 x 780 = 16380) */
+  setenv("CPL_INTRA_ROOT_BYTES", "16K", 1);
   cpli_tuning_refresh();
-  CHECK(cpli_intra_pick(8, 8 * 2048, 2048, 1) == CPL_INTRA_ROOT &&
-            cpli_intra_pick(8, 8 * 4096, 4096, 1) != CPL_INTRA_ROOT,
-        "CPL_INTRA_ROOT_MAX=2K: p = 8 not root at 2 KiB, or root at 4 KiB");
-  setenv("CPL_INTRA_ROOT_MAX", "0", 1);
+  CHECK(cpli_intra_pick(3, 3 * 4096, 4096, 1) == CPL_INTRA_ROOT &&
+            cpli_intra_pick(3, 3 * 4097, 4097, 1) != CPL_INTRA_ROOT &&
+            cpli_intra_pick(8, 8 * 780, 780, 1) == CPL_INTRA_ROOT &&
+            cpli_intra_pick(8, 8 * 1024, 1024, 1) != CPL_INTRA_ROOT,
+        "CPL_INTRA_ROOT_BYTES=16K: p = 3 at 4 KiB, or p = 8 at 780 B not root, or more taken");
+  setenv("CPL_INTRA_ROOT_BYTES", "0", 1);
   cpli_tuning_refresh();
 }
 
@@ -406,7 +415,7 @@ int main(void) {
   unsetenv("CPL_INTER_ALGORITHM");
   unsetenv("CPL_INTRA_ALGORITHM");
   setenv("CPL_INTER_ROOT_MAX", "0", 1); /* whatever a tuning file says */
-  setenv("CPL_INTRA_ROOT_MAX", "0", 1);
+  setenv("CPL_INTRA_ROOT_BYTES", "0", 1);
   set_env(0);
   test_tables();
   test_intra_no_bruck();

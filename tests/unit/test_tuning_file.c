@@ -49,7 +49,7 @@ int main(void) {
   snprintf(dir, sizeof dir, "/tmp/cpl-tuning-test.%ld", (long)getpid());
   if (mkdir(dir, 0700)) return perror(dir), 1;
   unsetenv("CPL_ALPHA"), unsetenv("CPL_BETA"), unsetenv("CPL_OVERHEAD"), unsetenv("CPL_CHUNK");
-  unsetenv("CPL_INTER_ROOT_MAX"), unsetenv("CPL_INTRA_ROOT_MAX");
+  unsetenv("CPL_INTER_ROOT_MAX"), unsetenv("CPL_INTRA_ROOT_BYTES");
 
   /* round trip, directory created */
   char path[512], err[600];
@@ -71,10 +71,10 @@ int main(void) {
   snprintf(ok, sizeof ok, "%s",
            write_text("ok",
                       "# comment\n\n  alpha=2e-6 # trailing\nchunk = 64K\ninter_root_max = 2K\n"
-                      "intra_root_max = 1K\n"));
+                      "intra_root_bytes = 1K\n"));
   CHECK(cpli_tuning_file_read(ok, &r, err, sizeof err) == CPL_OK && r.alpha == 2e-6 &&
             r.chunk == 65536 && r.beta == 0 && r.inter_root_max == 2048 && r.inter_root_max_set &&
-            r.intra_root_max == 1024 && r.intra_root_max_set,
+            r.intra_root_bytes == 1024 && r.intra_root_bytes_set,
         "partial file: %s", err);
 
   bad("alpha = 1e-5\nalfa = 2\n", "2", "unknown key \"alfa\"");
@@ -91,7 +91,7 @@ int main(void) {
   bad("inter_root_max = -1\n", "1",
       "inter_root_max: expected a whole number of bytes (K or M suffix) or 0");
   bad("inter_root_max = 100.5\n", "1", "inter_root_max");
-  bad("intra_root_max = x\n", "1", "intra_root_max: expected a whole number of bytes");
+  bad("intra_root_bytes = x\n", "1", "intra_root_bytes: expected a whole number of bytes");
   bad("inter_root_max = 1K\ninter_root_max = 2K\n", "2", "given twice");
   /* a NUL byte was "line longer than 510 characters" */
   const char *nul = write_text("nul", "alpha = 1e-5\n");
@@ -134,13 +134,13 @@ int main(void) {
         "file chunk %zu, overhead %g", t->chunk, t->overhead);
   /* inter_root_max: the file's, CPL_INTER_ROOT_MAX over it (0 a value), a bad one loud */
   CHECK(t->inter_root_max == 2048 && !strcmp(t->inter_root_max_from, "file") &&
-            t->intra_root_max == 1024 && !strcmp(t->intra_root_max_from, "file"),
-        "file inter_root_max %zu, intra_root_max %zu", t->inter_root_max, t->intra_root_max);
-  setenv("CPL_INTRA_ROOT_MAX", "512", 1);
+            t->intra_root_bytes == 1024 && !strcmp(t->intra_root_bytes_from, "file"),
+        "file inter_root_max %zu, intra_root_bytes %zu", t->inter_root_max, t->intra_root_bytes);
+  setenv("CPL_INTRA_ROOT_BYTES", "512", 1);
   t = cpli_tuning_refresh();
-  CHECK(t->intra_root_max == 512 && !strcmp(t->intra_root_max_from, "CPL_INTRA_ROOT_MAX"),
-        "CPL_INTRA_ROOT_MAX=512: %zu", t->intra_root_max);
-  unsetenv("CPL_INTRA_ROOT_MAX");
+  CHECK(t->intra_root_bytes == 512 && !strcmp(t->intra_root_bytes_from, "CPL_INTRA_ROOT_BYTES"),
+        "CPL_INTRA_ROOT_BYTES=512: %zu", t->intra_root_bytes);
+  unsetenv("CPL_INTRA_ROOT_BYTES");
   setenv("CPL_INTER_ROOT_MAX", "0", 1);
   t = cpli_tuning_refresh();
   CHECK(t->inter_root_max == 0 && !strcmp(t->inter_root_max_from, "CPL_INTER_ROOT_MAX") &&
