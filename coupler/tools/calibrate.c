@@ -34,13 +34,14 @@
  * Then, with those parameters set, the switch points of `auto`'s rule for
  * small blocks (cost.c, cpli_inter_pick_tuned, cpli_intra_pick_tuned):
  * the job's halves as p|q (N/2 | N - N/2, N >= 4) run the inter-group
- * allgather, and the whole job (N >= 3) the intra-group one, with root
- * and with the model's pick, alternating, at blocks of 256 B to 16 KiB;
- * inter_root_max is the largest block up to which root was faster at
- * every size by more than ROOT_MARGIN (0: the model's pick was as fast
- * at the smallest), intra_root_bytes what member 0 of root's broadcast
- * sends with that largest block (cpli_intra_root_sends: the bound grows
- * with the group as well as the blocks). Root sends p + q - 1 messages (intra
+ * allgather, and groups of 3 and of the whole job (N >= 3) the
+ * intra-group one, with root and with the model's pick, alternating, at
+ * blocks of 256 B to 16 KiB; inter_root_max is the largest block up to
+ * which root was faster at every size by more than ROOT_MARGIN (0: the
+ * model's pick was as fast at the smallest), intra_root_bytes what
+ * member 0 of root's broadcast sends with that largest block
+ * (cpli_intra_root_sends), the smaller of the two groups': what member
+ * 0 can send grows with the group as well as the blocks. Root sends p + q - 1 messages (intra
  * 2 (p - 1)) and the others p q (p ceil(log2 p)) or more, in fewer hops:
  * which wins is the machine's (on the emulated cluster, 8 ranks on 2
  * cores, every message costs CPU the others wait for).
@@ -168,23 +169,25 @@ static const long root_sizes[] = {256, 512, 1024, 2048, 4096, 8192, 16384};
 #define NROOT ((int)(sizeof root_sizes / sizeof *root_sizes))
 
 /* The communicators one direction's allgather runs on: inter-group, the
- * job's halves (p = N/2 senders first); intra-group, the whole job. */
+ * job's halves (p = N/2 senders first); intra-group, the first p ranks
+ * (the others only time nothing alongside). */
 typedef struct small_run {
-  int intra, p, q, sender;
-  MPI_Comm local, comm; /* comm: the intercommunicator, or a copy of world */
+  int intra, p, q, sender, member;
+  MPI_Comm local, comm; /* comm: the intercommunicator, or the group's */
   char *sbuf, *rbuf;
 } small_run;
 
-/* One timed allgather of k bytes per block with algorithm alg (root when
- * use_root): the slowest rank's seconds (on every rank). Aborts on
- * failure: nothing can be measured on a job that fails its collectives. */
+/* One timed allgather of k bytes per block with algorithm alg: the
+ * slowest rank's seconds (on every rank). Aborts on failure: nothing can
+ * be measured on a job that fails its collectives. */
 static double time_small(const small_run *x, long k, int alg) {
   cpl_coll_options o;
   cpl_coll_options_init(&o);
-  int rc;
+  int rc = CPL_OK;
   MPI_Barrier(MPI_COMM_WORLD);
   const double t0 = MPI_Wtime();
-  if (x->intra) {
+  if (!x->member) {
+  } else if (x->intra) {
     o.intra = (cpl_intra_algorithm)alg;
     rc = cpl_intra_allgather(x->sbuf, (int)k, MPI_BYTE, x->rbuf, (int)k, MPI_BYTE, x->comm, &o);
   } else {
@@ -232,17 +235,19 @@ static void model_env(const cpli_tuning_vals *v, int restore) {
 }
 
 /* The switch point of auto's small-block rule for one direction (see the
- * top), on every rank; -1 when the job is too small (inter: 4 ranks,
- * intra: 3). Rank 0 prints the table. */
-static long measure_root_max(const cpli_tuning_vals *v, int intra, int reps, int quiet) {
+ * top), on every rank: inter-group at N/2|N - N/2, intra-group in a group
+ * of g; -1 when the job is too small (inter: 4 ranks, intra: g). Rank 0
+ * prints the table. */
+static long measure_root_max(const cpli_tuning_vals *v, int intra, int g, int reps, int quiet) {
   int me, n;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
-  if (n < (intra ? 3 : 4)) return -1;
-  small_run x = {.intra = intra, .p = intra ? n : n / 2, .q = intra ? n : n - n / 2};
+  if (n < (intra ? g : 4) || (intra && g < 3)) return -1;
+  small_run x = {.intra = intra, .p = intra ? g : n / 2, .q = intra ? g : n - n / 2};
   x.sender = intra || me < x.p;
+  x.member = !intra || me < g;
   if (intra) {
-    MPI_Comm_dup(MPI_COMM_WORLD, &x.comm);
+    MPI_Comm_split(MPI_COMM_WORLD, x.member ? 0 : MPI_UNDEFINED, me, &x.comm);
   } else {
     MPI_Comm_split(MPI_COMM_WORLD, x.sender, me, &x.local);
     MPI_Intercomm_create(x.local, 0, MPI_COMM_WORLD, x.sender ? x.p : 0, TAG + 2, &x.comm);
@@ -258,7 +263,7 @@ static long measure_root_max(const cpli_tuning_vals *v, int intra, int reps, int
   if (me == 0) {
     if (intra)
       printf("small blocks, intra-group, p = %d: root (2 (p - 1) messages) and the model's pick",
-             n);
+             g);
     else
       printf("small blocks, inter-group, %d|%d: root (p + q - 1 messages) and the model's pick",
              x.p, x.q);
@@ -268,7 +273,7 @@ static long measure_root_max(const cpli_tuning_vals *v, int intra, int reps, int
   for (int i = 0; i < NROOT; i++) {
     const long k = root_sizes[i];
     const size_t m = (size_t)(x.p * k);
-    const int pick = intra ? (int)cpli_intra_pick_ab(n, m, (size_t)k, 1, v->alpha, v->beta)
+    const int pick = intra ? (int)cpli_intra_pick_ab(g, m, (size_t)k, 1, v->alpha, v->beta)
                            : (int)cpli_inter_pick_ab(x.p, x.q, m, v->alpha, v->beta);
     const int root = intra ? (int)CPL_INTRA_ROOT : (int)CPL_INTER_ROOT;
     for (int r = -2; r < reps; r++) { /* two warm-ups; alternating */
@@ -288,7 +293,7 @@ static long measure_root_max(const cpli_tuning_vals *v, int intra, int reps, int
   }
   model_env(v, 1);
   free(x.sbuf), free(x.rbuf), free(tr), free(tm);
-  MPI_Comm_free(&x.comm);
+  if (x.comm != MPI_COMM_NULL) MPI_Comm_free(&x.comm);
   if (!intra) MPI_Comm_free(&x.local);
   return root_max;
 }
@@ -439,21 +444,26 @@ int cpli_calibrate(const char *out, const long *sizes, int nsizes, int reps, int
   double model[3] = {v.alpha, v.beta, v.overhead};
   MPI_Bcast(model, 3, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   v.alpha = model[0], v.beta = model[1], v.overhead = model[2];
-  const long inter_max = rc == 0 ? measure_root_max(&v, 0, 4 * reps + 1, quiet) : -1;
-  const long intra_max = rc == 0 ? measure_root_max(&v, 1, 4 * reps + 1, quiet) : -1;
+  /* intra: the smallest group root helps and the whole job; the bound on
+   * member 0's sends is the smaller of the two */
+  const long inter_max = rc == 0 ? measure_root_max(&v, 0, 0, 4 * reps + 1, quiet) : -1;
+  const long intra3 = rc == 0 ? measure_root_max(&v, 1, 3, 4 * reps + 1, quiet) : -1;
+  const long intran = rc == 0 && n > 3 ? measure_root_max(&v, 1, n, 4 * reps + 1, quiet) : -1;
   if (me == 0 && rc == 0) {
-    const long got[2] = {inter_max, intra_max};
+    const size_t b3 = intra3 >= 0 ? cpli_intra_root_sends(3, (size_t)intra3) : 0,
+                 bn = intran >= 0 ? cpli_intra_root_sends(n, (size_t)intran) : b3;
+    const long got[2] = {inter_max, intra3};
     for (int d = 0; d < 2; d++) {
       const char *name = d ? "intra_root_bytes" : "inter_root_max";
       if (got[d] >= 0) {
-        const size_t val = d ? cpli_intra_root_sends(n, (size_t)got[d]) : (size_t)got[d];
+        const size_t val = d ? (b3 < bn ? b3 : bn) : (size_t)got[d];
         *(d ? &v.intra_root_bytes : &v.inter_root_max) = val;
         *(d ? &v.intra_root_bytes_set : &v.inter_root_max_set) = 1;
         printf("%s: %zu (%s)\n", name, val,
-               !got[d] ? "the model's pick was as fast at the smallest block"
-               : d     ? "what member 0 sends with the largest block root was faster at, and "
-                         "at every block below"
-                       : "root was faster at every block up to that size");
+               !val ? "the model's pick was as fast at the smallest block"
+               : d  ? "what member 0 sends with the largest block root was faster at, and at "
+                      "every block below, the smaller of the groups'"
+                    : "root was faster at every block up to that size");
       } else {
         printf("%s: not measured (fewer than %d ranks; the library's default applies)\n", name,
                d ? 3 : 4);

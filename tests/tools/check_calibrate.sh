@@ -52,20 +52,24 @@ grep -q "^beta = " "$tmp/out2" || fail "--out - printed no values"
 
 
 # 4. 4 ranks: the small-block switch points, root against the model's
-# pick at 2|2 and in the group of 4 per block size, in tables and as
+# pick at 2|2 and in groups of 3 and 4 per block size, in tables and as
 # inter_root_max and intra_root_bytes
 timeout -k 5 240 "$mpiexec" "${pre[@]}" -n 4 "$bench" --calibrate --reps 2 \
   --sizes 1,4K,64K --quiet --out - > "$tmp/out4" 2>&1 || fail "4 ranks failed: $(cat "$tmp/out4")"
 grep -q "^small blocks, inter-group, 2|2: " "$tmp/out4" &&
+  grep -q "^small blocks, intra-group, p = 3: " "$tmp/out4" &&
   grep -q "^small blocks, intra-group, p = 4: " "$tmp/out4" ||
   fail "4 ranks: no small-block tables: $(cat "$tmp/out4")"
-awk '/^small blocks/ { t = 1; next } t && $1 ~ /^[0-9]+$/ && NF == 5 { n++ } END { exit n != 14 }' \
-  "$tmp/out4" || fail "4 ranks: not 7 block sizes per direction: $(cat "$tmp/out4")"
+awk '/^small blocks/ { t = 1; next } t && $1 ~ /^[0-9]+$/ && NF == 5 { n++ } END { exit n != 21 }' \
+  "$tmp/out4" || fail "4 ranks: not 7 block sizes per table: $(cat "$tmp/out4")"
 grep -Eq "^inter_root_max = (0|256|512|1024|2048|4096|8192|16384)$" "$tmp/out4" ||
   fail "4 ranks: no inter_root_max among the sizes: $(cat "$tmp/out4")"
-# what member 0 of 4 sends: ceil(log2 4) messages of 3 blocks
-grep -Eq "^intra_root_bytes = (0|1536|3072|6144|12288|24576|49152|98304)$" "$tmp/out4" ||
-  fail "4 ranks: intra_root_bytes not 6 blocks of a size: $(cat "$tmp/out4")"
+# what member 0 sends: in a group of 3, 2 messages of 2 blocks; of 4, 2
+# of 3 (the smaller of the two)
+grep -Eq "^intra_root_bytes = (0|[0-9]*(0|2|4|6|8))$" "$tmp/out4" &&
+  awk '$1 == "intra_root_bytes" { b = $3; ok = b == 0; for (k = 256; k <= 16384; k *= 2)
+         ok = ok || b == 4 * k || b == 6 * k } END { exit !ok }' "$tmp/out4" ||
+  fail "4 ranks: intra_root_bytes not 4 or 6 blocks of a size: $(cat "$tmp/out4")"
 
 # 5. a broken file: refused with file:line
 printf 'alpha = 1e-5\nbeta = fast\n' > "$tmp/bad"
