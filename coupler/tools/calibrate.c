@@ -40,8 +40,9 @@
  * which root was faster at every size by more than ROOT_MARGIN (0: the
  * model's pick was as fast at the smallest), intra_root_bytes what
  * member 0 of root's broadcast sends with that largest block
- * (cpli_intra_root_sends), the smaller of the two groups': what member
- * 0 can send grows with the group as well as the blocks. Root sends p + q - 1 messages (intra
+ * (cpli_intra_root_sends), the largest of the two groups' that stays
+ * below what member 0 sent where either group first lost: what member 0
+ * can send grows with the group as well as the blocks. Root sends p + q - 1 messages (intra
  * 2 (p - 1)) and the others p q (p ceil(log2 p)) or more, in fewer hops:
  * which wins is the machine's (on the emulated cluster, 8 ranks on 2
  * cores, every message costs CPU the others wait for).
@@ -49,6 +50,7 @@
 #include "tools/calibrate.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,9 +238,12 @@ static void model_env(const cpli_tuning_vals *v, int restore) {
 
 /* The switch point of auto's small-block rule for one direction (see the
  * top), on every rank: inter-group at N/2|N - N/2, intra-group in a group
- * of g; -1 when the job is too small (inter: 4 ranks, intra: g). Rank 0
- * prints the table. */
-static long measure_root_max(const cpli_tuning_vals *v, int intra, int g, int reps, int quiet) {
+ * of g; -1 when the job is too small (inter: 4 ranks, intra: g). *lost is
+ * the first block root did not win at (0: none). Rank 0 prints the
+ * table. */
+static long measure_root_max(const cpli_tuning_vals *v, int intra, int g, int reps, int quiet,
+                             long *lost) {
+  *lost = 0;
   int me, n;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
@@ -283,6 +288,7 @@ static long measure_root_max(const cpli_tuning_vals *v, int intra, int g, int re
     const double mr = median(tr, reps), mm = median(tm, reps);
     won = won && mr < (1 - ROOT_MARGIN) * mm;
     if (won) root_max = k;
+    else if (!*lost) *lost = k;
     if (me == 0)
       printf("%10ld %10.3f %12s %10.3f %7.2f\n", k, mr * 1e3,
              intra ? cpl_intra_algorithm_name((cpl_intra_algorithm)pick)
@@ -444,25 +450,38 @@ int cpli_calibrate(const char *out, const long *sizes, int nsizes, int reps, int
   double model[3] = {v.alpha, v.beta, v.overhead};
   MPI_Bcast(model, 3, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   v.alpha = model[0], v.beta = model[1], v.overhead = model[2];
-  /* intra: the smallest group root helps and the whole job; the bound on
-   * member 0's sends is the smaller of the two */
-  const long inter_max = rc == 0 ? measure_root_max(&v, 0, 0, 4 * reps + 1, quiet) : -1;
-  const long intra3 = rc == 0 ? measure_root_max(&v, 1, 3, 4 * reps + 1, quiet) : -1;
-  const long intran = rc == 0 && n > 3 ? measure_root_max(&v, 1, n, 4 * reps + 1, quiet) : -1;
+  /* intra: in a group of 3 and the whole job. Each group's bound on what
+   * member 0 sends lies between its last won and first lost block's; the
+   * bound kept is the largest won one below every group's first loss. */
+  long lost[3] = {0};
+  const long inter_max = rc == 0 ? measure_root_max(&v, 0, 0, 4 * reps + 1, quiet, &lost[0]) : -1;
+  const long intra3 = rc == 0 ? measure_root_max(&v, 1, 3, 4 * reps + 1, quiet, &lost[1]) : -1;
+  const long intran =
+      rc == 0 && n > 3 ? measure_root_max(&v, 1, n, 4 * reps + 1, quiet, &lost[2]) : -1;
   if (me == 0 && rc == 0) {
-    const size_t b3 = intra3 >= 0 ? cpli_intra_root_sends(3, (size_t)intra3) : 0,
-                 bn = intran >= 0 ? cpli_intra_root_sends(n, (size_t)intran) : b3;
+    const int gs[2] = {3, n};
+    const long won[2] = {intra3, intran};
+    size_t first_loss = SIZE_MAX, bound = 0;
+    for (int i = 0; i < 2; i++)
+      if (won[i] >= 0 && lost[1 + i] > 0) {
+        const size_t l = cpli_intra_root_sends(gs[i], (size_t)lost[1 + i]);
+        if (l < first_loss) first_loss = l;
+      }
+    for (int i = 0; i < 2; i++) {
+      const size_t w = won[i] > 0 ? cpli_intra_root_sends(gs[i], (size_t)won[i]) : 0;
+      if (w < first_loss && w > bound) bound = w;
+    }
     const long got[2] = {inter_max, intra3};
     for (int d = 0; d < 2; d++) {
       const char *name = d ? "intra_root_bytes" : "inter_root_max";
       if (got[d] >= 0) {
-        const size_t val = d ? (b3 < bn ? b3 : bn) : (size_t)got[d];
+        const size_t val = d ? bound : (size_t)got[d];
         *(d ? &v.intra_root_bytes : &v.inter_root_max) = val;
         *(d ? &v.intra_root_bytes_set : &v.inter_root_max_set) = 1;
         printf("%s: %zu (%s)\n", name, val,
                !val ? "the model's pick was as fast at the smallest block"
                : d  ? "what member 0 sends with the largest block root was faster at, and at "
-                      "every block below, the smaller of the groups'"
+                      "every block below, below the first loss of either group"
                     : "root was faster at every block up to that size");
       } else {
         printf("%s: not measured (fewer than %d ranks; the library's default applies)\n", name,
