@@ -347,5 +347,12 @@ int main(int argc, char **argv) {
            comp, rank, jobrank, (int)child, WEXITSTATUS(status), where);
     stop_job(SIGTERM);
   }
+  /* A failure after cpl_finalize is the program's to explain, but the job
+   * fails with it (hydra often by killing the rest, "Killed (signal 9)"),
+   * and nothing else would say which process it was. */
+  if (WEXITSTATUS(status) != 0)
+    report("cpl-run: component \"%s\", %s (%spid %d) exited with status %d in or after "
+           "cpl_finalize%s%s\n",
+           comp, rank, jobrank, (int)child, WEXITSTATUS(status), where[0] ? "," : "", where);
   return WEXITSTATUS(status);
 }
