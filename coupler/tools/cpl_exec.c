@@ -10,7 +10,8 @@
  *
  * cpl-exec runs the program as its child with a pipe (CPL_READY_FD) on
  * which the library says that it reached cpl_init, which link and step it
- * last moved data on, and that it reached cpl_finalize (core/launch.h).
+ * last moved data on, and that it reached cpl_finalize and MPI_Finalize
+ * (core/launch.h).
  * If the program ends without having reached cpl_init, or without
  * cpl_finalize, or dies by a signal, or has not reached cpl_init
  * CPL_INIT_TIMEOUT seconds after its start, cpl-exec names the component,
@@ -135,7 +136,7 @@ static const char *env_or(const char *name, const char *dflt) {
 
 /* What the program said on the pipe. */
 typedef struct said {
-  int init, finalize;
+  int init, finalize, mpi_finalize;
   char progress[200]; /* last "link L, step S" */
   char line[256];     /* line being read */
   size_t n;
@@ -154,6 +155,7 @@ static ssize_t listen_to(int fd, said *s) {
     s->line[s->n] = '\0';
     if (s->line[0] == 'I') s->init = 1;
     else if (s->line[0] == 'F') s->finalize = 1;
+    else if (s->line[0] == 'M') s->mpi_finalize = 1;
     else if (s->line[0] == 'P' && s->n > 2)
       snprintf(s->progress, sizeof s->progress, "%s", s->line + 2);
     s->n = 0;
@@ -348,11 +350,13 @@ int main(int argc, char **argv) {
     stop_job(SIGTERM);
   }
   /* A failure after cpl_finalize is the program's to explain, but the job
-   * fails with it (hydra often by killing the rest, "Killed (signal 9)"),
-   * and nothing else would say which process it was. */
-  if (WEXITSTATUS(status) != 0)
+   * fails with it, and nothing else would say which process it was. An
+   * exit without MPI_Finalize, even with 0, makes hydra kill the others
+   * at random ("BAD TERMINATION", "Killed (signal 9)"). */
+  if (WEXITSTATUS(status) != 0 || !s.mpi_finalize)
     report("cpl-run: component \"%s\", %s (%spid %d) exited with status %d in or after "
-           "cpl_finalize%s%s\n",
-           comp, rank, jobrank, (int)child, WEXITSTATUS(status), where[0] ? "," : "", where);
+           "cpl_finalize%s%s%s\n",
+           comp, rank, jobrank, (int)child, WEXITSTATUS(status),
+           s.mpi_finalize ? "" : ", without calling MPI_Finalize", where[0] ? "," : "", where);
   return WEXITSTATUS(status);
 }
