@@ -21,6 +21,7 @@
 #include "adapters.h"
 #include "builtin.h"
 #include "core/error.h"
+#include "data/data.h"
 #include "h5step.h"
 #include "h5util.h"
 #include "workflow/model.h"
@@ -97,6 +98,9 @@ typedef struct stage {
   cpli_when_full when_full;
   int input_ended;
   cpl_flow_policy in_policy; /* of the input link: may it drop steps? */
+  double in_timeout;         /* of the input link */
+  double in_since;           /* agreed clock when the wait began; < 0: none */
+  long in_polls;             /* empty polls of the input since then */
   int in_allgather;          /* the input link forces delivery: allgather */
   step_run *runs;            /* received step numbers */
   int nruns;
@@ -528,6 +532,7 @@ static int find_input(cpl_context *ctx, stage *s) {
     cpl_link_info li;
     CPLI_TRY(cpl_workflow_link(cpl_context_workflow(ctx), e.link, &li));
     s->in_policy = li.policy;
+    s->in_timeout = li.timeout;
     s->in_allgather = cpl_context_workflow(ctx)->links[e.link].delivery == CPLI_DELIVERY_ALLGATHER;
     snprintf(s->in_label, sizeof s->in_label, "%s.%s->%s.%s", e.peer_component, e.peer_port,
              s->name, e.port);
@@ -682,22 +687,38 @@ static void summary(stage *s) {
   cpli_report(1, s->name, s->rank, "stage: %s", line);
 }
 
+/* Has the input gone without a step for its link's timeout? The polls
+ * are short and their outcome agreed, so every rank asks rank 0's clock
+ * at the same polls: when the wait begins, then every 64th. A stage
+ * that holds its producer back (full store) is not waiting. */
+static int input_overdue(stage *s) {
+  if (s->in_since < 0) {
+    s->in_since = cpli_agreed_now(s->comm);
+    s->in_polls = 0;
+  }
+  return ++s->in_polls % 64 == 0 && cpli_agreed_now(s->comm) - s->in_since > s->in_timeout;
+}
+
 static int run(stage *s) {
   for (;;) {
     int took = 0, open = 0, answered = 0, rc = CPL_OK;
+    if (s->input_ended || !has_room(s)) s->in_since = -1; /* not waiting on the producer */
     if (!s->input_ended && has_room(s)) {
       long step = -1;
       rc = cpl_input_try_step(s->in, WAIT_INPUT, &step);
       if (rc == CPL_OK) {
         took = 1;
+        s->in_since = -1;
         rc = take_step(s, step);
         if (rc != CPL_OK) cpli_error_prefix("step %ld: ", step);
       } else if (rc == CPL_END_OF_STREAM) {
         s->input_ended = took = 1;
         rc = CPL_OK;
-      } else if (rc == CPL_ERR_TIMEOUT) {
+      } else if (rc == CPL_ERR_TIMEOUT && !input_overdue(s)) {
         rc = CPL_OK; /* nothing yet: the request stays open */
       } else {
+        /* Polled, the link's timeout never ran out: say it as begin_step would. */
+        if (rc == CPL_ERR_TIMEOUT) rc = cpli_input_no_step(s->in, s->in_timeout, CPL_STEP_NEXT);
         cpli_error_prefix("input link %s: waiting for the step after %ld: ", s->in_label,
                           s->last_in);
       }
@@ -715,7 +736,8 @@ static int run(stage *s) {
 }
 
 int cpli_stage_run(cpl_context *ctx) {
-  stage s = {.first_in = -1, .last_in = -1, .forgot = -1, .h5 = {.file = -1, .dxpl = -1}};
+  stage s = {
+      .first_in = -1, .last_in = -1, .forgot = -1, .in_since = -1, .h5 = {.file = -1, .dxpl = -1}};
   int index = -1;
   cpli_whoami(ctx, &s.name, &s.rank);
   CPLI_TRY(cpl_component_comm(ctx, &s.comm));
