@@ -641,6 +641,7 @@ static int close_all(stage *s) {
   if (rc == CPL_OK && s->drain) {
     H5Pclose(s->h5.dxpl);
     if (H5Fclose(s->h5.file) < 0) rc = cpli_h5_fail("closing the drain file %s", s->drain_where);
+    s->h5.file = -1;
   }
   return rc;
 }
@@ -766,6 +767,13 @@ int cpli_stage_run(cpl_context *ctx) {
   free(s.links);
   free(s.outs);
   free(s.out_ports);
+  if (rc != CPL_OK && s.h5.file >= 0) {
+    /* What is left, as the sink says it: each step was flushed when drained. */
+    char msg[2048];
+    snprintf(msg, sizeof msg, "%s", cpl_last_error());
+    rc = cpli_fail(rc, "%s; the %ld step%s drained before are complete in drain file %s", msg,
+                   s.h5.steps, s.h5.steps == 1 ? "" : "s", s.drain_where);
+  }
   if (rc != CPL_OK)
     cpli_error_prefix("stage \"%s\" (input port \"%s\"): ", s.name, s.in_port ? s.in_port : "?");
   return rc;
