@@ -101,6 +101,8 @@ typedef struct stage {
   double in_timeout;         /* of the input link */
   double in_since;           /* agreed clock when the wait began; < 0: none */
   long in_polls;             /* empty polls of the input since then */
+  double held_since;         /* rank 0's clock: store full since; < 0: not */
+  int held_said;             /* the warning about it was printed */
   int in_allgather;          /* the input link forces delivery: allgather */
   step_run *runs;            /* received step numbers */
   int nruns;
@@ -700,10 +702,42 @@ static int input_overdue(stage *s) {
   return ++s->in_polls % 64 == 0 && cpli_agreed_now(s->comm) - s->in_since > s->in_timeout;
 }
 
+/* Full in block mode, the stage holds its producer back (policy all or
+ * every:N: it waits, and fails after its link's timeout naming only the
+ * stage). Say once, at half that timeout, which links hold the stage, so
+ * the stuck consumer is named. Rank 0, its own clock: a message only. */
+static void say_held(stage *s, int held) {
+  if (!held || s->rank != 0) {
+    s->held_since = -1;
+    s->held_said = 0;
+    return;
+  }
+  const double now = MPI_Wtime();
+  if (s->held_since < 0) s->held_since = now;
+  if (s->held_said || now - s->held_since <= s->in_timeout / 2) return;
+  s->held_said = 1;
+  const long step = oldest(s)->step;
+  char who[1024] = "";
+  size_t o = 0;
+  for (int i = 0; i < s->nserved && o < sizeof who; i++) {
+    const served *l = &s->links[i];
+    if (!wants(l, step)) continue;
+    char last[32] = "none";
+    if (l->last >= 0) snprintf(last, sizeof last, "step %ld", l->last);
+    o += (size_t)snprintf(who + o, sizeof who - o, "%s%s (last sent: %s; %s)", o ? ", " : "",
+                          l->label, last, l->want == CPL_REQ_NONE ? "no request" : "a request");
+  }
+  fprintf(stderr,
+          "cpl-component[%s]: warning: stage full for %.3g s (keep %d, when_full block), holding "
+          "back the producer of %s (half its %g s timeout): step %ld is still wanted by %s\n",
+          s->name, now - s->held_since, s->keep, s->in_label, s->in_timeout, step, who);
+}
+
 static int run(stage *s) {
   for (;;) {
     int took = 0, open = 0, answered = 0, rc = CPL_OK;
     if (s->input_ended || !has_room(s)) s->in_since = -1; /* not waiting on the producer */
+    say_held(s, !s->input_ended && !has_room(s) && s->in_policy != CPL_POLICY_LATEST);
     if (!s->input_ended && has_room(s)) {
       long step = -1;
       rc = cpl_input_try_step(s->in, WAIT_INPUT, &step);
@@ -737,8 +771,12 @@ static int run(stage *s) {
 }
 
 int cpli_stage_run(cpl_context *ctx) {
-  stage s = {
-      .first_in = -1, .last_in = -1, .forgot = -1, .in_since = -1, .h5 = {.file = -1, .dxpl = -1}};
+  stage s = {.first_in = -1,
+             .last_in = -1,
+             .forgot = -1,
+             .in_since = -1,
+             .held_since = -1,
+             .h5 = {.file = -1, .dxpl = -1}};
   int index = -1;
   cpli_whoami(ctx, &s.name, &s.rank);
   CPLI_TRY(cpl_component_comm(ctx, &s.comm));
