@@ -309,7 +309,13 @@ int main(int argc, char **argv) {
   if (s.progress[0]) snprintf(where, sizeof where, " after %s", s.progress);
   /* A signal sent to the job (Ctrl-C or kill of cpl-run, which the
    * launcher passes to every process, or srun ending the step after
-   * another process failed) is no fault of this component's. */
+   * another process failed) is no fault of this component's. srun signals
+   * every process of the step, the program sometimes first: a signal
+   * cpl-exec forwards gets a moment to reach cpl-exec too (it was
+   * reported as the component's own "killed by signal 2" fault). */
+  for (size_t i = 0; WIFSIGNALED(status) && i < sizeof forwarded / sizeof *forwarded; i++)
+    for (int k = 0; forwarded[i] == WTERMSIG(status) && received != forwarded[i] && k < 20; k++)
+      nanosleep(&(struct timespec){0, 10000000L}, NULL);
   int sent = WIFSIGNALED(status) && WTERMSIG(status) == received;
   if (sent) {
     report("cpl-run: component \"%s\", %s (%spid %d) ended by signal %d (%s), "
