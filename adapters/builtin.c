@@ -56,3 +56,9 @@ void cpli_whoami(const cpl_context *ctx, const char **name, int *rank) {
   if (cpl_context_component(ctx, NULL, name) != CPL_OK) *name = "?";
   if (cpl_component_comm(ctx, &comm) == CPL_OK) MPI_Comm_rank(comm, rank);
 }
+
+double cpli_agreed_now(MPI_Comm comm) {
+  double now = MPI_Wtime();
+  MPI_Bcast(&now, 1, MPI_DOUBLE, 0, comm);
+  return now;
+}

@@ -20,4 +20,8 @@ int cpli_block_bytes(int rank, const hsize_t dims[], size_t elem, const char *wh
 /* This process's component name and rank in it, for messages. */
 void cpli_whoami(const cpl_context *ctx, const char **name, int *rank);
 
+/* Rank 0's clock, the same on every rank of comm (collective): link
+ * timeouts must expire alike everywhere, since the failure decision is. */
+double cpli_agreed_now(MPI_Comm comm);
+
 #endif

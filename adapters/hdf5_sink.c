@@ -107,14 +107,6 @@ static int make_link_groups(sink *s) {
   return CPL_OK;
 }
 
-/* Rank 0's clock, the same on every sink rank: link timeouts must expire
- * alike everywhere, since the failure decision is collective. */
-static double agreed_now(MPI_Comm comm) {
-  double now = MPI_Wtime();
-  MPI_Bcast(&now, 1, MPI_DOUBLE, 0, comm);
-  return now;
-}
-
 /* Take a step from whichever open link has one, round robin among the
  * ready ones so no producer starves. A blocking begin_step on one link
  * would leave the others unasked and fail their producers. try_step's
@@ -123,7 +115,7 @@ static double agreed_now(MPI_Comm comm) {
  * passes without a step. */
 static int receive_all(sink *s, MPI_Comm comm) {
   int open = s->nlinks, next = 0;
-  double now = agreed_now(comm);
+  double now = cpli_agreed_now(comm);
   for (int i = 0; i < s->nlinks; i++) s->links[i].since = now;
   while (open > 0) {
     int took = 0;
@@ -165,7 +157,7 @@ static int receive_all(sink *s, MPI_Comm comm) {
         return rc;
       }
     }
-    now = agreed_now(comm);
+    now = cpli_agreed_now(comm);
   }
   return CPL_OK;
 }

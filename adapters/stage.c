@@ -21,6 +21,7 @@
 #include "adapters.h"
 #include "builtin.h"
 #include "core/error.h"
+#include "data/data.h"
 #include "h5step.h"
 #include "h5util.h"
 #include "workflow/model.h"
@@ -97,6 +98,11 @@ typedef struct stage {
   cpli_when_full when_full;
   int input_ended;
   cpl_flow_policy in_policy; /* of the input link: may it drop steps? */
+  double in_timeout;         /* of the input link */
+  double in_since;           /* agreed clock when the wait began; < 0: none */
+  long in_polls;             /* empty polls of the input since then */
+  double held_since;         /* rank 0's clock: store full since; < 0: not */
+  int held_said;             /* the warning about it was printed */
   int in_allgather;          /* the input link forces delivery: allgather */
   step_run *runs;            /* received step numbers */
   int nruns;
@@ -528,6 +534,7 @@ static int find_input(cpl_context *ctx, stage *s) {
     cpl_link_info li;
     CPLI_TRY(cpl_workflow_link(cpl_context_workflow(ctx), e.link, &li));
     s->in_policy = li.policy;
+    s->in_timeout = li.timeout;
     s->in_allgather = cpl_context_workflow(ctx)->links[e.link].delivery == CPLI_DELIVERY_ALLGATHER;
     snprintf(s->in_label, sizeof s->in_label, "%s.%s->%s.%s", e.peer_component, e.peer_port,
              s->name, e.port);
@@ -636,6 +643,7 @@ static int close_all(stage *s) {
   if (rc == CPL_OK && s->drain) {
     H5Pclose(s->h5.dxpl);
     if (H5Fclose(s->h5.file) < 0) rc = cpli_h5_fail("closing the drain file %s", s->drain_where);
+    s->h5.file = -1;
   }
   return rc;
 }
@@ -682,22 +690,70 @@ static void summary(stage *s) {
   cpli_report(1, s->name, s->rank, "stage: %s", line);
 }
 
+/* Has the input gone without a step for its link's timeout? The polls
+ * are short and their outcome agreed, so every rank asks rank 0's clock
+ * at the same polls: when the wait begins, then every 64th. A stage
+ * that holds its producer back (full store) is not waiting. */
+static int input_overdue(stage *s) {
+  if (s->in_since < 0) {
+    s->in_since = cpli_agreed_now(s->comm);
+    s->in_polls = 0;
+  }
+  return ++s->in_polls % 64 == 0 && cpli_agreed_now(s->comm) - s->in_since > s->in_timeout;
+}
+
+/* Full in block mode, the stage holds its producer back (policy all or
+ * every:N: it waits, and fails after its link's timeout naming only the
+ * stage). Say once, at half that timeout, which links hold the stage, so
+ * the stuck consumer is named. Rank 0, its own clock: a message only. */
+static void say_held(stage *s, int held) {
+  if (!held || s->rank != 0) {
+    s->held_since = -1;
+    s->held_said = 0;
+    return;
+  }
+  const double now = MPI_Wtime();
+  if (s->held_since < 0) s->held_since = now;
+  if (s->held_said || now - s->held_since <= s->in_timeout / 2) return;
+  s->held_said = 1;
+  const long step = oldest(s)->step;
+  char who[1024] = "";
+  size_t o = 0;
+  for (int i = 0; i < s->nserved && o < sizeof who; i++) {
+    const served *l = &s->links[i];
+    if (!wants(l, step)) continue;
+    char last[32] = "none";
+    if (l->last >= 0) snprintf(last, sizeof last, "step %ld", l->last);
+    o += (size_t)snprintf(who + o, sizeof who - o, "%s%s (last sent: %s; %s)", o ? ", " : "",
+                          l->label, last, l->want == CPL_REQ_NONE ? "no request" : "a request");
+  }
+  fprintf(stderr,
+          "cpl-component[%s]: warning: stage full for %.3g s (keep %d, when_full block), holding "
+          "back the producer of %s (half its %g s timeout): step %ld is still wanted by %s\n",
+          s->name, now - s->held_since, s->keep, s->in_label, s->in_timeout, step, who);
+}
+
 static int run(stage *s) {
   for (;;) {
     int took = 0, open = 0, answered = 0, rc = CPL_OK;
+    if (s->input_ended || !has_room(s)) s->in_since = -1; /* not waiting on the producer */
+    say_held(s, !s->input_ended && !has_room(s) && s->in_policy != CPL_POLICY_LATEST);
     if (!s->input_ended && has_room(s)) {
       long step = -1;
       rc = cpl_input_try_step(s->in, WAIT_INPUT, &step);
       if (rc == CPL_OK) {
         took = 1;
+        s->in_since = -1;
         rc = take_step(s, step);
         if (rc != CPL_OK) cpli_error_prefix("step %ld: ", step);
       } else if (rc == CPL_END_OF_STREAM) {
         s->input_ended = took = 1;
         rc = CPL_OK;
-      } else if (rc == CPL_ERR_TIMEOUT) {
+      } else if (rc == CPL_ERR_TIMEOUT && !input_overdue(s)) {
         rc = CPL_OK; /* nothing yet: the request stays open */
       } else {
+        /* Polled, the link's timeout never ran out: say it as begin_step would. */
+        if (rc == CPL_ERR_TIMEOUT) rc = cpli_input_no_step(s->in, s->in_timeout, CPL_STEP_NEXT);
         cpli_error_prefix("input link %s: waiting for the step after %ld: ", s->in_label,
                           s->last_in);
       }
@@ -715,7 +771,12 @@ static int run(stage *s) {
 }
 
 int cpli_stage_run(cpl_context *ctx) {
-  stage s = {.first_in = -1, .last_in = -1, .forgot = -1, .h5 = {.file = -1, .dxpl = -1}};
+  stage s = {.first_in = -1,
+             .last_in = -1,
+             .forgot = -1,
+             .in_since = -1,
+             .held_since = -1,
+             .h5 = {.file = -1, .dxpl = -1}};
   int index = -1;
   cpli_whoami(ctx, &s.name, &s.rank);
   CPLI_TRY(cpl_component_comm(ctx, &s.comm));
@@ -744,6 +805,13 @@ int cpli_stage_run(cpl_context *ctx) {
   free(s.links);
   free(s.outs);
   free(s.out_ports);
+  if (rc != CPL_OK && s.h5.file >= 0) {
+    /* What is left, as the sink says it: each step was flushed when drained. */
+    char msg[2048];
+    snprintf(msg, sizeof msg, "%s", cpl_last_error());
+    rc = cpli_fail(rc, "%s; the %ld step%s drained before are complete in drain file %s", msg,
+                   s.h5.steps, s.h5.steps == 1 ? "" : "s", s.drain_where);
+  }
   if (rc != CPL_OK)
     cpli_error_prefix("stage \"%s\" (input port \"%s\"): ", s.name, s.in_port ? s.in_port : "?");
   return rc;

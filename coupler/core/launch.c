@@ -38,6 +38,10 @@ void cpli_launch_init(void) {
 
 void cpli_launch_finalize(void) { say("F\n", 2); }
 
+void cpli_launch_mpi_finalize(void) { say("M\n", 2); }
+
+int cpli_launch_listened(void) { return launch_fd >= 0; }
+
 void cpli_launch_progress(const char *label, long step) {
   /* Links only ("a.out->b.in"): a port's agreement among its own ranks
    * moves no data on a link. */

@@ -592,6 +592,13 @@ int cpl_output_close(cpl_output *o) {
       break;
     }
   }
+  /* A step left open means the producer stopped inside it (an error, an
+   * exit through cpl_finalize): its consumers get that, not an end of
+   * stream that would make what they hold look complete. */
+  if (open_msg[0] && !o->failed) {
+    cpli_fail(CPL_ERR_STATE, "%s", open_msg);
+    cpli_queue_send_error(o, CPL_ERR_STATE);
+  }
   for (int i = 0; i < o->nl; i++) {
     olink *ol = &o->links[i];
     cpli_chan *ch = chan(o, ol);

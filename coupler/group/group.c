@@ -176,6 +176,14 @@ static int build_groups(cpl_context *ctx, int nranks, const cpli_rank_rec *recs,
   return rc;
 }
 
+/* MPI_Finalize deletes MPI_COMM_SELF's attributes first: this one tells
+ * cpl-exec that the program got there. */
+static int said_mpi_finalize(MPI_Comm comm, int key, void *value, void *extra) {
+  (void)comm, (void)key, (void)value, (void)extra;
+  cpli_launch_mpi_finalize();
+  return MPI_SUCCESS;
+}
+
 int cpl_init(MPI_Comm world, const char *workflow_path, const char *component, cpl_context **out) {
   cpli_launch_init(); /* cpl-exec: this process reached cpl_init */
   if (!out) return cpli_fail(CPL_ERR_ARG, "cpl_init: out is NULL");
@@ -183,6 +191,13 @@ int cpl_init(MPI_Comm world, const char *workflow_path, const char *component, c
   int inited = 0;
   MPI_Initialized(&inited);
   if (!inited) return cpli_fail(CPL_ERR_STATE, "cpl_init: call MPI_Init first");
+  static int hooked;
+  if (!hooked && cpli_launch_listened()) {
+    int key;
+    hooked = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, said_mpi_finalize, &key, NULL) ==
+                 MPI_SUCCESS &&
+             MPI_Comm_set_attr(MPI_COMM_SELF, key, NULL) == MPI_SUCCESS;
+  }
   if (world == MPI_COMM_NULL) return cpli_fail(CPL_ERR_COMM, "cpl_init: world is MPI_COMM_NULL");
   int inter = 0;
   MPI_Comm_test_inter(world, &inter);

@@ -410,7 +410,8 @@ CPL_API int cpl_output_attr(cpl_output *out, const char *dataset, const char *na
 CPL_API int cpl_output_end_step(cpl_output *out);
 
 /* Deliver queued steps (waiting for consumers under the link timeout),
- * then signal end of stream, and free the port. */
+ * then signal end of stream, and free the port. With a step begun and not
+ * ended: CPL_ERR_STATE, which the consumers get instead of end of stream. */
 CPL_API int cpl_output_close(cpl_output *out);
 
 typedef struct cpl_output_stats {

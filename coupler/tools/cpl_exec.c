@@ -10,7 +10,8 @@
  *
  * cpl-exec runs the program as its child with a pipe (CPL_READY_FD) on
  * which the library says that it reached cpl_init, which link and step it
- * last moved data on, and that it reached cpl_finalize (core/launch.h).
+ * last moved data on, and that it reached cpl_finalize and MPI_Finalize
+ * (core/launch.h).
  * If the program ends without having reached cpl_init, or without
  * cpl_finalize, or dies by a signal, or has not reached cpl_init
  * CPL_INIT_TIMEOUT seconds after its start, cpl-exec names the component,
@@ -135,7 +136,7 @@ static const char *env_or(const char *name, const char *dflt) {
 
 /* What the program said on the pipe. */
 typedef struct said {
-  int init, finalize;
+  int init, finalize, mpi_finalize;
   char progress[200]; /* last "link L, step S" */
   char line[256];     /* line being read */
   size_t n;
@@ -154,6 +155,7 @@ static ssize_t listen_to(int fd, said *s) {
     s->line[s->n] = '\0';
     if (s->line[0] == 'I') s->init = 1;
     else if (s->line[0] == 'F') s->finalize = 1;
+    else if (s->line[0] == 'M') s->mpi_finalize = 1;
     else if (s->line[0] == 'P' && s->n > 2)
       snprintf(s->progress, sizeof s->progress, "%s", s->line + 2);
     s->n = 0;
@@ -307,7 +309,13 @@ int main(int argc, char **argv) {
   if (s.progress[0]) snprintf(where, sizeof where, " after %s", s.progress);
   /* A signal sent to the job (Ctrl-C or kill of cpl-run, which the
    * launcher passes to every process, or srun ending the step after
-   * another process failed) is no fault of this component's. */
+   * another process failed) is no fault of this component's. srun signals
+   * every process of the step, the program sometimes first: a signal
+   * cpl-exec forwards gets a moment to reach cpl-exec too (it was
+   * reported as the component's own "killed by signal 2" fault). */
+  for (size_t i = 0; WIFSIGNALED(status) && i < sizeof forwarded / sizeof *forwarded; i++)
+    for (int k = 0; forwarded[i] == WTERMSIG(status) && received != forwarded[i] && k < 20; k++)
+      nanosleep(&(struct timespec){0, 10000000L}, NULL);
   int sent = WIFSIGNALED(status) && WTERMSIG(status) == received;
   if (sent) {
     report("cpl-run: component \"%s\", %s (%spid %d) ended by signal %d (%s), "
@@ -347,5 +355,14 @@ int main(int argc, char **argv) {
            comp, rank, jobrank, (int)child, WEXITSTATUS(status), where);
     stop_job(SIGTERM);
   }
+  /* A failure after cpl_finalize is the program's to explain, but the job
+   * fails with it, and nothing else would say which process it was. An
+   * exit without MPI_Finalize, even with 0, makes hydra kill the others
+   * at random ("BAD TERMINATION", "Killed (signal 9)"). */
+  if (WEXITSTATUS(status) != 0 || !s.mpi_finalize)
+    report("cpl-run: component \"%s\", %s (%spid %d) exited with status %d in or after "
+           "cpl_finalize%s%s%s\n",
+           comp, rank, jobrank, (int)child, WEXITSTATUS(status),
+           s.mpi_finalize ? "" : ", without calling MPI_Finalize", where[0] ? "," : "", where);
   return WEXITSTATUS(status);
 }

@@ -1925,6 +1925,30 @@ int main(int argc, char **argv) {
       OK(cpl_input_open(ctx, "in", NULL, &in));
       cpl_input_close(in);
     }
+  } else if (!strcmp(sc, "close_in_step")) {
+    /* The producer closes (as cpl_finalize would) inside step 1, after
+     * step 0 went out: the consumer gets the producer's error after step
+     * 0. It got the end of stream, and took 1 step for the whole stream. */
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      flow_step(out, 0, r, p);
+      OK(cpl_output_begin_step(out, 1));
+      int rc = cpl_output_close(out);
+      CHECK(rc == CPL_ERR_STATE && has(cpl_last_error(), "port prod.out: step 1 was never ended"),
+            "close in a step: %s: %s", cpl_strerror(rc), cpl_last_error());
+    } else {
+      OK(cpl_input_open(ctx, "in", NULL, &in));
+      long step;
+      OK(cpl_input_begin_step(in, &step));
+      CHECK(step == 0, "step %ld, want 0", step);
+      flow_check(in, step);
+      OK(cpl_input_end_step(in));
+      int rc = cpl_input_begin_step(in, &step);
+      CHECK(rc == CPL_ERR_STATE && has(cpl_last_error(), "producer: cpl_output_close: port "
+                                                         "prod.out: step 1 was never ended"),
+            "consumer after step 0: %s: %s", cpl_strerror(rc), cpl_last_error());
+      OK(cpl_input_close(in));
+    }
   } else if (!strcmp(sc, "refuse_split") || !strcmp(sc, "end_link_split")) {
     /* A serving port whose ranks refuse, or end, different links (rank r
      * names link r): refused on every producer rank, and both consumers

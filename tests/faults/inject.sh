@@ -4,12 +4,16 @@
 #   inject.sh kill|stop COMPONENT INDEX DELAY [SECONDS]
 #   inject.sh signal:SIG - INDEX DELAY
 #   inject.sh group:SIG - INDEX DELAY
+#   inject.sh both:SIG COMPONENT INDEX DELAY
 # Waits for the INDEX-th process (0-based, by pid) of COMPONENT, then
 # DELAY seconds, then kills it (SIGKILL) or stops it for SECONDS
 # (SIGSTOP, then SIGCONT). signal:SIG sends SIG to the INDEX-th job
 # process running PROGRAM instead (the launcher: Ctrl-C is signal:INT);
 # group:SIG to that process's whole process group, as a terminal's
 # Ctrl-C or `kill -INT -PGID` reaches every process of a shell's job.
+# both:SIG sends SIG to the INDEX-th process of COMPONENT, then 50 ms
+# later to its parent (its cpl-exec), as srun signals each process of a
+# step in turn.
 # Writes the time of the fault to $FAULT_FILE.
 # Optional WAIT_FILE: see below. With stop, prints the peak RSS (VmHWM) of every process of the job 2 s
 # into the stop. PROGRAM: the command name of the job's processes.
@@ -52,6 +56,10 @@ case $what in
     done
     sleep $((secs - 2)); kill -CONT "$pid" 2>/dev/null ;;
   signal:*) echo "inject: SIG${what#signal:} to $PROGRAM #$index (pid $pid)"; kill -"${what#signal:}" "$pid" ;;
+  both:*)
+    parent=$(ps -o ppid= -p "$pid" | tr -d ' ')
+    echo "inject: SIG${what#both:} to $comp #$index (pid $pid), then to its parent (pid $parent)"
+    kill -"${what#both:}" "$pid"; sleep 0.05; kill -"${what#both:}" "$parent" ;;
   group:*)
     pgid=$(ps -o pgid= -p "$pid" | tr -d ' ')
     echo "inject: SIG${what#group:} to the process group $pgid of $PROGRAM #$index (pid $pid)"

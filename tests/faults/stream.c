@@ -1,14 +1,15 @@
 /*
  * A producer or consumer of a long stream, for the fault tests (the
  * fault itself comes from outside: kill, SIGSTOP, or a mode below).
- *   stream prod [quit:N|pair:N|late]
+ *   stream prod [quit:N|pair:N|late|hang:N]
  *                          publish up to 400 steps of 4096 doubles per
  *                          rank, 50 ms apart; quit:N: exit(0) after N
  *                          steps, without closing or cpl_finalize;
  *                          late: wait 30 s before the first step;
  *                          pair:N: after N steps rank 0 kills itself
  *                          (SIGKILL) and rank 1 aborts the moment it
- *                          sees rank 0 dead (two deaths, one cause)
+ *                          sees rank 0 dead (two deaths, one cause);
+ *                          hang:N: sleep 120 s inside step N
  *   stream cons [stall]    take every step; stall: open the input and
  *                          never begin a step
  * Any Coupler error: the message (link, rank, step), then exit 1.
@@ -69,6 +70,7 @@ int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "prod")) {
     int quit = !strncmp(mode, "quit:", 5) ? atoi(mode + 5) : -1;
     int pair = !strncmp(mode, "pair:", 5) && p == 2 ? atoi(mode + 5) : -1;
+    int hang = !strncmp(mode, "hang:", 5) ? atoi(mode + 5) : -1;
     cpl_output *out;
     ok(cpl_output_open(ctx, "out", &out), "open");
     static double x[N];
@@ -79,6 +81,7 @@ int main(int argc, char **argv) {
       if (s == pair) die_in_pair(comm, r);
       for (int i = 0; i < N; i++) x[i] = (double)s + i;
       ok(cpl_output_begin_step(out, -1), "begin_step");
+      if (s == hang) nanosleep(&(struct timespec){120, 0}, NULL);
       ok(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 1, dims, start, count, x), "put");
       ok(cpl_output_end_step(out), "end_step");
       nanosleep(&(struct timespec){0, 50000000L}, NULL);

@@ -3,6 +3,8 @@
  *   mpi_groups ok       WORKFLOW|- COMPONENT|-
  *   mpi_groups fail:S   WORKFLOW|- COMPONENT|- FRAGMENT
  *   mpi_groups skip     WORKFLOW|- COMPONENT|-   (never calls cpl_init)
+ *   mpi_groups ok-exit  WORKFLOW|- COMPONENT|-   (ok, then exit(0) without
+ *                                                 MPI_Finalize)
  * "-" means NULL (taken from CPL_WORKFLOW / CPL_COMPONENT).
  * ok: checks sizes and that every intercommunicator reaches the right peer.
  * fail:S: cpl_init must return status S (e.g. MISMATCH) on this rank with a
@@ -112,7 +114,7 @@ int main(int argc, char **argv) {
   cpl_context *ctx = NULL;
   int rc = cpl_init(MPI_COMM_WORLD, arg(argv[2]), arg(argv[3]), &ctx);
   int code = 0;
-  if (!strcmp(argv[1], "ok")) {
+  if (!strcmp(argv[1], "ok") || !strcmp(argv[1], "ok-exit")) {
     if (rc != CPL_OK) {
       fprintf(stderr, "rank %d: cpl_init: %s: %s\n", rank, cpl_strerror(rc), cpl_last_error());
       code = 1;
@@ -141,6 +143,7 @@ int main(int argc, char **argv) {
     code = 2;
   }
   if (ctx) REQUIRE(cpl_finalize(ctx) == CPL_OK);
+  if (!strcmp(argv[1], "ok-exit")) exit(code);
   MPI_Finalize();
   return code;
 }

@@ -134,8 +134,22 @@ def _install_abort_hook():
 _contexts = []
 
 
+def _who():
+    """Which process aborts, as cpl-run names one: MPICH's own line names
+    only the job rank, and the launcher kills cpl-exec before it could."""
+    try:
+        job = _core.comm_rank_size(_core.comm_world())[0]
+        for c in reversed(_contexts):
+            if not c.finalized:
+                return f'component "{c.name}", rank {c.ccomm.rank} (job rank {job}): '
+    except Exception:  # whatever failed, the abort must still happen
+        return ""
+    name = __import__("os").environ.get("CPL_COMPONENT")
+    return f'component "{name}", job rank {job}: ' if name else f"job rank {job}: "
+
+
 def _abort_job(why):
-    print(f"coupler: {why}, aborting the MPI job", file=_sys.stderr, flush=True)
+    print(f"coupler: {_who()}{why}, aborting the MPI job", file=_sys.stderr, flush=True)
     # hydra kills the job on MPI_Abort and drops what its proxy has not
     # yet read from this process's stderr: give it the message first
     # (a traceback was seen cut off mid-line under load)
