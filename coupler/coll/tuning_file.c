@@ -183,7 +183,7 @@ int cpli_tuning_file_write(const char *path, const cpli_tuning_vals *v, const ch
     fprintf(f, "inter_root_max = %zu  # bytes per block up to which auto takes root (inter)\n",
             v->inter_root_max);
   if (v->intra_root_bytes_set)
-    fprintf(f, "intra_root_bytes = %zu  # bytes per block up to which auto takes root (intra)\n",
+    fprintf(f, "intra_root_bytes = %zu  # most bytes member 0 of root sends for auto to take it\n",
             v->intra_root_bytes);
   const int bad = ferror(f) != 0;
   if (fclose(f) != 0 || bad) {
