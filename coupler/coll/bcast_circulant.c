@@ -18,8 +18,9 @@
  *   T(n) = (n - 1 + q)(alpha + beta m / n), minimal at
  *   n* = sqrt(beta m (q - 1) / alpha):
  *   T = (q - 1) alpha + 2 sqrt((q - 1) alpha beta m) + beta m.
- * nblocks = 0 takes n* (cpli_bcast_nblocks, coll/cost.c), clamped to [1, m] and to blocks of at
- * most CPLI_MAX_MSG bytes.
+ * nblocks = 0 takes n* (cpli_bcast_nblocks, coll/cost.c), clamped to
+ * blocks of at least CPLI_CUT_MIN_PIECE (8 KiB; one block for less) and
+ * at most CPLI_MAX_MSG bytes.
  *
  * Execution is dataflow rather than lockstep: receives are posted rounds
  * ahead and a send waits only for the receive that brought its block, not

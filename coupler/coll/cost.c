@@ -29,7 +29,10 @@ long long cpli_bcast_nblocks(int p, size_t bytes, double alpha, double beta) {
   if (p <= 1 || bytes == 0) return 1;
   const int q = cpli_ceil_log2(p);
   const long long lo = (long long)((bytes + CPLI_MAX_MSG - 1) / CPLI_MAX_MSG);
-  const long long hi = bytes < ((size_t)1 << 40) ? (long long)bytes : (long long)1 << 40;
+  /* no block under a stream's smallest piece: an absurd model (CPL_BETA
+   * 1e300) cut 64 KiB into 1-byte blocks, 27 s a call */
+  const size_t most = bytes / CPLI_CUT_MIN_PIECE;
+  const long long hi = most < ((size_t)1 << 40) ? (long long)most : (long long)1 << 40;
   const double n = q > 1 ? sqrt(beta * (double)bytes * (q - 1) / alpha) : 1;
   long long ni = n >= (double)hi ? hi : llround(n);
   if (ni < lo) ni = lo;

@@ -15,7 +15,7 @@
 /* Round-optimal n-block broadcast (Alg. 6, bcast_circulant.c) of `bytes`
  * over p ranks: its time with n blocks, and the n that minimises it,
  * n* = sqrt(beta bytes (q-1) / alpha), clamped to
- * [max(1, ceil(bytes / CPLI_MAX_MSG)), max(1, bytes)]. */
+ * [max(1, ceil(bytes / CPLI_MAX_MSG)), max(1, bytes / CPLI_CUT_MIN_PIECE)]. */
 double cpli_bcast_cost(int p, size_t bytes, long long n, double alpha, double beta);
 long long cpli_bcast_nblocks(int p, size_t bytes, double alpha, double beta);
 

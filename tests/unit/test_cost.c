@@ -384,6 +384,23 @@ static void test_root_rule(void) {
   cpli_tuning_refresh();
 }
 
+/* The broadcast's block count keeps blocks of at least 8 KiB (one block
+ * for less) under any model: CPL_BETA=1e300 cut 64 KiB into 1-byte
+ * blocks, a call of 27 s. */
+static void test_bcast_blocks(void) {
+  const size_t sizes[] = {1, 1000, 8191, 8192, 65536, (size_t)1 << 20, (size_t)3 << 30};
+  const double ab[][2] = {{2e-5, 2e-8}, {5e-6, 1e-10}, {1e-300, 1e300}, {1e300, 1e-300}};
+  for (int p = 2; p <= 64; p *= 2)
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+      for (size_t m = 0; m < sizeof ab / sizeof *ab; m++) {
+        const long long n = cpli_bcast_nblocks(p, sizes[s], ab[m][0], ab[m][1]);
+        const long long most = sizes[s] / 8192 > 0 ? (long long)(sizes[s] / 8192) : 1;
+        const long long least = (long long)((sizes[s] + CPLI_MAX_MSG - 1) / CPLI_MAX_MSG);
+        CHECK(n >= 1 && n >= least && n <= most, "p %d, %zu bytes, alpha %g beta %g: %lld blocks",
+              p, sizes[s], ab[m][0], ab[m][1], n);
+      }
+}
+
 /* The public entry points refuse shapes the model cannot price, and
  * NULL outputs, instead of dividing by zero or writing through NULL. */
 static void test_bad_args(void) {
@@ -426,6 +443,7 @@ int main(void) {
   test_pick_memo();
   test_ring_floor();
   test_root_rule();
+  test_bcast_blocks();
   if (failures) fprintf(stderr, "%d failures\n", failures);
   return failures != 0;
 }
