@@ -471,8 +471,12 @@ static int fc_bcast_depth(int p, int q) {
 }
 
 long long cpli_flow_fc_nblocks(int p, int q, size_t k, const cpli_fc_opts *o) {
+  return cpli_flow_bcast_nblocks(k, fc_bcast_depth(p, q), o);
+}
+
+long long cpli_flow_bcast_nblocks(size_t k, int depth, const cpli_fc_opts *o) {
   if (!o->model) return o->nblocks;
-  if (o->chunk == 0) return cpli_cut_pieces(&o->cut, k, fc_bcast_depth(p, q));
+  if (o->chunk == 0) return cpli_cut_pieces(&o->cut, k, depth);
   long long c = k ? (long long)((k - 1) / o->chunk + 1) : 1;
   /* one block per chunk, but no more blocks than a stream has messages */
   if (c > (long long)CPLI_FLOW_MAX_STREAM_MSGS) c = (long long)CPLI_FLOW_MAX_STREAM_MSGS;

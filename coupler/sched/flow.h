@@ -327,6 +327,8 @@ int cpli_flow_intra_root(cpli_flow *f, int p, int r, const size_t *counts, const
  * or, with a fixed chunk, max(o->nblocks, ceil(k / chunk))); the same
  * value cpli_flow_fc uses. */
 long long cpli_flow_fc_nblocks(int p, int q, size_t k, const cpli_fc_opts *o);
+/* The same for any broadcast of k bytes whose pipeline is `depth` hops. */
+long long cpli_flow_bcast_nblocks(size_t k, int depth, const cpli_fc_opts *o);
 
 /* For each stream note of plan `me` (plans of all nranks ranks, resolved):
  * whether its bytes are forwarded (read by a later send) at the receiving

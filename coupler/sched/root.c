@@ -9,16 +9,6 @@
 #include "coupler.h"
 #include "sched/flow.h"
 
-/* Alg. 6's block count for the receivers' broadcast of `bytes`: the
- * model's pipeline of ceil(log2 q) rounds, or one block per fixed chunk,
- * or the caller's count without the model. */
-static long long bcast_blocks(int q, size_t bytes, const cpli_fc_opts *o) {
-  if (!o->model) return o->nblocks;
-  if (o->chunk == 0) return cpli_cut_pieces(&o->cut, bytes, cpli_ceil_log2(q));
-  long long n = bytes ? (long long)((bytes - 1) / o->chunk + 1) : 1;
-  return n > (long long)CPLI_FLOW_MAX_STREAM_MSGS ? (long long)CPLI_FLOW_MAX_STREAM_MSGS : n;
-}
-
 int cpli_flow_root(cpli_flow *f, int p, int q, int me, const size_t *counts, const size_t *displs,
                    size_t own_bytes, const cpli_fc_opts *o) {
   if (p < 1 || q < 1 || me < 0 || me >= p + q)
@@ -47,8 +37,8 @@ int cpli_flow_root(cpli_flow *f, int p, int q, int me, const size_t *counts, con
   int *rank_of = malloc(sizeof *rank_of * (size_t)q);
   if (!rank_of) return cpli_fail(CPL_ERR_NOMEM, "root plan: out of memory for %d receivers", q);
   for (int g = 0; g < q; g++) rank_of[g] = p + g;
-  const int rc =
-      cpli_flow_bcast_segs(f, &c, j, rank_of, 0, p, displs, counts, bcast_blocks(q, bytes, o));
+  const int rc = cpli_flow_bcast_segs(f, &c, j, rank_of, 0, p, displs, counts,
+                                      cpli_flow_bcast_nblocks(bytes, cpli_ceil_log2(q), o));
   free(rank_of);
   return rc;
 }

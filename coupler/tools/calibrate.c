@@ -188,11 +188,10 @@ static double time_small(const small_run *x, long k, int alg) {
   int rc = CPL_OK;
   MPI_Barrier(MPI_COMM_WORLD);
   const double t0 = MPI_Wtime();
-  if (!x->member) {
-  } else if (x->intra) {
+  if (x->member && x->intra) {
     o.intra = (cpl_intra_algorithm)alg;
     rc = cpl_intra_allgather(x->sbuf, (int)k, MPI_BYTE, x->rbuf, (int)k, MPI_BYTE, x->comm, &o);
-  } else {
+  } else if (x->member) {
     o.inter = (cpl_inter_algorithm)alg;
     rc = cpl_inter_allgather(x->sbuf, (int)k, MPI_BYTE, x->rbuf, (int)k, MPI_BYTE,
                              x->sender ? CPL_SENDER : CPL_RECEIVER, x->comm, &o);
