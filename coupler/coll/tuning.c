@@ -145,12 +145,14 @@ static size_t pick_bytes(const char *v, const char *var, size_t min, int file_se
     if (!*bad) {
       if (min)
         snprintf(env_err, sizeof env_err,
-                 "%s: expected a whole number of bytes >= %zu (K or M suffix), got \"%.*s\"", var,
-                 min, VAL_MAX, v);
+                 "%s: expected a whole number of bytes from %zu to 10^15 (K or M suffix), got "
+                 "\"%.*s\"",
+                 var, min, VAL_MAX, v);
       else
         snprintf(env_err, sizeof env_err,
-                 "%s: expected a whole number of bytes (K or M suffix) or 0, got \"%.*s\"", var,
-                 VAL_MAX, v);
+                 "%s: expected a whole number of bytes up to 10^15 (K or M suffix) or 0, got "
+                 "\"%.*s\"",
+                 var, VAL_MAX, v);
       *bad = env_err;
     }
   }

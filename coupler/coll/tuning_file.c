@@ -33,7 +33,7 @@ int cpli_parse_bytes(const char *s, size_t *out) {
   if (end == s || errno) return -1;
   if (*end == 'k' || *end == 'K') d *= 1024, end++;
   else if (*end == 'm' || *end == 'M') d *= 1024 * 1024, end++;
-  if (*end || !(d >= 1) || d > 1e15 || d != floor(d)) return -1;
+  if (*end || !(d >= 1) || d > CPLI_BYTES_MAX || d != floor(d)) return -1;
   *out = (size_t)d;
   return 0;
 }
@@ -107,14 +107,16 @@ int cpli_tuning_file_read(const char *path, cpli_tuning_vals *v, char *err, size
       *(k == 4 ? &v->inter_root_max_set : &v->intra_root_bytes_set) = 1;
       if (cpli_parse_bytes0(val, at))
         rc = say(err, errlen, CPL_ERR_PARSE,
-                 "%s:%d: %s: expected a whole number of bytes (K or M suffix) or 0, got \"%s\"",
+                 "%s:%d: %s: expected a whole number of bytes up to 10^15 (K or M suffix) or 0, "
+                 "got \"%s\"",
                  path, lineno, key, val);
       continue;
     }
     if (k == 3) {
       if (cpli_parse_bytes(val, &v->chunk) || v->chunk < CPLI_CHUNK_MIN)
         rc = say(err, errlen, CPL_ERR_PARSE,
-                 "%s:%d: chunk: expected a whole number of bytes >= %d (K or M suffix), got "
+                 "%s:%d: chunk: expected a whole number of bytes from %d to 10^15 (K or M suffix), "
+                 "got "
                  "\"%s\"",
                  path, lineno, CPLI_CHUNK_MIN, val);
       continue;

@@ -41,8 +41,9 @@ typedef struct cpli_tuning_vals {
   int inter_root_max_set, intra_root_bytes_set; /* given (0 is a value) */
 } cpli_tuning_vals;
 
-/* Parse a byte count with an optional K or M suffix ("32K", "1M", "4096").
- * Returns 0 (and *out) or -1. */
+/* Parse a byte count with an optional K or M suffix ("32K", "1M", "4096"),
+ * 1 to CPLI_BYTES_MAX. Returns 0 (and *out) or -1. */
+#define CPLI_BYTES_MAX 1e15 /* messages say "10^15" */
 int cpli_parse_bytes(const char *s, size_t *out);
 /* The same, or "0". */
 int cpli_parse_bytes0(const char *s, size_t *out);

@@ -101,8 +101,9 @@ static int variant(const char *name, char *alg, size_t n, int apply) {
       /* the library's own rule for CPL_CHUNK (coll/tuning.h) */
       if (cpli_parse_bytes(o + 1, &chunk) || chunk < CPLI_CHUNK_MIN) {
         snprintf(variant_err, sizeof variant_err,
-                 "%s: @c needs a whole number of bytes >= %d (K or M suffix), got \"%s\"", name,
-                 CPLI_CHUNK_MIN, o + 1);
+                 "%s: @c needs a whole number of bytes from %d to 10^15 (K or M suffix), got "
+                 "\"%s\"",
+                 name, CPLI_CHUNK_MIN, o + 1);
         return -1;
       }
       if (apply) setenv("CPL_CHUNK", o + 1, 1);

@@ -125,8 +125,8 @@ int main(int argc, char **argv) {
         return cpli_cli_usage_error("cpl-sched", usage, "--size needs a byte count (e.g. 1M)");
       if (cpli_parse_bytes(argv[i + 1], &size)) /* it did not say what was wrong */
         return cpli_cli_usage_error("cpl-sched", usage,
-                                    "bad value for --size: %s (a whole number of bytes, at "
-                                    "least 1, with K or M)",
+                                    "bad value for --size: %s (a whole number of bytes, 1 "
+                                    "to 10^15, with K or M)",
                                     argv[i + 1]);
       i++;
       size_given = 1;

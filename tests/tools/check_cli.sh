@@ -71,7 +71,7 @@ case $name in
       fail "@cabc: $rc $(head -1 "$tmp/err")"
     for c in 0 1 511 1.5; do
       run --intra circulant@c$c --sizes 1K --reps 1
-      ((rc == 2)) && grep -q "circulant@c$c: @c needs a whole number of bytes >= 512" "$tmp/err" ||
+      ((rc == 2)) && grep -q "circulant@c$c: @c needs a whole number of bytes from 512 to 10^15" "$tmp/err" ||
         fail "@c$c: $rc $(head -1 "$tmp/err")"
     done
     # An unknown algorithm: the list names the benchmark's baselines too
@@ -138,7 +138,7 @@ case $name in
     # byte count (e.g. 1M)" for 3G, 0 and 1.5 alike).
     for sz in 3G 0 1.5; do
       run fc 2 2 --size $sz
-      ((rc == 2)) && grep -q -- "bad value for --size: $sz (a whole number of bytes, at least 1, with K or M)" "$tmp/err" ||
+      ((rc == 2)) && grep -q -- "bad value for --size: $sz (a whole number of bytes, 1 to 10^15, with K or M)" "$tmp/err" ||
         fail "--size $sz: $rc $(head -1 "$tmp/err")"
     done
     run

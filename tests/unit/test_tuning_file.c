@@ -85,11 +85,11 @@ int main(void) {
   bad("alpha = 1\nalpha = 2\n", "2", "given twice (first on line 1)");
   bad("chunk = 0\n", "1", "chunk: expected a whole number");
   bad("chunk = 1.5\n", "1", "chunk");
-  bad("chunk = 1\n", "1", "chunk: expected a whole number of bytes >= 512"); /* crashed MPICH */
-  bad("alpha = 1e-6\nchunk = 511\n", "2", ">= 512");
+  bad("chunk = 1\n", "1", "chunk: expected a whole number of bytes from 512 to 10^15"); /* crashed MPICH */
+  bad("alpha = 1e-6\nchunk = 511\n", "2", "from 512 to 10^15");
   bad("alpha =\n", "1", "got \"\"");
   bad("inter_root_max = -1\n", "1",
-      "inter_root_max: expected a whole number of bytes (K or M suffix) or 0");
+      "inter_root_max: expected a whole number of bytes up to 10^15 (K or M suffix) or 0");
   bad("inter_root_max = 100.5\n", "1", "inter_root_max");
   bad("intra_root_bytes = x\n", "1", "intra_root_bytes: expected a whole number of bytes");
   bad("inter_root_max = 1K\ninter_root_max = 2K\n", "2", "given twice");
