@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "coll/select.h"
+#include "coll/tuning_file.h"
 #include "coll/tuning.h"
 #include "sched/circulant.h"
 #include "sched/ring.h"
@@ -46,7 +47,7 @@ static void usage(FILE *f) {
              "  --beta S     seconds per byte (default: $CPL_BETA, else the tuning\n"
              "               file's, else the library's)\n"
              "  --rate MBPS  the same as a link rate in MB/s: beta = 1 / (MBPS * 1e6)\n"
-             "  --size B     bytes per process (default 1048576)\n"
+             "  --size B     bytes per process, K or M suffix (default 1M)\n"
              "  --max N      largest group size modelled (default 1024, at least 2)\n"
              "  --check      also verify every ring and circulant schedule printed\n"
              "  --shapes L   model every inter-group algorithm at these shapes P:Q\n"
@@ -136,12 +137,14 @@ int main(int argc, char **argv) {
     if (!strcmp(a, "--alpha")) alpha = x;
     else if (!strcmp(a, "--beta")) beta = x;
     else if (!strcmp(a, "--rate")) beta = 1 / (x * 1e6);
-    else if (!strcmp(a, "--size")) /* p * k must fit size_t for every p <= --max */
-      ok = number(v, &x) && x >= 0 && x <= CPL_MODEL_MAX_SIZE, k = x;
+    else if (!strcmp(a, "--size")) { /* p * k must fit size_t for every p <= --max */
+      size_t b = 0;
+      ok = cpli_parse_bytes0(v, &b) == 0 && b <= CPL_MODEL_MAX_SIZE, k = (double)b;
+    }
     else ok = ok && x >= 2 && x <= 1 << 20 && x == (int)x, max = (int)x;
     if (!ok)
       return cpli_cli_usage_error("cpl-model", usage, "bad value for %s: %s%s", a, v,
-                                  strcmp(a, "--size") ? "" : " (bytes per process, 0 to 2^40)");
+                                  strcmp(a, "--size") ? "" : " (bytes per process, 0 to 2^40, K or M suffix)");
   }
   /* Every shape is checked before anything is printed (--max may follow
    * --shapes). */

@@ -171,6 +171,8 @@ case $name in
     done
     run --size 1099511627776 --max 4 --shapes 3:4
     ((rc == 0)) && grep -q '^ *3 *4 ' "$tmp/out" || fail "--size 2^40: $rc $(head -1 "$tmp/err")"
+    run --size 64K --max 2 # the suffixes cpl-sched and cpl-bench take
+    ((rc == 0)) && grep -q 'k = 65536 bytes' "$tmp/out" || fail "--size 64K: $rc $(head -1 "$tmp/err")"
     # --shapes is checked before any output (the report came first)
     for sh in 0:3 2:3x 8:2 ,; do
       run --max 4 --shapes "$sh"
