@@ -113,19 +113,20 @@ void cpli_tuning_file_forget(void) {
 static _Thread_local char env_err[160 + VAL_MAX];
 
 /* The first of: the variable (set and not empty), the file's value, the
- * default; *from says which. A variable that is set but not a positive
- * finite number is an error (recorded in *bad, the first one wins), not a
- * silent fallback: a typo would otherwise run with another cost model. */
-static double pick(const char *v, const char *var, const char *unit, double file, double dflt,
+ * default; *from says which. A variable that is set but not a number in
+ * the model's range (tuning_file.h) is an error (recorded in *bad, the
+ * first one wins), not a silent fallback: a typo would otherwise run
+ * with another cost model. */
+static double pick(const char *v, const char *var, int beta, double file, double dflt,
                    const char **from, const char **bad) {
   if (*v) {
     char *end;
     errno = 0;
     const double d = strtod(v, &end);
-    if (end != v && *end == '\0' && !errno && d > 0 && isfinite(d)) return *from = var, d;
+    if (end != v && *end == '\0' && !errno && cpli_model_value_ok(beta, d)) return *from = var, d;
     if (!*bad) {
-      snprintf(env_err, sizeof env_err, "%s: expected a positive number of %s, got \"%.*s\"", var,
-               unit, VAL_MAX, v);
+      snprintf(env_err, sizeof env_err, "%s: expected a number of seconds%s %s, got \"%.*s\"", var,
+               beta ? " per byte" : "", cpli_model_range(beta), VAL_MAX, v);
       *bad = env_err;
     }
   }
@@ -170,12 +171,10 @@ static void parse(const char *const v[NVARS], cpli_tuning *t) {
   const cpli_tuning_vals *fv = &file_vals;
   t->file = file_found ? file_path : NULL;
   const char *bad = NULL; /* a bad CPL_ALPHA, ... (env_err) */
-  t->alpha =
-      pick(v[ALPHA], "CPL_ALPHA", "seconds", fv->alpha, CPLI_DEFAULT_ALPHA, &t->alpha_from, &bad);
-  t->beta = pick(v[BETA], "CPL_BETA", "seconds per byte", fv->beta, CPLI_DEFAULT_BETA,
-                 &t->beta_from, &bad);
+  t->alpha = pick(v[ALPHA], "CPL_ALPHA", 0, fv->alpha, CPLI_DEFAULT_ALPHA, &t->alpha_from, &bad);
+  t->beta = pick(v[BETA], "CPL_BETA", 1, fv->beta, CPLI_DEFAULT_BETA, &t->beta_from, &bad);
   t->overhead =
-      pick(v[OVERHEAD], "CPL_OVERHEAD", "seconds", fv->overhead, t->alpha, &t->overhead_from, &bad);
+      pick(v[OVERHEAD], "CPL_OVERHEAD", 0, fv->overhead, t->alpha, &t->overhead_from, &bad);
   if (t->overhead_from[0] == 'd') t->overhead_from = "alpha";
   t->chunk = pick_bytes(v[CHUNK], "CPL_CHUNK", CPLI_CHUNK_MIN, fv->chunk > 0, fv->chunk, "model",
                         &t->chunk_from, &bad);

@@ -26,6 +26,13 @@ static int say(char *err, size_t n, int rc, const char *fmt, ...) {
   return rc;
 }
 
+int cpli_model_value_ok(int beta, double d) {
+  return beta ? d >= CPLI_BETA_MIN && d <= CPLI_BETA_MAX
+              : d >= CPLI_SECONDS_MIN && d <= CPLI_SECONDS_MAX;
+}
+
+const char *cpli_model_range(int beta) { return beta ? "from 1e-13 to 0.001" : "from 1e-09 to 10"; }
+
 int cpli_parse_bytes(const char *s, size_t *out) {
   char *end;
   errno = 0;
@@ -124,10 +131,10 @@ int cpli_tuning_file_read(const char *path, cpli_tuning_vals *v, char *err, size
     char *end;
     errno = 0;
     const double d = strtod(val, &end);
-    if (end == val || *end || errno || !isfinite(d) || d <= 0) {
+    if (end == val || *end || errno || !cpli_model_value_ok(k == 1, d)) {
       rc = say(err, errlen, CPL_ERR_PARSE,
-               "%s:%d: %s: expected a positive number of seconds%s, got \"%s\"", path, lineno, key,
-               k == 1 ? " per byte" : "", val);
+               "%s:%d: %s: expected a number of seconds%s %s, got \"%s\"", path, lineno, key,
+               k == 1 ? " per byte" : "", cpli_model_range(k == 1), val);
       break;
     }
     *(k == 0 ? &v->alpha : k == 1 ? &v->beta : &v->overhead) = d;

@@ -19,7 +19,8 @@
  *             intra-group `root` at p >= 3 where its member 0 sends at
  *             most this much, as CPL_INTRA_ROOT_BYTES
  *             (the calibration measures both where root wins)
- * Values must be positive finite numbers (the *_root_max may be 0).
+ * alpha and overhead lie in 1e-9..10 s, beta in 1e-13..1e-3 s/B
+ * (CPLI_SECONDS_*, CPLI_BETA_*: below); the byte counts up to 10^15.
  * Anything else (unknown key, missing '=', bad or repeated value) is an
  * error naming file:line.
  *
@@ -40,6 +41,19 @@ typedef struct cpli_tuning_vals {
   size_t inter_root_max, intra_root_bytes;
   int inter_root_max_set, intra_root_bytes_set; /* given (0 is a value) */
 } cpli_tuning_vals;
+
+/* Where the model's parameters may lie, whatever their source: outside,
+ * a value is a typo or a failed measurement (CPL_ALPHA=1e300 was taken
+ * as given and planned with), and is refused. Seconds (alpha, overhead):
+ * 1 ns to 10 s; seconds per byte: 10 TB/s to 1 KB/s. */
+#define CPLI_SECONDS_MIN 1e-9
+#define CPLI_SECONDS_MAX 10.0
+#define CPLI_BETA_MIN 1e-13
+#define CPLI_BETA_MAX 1e-3
+/* Whether d lies in the range of a time (beta = 0) or of beta (1). */
+int cpli_model_value_ok(int beta, double d);
+/* The range as text ("from 1e-09 to 10"), for messages. */
+const char *cpli_model_range(int beta);
 
 /* Parse a byte count with an optional K or M suffix ("32K", "1M", "4096"),
  * 1 to CPLI_BYTES_MAX. Returns 0 (and *out) or -1. */

@@ -442,6 +442,18 @@ int cpli_calibrate(const char *out, const long *sizes, int nsizes, int reps, int
     if (!(v.beta > 0)) {
       fprintf(stderr, "cpl-bench --calibrate: no positive beta could be fitted; nothing written\n");
       rc = 1;
+    } else if (!cpli_model_value_ok(0, v.alpha) || !cpli_model_value_ok(1, v.beta)) {
+      /* the library would refuse the file (tuning_file.h) */
+      fprintf(stderr,
+              "cpl-bench --calibrate: alpha %g s or beta %g s/B lies outside what the library "
+              "takes (alpha %s, beta %s); nothing written\n",
+              v.alpha, v.beta, cpli_model_range(0), cpli_model_range(1));
+      rc = 1;
+    }
+    if (v.overhead > 0 && !cpli_model_value_ok(0, v.overhead)) {
+      printf("overhead %g s lies outside %s s: left out (the library uses alpha)\n", v.overhead,
+             cpli_model_range(0));
+      v.overhead = 0;
     }
     fflush(stdout);
   }

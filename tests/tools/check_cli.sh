@@ -148,7 +148,7 @@ case $name in
     # A bad model variable is refused, as the library refuses it (it ran
     # with the defaults and said nothing).
     CPL_ALPHA=abc run --max 2
-    ((rc == 2)) && grep -q 'cpl-model: CPL_ALPHA: expected a positive number of seconds, got "abc"' "$tmp/err" ||
+    ((rc == 2)) && grep -q 'cpl-model: CPL_ALPHA: expected a number of seconds from 1e-09 to 10, got "abc"' "$tmp/err" ||
       fail "CPL_ALPHA=abc: $rc $(head -1 "$tmp/err")"
     [[ -s $tmp/out ]] && fail "CPL_ALPHA=abc wrote to stdout: $(head -1 "$tmp/out")"
     run --max x

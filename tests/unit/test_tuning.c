@@ -124,7 +124,8 @@ int main(void) {
   for (size_t j = 0; j < sizeof bad_chunks / sizeof *bad_chunks; j++) {
     setenv("CPL_CHUNK", bad_chunks[j], 1);
     t = cpli_tuning_refresh();
-    CHECK(t->file_error && strstr(t->file_error, "CPL_CHUNK") && strstr(t->file_error, "from 512 to 10^15"),
+    CHECK(t->file_error && strstr(t->file_error, "CPL_CHUNK") &&
+              strstr(t->file_error, "from 512 to 10^15"),
           "CPL_CHUNK=%s: %s", bad_chunks[j], t->file_error ? t->file_error : "(accepted)");
   }
   setenv("CPL_CHUNK", "512", 1);
@@ -137,9 +138,20 @@ int main(void) {
   setenv("CPL_ALPHA", "abc", 1);
   setenv("CPL_BETA", "0", 1);
   t = cpli_tuning_refresh();
-  CHECK(t->file_error && strstr(t->file_error, "CPL_ALPHA: expected a positive number of seconds, "
-                                               "got \"abc\""),
+  CHECK(t->file_error &&
+            strstr(t->file_error, "CPL_ALPHA: expected a number of seconds from 1e-09 to 10, "
+                                  "got \"abc\""),
         "first bad one reported: %s", t->file_error ? t->file_error : "(none)");
+  /* a typo's absurd value is refused too (it was planned with) */
+  static const char *const absurd[][2] = {
+      {"CPL_ALPHA", "1e300"}, {"CPL_BETA", "1e-300"}, {"CPL_OVERHEAD", "100"}};
+  for (size_t j = 0; j < sizeof absurd / sizeof *absurd; j++) {
+    unset_all();
+    setenv(absurd[j][0], absurd[j][1], 1);
+    t = cpli_tuning_refresh();
+    CHECK(t->file_error && strstr(t->file_error, absurd[j][0]) && strstr(t->file_error, "from 1e-"),
+          "%s=%s: %s", absurd[j][0], absurd[j][1], t->file_error ? t->file_error : "(accepted)");
+  }
   unsetenv("CPL_OVERHEAD");
   unset_all();
 

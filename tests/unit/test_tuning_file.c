@@ -79,13 +79,18 @@ int main(void) {
 
   bad("alpha = 1e-5\nalfa = 2\n", "2", "unknown key \"alfa\"");
   bad("beta 2e-8\n", "1", "expected \"key = value\"");
-  bad("\n\nalpha = -1\n", "3", "positive number");
-  bad("beta = 1e-8x\n", "1", "positive number of seconds per byte");
-  bad("overhead = nan\n", "1", "positive");
+  bad("\n\nalpha = -1\n", "3", "alpha: expected a number of seconds from 1e-09 to 10");
+  bad("beta = 1e-8x\n", "1", "expected a number of seconds per byte from 1e-13 to 0.001");
+  bad("overhead = nan\n", "1", "from 1e-09 to 10");
+  /* out of the model's range: a typo or a failed measurement */
+  bad("alpha = 1e300\n", "1", "alpha: expected a number of seconds from 1e-09 to 10");
+  bad("beta = 2e-3\n", "1", "got \"2e-3\"");
+  bad("overhead = 1e-10\n", "1", "overhead: expected");
   bad("alpha = 1\nalpha = 2\n", "2", "given twice (first on line 1)");
   bad("chunk = 0\n", "1", "chunk: expected a whole number");
   bad("chunk = 1.5\n", "1", "chunk");
-  bad("chunk = 1\n", "1", "chunk: expected a whole number of bytes from 512 to 10^15"); /* crashed MPICH */
+  bad("chunk = 1\n", "1",
+      "chunk: expected a whole number of bytes from 512 to 10^15"); /* crashed MPICH */
   bad("alpha = 1e-6\nchunk = 511\n", "2", "from 512 to 10^15");
   bad("alpha =\n", "1", "got \"\"");
   bad("inter_root_max = -1\n", "1",
