@@ -28,8 +28,8 @@
 #include <string.h>
 
 #include "coll/select.h"
-#include "coll/tuning_file.h"
 #include "coll/tuning.h"
+#include "coll/tuning_file.h"
 #include "sched/circulant.h"
 #include "sched/ring.h"
 #include "sched/verify.h"
@@ -137,14 +137,14 @@ int main(int argc, char **argv) {
     if (!strcmp(a, "--alpha")) alpha = x;
     else if (!strcmp(a, "--beta")) beta = x;
     else if (!strcmp(a, "--rate")) beta = 1 / (x * 1e6);
-    else if (!strcmp(a, "--size")) { /* p * k must fit size_t for every p <= --max */
-      size_t b = 0;
+    else if (!strcmp(a, "--size")) {
+      size_t b = 0; /* p * k must fit size_t for every p <= --max */
       ok = cpli_parse_bytes0(v, &b) == 0 && b <= CPL_MODEL_MAX_SIZE, k = (double)b;
-    }
-    else ok = ok && x >= 2 && x <= 1 << 20 && x == (int)x, max = (int)x;
+    } else ok = ok && x >= 2 && x <= 1 << 20 && x == (int)x, max = (int)x;
     if (!ok)
-      return cpli_cli_usage_error("cpl-model", usage, "bad value for %s: %s%s", a, v,
-                                  strcmp(a, "--size") ? "" : " (bytes per process, 0 to 2^40, K or M suffix)");
+      return cpli_cli_usage_error(
+          "cpl-model", usage, "bad value for %s: %s%s", a, v,
+          strcmp(a, "--size") ? "" : " (bytes per process, 0 to 2^40, K or M suffix)");
   }
   /* Every shape is checked before anything is printed (--max may follow
    * --shapes). */
