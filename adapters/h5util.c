@@ -162,6 +162,15 @@ int cpli_h5_write_attr(hid_t obj, const char *name, hid_t type, size_t n, const 
   return CPL_OK;
 }
 
+int cpli_h5_mark(hid_t file, long long steps) {
+  if (steps < 0) return cpli_h5_write_attr(file, CPLI_SINK_MARK, H5T_NATIVE_LLONG, 1, &steps);
+  hid_t a = H5Aopen(file, CPLI_SINK_MARK, H5P_DEFAULT);
+  const herr_t w = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_LLONG, &steps);
+  if (a >= 0) H5Aclose(a);
+  return w < 0 ? cpli_h5_fail("marking the file finished (attribute \"%s\")", CPLI_SINK_MARK)
+               : CPL_OK;
+}
+
 void cpli_h5_describe_path(const char *path, char *out, size_t size) {
   char cwd[1024];
   if (path[cpli_path_fs_prefix(path)] != '/' && getcwd(cwd, sizeof cwd))

@@ -25,6 +25,14 @@ int cpli_h5_file(const char *path, MPI_Comm comm, int create, hid_t *file, hid_t
  * 1-D one of n. */
 int cpli_h5_write_attr(hid_t obj, const char *name, hid_t type, size_t n, const void *buf);
 
+/* The root attribute (int64) of the files the sink and a stage's drain
+ * write: -1 while they write (cpli_h5_mark(file, -1) after creating it),
+ * the number of steps written once every input's stream ended (last,
+ * before the close), so a file a failure cut short tells itself from a
+ * finished one. Collective, as every metadata write. */
+#define CPLI_SINK_MARK "coupler_steps"
+int cpli_h5_mark(hid_t file, long long steps);
+
 /* "name" with the working directory when relative, for messages. */
 void cpli_h5_describe_path(const char *path, char *out, size_t size);
 

@@ -2,6 +2,8 @@
  * The built-in HDF5 sink (kind: sink): receives every step of every input
  * link and writes it to one file with parallel HDF5.
  *
+ *   @coupler_steps         -1 while the sink writes; at its clean end the
+ *                          steps written (h5util.h: CPLI_SINK_MARK)
  *   /step_000000/          one group per step (step number, 6+ digits)
  *       @step              int64 step number (unless the producer set one)
  *       @...               the step's attributes
@@ -12,6 +14,7 @@
  * disjoint slab of dim 0 with a collective H5Dwrite; the file is flushed
  * after every step so a crash leaves every finished step readable (unless
  * it strikes inside a flush: see h5util.c on keeping that window short).
+ * coupler_steps tells such a file from a finished one (the source warns).
  *
  * After a failure no further collective HDF5 call is made (closes
  * included): the failing rank returns at once and cpl-component aborts the
@@ -180,11 +183,13 @@ int cpli_hdf5_sink_run(cpl_context *ctx, const char *path) {
             "cpl-component[%s]: warning: sink has no input link; "
             "file %s stays empty\n",
             s.name, s.where);
+  if (rc == CPL_OK) rc = cpli_h5_mark(s.out.file, -1);
   if (rc == CPL_OK) rc = make_link_groups(&s);
   if (rc == CPL_OK) rc = receive_all(&s, comm);
   for (int i = 0; rc == CPL_OK && s.nlinks > 1 && i < s.nlinks; i++)
     if (H5Gclose(s.links[i].parent) < 0)
       rc = cpli_h5_fail("closing group \"%s\"", s.links[i].group);
+  if (rc == CPL_OK) rc = cpli_h5_mark(s.out.file, s.out.steps); /* the clean end */
   if (s.out.dxpl >= 0) H5Pclose(s.out.dxpl);
   if (rc == CPL_OK && H5Fclose(s.out.file) < 0) rc = cpli_h5_fail("closing the file");
   free(s.links); /* on failure ports stay open: the job is aborted */

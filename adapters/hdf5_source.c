@@ -16,7 +16,8 @@
  * (name, type, shape, size against the data API's limits; variable-length
  * strings are read to measure them): a file that cannot
  * be replayed whole fails at once, naming the object, and nothing is read
- * or allocated for a dataset that cannot travel.
+ * or allocated for a dataset that cannot travel. A file its sink did not
+ * finish (h5util.h: CPLI_SINK_MARK) is replayed with a warning.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -91,6 +92,39 @@ static herr_t add_attr(hid_t o, const char *name, const H5A_info_t *info, void *
   (void)o;
   (void)info;
   return names_add(data, name) ? -1 : 0;
+}
+
+/* add_attr but for the sink's mark, which is not the data's. */
+static herr_t add_root_attr(hid_t o, const char *name, const H5A_info_t *info, void *data) {
+  return strcmp(name, CPLI_SINK_MARK) ? add_attr(o, name, info, data) : 0;
+}
+
+/* A file the sink did not finish (its mark is -1) holds what a failure
+ * left: say so, and how many step groups there are; one the sink finished
+ * must hold the steps it wrote. Files without the mark are not the
+ * sink's, or from before it. */
+static int check_sink_mark(source *s, int groups, int *marked) {
+  const htri_t has = H5Aexists(s->file, CPLI_SINK_MARK);
+  if (has < 0) return cpli_h5_fail("looking for the root attribute \"%s\"", CPLI_SINK_MARK);
+  *marked = has > 0;
+  if (!has) return CPL_OK;
+  long long mark = 0;
+  hid_t a = H5Aopen(s->file, CPLI_SINK_MARK, H5P_DEFAULT);
+  const herr_t r = a < 0 ? -1 : H5Aread(a, H5T_NATIVE_LLONG, &mark);
+  if (a >= 0) H5Aclose(a);
+  if (r < 0) return cpli_h5_fail("reading the root attribute \"%s\"", CPLI_SINK_MARK);
+  if (s->rank == 0 && mark < 0)
+    fprintf(stderr,
+            "cpl-component[%s]: warning: file %s was not finished by the sink that wrote it "
+            "(%s = %lld): its %d step group%s are what a failure left, later steps are "
+            "missing\n",
+            s->name, s->where, CPLI_SINK_MARK, mark, groups, groups == 1 ? "" : "s");
+  else if (s->rank == 0 && mark != groups)
+    fprintf(stderr,
+            "cpl-component[%s]: warning: file %s holds %d step group%s, but the sink that "
+            "wrote it finished with %lld (%s): changed since\n",
+            s->name, s->where, groups, groups == 1 ? "" : "s", mark, CPLI_SINK_MARK);
+  return CPL_OK;
 }
 
 /* Members of a group by name (the same order on every rank). */
@@ -612,13 +646,15 @@ static int find_steps(source *s, step_ref **steps, int *n, int *flat) {
                      "groups \"%s\" and \"%s\" are both step "
                      "%ld",
                      (*steps)[i - 1].group, (*steps)[i].group, (*steps)[i].step);
+  int marked = 0; /* a fan-in sink's file (steps in a group per link) is refused below */
+  if (rc == CPL_OK && other.n == 0) rc = check_sink_mark(s, k, &marked);
   if (rc == CPL_OK && k > 0) warn_skipped(s, "root", "objects beside the step groups", &other);
   /* A step carries its own group's attributes: the root's (a file's
    * global metadata) would vanish unsaid. */
   names rattrs = {0};
   hsize_t idx = 0;
   if (rc == CPL_OK && k > 0 &&
-      H5Aiterate2(s->file, H5_INDEX_NAME, H5_ITER_INC, &idx, add_attr, &rattrs) < 0)
+      H5Aiterate2(s->file, H5_INDEX_NAME, H5_ITER_INC, &idx, add_root_attr, &rattrs) < 0)
     rc = cpli_h5_fail("listing the root's attributes");
   if (rc == CPL_OK && k > 0)
     warn_skipped(s, "root", "attributes (a step carries its group's only)", &rattrs);
@@ -637,7 +673,8 @@ static int find_steps(source *s, step_ref **steps, int *n, int *flat) {
     fprintf(stderr,
             "cpl-component[%s]: warning: file %s is empty: no step groups (step_N) and "
             "no datasets%s; no step replayed, the streams end at once\n",
-            s->name, s->where, oi.num_attrs ? " (its root attributes are not replayed)" : "");
+            s->name, s->where,
+            oi.num_attrs > (hsize_t)marked ? " (its root attributes are not replayed)" : "");
   *n = k;
   *flat = k == 0 && nds > 0;
   names_free(&root);

@@ -622,6 +622,7 @@ static int open_drain(stage *s) {
   s->h5 = (cpli_h5_steps){.file = -1, .dxpl = -1, .rank = s->rank, .size = s->size, .who = s->name};
   int rc = cpli_h5_make_parent_dirs(s->drain, s->comm);
   if (rc == CPL_OK) rc = cpli_h5_file(s->drain, s->comm, 1, &s->h5.file, &s->h5.dxpl);
+  if (rc == CPL_OK) rc = cpli_h5_mark(s->h5.file, -1);
   if (rc != CPL_OK) cpli_error_prefix("drain file %s: ", s->drain_where);
   return rc;
 }
@@ -641,6 +642,8 @@ static int close_all(stage *s) {
     if (rc != CPL_OK) cpli_error_prefix("closing input port \"%s\": ", s->in_port);
   }
   if (rc == CPL_OK && s->drain) {
+    rc = cpli_h5_mark(s->h5.file, s->h5.steps);
+    if (rc != CPL_OK) cpli_error_prefix("drain file %s: ", s->drain_where);
     H5Pclose(s->h5.dxpl);
     if (H5Fclose(s->h5.file) < 0) rc = cpli_h5_fail("closing the drain file %s", s->drain_where);
     s->h5.file = -1;

@@ -35,6 +35,10 @@
  *   virtual          step 1: a virtual dataset (VDS) mapping step 0's "a"
  *   root-attrs       not bad: steps 0 and 1, and two attributes on the
  *                    root, which are not replayed (a warning names them)
+ *   unfinished       steps 0 and 1, marked by their sink as not finished
+ *                    (root attribute coupler_steps = -1: a failure cut it)
+ *   changed          steps 0 and 1, but coupler_steps = 3: a finished
+ *                    sink's file that lost a step since
  *   changing         not bad: a dataset that changes type and shape, then
  *                    is absent, beside one that stays, and a step
  *                    attribute with a null dataspace (in the sink's
@@ -344,6 +348,18 @@ int main(int argc, char **argv) {
     }
     blob(f, "title", 8);
     blob(f, "units", 4);
+  } else if (!strcmp(c, "unfinished") || !strcmp(c, "changed")) {
+    for (long i = 0; i < 2; i++) {
+      hid_t g = step(f, i);
+      ints(g, "a");
+      H5Gclose(g);
+    }
+    const int64_t mark = c[0] == 'u' ? -1 : 3;
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(f, "coupler_steps", H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+    if (a < 0 || H5Awrite(a, H5T_NATIVE_INT64, &mark) < 0) die("coupler_steps");
+    H5Aclose(a);
+    H5Sclose(sp);
   } else if (!strcmp(c, "changing")) {
     for (long s = 0; s < 3; s++) {
       hid_t g = step(f, s);
