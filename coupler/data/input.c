@@ -118,8 +118,16 @@ static const char *want_str(long want, char *buf, size_t n) {
  * rank that asked for another would take the root's step as its own.
  */
 static int sync_selections(cpl_input *in, const cpl_coll_options *opt, long want, cpli_wbuf *blob) {
-  cpli_wbuf mine = {0};
+  cpli_wbuf mine = {0}, used = {0};
   cpli_sel_encode(&in->sel, &mine);
+  /* Declared again as it was (a loop that selects its box before every
+   * step): nothing changed, so the producer keeps its plan and the
+   * group sends no selections. */
+  if (in->sel_dirty) cpli_sel_encode(&in->sel_used, &used);
+  if (in->sel_dirty && !mine.oom && !used.oom && mine.len == used.len &&
+      (mine.len == 0 || memcmp(mine.p, used.p, mine.len) == 0))
+    in->sel_dirty = 0;
+  cpli_w_free(&used);
   int64_t *rec = calloc(3 * (size_t)in->size, sizeof *rec);
   int *counts = malloc(2 * (size_t)in->size * sizeof *counts);
   unsigned char *all = NULL;
@@ -180,6 +188,7 @@ static int sync_selections(cpl_input *in, const cpl_coll_options *opt, long want
   if (rc == CPL_OK && blob->oom)
     rc = cpli_fail(CPL_ERR_NOMEM, "link %s: out of memory", in->l->label);
   if (rc == CPL_OK && any) rc = cpli_sel_copy(&in->sel, &in->sel_used);
+  if (rc == CPL_OK && any) in->st.selections++;
   if (rc == CPL_OK) in->sel_dirty = 0;
   cpli_w_free(&mine);
   free(rec);

@@ -548,6 +548,10 @@ typedef struct cpl_input_stats {
   size_t bytes;      /* bytes this rank received, all steps            */
   size_t bytes_held; /* bytes of step data this rank holds now         */
   size_t bytes_max;  /* most bytes of step data held at once           */
+  long selections;   /* times the group's selections went to the
+                      * producer, before a step some rank of it had
+                      * changed its own (one declared again as it was
+                      * changes nothing: the producer keeps its plan)  */
 } cpl_input_stats;
 
 CPL_API int cpl_input_stats_get(const cpl_input *in, cpl_input_stats *st);
