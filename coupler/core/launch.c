@@ -42,6 +42,20 @@ void cpli_launch_mpi_finalize(void) { say("M\n", 2); }
 
 int cpli_launch_listened(void) { return launch_fd >= 0; }
 
+void cpli_launch_abort(int jobrank, int code) {
+  const char *comp = getenv("CPL_COMPONENT"), *first = getenv("CPL_FIRST_RANK");
+  if (launch_fd < 0 || !comp) return;
+  char rank[48] = "", where[200] = "";
+  if (first && *first) snprintf(rank, sizeof rank, "rank %ld ", jobrank - atol(first));
+  if (last_label[0])
+    snprintf(where, sizeof where, " after link %s, step %ld", last_label, last_step);
+  /* one fprintf, one write: stderr is unbuffered */
+  fprintf(stderr,
+          "coupler: component \"%.100s\", %s(job rank %d, pid %ld) called MPI_Abort with error "
+          "code %d%s; MPICH stops the job\n",
+          comp, rank, jobrank, (long)getpid(), code, where);
+}
+
 void cpli_launch_progress(const char *label, long step) {
   /* Links only ("a.out->b.in"): a port's agreement among its own ranks
    * moves no data on a link. */

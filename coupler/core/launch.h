@@ -22,5 +22,10 @@ void cpli_launch_mpi_finalize(void);
 int cpli_launch_listened(void);
 /* "P link LABEL, step STEP": a collective of a link starts. */
 void cpli_launch_progress(const char *label, long step);
+/* Under cpl-run, a line on stderr naming this process (component, its
+ * rank, the job rank), the MPI_Abort error code and the last link and
+ * step: MPICH's banner names only the job rank, and the cpl-exec that
+ * would name the process is killed with the job. */
+void cpli_launch_abort(int jobrank, int code);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * A producer or consumer of a long stream, for the fault tests (the
  * fault itself comes from outside: kill, SIGSTOP, or a mode below).
- *   stream prod [quit:N|pair:N|late|hang:N]
+ *   stream prod [quit:N|pair:N|late|hang:N|abort:N]
  *                          publish up to 400 steps of 4096 doubles per
  *                          rank, 50 ms apart; quit:N: exit(0) after N
  *                          steps, without closing or cpl_finalize;
@@ -9,7 +9,9 @@
  *                          pair:N: after N steps rank 0 kills itself
  *                          (SIGKILL) and rank 1 aborts the moment it
  *                          sees rank 0 dead (two deaths, one cause);
- *                          hang:N: sleep 120 s inside step N
+ *                          hang:N: sleep 120 s inside step N;
+ *                          abort:N: rank 1 calls MPI_Abort(MPI_COMM_WORLD,
+ *                          3) after N steps
  *   stream cons [stall]    take every step; stall: open the input and
  *                          never begin a step
  * Any Coupler error: the message (link, rank, step), then exit 1.
@@ -71,6 +73,7 @@ int main(int argc, char **argv) {
     int quit = !strncmp(mode, "quit:", 5) ? atoi(mode + 5) : -1;
     int pair = !strncmp(mode, "pair:", 5) && p == 2 ? atoi(mode + 5) : -1;
     int hang = !strncmp(mode, "hang:", 5) ? atoi(mode + 5) : -1;
+    int abort_at = !strncmp(mode, "abort:", 6) && r == 1 ? atoi(mode + 6) : -1;
     cpl_output *out;
     ok(cpl_output_open(ctx, "out", &out), "open");
     static double x[N];
@@ -79,6 +82,7 @@ int main(int argc, char **argv) {
     for (long s = 0; s < STEPS; s++) {
       if (s == quit) exit(0);
       if (s == pair) die_in_pair(comm, r);
+      if (s == abort_at) MPI_Abort(MPI_COMM_WORLD, 3);
       for (int i = 0; i < N; i++) x[i] = (double)s + i;
       ok(cpl_output_begin_step(out, -1), "begin_step");
       if (s == hang) nanosleep(&(struct timespec){120, 0}, NULL);
