@@ -689,15 +689,19 @@ int cpli_links_sync(cpl_output *o, int wait_on, double seconds) {
   if (brc == CPL_OK && rc == CPL_OK) brc = cpli_links_adopt(o, rec + 1);
   if (brc == CPL_OK && rc == CPL_ERR_TIMEOUT) { /* the same words everywhere */
     const olink *ol = &o->links[wait_on];
-    char last[64] = "any step yet";
+    char last[64] = "any step yet", queued[64] = "";
     if (ol->last_step >= 0) snprintf(last, sizeof last, "a step since step %ld", ol->last_step);
+    /* what waits, the step being ended included (it is queued first) */
+    if (ol->qn > 1)
+      snprintf(queued, sizeof queued, "steps %ld..%ld", ol->q[0]->step, ol->q[ol->qn - 1]->step);
+    else snprintf(queued, sizeof queued, "step %ld", ol->q[0]->step);
     cpli_fail(rc,
               "link %s, sender 0, step %ld: the consumer took no step within %g s: producer "
               "\"%s\" is waiting on consumer \"%s\" (its rank 0 sends the requests), which has "
-              "not asked for %s (policy all, depth %d, %d steps queued): is it stuck, or slower "
+              "not asked for %s (policy all, depth %d; waiting: %s): is it stuck, or slower "
               "than the link timeout allows?",
               ol->l->label, ol->q[0]->step, ol->l->timeout, o->comp->name,
-              o->ctx->wf->comps[ol->l->to_comp].name, last, ol->l->depth, ol->qn);
+              o->ctx->wf->comps[ol->l->to_comp].name, last, ol->l->depth, queued);
   }
   free(rec);
   return brc != CPL_OK ? brc : rc;
