@@ -583,6 +583,7 @@ int cpl_output_close(cpl_output *o) {
    * the error: a failure to deliver is said after it, not instead. */
   char open_msg[1024];
   snprintf(open_msg, sizeof open_msg, "%s", rc != CPL_OK ? cpl_last_error() : "");
+  o->closing = !open_msg[0]; /* a drained link ends at once */
   for (int i = 0; i < o->nl && !o->failed; i++) {
     int r = cpli_queue_drain(o, i, 0);
     if (r != CPL_OK) {
@@ -603,10 +604,8 @@ int cpl_output_close(cpl_output *o) {
     olink *ol = &o->links[i];
     cpli_chan *ch = chan(o, ol);
     cpli_queue_drop(o, ol); /* only after a failure is anything left */
-    if (o->rank == 0 && !o->failed && !ch->eos_sent && !ch->detached) {
-      cpli_hdr h = {.kind = CPLI_HDR_EOS, .step = o->step};
-      ch->eos_sent = 1;
-      int r = cpli_chan_send_header(ctx, ol->end, &h, NULL, NULL, NULL, ol->l->timeout);
+    if (!o->failed) {
+      const int r = cpli_queue_end_link(o, ol);
       if (r != CPL_OK && rc == CPL_OK) rc = r;
     }
     ch->eos_sent = 1;
@@ -834,13 +833,6 @@ int cpl_output_end_link(cpl_output *o, int link) {
                      "cpl_output_end_link: port %s.%s has no "
                      "link %d",
                      o->comp->name, o->port->name, link);
-  olink *ol = &o->links[link];
-  cpli_chan *ch = chan(o, ol);
-  if (ch->eos_sent) return CPL_OK;
-  ch->eos_sent = 1;
-  ch->credits = 0; /* the end of stream answers a pending request */
-  if (o->rank != 0 || ch->detached) return CPL_OK;
-  cpli_hdr h = {.kind = CPLI_HDR_EOS, .step = o->step};
-  int rc = cpli_chan_send_header(o->ctx, ol->end, &h, NULL, NULL, NULL, ol->l->timeout);
+  const int rc = cpli_queue_end_link(o, &o->links[link]);
   return rc == CPL_OK ? CPL_OK : fail_port(o, rc);
 }

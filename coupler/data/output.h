@@ -75,6 +75,7 @@ struct cpl_output {
   int nl;
   double timeout; /* longest of the links' timeouts           */
   int in_step, closed;
+  int closing;   /* close delivers the queues: a drained link ends */
   int serving;   /* cpl_output_serve: steps sent on request  */
   int send_link; /* the link cpl_output_send sends to; -1: end_step */
   int failed;    /* status of a failure that ended the port  */
@@ -124,8 +125,17 @@ int cpli_step_copy(cpl_output *o, pstep *st);
 /* Policy for link li after a step was enqueued on it: drop, serve
  * credits, wait (all ranks, same decisions). */
 int cpli_queue_apply(cpl_output *o, int li);
-/* Wait for credits until link li holds at most `limit` steps. */
+/* Wait for credits until link li holds at most `limit` steps. While
+ * o->closing, every link that has nothing left gets its end of stream
+ * at once (cpli_queue_end_drained). */
 int cpli_queue_drain(cpl_output *o, int li, int limit);
+/* End the stream of every link with nothing queued or in flight (all
+ * ranks, same decisions): its consumer may wait for that end before it
+ * reads the port's other links (one link read to its end, then the
+ * next), which close drains one after another. */
+int cpli_queue_end_drained(cpl_output *o);
+/* The end of stream on one link (rank 0 sends it; once). */
+int cpli_queue_end_link(cpl_output *o, olink *ol);
 /* Latest links, before the ranks agree: test this rank's messages in
  * flight and write the last two values of each link's record. */
 void cpli_flights_record(cpl_output *o, int64_t *rec);

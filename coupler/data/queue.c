@@ -724,6 +724,24 @@ void cpli_queue_drop(cpl_output *o, olink *ol) {
   *fl = (oflight){.hdr_req = MPI_REQUEST_NULL};
 }
 
+int cpli_queue_end_link(cpl_output *o, olink *ol) {
+  cpli_chan *ch = chan(o, ol);
+  if (ch->eos_sent) return CPL_OK;
+  ch->eos_sent = 1;
+  ch->credits = 0; /* the end of stream answers a pending request */
+  if (o->rank != 0 || ch->detached) return CPL_OK;
+  cpli_hdr h = {.kind = CPLI_HDR_EOS, .step = o->step};
+  return cpli_chan_send_header(o->ctx, ol->end, &h, NULL, NULL, NULL, ol->l->timeout);
+}
+
+int cpli_queue_end_drained(cpl_output *o) {
+  for (int j = 0; j < o->nl; j++) {
+    olink *ol = &o->links[j];
+    if (ol->qn == 0 && !ol->fly.st && !chan(o, ol)->detached) CPLI_TRY(cpli_queue_end_link(o, ol));
+  }
+  return CPL_OK;
+}
+
 /* Wait for credits until the queue fits `limit` (after the step in
  * flight, if any, completed); the time counts as waiting (wait_s). */
 int cpli_queue_drain(cpl_output *o, int li, int limit) {
@@ -731,6 +749,8 @@ int cpli_queue_drain(cpl_output *o, int li, int limit) {
   double t0 = MPI_Wtime();
   int rc = ol->fly.st ? fly_complete(o, ol) : CPL_OK;
   while (rc == CPL_OK && ol->qn > limit) {
+    if (o->closing) rc = cpli_queue_end_drained(o);
+    if (rc != CPL_OK) break;
     if (chan(o, ol)->detached) {
       cpli_queue_drop(o, ol);
       break;

@@ -1978,6 +1978,34 @@ int main(int argc, char **argv) {
     } else {
       first_step_fails(ctx, CPL_ERR_MISMATCH, "named different links");
     }
+  } else if (!strcmp(sc, "read_in1_first") || !strcmp(sc, "read_in2_first")) {
+    /* One producer port, two links into one consumer, which reads one
+     * of them to its end before it opens the other (as many steps as
+     * the links' depth holds: more would wait for the unread link). The
+     * producer's close delivered the links in turn and ended them all at
+     * the end: the first link's end never came, both sides timed out. */
+    enum { STEPS = 2 };
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      for (long s = 0; s < STEPS; s++) OK(publish(out, s, r, p));
+      OK(cpl_output_close(out));
+    } else {
+      const char *order[2] = {"in1", "in2"};
+      if (sc[6] == '2') order[0] = "in2", order[1] = "in1";
+      for (int k = 0; k < 2; k++) {
+        OK(cpl_input_open(ctx, order[k], NULL, &in));
+        long step, n = 0;
+        int rc;
+        while ((rc = cpl_input_begin_step(in, &step)) == CPL_OK) {
+          CHECK(step == n, "%s: step %ld, want %ld", order[k], step, n);
+          n++;
+          OK(cpl_input_end_step(in));
+        }
+        CHECK(rc == CPL_END_OF_STREAM && n == STEPS, "%s: %ld steps, then %s: %s", order[k], n,
+              cpl_strerror(rc), rc == CPL_END_OF_STREAM ? "" : cpl_last_error());
+        OK(cpl_input_close(in));
+      }
+    }
   } else if (!strcmp(sc, "unopened")) {
     /* A producer that never opens its port: consumers see end of stream
      * at cpl_finalize, not a timeout. */
