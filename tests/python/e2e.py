@@ -304,6 +304,16 @@ def dtypes(ctx, producer, r, p):
                     check(False, "unknown dataset")
                 except coupler.Error as e:
                     check("nope" in str(e), f"unknown dataset: {e}")
+                # A box outside the array: Coupler's error, not the
+                # allocation of a result that size (it was MemoryError).
+                try:
+                    inp.get("d0", start=(0,), count=(10**12,))
+                    check(False, "box outside the array accepted")
+                except coupler.ArgumentError as e:
+                    check("lies outside" in str(e) and "step %d" % s in str(e),
+                          f"box outside: {e}")
+                except Exception as e:  # noqa: BLE001 - report the wrong class
+                    check(False, f"box outside: {type(e).__name__}: {e}")
                 try:
                     inp.get("d1", out=np.empty(3, dtype="u1"))
                     check(False, "small out accepted")

@@ -721,6 +721,14 @@ static PyObject *Input_get(InputObj *self, PyObject *args) {
              hsizes(count_o, rank, count, "count", what, "the dataset has") < 0) {
     return NULL;
   }
+  /* A box outside the array is Coupler's error (link, step, box), raised
+   * before the result is allocated: sized by the box, that allocation
+   * failed first (MemoryError for 8 TiB) or overflowed. */
+  for (int k = 0; k < rank; k++)
+    if (start[k] > info.dims[k] || count[k] > info.dims[k] - start[k]) {
+      int rc = cpl_input_get(in, name, info.type, start, count, NULL);
+      return cplpy_raise(rc != CPL_OK ? rc : CPL_ERR_INTERNAL, "cpl_input_get");
+    }
   npy_intp n = 1, shape[CPL_MAX_RANK];
   for (int k = 0; k < rank; k++) {
     shape[k] = (npy_intp)count[k];
