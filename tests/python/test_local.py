@@ -214,6 +214,13 @@ def test_comm():
     d.free()
     b = w.bcast(np.arange(4))
     check(np.array_equal(b, np.arange(4)), "bcast")
+    # root's array is only read: read-only or a view is fine there (it
+    # raised on root alone, and the other ranks' bcast took root's next
+    # collective)
+    ro = np.arange(4)
+    ro.flags.writeable = False
+    check(w.bcast(ro) is ro, "bcast of a read-only array from root")
+    check(w.bcast(np.arange(8)[::2]).tolist() == [0, 2, 4, 6], "bcast of a view from root")
     version, path = coupler.mpi_library()
     check("MPICH" in version and "mpich" in path, f"library {path}")
 
