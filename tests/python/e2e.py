@@ -171,6 +171,26 @@ def shapes(ctx, producer, r, p):
         check(seen == [0, 1, 2, 3, 4], f"steps {seen}")
 
 
+def wrong_order(ctx, producer, r, p):
+    """A begin call inside a step (a StateError, caught) takes no step:
+    iteration goes on to the next step. It yielded the open step again,
+    forever. The consumer's side; the producer runs shapes."""
+    seen = []
+    with ctx.input("in") as inp:
+        for step in inp:
+            seen.append(step.number)
+            if len(seen) > 5:
+                break
+            for call in (lambda: inp.try_step(0), inp.begin_step,
+                         lambda: inp.begin_step(coupler.STEP_LATEST)):
+                try:
+                    call()
+                    check(False, f"step {step.number}: a begin call in a step")
+                except coupler.StateError as e:
+                    check("still open" in str(e), f"begin in a step: {e}")
+    check(seen == [0, 1, 2, 3, 4], f"steps {seen}")
+
+
 def overlap(ctx, producer, r, p):
     """Overlapping blocks: an exception on both sides, Coupler's message."""
     if producer:

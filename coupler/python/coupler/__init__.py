@@ -365,8 +365,19 @@ class Input(_Port, _core.Input):
         self._unseen = False
 
     def _begin(self, want):
+        return self._taking(lambda: super(Input, self).begin_step() if want is None
+                            else super(Input, self).begin_step_at(want))
+
+    def _taking(self, call):
+        """A begin call, `_unseen` while it runs. One that fails took no
+        step: the step open before it (a begin in a step is an error) was
+        seen, and iteration must end it, not yield it again forever."""
         self._unseen = True
-        return super().begin_step() if want is None else super().begin_step_at(want)
+        try:
+            return call()
+        except Error:
+            self._unseen = False
+            raise
 
     def begin_step(self, want=None):
         """Wait for the next step (or the one `want` asks for: STEP_LATEST,
@@ -398,8 +409,7 @@ class Input(_Port, _core.Input):
     def try_step(self, seconds=0.0):
         """As begin_step, waiting at most `seconds`: None if no step came
         in time or at end of stream (then `ended` is True)."""
-        self._unseen = True
-        s = super().try_step(seconds)
+        s = self._taking(lambda: super(Input, self).try_step(seconds))
         self._unseen = False
         return s
 
