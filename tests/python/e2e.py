@@ -361,6 +361,13 @@ def select(ctx, producer, r, p):
                 publish(out, s, r, p)
         return
     inp = ctx.input("in")
+    # one box not in a list: a message that says what select takes (it
+    # was "object of type 'int' has no len()")
+    try:
+        inp.select(((0, 0), (2, 3)))
+        check(False, "select of a box not in a list accepted")
+    except TypeError as e:
+        check("select: boxes is a list of (start, count) pairs" in str(e), f"select: {e}")
     inp.select_rows(r, p)
     for s in range(2):
         check(inp.begin_step() == s, f"step {s}")

@@ -394,7 +394,12 @@ class Input(_Port, _core.Input):
         length by default; give it with [] (else 1)."""
         boxes = list(boxes)
         if ndims is None:
-            ndims = len(boxes[0][0]) if boxes else 1
+            try:
+                ndims = len(boxes[0][0]) if boxes else 1
+            except TypeError:  # one box not in a list, or a start of ints
+                raise TypeError(
+                    "select: boxes is a list of (start, count) pairs, start and count a "
+                    "sequence each, e.g. [((0, 0), (2, 3))], not %.100r" % (boxes,)) from None
         super().select(dataset, ndims, boxes)
 
     def select_rows(self, part, nparts, dataset=None):
