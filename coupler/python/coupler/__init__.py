@@ -282,7 +282,9 @@ class Output(_Port, _core.Output):
 
     def attr(self, name, value, dataset=None):
         """Attribute `name` of the step (or of `dataset`, put in this
-        step): a number, bytes, str (stored as bytes) or a 1-D array."""
+        step): a number, bytes, str (stored as bytes) or an array (sent
+        flattened to 1-D). Only rank 0's attributes are sent: one set on
+        another rank alone is lost (README, "attr")."""
         if isinstance(value, str):
             value = value.encode("utf-8", "surrogateescape")  # as names are
         a = _np.ascontiguousarray(_np.atleast_1d(_np.asarray(value)))
