@@ -135,8 +135,9 @@ def check_step(inp, step):
         try:
             inp.get("b2", out=bad)
             check(False, f"get into an out that {says}: no error")
-        except ValueError as e:
-            check(says in str(e), f"get into an out that {says}: {e}")
+        except ValueError as e:  # where, as Coupler's own messages say it
+            check(says in str(e) and f'link prod.out->cons.in, step {step}, dataset "b2"'
+                  in str(e), f"get into an out that {says}: {e}")
     check(inp.attr("time") == 0.5 * step, f"step {step}: time")
     check([a.name for a in inp.attrs("b2")] == ["units", "scale"], "b2 attributes")
     check([a.name for a in inp.attrs("a1")] == ["y", "x"] and inp.attr("y", dataset="a1") == 2,

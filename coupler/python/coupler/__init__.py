@@ -448,10 +448,8 @@ class Input(_Port, _core.Input):
         HDF5 to `dtype` (default: the stored type) into a new array of
         shape count; or into `out` (C-contiguous, writable, as many
         elements as the box, its dtype the conversion target)."""
-        if out is not None and not isinstance(out, _np.ndarray):
-            raise TypeError("out must be a NumPy array")
         if out is not None and dtype is not None and _np.dtype(dtype) != out.dtype:
-            raise ValueError("give out or dtype, not both")
+            raise ValueError(f"dataset {name!r}: give out or dtype, not both")
         return super().get(name, out, dtype, start, count)
 
     def attrs(self, dataset=None):

@@ -77,6 +77,21 @@ static cpl_input *live_input(InputObj *i) {
   return NULL;
 }
 
+/* "link P.p->C.c, step S, dataset "name"": where a get failed, as
+ * Coupler's own messages say it, for the checks made here. */
+static const char *input_where(InputObj *i, const char *name, char *buf, size_t n) {
+  cpl_link_end le;
+  int index;
+  const char *me;
+  if (cpl_input_link(i->in, &le) != CPL_OK ||
+      cpl_context_component(i->owner->ctx, &index, &me) != CPL_OK)
+    snprintf(buf, n, "dataset \"%s\"", name);
+  else
+    snprintf(buf, n, "link %s.%s->%s.%s, step %ld, dataset \"%s\"", le.peer_component, le.peer_port,
+             me, le.port, i->step, name);
+  return buf;
+}
+
 /* A str argument or None (NULL); on error NULL with an exception set. */
 static const char *opt_str(PyObject *o, const char *what) {
   if (o == Py_None) return NULL;
@@ -705,21 +720,24 @@ static PyObject *Input_get(InputObj *self, PyObject *args) {
   LOCAL("cpl_input_inquire", cpl_input_inquire(in, name, &info));
   int rank = info.rank;
   hsize_t start[CPL_MAX_RANK], count[CPL_MAX_RANK];
-  char what[300];
-  snprintf(what, sizeof what, "dataset \"%s\"", name);
+  /* where, for the messages: made only when needed (not per get) */
+  char what[800];
+#define WHERE input_where(self, name, what, sizeof what)
   if ((start_o == Py_None) != (count_o == Py_None))
     return PyErr_Format(PyExc_ValueError,
                         "%s: give both start and count, or "
                         "neither (the whole array)",
-                        what);
+                        WHERE);
   if (start_o == Py_None) {
     for (int k = 0; k < rank; k++) {
       start[k] = 0;
       count[k] = info.dims[k];
     }
-  } else if (hsizes(start_o, rank, start, "start", what, "the dataset has") < 0 ||
-             hsizes(count_o, rank, count, "count", what, "the dataset has") < 0) {
-    return NULL;
+  } else {
+    WHERE; /* for hsizes' messages */
+    if (hsizes(start_o, rank, start, "start", what, "the dataset has") < 0 ||
+        hsizes(count_o, rank, count, "count", what, "the dataset has") < 0)
+      return NULL;
   }
   /* A box outside the array is Coupler's error (link, step, box), raised
    * before the result is allocated: sized by the box, that allocation
@@ -737,15 +755,17 @@ static PyObject *Input_get(InputObj *self, PyObject *args) {
   PyArrayObject *out;
   PyArray_Descr *d;
   if (out_o != Py_None) {
-    if (!PyArray_Check(out_o)) return PyErr_Format(PyExc_TypeError, "out must be a NumPy array");
+    if (!PyArray_Check(out_o))
+      return PyErr_Format(PyExc_TypeError, "%s: out must be a NumPy array, not %.100s", WHERE,
+                          Py_TYPE(out_o)->tp_name);
     out = (PyArrayObject *)out_o;
     const char *bad = !PyArray_IS_C_CONTIGUOUS(out) ? "is not C-contiguous"
                       : !PyArray_ISWRITEABLE(out)   ? "is read-only"
                       : !PyArray_ISALIGNED(out)     ? "is not aligned"
                                                     : NULL;
-    if (bad) return PyErr_Format(PyExc_ValueError, "dataset %s: out %s", name, bad);
+    if (bad) return PyErr_Format(PyExc_ValueError, "%s: out %s", WHERE, bad);
     if (PyArray_SIZE(out) != n)
-      return PyErr_Format(PyExc_ValueError, "dataset %s: out has %zd elements, the box %zd", name,
+      return PyErr_Format(PyExc_ValueError, "%s: out has %zd elements, the box %zd", WHERE,
                           (Py_ssize_t)PyArray_SIZE(out), (Py_ssize_t)n);
     Py_INCREF(out);
     d = PyArray_DESCR(out);
@@ -781,6 +801,7 @@ static PyObject *Input_get(InputObj *self, PyObject *args) {
     return cplpy_raise(rc, "cpl_input_get");
   }
   return (PyObject *)out;
+#undef WHERE
 }
 
 /* attrs(dataset or None): [(name, dtype or None, n)] */
