@@ -452,6 +452,38 @@ def interrupted(ctx, producer, r, p):
     inp.close()
 
 
+def handler_close(ctx, producer, r, p):
+    """A signal handler that closes the input (graceful shutdown) runs
+    inside begin_step's wait, which still uses the port: the close must
+    raise, not free the port under the wait (a segfault), and the wait
+    goes on to its step."""
+    if producer:
+        with ctx.output("out") as out:
+            for s in range(3):
+                if s == 0:
+                    time.sleep(3)  # the consumer waits; its signal comes at 0.3 s
+                with out.step():
+                    out.put("x", np.full(3, float(s)))
+        return
+    inp = ctx.input("in")
+    said = []
+
+    def close_now(signum, frame):
+        try:
+            inp.close()
+            said.append("closed")
+        except RuntimeError as e:
+            said.append(str(e))
+
+    signal.signal(signal.SIGUSR1, close_now)
+    threading.Timer(0.3, signal.pthread_kill, (threading.get_ident(), signal.SIGUSR1)).start()
+    seen = [s.number for s in inp]
+    check(len(said) == 1 and "signal handler that runs inside a Coupler wait" in said[0],
+          f"close in a handler during a wait: {said}")
+    check(seen == [0, 1, 2], f"steps {seen}")
+    inp.close()
+
+
 def interrupt_wait(ctx, producer, r, p):
     """Ctrl-C 1 s into a begin_step whose producer is silent for 30 s
     (link timeout 60 s) is a KeyboardInterrupt within a second or so, not

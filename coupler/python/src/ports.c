@@ -65,17 +65,24 @@ static int live_context(ContextObj *c) {
   return 0;
 }
 
-static cpl_output *live_output(OutputObj *o) {
+/* The open port, for reading its counters and links (allowed in a
+ * signal handler that runs inside a wait)... */
+static cpl_output *open_output(OutputObj *o) {
   if (o->out && !o->owner->finalized) return o->out;
   PyErr_SetString(PyExc_ValueError, "the output port is closed");
   return NULL;
 }
 
-static cpl_input *live_input(InputObj *i) {
+static cpl_input *open_input(InputObj *i) {
   if (i->in && !i->owner->finalized) return i->in;
   PyErr_SetString(PyExc_ValueError, "the input port is closed");
   return NULL;
 }
+
+/* ...and for every other call, which such a handler may not make. */
+static cpl_output *live_output(OutputObj *o) { return cplpy_reentered() ? NULL : open_output(o); }
+
+static cpl_input *live_input(InputObj *i) { return cplpy_reentered() ? NULL : open_input(i); }
 
 /* "link P.p->C.c, step S, dataset "name"": where a get failed, as
  * Coupler's own messages say it, for the checks made here. */
@@ -181,7 +188,8 @@ static PyObject *link_dict(const cpl_link_end *le) {
 static int Context_init(ContextObj *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"comm", "workflow", "component", NULL};
   PyObject *h, *wf = Py_None, *comp = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO", kwlist, &h, &wf, &comp)) return -1;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO", kwlist, &h, &wf, &comp) || cplpy_reentered())
+    return -1;
   if (self->ctx) {
     PyErr_SetString(PyExc_ValueError, "context already initialised");
     return -1;
@@ -217,6 +225,7 @@ static void Context_dealloc(ContextObj *self) {
 
 static PyObject *Context_finalize(ContextObj *self, PyObject *noarg) {
   (void)noarg;
+  if (cplpy_reentered()) return NULL;
   if (!self->ctx || self->finalized) Py_RETURN_NONE;
   if (self->busy)
     return PyErr_Format(PyExc_RuntimeError,
@@ -305,6 +314,7 @@ static int Output_init(OutputObj *self, PyObject *args, PyObject *kw) {
   const char *port;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s", kwlist, &cplpy_ContextType, &c, &port))
     return -1;
+  if (cplpy_reentered()) return -1;
   if (self->out || !live_context(c)) {
     if (self->out) PyErr_SetString(PyExc_ValueError, "port already open");
     return -1;
@@ -420,6 +430,7 @@ static PyObject *Output_end_step(OutputObj *self, PyObject *noarg) {
 
 static PyObject *Output_close(OutputObj *self, PyObject *noarg) {
   (void)noarg;
+  if (cplpy_reentered()) return NULL;
   if (!self->out || self->owner->finalized) Py_RETURN_NONE;
   cpl_output *o = self->out;
   self->out = NULL; /* the port is freed even when close fails */
@@ -433,7 +444,7 @@ static PyObject *Output_close(OutputObj *self, PyObject *noarg) {
 static PyObject *Output_stats(OutputObj *self, PyObject *args) {
   int link = -1;
   if (!PyArg_ParseTuple(args, "|i", &link)) return NULL;
-  cpl_output *o = live_output(self);
+  cpl_output *o = open_output(self);
   if (!o) return NULL;
   cpl_output_stats st;
   LOCAL("cpl_output_stats_get", cpl_output_stats_get(o, link, &st));
@@ -445,7 +456,7 @@ static PyObject *Output_stats(OutputObj *self, PyObject *args) {
 
 static PyObject *Output_links(OutputObj *self, PyObject *noarg) {
   (void)noarg;
-  cpl_output *o = live_output(self);
+  cpl_output *o = open_output(self);
   if (!o) return NULL;
   int n;
   LOCAL("cpl_output_link_count", cpl_output_link_count(o, &n));
@@ -505,6 +516,7 @@ static int Input_init(InputObj *self, PyObject *args, PyObject *kw) {
   if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s|O", kwlist, &cplpy_ContextType, &c, &port,
                                    &peer_o))
     return -1;
+  if (cplpy_reentered()) return -1;
   if (self->in || !live_context(c)) {
     if (self->in) PyErr_SetString(PyExc_ValueError, "port already open");
     return -1;
@@ -651,7 +663,7 @@ static PyObject *Input_select_clear(InputObj *self, PyObject *noarg) {
 
 static PyObject *Input_stats(InputObj *self, PyObject *noarg) {
   (void)noarg;
-  cpl_input *in = live_input(self);
+  cpl_input *in = open_input(self);
   if (!in) return NULL;
   cpl_input_stats st;
   int rc = cpl_input_stats_get(in, &st);
@@ -892,6 +904,7 @@ static PyObject *Input_end_step(InputObj *self, PyObject *noarg) {
 
 static PyObject *Input_close(InputObj *self, PyObject *noarg) {
   (void)noarg;
+  if (cplpy_reentered()) return NULL;
   if (!self->in || self->owner->finalized) Py_RETURN_NONE;
   cpl_input *in = self->in;
   self->in = NULL;
@@ -902,7 +915,7 @@ static PyObject *Input_close(InputObj *self, PyObject *noarg) {
 
 static PyObject *Input_link(InputObj *self, PyObject *noarg) {
   (void)noarg;
-  cpl_input *in = live_input(self);
+  cpl_input *in = open_input(self);
   if (!in) return NULL;
   cpl_link_end le;
   LOCAL("cpl_input_link", cpl_input_link(in, &le));
