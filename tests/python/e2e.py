@@ -452,19 +452,50 @@ def interrupted(ctx, producer, r, p):
     inp.close()
 
 
+def three_late_steps(ctx):
+    """Steps 0, 1, 2, the first 3 s late: the consumer waits in
+    begin_step meanwhile."""
+    with ctx.output("out") as out:
+        for s in range(3):
+            if s == 0:
+                time.sleep(3)
+            with out.step():
+                out.put("x", np.full(3, float(s)))
+
+
+def thread_close(ctx, producer, r, p):
+    """Another thread closes the input while begin_step waits on it: a
+    RuntimeError in that thread (one port, one thread at a time), not the
+    port freed under the wait; the wait goes on to its step."""
+    if producer:
+        return three_late_steps(ctx)
+    inp = ctx.input("in")
+    said = []
+
+    def close_soon():
+        time.sleep(0.3)
+        try:
+            inp.close()
+            said.append("closed")
+        except RuntimeError as e:
+            said.append(str(e))
+
+    threading.Thread(target=close_soon).start()
+    seen = [s.number for s in inp]
+    check(said == ['input port "in": a call on it is still running in another thread; one '
+                   'port is used by one thread at a time (README, "Blocking calls release '
+                   'the GIL")'], f"close in another thread during a wait: {said}")
+    check(seen == [0, 1, 2], f"steps {seen}")
+    inp.close()
+
+
 def handler_close(ctx, producer, r, p):
     """A signal handler that closes the input (graceful shutdown) runs
     inside begin_step's wait, which still uses the port: the close must
     raise, not free the port under the wait (a segfault), and the wait
     goes on to its step."""
     if producer:
-        with ctx.output("out") as out:
-            for s in range(3):
-                if s == 0:
-                    time.sleep(3)  # the consumer waits; its signal comes at 0.3 s
-                with out.step():
-                    out.put("x", np.full(3, float(s)))
-        return
+        return three_late_steps(ctx)
     inp = ctx.input("in")
     said = []
 

@@ -23,6 +23,8 @@ typedef struct {
   PyObject_HEAD ContextObj *owner;
   cpl_output *out;
   PyObject *keep; /* arrays of the open step */
+  int busy;       /* its calls running without the GIL (PORT_UNLOCKED) */
+  char port[256];
 } OutputObj;
 
 typedef struct {
@@ -30,6 +32,8 @@ typedef struct {
   cpl_input *in;
   int ended;
   long step; /* the open step, or -1 */
+  int busy;  /* as OutputObj's */
+  char port[256];
 } InputObj;
 
 /* --------------------------------------------------------------- helpers */
@@ -49,6 +53,24 @@ typedef struct {
   do {                                                                                             \
     int rc_;                                                                                       \
     UNLOCKED(c, rc_ = (expr));                                                                     \
+    if (rc_ != CPL_OK) return cplpy_raise(rc_, what);                                              \
+  } while (0)
+
+/* The same for a call on port p (an OutputObj or InputObj), which p
+ * counts too: one port is used by one thread at a time, and a second
+ * thread's call on it (a close under a begin_step) would free or change
+ * what the running one uses, so live_output/live_input refuse it. */
+#define PORT_UNLOCKED(p, stmt)                                                                     \
+  do {                                                                                             \
+    (p)->busy++;                                                                                   \
+    UNLOCKED((p)->owner, stmt);                                                                    \
+    (p)->busy--;                                                                                   \
+  } while (0)
+
+#define PORT_CALL(p, what, expr)                                                                   \
+  do {                                                                                             \
+    int rc_;                                                                                       \
+    PORT_UNLOCKED(p, rc_ = (expr));                                                                \
     if (rc_ != CPL_OK) return cplpy_raise(rc_, what);                                              \
   } while (0)
 
@@ -79,10 +101,25 @@ static cpl_input *open_input(InputObj *i) {
   return NULL;
 }
 
-/* ...and for every other call, which such a handler may not make. */
-static cpl_output *live_output(OutputObj *o) { return cplpy_reentered() ? NULL : open_output(o); }
+/* A call of another thread still runs on the port: RuntimeError. */
+static int port_busy(int busy, const char *kind, const char *port) {
+  if (!busy) return 0;
+  PyErr_Format(PyExc_RuntimeError,
+               "%s port \"%s\": a call on it is still running in another thread; one port is "
+               "used by one thread at a time (README, \"Blocking calls release the GIL\")",
+               kind, port);
+  return 1;
+}
 
-static cpl_input *live_input(InputObj *i) { return cplpy_reentered() ? NULL : open_input(i); }
+/* ...and for every other call, which such a handler may not make, nor
+ * another thread while one runs. */
+static cpl_output *live_output(OutputObj *o) {
+  return cplpy_reentered() || port_busy(o->busy, "output", o->port) ? NULL : open_output(o);
+}
+
+static cpl_input *live_input(InputObj *i) {
+  return cplpy_reentered() || port_busy(i->busy, "input", i->port) ? NULL : open_input(i);
+}
 
 /* "link P.p->C.c, step S, dataset "name"": where a get failed, as
  * Coupler's own messages say it, for the checks made here. */
@@ -328,6 +365,7 @@ static int Output_init(OutputObj *self, PyObject *args, PyObject *kw) {
   }
   Py_INCREF(c);
   self->owner = c;
+  snprintf(self->port, sizeof self->port, "%s", port);
   self->keep = PyList_New(0);
   return self->keep ? 0 : -1;
 }
@@ -343,7 +381,7 @@ static PyObject *Output_begin_step(OutputObj *self, PyObject *args) {
   if (!PyArg_ParseTuple(args, "|l", &step)) return NULL;
   cpl_output *o = live_output(self);
   if (!o) return NULL;
-  CALL(self->owner, "cpl_output_begin_step", cpl_output_begin_step(o, step));
+  PORT_CALL(self, "cpl_output_begin_step", cpl_output_begin_step(o, step));
   Py_RETURN_NONE;
 }
 
@@ -381,7 +419,7 @@ static PyObject *Output_put(OutputObj *self, PyObject *args) {
   int rc;
   const void *data = PyArray_SIZE(a) ? PyArray_DATA(a) : NULL;
   /* without the GIL: it takes the HDF5 lock (module.h) */
-  UNLOCKED(self->owner, rc = cpl_output_put(o, name, t, rank, dims, start, count, data));
+  PORT_UNLOCKED(self, rc = cpl_output_put(o, name, t, rank, dims, start, count, data));
   if (owned) cplpy_h5close(t);
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_output_put");
   if (PyList_Append(self->keep, (PyObject *)a) < 0) return NULL;
@@ -407,7 +445,7 @@ static PyObject *Output_attr(OutputObj *self, PyObject *args) {
   int rc;
   size_t n = (size_t)PyArray_SIZE(a);
   const void *value = PyArray_DATA(a);
-  UNLOCKED(self->owner, rc = cpl_output_attr(o, dataset, name, t, n, value));
+  PORT_UNLOCKED(self, rc = cpl_output_attr(o, dataset, name, t, n, value));
   cplpy_h5close(t);
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_output_attr");
   Py_RETURN_NONE;
@@ -422,7 +460,7 @@ static PyObject *Output_end_step(OutputObj *self, PyObject *noarg) {
   cpl_output *o = live_output(self);
   if (!o) return NULL;
   int rc;
-  UNLOCKED(self->owner, rc = cpl_output_end_step(o));
+  PORT_UNLOCKED(self, rc = cpl_output_end_step(o));
   release_step(self); /* Coupler holds its own copy, or failed */
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_output_end_step");
   Py_RETURN_NONE;
@@ -430,12 +468,12 @@ static PyObject *Output_end_step(OutputObj *self, PyObject *noarg) {
 
 static PyObject *Output_close(OutputObj *self, PyObject *noarg) {
   (void)noarg;
-  if (cplpy_reentered()) return NULL;
+  if (cplpy_reentered() || port_busy(self->busy, "output", self->port)) return NULL;
   if (!self->out || self->owner->finalized) Py_RETURN_NONE;
   cpl_output *o = self->out;
   self->out = NULL; /* the port is freed even when close fails */
   int rc;
-  UNLOCKED(self->owner, rc = cpl_output_close(o));
+  PORT_UNLOCKED(self, rc = cpl_output_close(o));
   release_step(self);
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_output_close");
   Py_RETURN_NONE;
@@ -532,6 +570,7 @@ static int Input_init(InputObj *self, PyObject *args, PyObject *kw) {
   }
   Py_INCREF(c);
   self->owner = c;
+  snprintf(self->port, sizeof self->port, "%s", port);
   self->step = -1;
   return 0;
 }
@@ -548,7 +587,7 @@ static PyObject *Input_begin_step(InputObj *self, PyObject *noarg) {
   if (!in) return NULL;
   long step = -1;
   int rc;
-  UNLOCKED(self->owner, rc = cpl_input_begin_step(in, &step));
+  PORT_UNLOCKED(self, rc = cpl_input_begin_step(in, &step));
   if (rc == CPL_END_OF_STREAM) {
     self->ended = 1;
     Py_RETURN_NONE;
@@ -567,7 +606,7 @@ static PyObject *Input_try_step(InputObj *self, PyObject *args) {
   if (!in) return NULL;
   long step = -1;
   int rc;
-  UNLOCKED(self->owner, rc = cpl_input_try_step(in, seconds, &step));
+  PORT_UNLOCKED(self, rc = cpl_input_try_step(in, seconds, &step));
   if (rc == CPL_END_OF_STREAM) self->ended = 1;
   if (rc == CPL_END_OF_STREAM || rc == CPL_ERR_TIMEOUT) Py_RETURN_NONE;
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_input_try_step");
@@ -584,7 +623,7 @@ static PyObject *Input_begin_step_at(InputObj *self, PyObject *args) {
   if (!in) return NULL;
   long step = -1;
   int rc;
-  UNLOCKED(self->owner, rc = cpl_input_begin_step_at(in, want, &step));
+  PORT_UNLOCKED(self, rc = cpl_input_begin_step_at(in, want, &step));
   if (rc == CPL_END_OF_STREAM) {
     self->ended = 1;
     Py_RETURN_NONE;
@@ -806,7 +845,7 @@ static PyObject *Input_get(InputObj *self, PyObject *args) {
   void *buf = PyArray_DATA(out);
   const hsize_t *s = start_o == Py_None ? NULL : start;
   const hsize_t *c = start_o == Py_None ? NULL : count;
-  UNLOCKED(self->owner, rc = cpl_input_get(in, name, memtype, s, c, buf));
+  PORT_UNLOCKED(self, rc = cpl_input_get(in, name, memtype, s, c, buf));
   if (owned) cplpy_h5close(memtype);
   if (rc != CPL_OK) {
     Py_DECREF(out);
@@ -884,7 +923,7 @@ static PyObject *Input_attr_get(InputObj *self, PyObject *args) {
   }
   int rc;
   void *buf = PyArray_DATA(a);
-  UNLOCKED(self->owner, rc = cpl_input_attr_get(in, dataset, name, memtype, ai.n, buf));
+  PORT_UNLOCKED(self, rc = cpl_input_attr_get(in, dataset, name, memtype, ai.n, buf));
   if (owned) cplpy_h5close(memtype);
   if (rc != CPL_OK) {
     Py_DECREF(a);
@@ -898,18 +937,18 @@ static PyObject *Input_end_step(InputObj *self, PyObject *noarg) {
   cpl_input *in = live_input(self);
   if (!in) return NULL;
   self->step = -1; /* closed even when end_step fails */
-  CALL(self->owner, "cpl_input_end_step", cpl_input_end_step(in));
+  PORT_CALL(self, "cpl_input_end_step", cpl_input_end_step(in));
   Py_RETURN_NONE;
 }
 
 static PyObject *Input_close(InputObj *self, PyObject *noarg) {
   (void)noarg;
-  if (cplpy_reentered()) return NULL;
+  if (cplpy_reentered() || port_busy(self->busy, "input", self->port)) return NULL;
   if (!self->in || self->owner->finalized) Py_RETURN_NONE;
   cpl_input *in = self->in;
   self->in = NULL;
   self->step = -1;
-  CALL(self->owner, "cpl_input_close", cpl_input_close(in));
+  PORT_CALL(self, "cpl_input_close", cpl_input_close(in));
   Py_RETURN_NONE;
 }
 
