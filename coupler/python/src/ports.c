@@ -16,7 +16,8 @@
 typedef struct {
   PyObject_HEAD cpl_context *ctx;
   int finalized;
-  int busy; /* calls on its ports running without the GIL (UNLOCKED) */
+  int busy;       /* calls on its ports running without the GIL (UNLOCKED) */
+  int collective; /* of them, collective ones (COLL_UNLOCKED) */
 } ContextObj;
 
 typedef struct {
@@ -67,12 +68,34 @@ typedef struct {
     (p)->busy--;                                                                                   \
   } while (0)
 
-#define PORT_CALL(p, what, expr)                                                                   \
+/* A collective call on port p (open, begin/try/end step, close): the
+ * component's ports share its communicator, so one such call runs at a
+ * time in the process; a second thread's (two threads each iterating its
+ * own input) mixed their messages (corrupt descriptions, a segfault).
+ * collective_busy refuses it before it starts. */
+#define COLL_UNLOCKED(p, stmt)                                                                     \
+  do {                                                                                             \
+    (p)->owner->collective++;                                                                      \
+    PORT_UNLOCKED(p, stmt);                                                                        \
+    (p)->owner->collective--;                                                                      \
+  } while (0)
+
+#define COLL_CALL(p, what, expr)                                                                   \
   do {                                                                                             \
     int rc_;                                                                                       \
-    PORT_UNLOCKED(p, rc_ = (expr));                                                                \
+    COLL_UNLOCKED(p, rc_ = (expr));                                                                \
     if (rc_ != CPL_OK) return cplpy_raise(rc_, what);                                              \
   } while (0)
+
+static int collective_busy(ContextObj *c, const char *call) {
+  if (!c->collective) return 0;
+  PyErr_Format(PyExc_RuntimeError,
+               "%s: another thread is in a collective call of this component (open, "
+               "begin/try/end step, close): one at a time, even on different ports, as they "
+               "share the component's communicator (README, \"Blocking calls release the GIL\")",
+               call);
+  return 1;
+}
 
 /* Quick local calls keep the GIL. */
 #define LOCAL(what, expr)                                                                          \
@@ -356,8 +379,11 @@ static int Output_init(OutputObj *self, PyObject *args, PyObject *kw) {
     if (self->out) PyErr_SetString(PyExc_ValueError, "port already open");
     return -1;
   }
+  if (collective_busy(c, "cpl_output_open")) return -1;
   int rc;
+  c->collective++;
   UNLOCKED(c, rc = cpl_output_open(c->ctx, port, &self->out));
+  c->collective--;
   if (rc != CPL_OK) {
     self->out = NULL;
     cplpy_raise(rc, "cpl_output_open");
@@ -380,8 +406,8 @@ static PyObject *Output_begin_step(OutputObj *self, PyObject *args) {
   long step = -1;
   if (!PyArg_ParseTuple(args, "|l", &step)) return NULL;
   cpl_output *o = live_output(self);
-  if (!o) return NULL;
-  PORT_CALL(self, "cpl_output_begin_step", cpl_output_begin_step(o, step));
+  if (!o || collective_busy(self->owner, "cpl_output_begin_step")) return NULL;
+  COLL_CALL(self, "cpl_output_begin_step", cpl_output_begin_step(o, step));
   Py_RETURN_NONE;
 }
 
@@ -458,9 +484,9 @@ static void release_step(OutputObj *self) {
 static PyObject *Output_end_step(OutputObj *self, PyObject *noarg) {
   (void)noarg;
   cpl_output *o = live_output(self);
-  if (!o) return NULL;
+  if (!o || collective_busy(self->owner, "cpl_output_end_step")) return NULL;
   int rc;
-  PORT_UNLOCKED(self, rc = cpl_output_end_step(o));
+  COLL_UNLOCKED(self, rc = cpl_output_end_step(o));
   release_step(self); /* Coupler holds its own copy, or failed */
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_output_end_step");
   Py_RETURN_NONE;
@@ -470,10 +496,11 @@ static PyObject *Output_close(OutputObj *self, PyObject *noarg) {
   (void)noarg;
   if (cplpy_reentered() || port_busy(self->busy, "output", self->port)) return NULL;
   if (!self->out || self->owner->finalized) Py_RETURN_NONE;
+  if (collective_busy(self->owner, "cpl_output_close")) return NULL;
   cpl_output *o = self->out;
   self->out = NULL; /* the port is freed even when close fails */
   int rc;
-  PORT_UNLOCKED(self, rc = cpl_output_close(o));
+  COLL_UNLOCKED(self, rc = cpl_output_close(o));
   release_step(self);
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_output_close");
   Py_RETURN_NONE;
@@ -561,8 +588,11 @@ static int Input_init(InputObj *self, PyObject *args, PyObject *kw) {
   }
   const char *peer = opt_str(peer_o, "peer");
   if (PyErr_Occurred()) return -1;
+  if (collective_busy(c, "cpl_input_open")) return -1;
   int rc;
+  c->collective++;
   UNLOCKED(c, rc = cpl_input_open(c->ctx, port, peer, &self->in));
+  c->collective--;
   if (rc != CPL_OK) {
     self->in = NULL;
     cplpy_raise(rc, "cpl_input_open");
@@ -584,10 +614,10 @@ static void Input_dealloc(InputObj *self) {
 static PyObject *Input_begin_step(InputObj *self, PyObject *noarg) {
   (void)noarg;
   cpl_input *in = live_input(self);
-  if (!in) return NULL;
+  if (!in || collective_busy(self->owner, "cpl_input_begin_step")) return NULL;
   long step = -1;
   int rc;
-  PORT_UNLOCKED(self, rc = cpl_input_begin_step(in, &step));
+  COLL_UNLOCKED(self, rc = cpl_input_begin_step(in, &step));
   if (rc == CPL_END_OF_STREAM) {
     self->ended = 1;
     Py_RETURN_NONE;
@@ -603,10 +633,10 @@ static PyObject *Input_try_step(InputObj *self, PyObject *args) {
   double seconds;
   if (!PyArg_ParseTuple(args, "d", &seconds)) return NULL;
   cpl_input *in = live_input(self);
-  if (!in) return NULL;
+  if (!in || collective_busy(self->owner, "cpl_input_try_step")) return NULL;
   long step = -1;
   int rc;
-  PORT_UNLOCKED(self, rc = cpl_input_try_step(in, seconds, &step));
+  COLL_UNLOCKED(self, rc = cpl_input_try_step(in, seconds, &step));
   if (rc == CPL_END_OF_STREAM) self->ended = 1;
   if (rc == CPL_END_OF_STREAM || rc == CPL_ERR_TIMEOUT) Py_RETURN_NONE;
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_input_try_step");
@@ -620,10 +650,10 @@ static PyObject *Input_begin_step_at(InputObj *self, PyObject *args) {
   long want;
   if (!PyArg_ParseTuple(args, "l", &want)) return NULL;
   cpl_input *in = live_input(self);
-  if (!in) return NULL;
+  if (!in || collective_busy(self->owner, "cpl_input_begin_step_at")) return NULL;
   long step = -1;
   int rc;
-  PORT_UNLOCKED(self, rc = cpl_input_begin_step_at(in, want, &step));
+  COLL_UNLOCKED(self, rc = cpl_input_begin_step_at(in, want, &step));
   if (rc == CPL_END_OF_STREAM) {
     self->ended = 1;
     Py_RETURN_NONE;
@@ -935,9 +965,9 @@ static PyObject *Input_attr_get(InputObj *self, PyObject *args) {
 static PyObject *Input_end_step(InputObj *self, PyObject *noarg) {
   (void)noarg;
   cpl_input *in = live_input(self);
-  if (!in) return NULL;
+  if (!in || collective_busy(self->owner, "cpl_input_end_step")) return NULL;
   self->step = -1; /* closed even when end_step fails */
-  PORT_CALL(self, "cpl_input_end_step", cpl_input_end_step(in));
+  COLL_CALL(self, "cpl_input_end_step", cpl_input_end_step(in));
   Py_RETURN_NONE;
 }
 
@@ -945,10 +975,11 @@ static PyObject *Input_close(InputObj *self, PyObject *noarg) {
   (void)noarg;
   if (cplpy_reentered() || port_busy(self->busy, "input", self->port)) return NULL;
   if (!self->in || self->owner->finalized) Py_RETURN_NONE;
+  if (collective_busy(self->owner, "cpl_input_close")) return NULL;
   cpl_input *in = self->in;
   self->in = NULL;
   self->step = -1;
-  PORT_CALL(self, "cpl_input_close", cpl_input_close(in));
+  COLL_CALL(self, "cpl_input_close", cpl_input_close(in));
   Py_RETURN_NONE;
 }
 
