@@ -173,8 +173,8 @@ def shapes(ctx, producer, r, p):
 
 
 def wrong_order(ctx, producer, r, p):
-    """A begin call inside a step (a StateError, caught) takes no step:
-    iteration goes on to the next step. It yielded the open step again,
+    """A begin call inside a step (a StateError, caught; or a TypeError)
+    takes no step: iteration goes on to the next step. It yielded the open step again,
     forever. The consumer's side; the producer runs shapes."""
     seen = []
     with ctx.input("in") as inp:
@@ -189,6 +189,11 @@ def wrong_order(ctx, producer, r, p):
                     check(False, f"step {step.number}: a begin call in a step")
                 except coupler.StateError as e:
                     check("still open" in str(e), f"begin in a step: {e}")
+            try:  # any other exception of a begin call alike
+                inp.begin_step("latest")
+                check(False, "begin_step('latest') accepted")
+            except TypeError:
+                pass
     check(seen == [0, 1, 2, 3, 4], f"steps {seen}")
 
 

@@ -371,14 +371,18 @@ class Input(_Port, _core.Input):
                             else super(Input, self).begin_step_at(want))
 
     def _taking(self, call):
-        """A begin call, `_unseen` while it runs. One that fails took no
-        step: the step open before it (a begin in a step is an error) was
-        seen, and iteration must end it, not yield it again forever."""
+        """A begin call, `_unseen` while it runs. When it raises, the step
+        stays unseen only if the call took it (the exception came as it
+        returned); else the step open before it (a begin in a step is an
+        error) was seen, and iteration must end it, not yield it again
+        forever."""
+        before = self.step
         self._unseen = True
         try:
             return call()
-        except Error:
-            self._unseen = False
+        except BaseException:
+            if self.step is None or self.step == before:
+                self._unseen = False
             raise
 
     def begin_step(self, want=None):
