@@ -330,6 +330,12 @@ def dtypes(ctx, producer, r, p):
                     check(False, "unknown dataset")
                 except coupler.Error as e:
                     check("nope" in str(e), f"unknown dataset: {e}")
+                try:  # it was "TypeError: start"
+                    inp.get("d0", start=0, count=5)
+                    check(False, "start=0 accepted")
+                except TypeError as e:
+                    check('dataset "d0": start must be a sequence of 1 integer, not int'
+                          in str(e), f"start=0: {e}")
                 # A box outside the array: Coupler's error, not the
                 # allocation of a result that size (it was MemoryError).
                 try:

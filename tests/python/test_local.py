@@ -111,6 +111,13 @@ def test_ports():
                'dataset "row": dims has 2 entries, but the array put has 1 dimension')
         raises(ValueError, lambda: out.put("neg", np.zeros(2), dims=(4,), start=(-2,)),
                'dataset "neg": start[0] is negative')
+        # what was wrong, for which dataset (it was "'int' object is not
+        # iterable", and a get's "TypeError: start")
+        raises(TypeError, lambda: out.put("int", np.zeros(2), dims=4),
+               'dataset "int": dims must be a sequence of 1 integer, not int')
+        raises(TypeError, lambda: out.put("flt", np.zeros(2), dims=(2.0,)),
+               'dataset "flt": dims[0] must be an integer, not float')
+        out.put("arr", np.zeros(2), dims=np.array([2]), start=[0])  # any sequence
         raises(coupler.Error, lambda: out.put("big", np.zeros(4), dims=(3,)))
         out.put("x", np.arange(3.0))
         unaligned = np.frombuffer(b"\0" + np.arange(3.0).tobytes(), dtype="f8", offset=1)

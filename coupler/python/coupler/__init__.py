@@ -240,7 +240,7 @@ def _box(a, dims, start):
     if dims is None:
         dims = a.shape
     if start is None:
-        start = (0,) * len(dims)
+        start = (0,) * a.ndim  # dims must have as many (checked with the message)
     return a, dims, start
 
 
@@ -278,7 +278,7 @@ class Output(_Port, _core.Output):
         C-contiguous array is used in place: leave it unchanged until
         end_step(); other arrays are copied once."""
         a, dims, start = _box(array, dims, start)
-        super().put(name, a, tuple(dims), tuple(start))
+        super().put(name, a, dims, start)
 
     def attr(self, name, value, dataset=None):
         """Attribute `name` of the step (or of `dataset`, put in this

@@ -208,8 +208,13 @@ static inline void drop_ref(PyObject **o) { Py_XDECREF(*o); }
  * `name`; `n_is` says what n counts, for the message. */
 static int hsizes(PyObject *seq, int n, hsize_t *out, const char *what, const char *name,
                   const char *n_is) {
-  PyObject *f = PySequence_Fast(seq, what);
-  if (!f) return -1;
+  PyObject *f = PySequence_Check(seq) ? PySequence_Fast(seq, what) : NULL;
+  if (!f) {
+    if (!PyErr_Occurred())
+      PyErr_Format(PyExc_TypeError, "%s: %s must be a sequence of %d integer%s, not %.100s", name,
+                   what, n, n == 1 ? "" : "s", Py_TYPE(seq)->tp_name);
+    return -1;
+  }
   if (PySequence_Fast_GET_SIZE(f) != n) {
     PyErr_Format(PyExc_ValueError, "%s: %s has %zd entries, but %s %d dimension%s", name, what,
                  PySequence_Fast_GET_SIZE(f), n_is, n, n == 1 ? "" : "s");
@@ -217,9 +222,13 @@ static int hsizes(PyObject *seq, int n, hsize_t *out, const char *what, const ch
     return -1;
   }
   for (int k = 0; k < n; k++) {
-    long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(f, k));
+    PyObject *item = PySequence_Fast_GET_ITEM(f, k);
+    long long v = PyIndex_Check(item) ? PyLong_AsLongLong(item) : -1;
     if (v < 0) {
-      if (!PyErr_Occurred())
+      if (!PyIndex_Check(item))
+        PyErr_Format(PyExc_TypeError, "%s: %s[%d] must be an integer, not %.100s", name, what, k,
+                     Py_TYPE(item)->tp_name);
+      else if (!PyErr_Occurred())
         PyErr_Format(PyExc_ValueError, "%s: %s[%d] is negative", name, what, k);
       Py_DECREF(f);
       return -1;
@@ -683,8 +692,9 @@ static PyObject *Input_select(InputObj *self, PyObject *args) {
   for (Py_ssize_t b = 0; !bad && b < n; b++) {
     PyObject *box = PySequence_Fast_GET_ITEM(f, b);
     char what[320];
-    snprintf(what, sizeof what, "select, box %zd of %s%s%s", b, name ? "dataset \"" : "the default",
-             name ? name : "", name ? "\"" : "");
+    snprintf(what, sizeof what, "select, box %zd of %s%s%s", b,
+             name ? "dataset \"" : "the default selection (dataset None)", name ? name : "",
+             name ? "\"" : "");
     PyObject *sc = PySequence_Fast(box, "a box is (start, count)");
     bad = !sc || PySequence_Fast_GET_SIZE(sc) != 2;
     if (sc && bad) PyErr_SetString(PyExc_ValueError, "a box is (start, count)");
