@@ -104,7 +104,9 @@ def test_ports():
         raises(coupler.StateError, lambda: out.put("x", np.zeros(3)))
         raises(coupler.StateError, lambda: out.end_step())
         out.begin_step()
-        raises(TypeError, lambda: out.put("u", np.array(["a"])), "no HDF5 equivalent")
+        raises(TypeError, lambda: out.put("u", np.array(["a"])),
+               'dataset "u": dtype', "no HDF5 equivalent")
+        raises(TypeError, lambda: out.attr("big", 2**70), 'attribute "big": dtype', "HDF5")
         raises(ValueError, lambda: out.put("s", np.float64(1), dims=(1, 1)), "dims")
         # a row of a 2-D dataset put as a 1-D array: the array is the block
         raises(ValueError, lambda: out.put("row", np.zeros(4), dims=(3, 4), start=(1, 0)),

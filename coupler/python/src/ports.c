@@ -201,6 +201,25 @@ static const char *name_in(PyObject *o, const char *what, PyObject **keep) {
   return s;
 }
 
+/* The exception set, its message prefixed with where it happened (the
+ * dtype checks of types.c know the dtype, not the dataset). NULL. */
+static PyObject *raised_at(const char *where) {
+  PyObject *t, *v, *tb;
+  PyErr_Fetch(&t, &v, &tb);
+  PyErr_NormalizeException(&t, &v, &tb);
+  PyObject *msg = v ? PyObject_Str(v) : NULL;
+  if (!msg) {
+    PyErr_Restore(t, v, tb);
+    return NULL;
+  }
+  PyErr_Format(t, "%s: %U", where, msg);
+  Py_DECREF(msg);
+  Py_XDECREF(t);
+  Py_XDECREF(v);
+  Py_XDECREF(tb);
+  return NULL;
+}
+
 static inline void drop_ref(PyObject **o) { Py_XDECREF(*o); }
 #define CPLPY_KEEP __attribute__((cleanup(drop_ref))) PyObject *
 
@@ -450,7 +469,7 @@ static PyObject *Output_put(OutputObj *self, PyObject *args) {
   for (int k = 0; k < rank; k++) count[k] = (hsize_t)PyArray_DIM(a, k);
   int owned;
   hid_t t = cplpy_h5type_shared(PyArray_DESCR(a), &owned);
-  if (t < 0) return NULL;
+  if (t < 0) return raised_at(what);
   int rc;
   const void *data = PyArray_SIZE(a) ? PyArray_DATA(a) : NULL;
   /* without the GIL: it takes the HDF5 lock (module.h) */
@@ -476,7 +495,12 @@ static PyObject *Output_attr(OutputObj *self, PyObject *args) {
   if (!PyArray_IS_C_CONTIGUOUS(a))
     return PyErr_Format(PyExc_ValueError, "attribute %s: contiguous array", name);
   hid_t t = cplpy_h5type(PyArray_DESCR(a));
-  if (t < 0) return NULL;
+  if (t < 0) {
+    char where[600];
+    snprintf(where, sizeof where, "attribute \"%s\"%s%s%s", name, dataset ? " of dataset \"" : "",
+             dataset ? dataset : "", dataset ? "\"" : "");
+    return raised_at(where);
+  }
   int rc;
   size_t n = (size_t)PyArray_SIZE(a);
   const void *value = PyArray_DATA(a);
@@ -865,7 +889,7 @@ static PyObject *Input_get(InputObj *self, PyObject *args) {
     if (dtype_o != Py_None) {
       if (!PyArray_DescrConverter(dtype_o, &d)) return NULL;
     } else if (!(d = cplpy_dtype(info.type))) {
-      return NULL;
+      return raised_at(WHERE);
     }
     Py_INCREF(d); /* NewFromDescr steals one */
     out = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, d, rank, shape, NULL, NULL, 0, NULL);
@@ -879,7 +903,7 @@ static PyObject *Input_get(InputObj *self, PyObject *args) {
   Py_DECREF(d);
   if (memtype < 0) {
     Py_DECREF(out);
-    return NULL;
+    return raised_at(WHERE);
   }
   int rc;
   void *buf = PyArray_DATA(out);
@@ -943,16 +967,19 @@ static PyObject *Input_attr_get(InputObj *self, PyObject *args) {
   cpl_attr_info ai;
   LOCAL("cpl_input_attr_inquire", cpl_input_attr_inquire(in, dataset, name, &ai));
   PyArray_Descr *d;
+  char where[600];
+  snprintf(where, sizeof where, "attribute \"%s\"%s%s%s", name, dataset ? " of dataset \"" : "",
+           dataset ? dataset : "", dataset ? "\"" : "");
   if (dtype_o != Py_None) {
     if (!PyArray_DescrConverter(dtype_o, &d)) return NULL;
   } else if (!(d = cplpy_dtype(ai.type))) {
-    return NULL;
+    return raised_at(where);
   }
   int owned;
   hid_t memtype = cplpy_memtype(ai.type, d, &owned);
   if (memtype < 0) {
     Py_DECREF(d);
-    return NULL;
+    return raised_at(where);
   }
   npy_intp shape[1] = {(npy_intp)ai.n};
   PyArrayObject *a = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, d, 1, shape, NULL, NULL,
