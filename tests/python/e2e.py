@@ -174,8 +174,9 @@ def shapes(ctx, producer, r, p):
 
 def wrong_order(ctx, producer, r, p):
     """A begin call inside a step (a StateError, caught; or a TypeError)
-    takes no step: iteration goes on to the next step. It yielded the open step again,
-    forever. The consumer's side; the producer runs shapes."""
+    takes no step: iteration goes on to the next step (it yielded the
+    open step again, forever). The consumer's side; the producer runs
+    shapes."""
     seen = []
     with ctx.input("in") as inp:
         for step in inp:
