@@ -198,6 +198,37 @@ def wrong_order(ctx, producer, r, p):
     check(seen == [0, 1, 2, 3, 4], f"steps {seen}")
 
 
+def stats_index(ctx, producer, r, p):
+    """Output.stats(link) takes the link's position in links() (its
+    "index"), not the workflow's link number ("link"): with the port's
+    links numbered 1 and 2, stats(l["link"]) read the other link's
+    counters or failed. fanout.yaml.in: link 2 offers every 2nd step."""
+    if producer:
+        ctx.output("other").close()
+        with ctx.output("out") as out:
+            for s in range(4):
+                with out.step():
+                    out.put("x", np.full(2, float(s)))
+            links = out.links()
+            check([(l["index"], l["link"], l["peer_port"]) for l in links] ==
+                  [(0, 1, "in1"), (1, 2, "in2")], f"links {links}")
+            skipped = {l["peer_port"]: out.stats(l["index"])["skipped"] for l in links}
+            check(skipped == {"in1": 0, "in2": 2}, f"skipped by link {skipped}")
+        return
+    ins = {port: ctx.input(port) for port in ("in0", "in1", "in2")}
+    # each link's steps, then each one's end (the producer's close drains
+    # every link before it ends the streams)
+    for port, want in (("in0", []), ("in1", [0, 1, 2, 3]), ("in2", [0, 2])):
+        seen = []
+        for _ in want:
+            seen.append(ins[port].begin_step())
+            ins[port].end_step()
+        check(seen == want, f"{port}: steps {seen}")
+    for port, inp in ins.items():
+        check(inp.begin_step() is None, f"{port}: end of stream")
+        inp.close()
+
+
 def overlap(ctx, producer, r, p):
     """Overlapping blocks: an exception on both sides, Coupler's message."""
     if producer:

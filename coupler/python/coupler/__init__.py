@@ -266,6 +266,12 @@ class Output(_Port, _core.Output):
     end_step(); or ``with out.step(): ...``. close() ends the stream;
     stats(link=-1) gives a link's counters (-1: all summed)."""
 
+    def stats(self, link=-1):
+        """Counters of the port's link `link`: its position in links()
+        (the dict's "index", 0..), not the workflow's link number (its
+        "link"); -1 sums the port's links."""
+        return super().stats(link)
+
     def step(self, step=-1):
         """Context manager around begin_step/end_step. On an exception the
         step is not ended (nothing of it is sent)."""

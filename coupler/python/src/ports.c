@@ -566,7 +566,16 @@ static PyObject *Output_links(OutputObj *self, PyObject *noarg) {
       Py_DECREF(l);
       return cplpy_raise(rc, "cpl_output_link");
     }
-    PyList_SET_ITEM(l, i, link_dict(&le));
+    /* "index": what stats() takes; "link" is the workflow's number */
+    PyObject *d = link_dict(&le), *index = PyLong_FromLong(i);
+    if (!d || !index || PyDict_SetItemString(d, "index", index) < 0) {
+      Py_XDECREF(d);
+      Py_XDECREF(index);
+      Py_DECREF(l);
+      return NULL;
+    }
+    Py_DECREF(index);
+    PyList_SET_ITEM(l, i, d);
   }
   return l;
 }
