@@ -220,6 +220,13 @@ static PyObject *raised_at(const char *where) {
   return NULL;
 }
 
+/* 'attribute "name"' or 'attribute "name" of dataset "d"', for raised_at. */
+static const char *attr_where(char *buf, size_t n, const char *name, const char *dataset) {
+  snprintf(buf, n, "attribute \"%s\"%s%s%s", name, dataset ? " of dataset \"" : "",
+           dataset ? dataset : "", dataset ? "\"" : "");
+  return buf;
+}
+
 static inline void drop_ref(PyObject **o) { Py_XDECREF(*o); }
 #define CPLPY_KEEP __attribute__((cleanup(drop_ref))) PyObject *
 
@@ -495,12 +502,8 @@ static PyObject *Output_attr(OutputObj *self, PyObject *args) {
   if (!PyArray_IS_C_CONTIGUOUS(a))
     return PyErr_Format(PyExc_ValueError, "attribute %s: contiguous array", name);
   hid_t t = cplpy_h5type(PyArray_DESCR(a));
-  if (t < 0) {
-    char where[600];
-    snprintf(where, sizeof where, "attribute \"%s\"%s%s%s", name, dataset ? " of dataset \"" : "",
-             dataset ? dataset : "", dataset ? "\"" : "");
-    return raised_at(where);
-  }
+  char where[600];
+  if (t < 0) return raised_at(attr_where(where, sizeof where, name, dataset));
   int rc;
   size_t n = (size_t)PyArray_SIZE(a);
   const void *value = PyArray_DATA(a);
@@ -977,18 +980,16 @@ static PyObject *Input_attr_get(InputObj *self, PyObject *args) {
   LOCAL("cpl_input_attr_inquire", cpl_input_attr_inquire(in, dataset, name, &ai));
   PyArray_Descr *d;
   char where[600];
-  snprintf(where, sizeof where, "attribute \"%s\"%s%s%s", name, dataset ? " of dataset \"" : "",
-           dataset ? dataset : "", dataset ? "\"" : "");
   if (dtype_o != Py_None) {
     if (!PyArray_DescrConverter(dtype_o, &d)) return NULL;
   } else if (!(d = cplpy_dtype(ai.type))) {
-    return raised_at(where);
+    return raised_at(attr_where(where, sizeof where, name, dataset));
   }
   int owned;
   hid_t memtype = cplpy_memtype(ai.type, d, &owned);
   if (memtype < 0) {
     Py_DECREF(d);
-    return raised_at(where);
+    return raised_at(attr_where(where, sizeof where, name, dataset));
   }
   npy_intp shape[1] = {(npy_intp)ai.n};
   PyArrayObject *a = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, d, 1, shape, NULL, NULL,
