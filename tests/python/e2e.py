@@ -135,8 +135,9 @@ def check_step(inp, step):
         try:
             inp.get("b2", out=bad)
             check(False, f"get into an out that {says}: no error")
-        except ValueError as e:
-            check(says in str(e), f"get into an out that {says}: {e}")
+        except ValueError as e:  # where, as Coupler's own messages say it
+            check(says in str(e) and f'link prod.out->cons.in, step {step}, dataset "b2"'
+                  in str(e), f"get into an out that {says}: {e}")
     check(inp.attr("time") == 0.5 * step, f"step {step}: time")
     check([a.name for a in inp.attrs("b2")] == ["units", "scale"], "b2 attributes")
     check([a.name for a in inp.attrs("a1")] == ["y", "x"] and inp.attr("y", dataset="a1") == 2,
@@ -169,6 +170,63 @@ def shapes(ctx, producer, r, p):
                 prev = step
             check(inp.ended and inp.begin_step() is None, "end of stream sticks")
         check(seen == [0, 1, 2, 3, 4], f"steps {seen}")
+
+
+def wrong_order(ctx, producer, r, p):
+    """A begin call inside a step (a StateError, caught; or a TypeError)
+    takes no step: iteration goes on to the next step (it yielded the
+    open step again, forever). The consumer's side; the producer runs
+    shapes."""
+    seen = []
+    with ctx.input("in") as inp:
+        for step in inp:
+            seen.append(step.number)
+            if len(seen) > 5:
+                break
+            for call in (lambda: inp.try_step(0), inp.begin_step,
+                         lambda: inp.begin_step(coupler.STEP_LATEST)):
+                try:
+                    call()
+                    check(False, f"step {step.number}: a begin call in a step")
+                except coupler.StateError as e:
+                    check("still open" in str(e), f"begin in a step: {e}")
+            try:  # any other exception of a begin call alike
+                inp.begin_step("latest")
+                check(False, "begin_step('latest') accepted")
+            except TypeError:
+                pass
+    check(seen == [0, 1, 2, 3, 4], f"steps {seen}")
+
+
+def stats_index(ctx, producer, r, p):
+    """Output.stats(link) takes the link's position in links() (its
+    "index"), not the workflow's link number ("link"): with the port's
+    links numbered 1 and 2, stats(l["link"]) read the other link's
+    counters or failed. fanout.yaml.in: link 2 offers every 2nd step."""
+    if producer:
+        ctx.output("other").close()
+        with ctx.output("out") as out:
+            for s in range(4):
+                with out.step():
+                    out.put("x", np.full(2, float(s)))
+            links = out.links()
+            check([(l["index"], l["link"], l["peer_port"]) for l in links] ==
+                  [(0, 1, "in1"), (1, 2, "in2")], f"links {links}")
+            skipped = {l["peer_port"]: out.stats(l["index"])["skipped"] for l in links}
+            check(skipped == {"in1": 0, "in2": 2}, f"skipped by link {skipped}")
+        return
+    ins = {port: ctx.input(port) for port in ("in0", "in1", "in2")}
+    # each link's steps, then each one's end (the producer's close drains
+    # every link before it ends the streams)
+    for port, want in (("in0", []), ("in1", [0, 1, 2, 3]), ("in2", [0, 2])):
+        seen = []
+        for _ in want:
+            seen.append(ins[port].begin_step())
+            ins[port].end_step()
+        check(seen == want, f"{port}: steps {seen}")
+    for port, inp in ins.items():
+        check(inp.begin_step() is None, f"{port}: end of stream")
+        inp.close()
 
 
 def overlap(ctx, producer, r, p):
@@ -304,6 +362,22 @@ def dtypes(ctx, producer, r, p):
                     check(False, "unknown dataset")
                 except coupler.Error as e:
                     check("nope" in str(e), f"unknown dataset: {e}")
+                try:  # it was "TypeError: start"
+                    inp.get("d0", start=0, count=5)
+                    check(False, "start=0 accepted")
+                except TypeError as e:
+                    check('dataset "d0": start must be a sequence of 1 integer, not int'
+                          in str(e), f"start=0: {e}")
+                # A box outside the array: Coupler's error, not the
+                # allocation of a result that size (it was MemoryError).
+                try:
+                    inp.get("d0", start=(0,), count=(10**12,))
+                    check(False, "box outside the array accepted")
+                except coupler.ArgumentError as e:
+                    check("lies outside" in str(e) and "step %d" % s in str(e),
+                          f"box outside: {e}")
+                except Exception as e:  # noqa: BLE001 - report the wrong class
+                    check(False, f"box outside: {type(e).__name__}: {e}")
                 try:
                     inp.get("d1", out=np.empty(3, dtype="u1"))
                     check(False, "small out accepted")
@@ -331,6 +405,13 @@ def select(ctx, producer, r, p):
                 publish(out, s, r, p)
         return
     inp = ctx.input("in")
+    # one box not in a list: a message that says what select takes (it
+    # was "object of type 'int' has no len()")
+    try:
+        inp.select(((0, 0), (2, 3)))
+        check(False, "select of a box not in a list accepted")
+    except TypeError as e:
+        check("select: boxes is a list of (start, count) pairs" in str(e), f"select: {e}")
     inp.select_rows(r, p)
     for s in range(2):
         check(inp.begin_step() == s, f"step {s}")
@@ -411,6 +492,69 @@ def interrupted(ctx, producer, r, p):
         check(step.get("x")[0] == step.number, f"step {step.number}: data")
         seen.append(step.number)
     check(seen == [0, 1, 2, 3], f"steps {seen}: one lost to the interrupt")
+    inp.close()
+
+
+def three_late_steps(ctx):
+    """Steps 0, 1, 2, the first 3 s late: the consumer waits in
+    begin_step meanwhile."""
+    with ctx.output("out") as out:
+        for s in range(3):
+            if s == 0:
+                time.sleep(3)
+            with out.step():
+                out.put("x", np.full(3, float(s)))
+
+
+def thread_close(ctx, producer, r, p):
+    """Another thread closes the input while begin_step waits on it: a
+    RuntimeError in that thread (one port, one thread at a time), not the
+    port freed under the wait; the wait goes on to its step."""
+    if producer:
+        return three_late_steps(ctx)
+    inp = ctx.input("in")
+    said = []
+
+    def close_soon():
+        time.sleep(0.3)
+        try:
+            inp.close()
+            said.append("closed")
+        except RuntimeError as e:
+            said.append(str(e))
+
+    threading.Thread(target=close_soon).start()
+    seen = [s.number for s in inp]
+    check(said == ['input port "in": a call on it is still running in another thread; one '
+                   'port is used by one thread at a time (README, "Blocking calls release '
+                   'the GIL")'], f"close in another thread during a wait: {said}")
+    check(seen == [0, 1, 2], f"steps {seen}")
+    inp.close()
+
+
+def handler_close(ctx, producer, r, p):
+    """A signal handler that closes the input (graceful shutdown) runs
+    inside begin_step's wait, which still uses the port: the close must
+    raise, not free the port under the wait (a segfault), and the wait
+    goes on to its step."""
+    if producer:
+        return three_late_steps(ctx)
+    inp = ctx.input("in")
+    said = []
+
+    def close_now(signum, frame):
+        try:
+            inp.close()
+            said.append("closed")
+        except RuntimeError as e:
+            said.append(str(e))
+
+    signal.signal(signal.SIGUSR1, close_now)
+    threading.Timer(0.3, signal.pthread_kill, (threading.get_ident(), signal.SIGUSR1)).start()
+    seen = [s.number for s in inp]
+    check(len(said) == 1 and "signal handler that runs inside a Coupler wait" in said[0],
+          f"close in a handler during a wait: {said}")
+    check(seen == [0, 1, 2], f"steps {seen}")
     inp.close()
 
 

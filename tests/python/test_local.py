@@ -104,13 +104,22 @@ def test_ports():
         raises(coupler.StateError, lambda: out.put("x", np.zeros(3)))
         raises(coupler.StateError, lambda: out.end_step())
         out.begin_step()
-        raises(TypeError, lambda: out.put("u", np.array(["a"])), "no HDF5 equivalent")
+        raises(TypeError, lambda: out.put("u", np.array(["a"])),
+               'dataset "u": dtype', "no HDF5 equivalent")
+        raises(TypeError, lambda: out.attr("big", 2**70), 'attribute "big": dtype', "HDF5")
         raises(ValueError, lambda: out.put("s", np.float64(1), dims=(1, 1)), "dims")
         # a row of a 2-D dataset put as a 1-D array: the array is the block
         raises(ValueError, lambda: out.put("row", np.zeros(4), dims=(3, 4), start=(1, 0)),
                'dataset "row": dims has 2 entries, but the array put has 1 dimension')
         raises(ValueError, lambda: out.put("neg", np.zeros(2), dims=(4,), start=(-2,)),
                'dataset "neg": start[0] is negative')
+        # what was wrong, for which dataset (it was "'int' object is not
+        # iterable", and a get's "TypeError: start")
+        raises(TypeError, lambda: out.put("int", np.zeros(2), dims=4),
+               'dataset "int": dims must be a sequence of 1 integer, not int')
+        raises(TypeError, lambda: out.put("flt", np.zeros(2), dims=(2.0,)),
+               'dataset "flt": dims[0] must be an integer, not float')
+        out.put("arr", np.zeros(2), dims=np.array([2]), start=[0])  # any sequence
         raises(coupler.Error, lambda: out.put("big", np.zeros(4), dims=(3,)))
         out.put("x", np.arange(3.0))
         unaligned = np.frombuffer(b"\0" + np.arange(3.0).tobytes(), dtype="f8", offset=1)
@@ -214,6 +223,13 @@ def test_comm():
     d.free()
     b = w.bcast(np.arange(4))
     check(np.array_equal(b, np.arange(4)), "bcast")
+    # root's array is only read: read-only or a view is fine there (it
+    # raised on root alone, and the other ranks' bcast took root's next
+    # collective)
+    ro = np.arange(4)
+    ro.flags.writeable = False
+    check(w.bcast(ro) is ro, "bcast of a read-only array from root")
+    check(w.bcast(np.arange(8)[::2]).tolist() == [0, 2, 4, 6], "bcast of a view from root")
     version, path = coupler.mpi_library()
     check("MPICH" in version and "mpich" in path, f"library {path}")
 

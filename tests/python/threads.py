@@ -49,6 +49,14 @@ try:
     results["finalize"] = (0, "finalize did not refuse while a thread was in begin_step")
 except RuntimeError as e:
     results["finalize"] = (1, None if "still running in other threads" in str(e) else str(e))
+# Nor may another port's collective call start meanwhile (the ports share
+# the component's communicator): it ran, mixing the two ports' messages.
+try:
+    ports[1].begin_step()
+    results["collective"] = (0, "begin_step on in2 ran while a thread was in in1's")
+except RuntimeError as e:
+    results["collective"] = (1, None if "another thread is in a collective call" in str(e)
+                             else str(e))
 blocked.join()
 ports[1].begin_step()
 

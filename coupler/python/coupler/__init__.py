@@ -240,7 +240,7 @@ def _box(a, dims, start):
     if dims is None:
         dims = a.shape
     if start is None:
-        start = (0,) * len(dims)
+        start = (0,) * a.ndim  # dims must have as many (checked with the message)
     return a, dims, start
 
 
@@ -266,6 +266,12 @@ class Output(_Port, _core.Output):
     end_step(); or ``with out.step(): ...``. close() ends the stream;
     stats(link=-1) gives a link's counters (-1: all summed)."""
 
+    def stats(self, link=-1):
+        """Counters of the port's link `link`: its position in links()
+        (the dict's "index", 0..), not the workflow's link number (its
+        "link"); -1 sums the port's links."""
+        return super().stats(link)
+
     def step(self, step=-1):
         """Context manager around begin_step/end_step. On an exception the
         step is not ended (nothing of it is sent)."""
@@ -278,11 +284,13 @@ class Output(_Port, _core.Output):
         C-contiguous array is used in place: leave it unchanged until
         end_step(); other arrays are copied once."""
         a, dims, start = _box(array, dims, start)
-        super().put(name, a, tuple(dims), tuple(start))
+        super().put(name, a, dims, start)
 
     def attr(self, name, value, dataset=None):
         """Attribute `name` of the step (or of `dataset`, put in this
-        step): a number, bytes, str (stored as bytes) or a 1-D array."""
+        step): a number, bytes, str (stored as bytes) or an array (sent
+        flattened to 1-D). Only rank 0's attributes are sent: one set on
+        another rank alone is lost (README, "attr")."""
         if isinstance(value, str):
             value = value.encode("utf-8", "surrogateescape")  # as names are
         a = _np.ascontiguousarray(_np.atleast_1d(_np.asarray(value)))
@@ -365,8 +373,23 @@ class Input(_Port, _core.Input):
         self._unseen = False
 
     def _begin(self, want):
+        return self._taking(lambda: super(Input, self).begin_step() if want is None
+                            else super(Input, self).begin_step_at(want))
+
+    def _taking(self, call):
+        """A begin call, `_unseen` while it runs. When it raises, the step
+        stays unseen only if the call took it (the exception came as it
+        returned); else the step open before it (a begin in a step is an
+        error) was seen, and iteration must end it, not yield it again
+        forever."""
+        before = self.step
         self._unseen = True
-        return super().begin_step() if want is None else super().begin_step_at(want)
+        try:
+            return call()
+        except BaseException:
+            if self.step is None or self.step == before:
+                self._unseen = False
+            raise
 
     def begin_step(self, want=None):
         """Wait for the next step (or the one `want` asks for: STEP_LATEST,
@@ -383,7 +406,12 @@ class Input(_Port, _core.Input):
         length by default; give it with [] (else 1)."""
         boxes = list(boxes)
         if ndims is None:
-            ndims = len(boxes[0][0]) if boxes else 1
+            try:
+                ndims = len(boxes[0][0]) if boxes else 1
+            except TypeError:  # one box not in a list, or a start of ints
+                raise TypeError(
+                    "select: boxes is a list of (start, count) pairs, start and count a "
+                    "sequence each, e.g. [((0, 0), (2, 3))], not %.100r" % (boxes,)) from None
         super().select(dataset, ndims, boxes)
 
     def select_rows(self, part, nparts, dataset=None):
@@ -398,8 +426,7 @@ class Input(_Port, _core.Input):
     def try_step(self, seconds=0.0):
         """As begin_step, waiting at most `seconds`: None if no step came
         in time or at end of stream (then `ended` is True)."""
-        self._unseen = True
-        s = super().try_step(seconds)
+        s = self._taking(lambda: super(Input, self).try_step(seconds))
         self._unseen = False
         return s
 
@@ -431,10 +458,8 @@ class Input(_Port, _core.Input):
         HDF5 to `dtype` (default: the stored type) into a new array of
         shape count; or into `out` (C-contiguous, writable, as many
         elements as the box, its dtype the conversion target)."""
-        if out is not None and not isinstance(out, _np.ndarray):
-            raise TypeError("out must be a NumPy array")
         if out is not None and dtype is not None and _np.dtype(dtype) != out.dtype:
-            raise ValueError("give out or dtype, not both")
+            raise ValueError(f"dataset {name!r}: give out or dtype, not both")
         return super().get(name, out, dtype, start, count)
 
     def attrs(self, dataset=None):

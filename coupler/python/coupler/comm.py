@@ -83,8 +83,13 @@ class Comm:
 
     def bcast(self, array, root=0):
         """Broadcast a NumPy array's bytes from root, in place (every rank
-        passes an array of the same dtype and shape); returns it."""
-        _core.comm_bcast(self.handle, array, root)
+        passes an array of the same dtype and shape; root's is only read,
+        so it may be read-only or a view, the others' must be C-contiguous
+        and writable); returns it."""
+        if self.rank == root:  # only read: any layout (a view is copied)
+            _core.comm_bcast(self.handle, np.ascontiguousarray(array), root)
+        else:
+            _core.comm_bcast(self.handle, array, root)
         return array
 
     def dup(self):

@@ -213,19 +213,28 @@ static PyObject *py_allreduce(PyObject *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
-/* bcast(handle, array, root): the array's bytes, in place. */
+/* bcast(handle, array, root): the array's bytes, in place. Only the
+ * receivers' arrays must be writable: root's is only read, and refusing a
+ * read-only one there raised on root alone, while the other ranks went
+ * into MPI_Bcast and took root's next collective for this one. */
 static PyObject *py_bcast(PyObject *self, PyObject *args) {
   (void)self;
   PyObject *h;
   PyArrayObject *a;
-  int root;
+  int root, me = 0;
   if (!PyArg_ParseTuple(args, "OO!i", &h, &PyArray_Type, &a, &root)) return NULL;
   if (!mpi_ready()) return NULL;
   MPI_Comm c = cplpy_comm_arg(h);
   if (c == MPI_COMM_NULL) return NULL;
-  if (!PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISWRITEABLE(a) || PyArray_NBYTES(a) > INT_MAX)
-    return PyErr_Format(PyExc_ValueError, "bcast: a contiguous writable array");
-  int n = (int)PyArray_NBYTES(a), rc;
+  int rc = MPI_Comm_rank(c, &me);
+  if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Comm_rank");
+  if (!PyArray_IS_C_CONTIGUOUS(a) || (me != root && !PyArray_ISWRITEABLE(a)) ||
+      PyArray_NBYTES(a) > INT_MAX)
+    return PyErr_Format(PyExc_ValueError,
+                        "bcast: rank %d: a contiguous array (writable on the ranks other than "
+                        "root %d), at most 2 GiB",
+                        me, root);
+  int n = (int)PyArray_NBYTES(a);
   void *p = PyArray_DATA(a);
   Py_BEGIN_ALLOW_THREADS rc = MPI_Bcast(p, n, MPI_BYTE, root, c);
   Py_END_ALLOW_THREADS if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Bcast");

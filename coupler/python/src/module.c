@@ -98,6 +98,21 @@ int cplpy_errors_init(PyObject *m) {
  * only, so other threads' waits return at once, without the GIL. */
 static unsigned long main_ident;
 
+/* Set while the handlers run inside a wait: the Coupler call that waits
+ * is still on this thread's stack, and Coupler is not reentrant (a
+ * handler closing the port freed it under the wait: a segfault). */
+static _Thread_local int in_wait_handler;
+
+int cplpy_reentered(void) {
+  if (!in_wait_handler) return 0;
+  PyErr_SetString(PyExc_RuntimeError,
+                  "a Coupler call from a signal handler that runs inside a Coupler wait "
+                  "(Coupler is not reentrant): raise an exception in the handler, which ends "
+                  "the wait and which the waiting call raises, or set a flag and act on it "
+                  "after that call returns");
+  return 1;
+}
+
 static int check_signals(void *arg) {
   (void)arg;
   if (PyThread_get_thread_ident() != main_ident || !Py_IsInitialized()) return 0;
@@ -105,7 +120,12 @@ static int check_signals(void *arg) {
   /* Set already: a handler raised in an earlier wait of this call, whose
    * later waits (the failure's own) end too, or Ctrl-C would wait them
    * out. */
-  const int stop = PyErr_Occurred() != NULL || PyErr_CheckSignals() < 0;
+  int stop = PyErr_Occurred() != NULL;
+  if (!stop) {
+    in_wait_handler = 1;
+    stop = PyErr_CheckSignals() < 0;
+    in_wait_handler = 0;
+  }
   PyGILState_Release(g);
   return stop;
 }

@@ -23,6 +23,11 @@
 PyObject *cplpy_raise(int status, const char *what);
 int cplpy_errors_init(PyObject *module);
 
+/* 1 with RuntimeError set when called from a Python signal handler that
+ * runs inside a Coupler wait (cpl_set_interrupt_check), where no call
+ * may change Coupler's state. */
+int cplpy_reentered(void);
+
 /* HDF5 is not thread-safe, and Coupler calls it in threads that released
  * the GIL: every HDF5 call of the extension holds cpl_hdf5_lock().
  * CPLPY_H5_HELD; as a function's first statement holds it until the

@@ -16,13 +16,16 @@
 typedef struct {
   PyObject_HEAD cpl_context *ctx;
   int finalized;
-  int busy; /* calls on its ports running without the GIL (UNLOCKED) */
+  int busy;       /* calls on its ports running without the GIL (UNLOCKED) */
+  int collective; /* of them, collective ones (COLL_UNLOCKED) */
 } ContextObj;
 
 typedef struct {
   PyObject_HEAD ContextObj *owner;
   cpl_output *out;
   PyObject *keep; /* arrays of the open step */
+  int busy;       /* its calls running without the GIL (PORT_UNLOCKED) */
+  char port[256];
 } OutputObj;
 
 typedef struct {
@@ -30,6 +33,8 @@ typedef struct {
   cpl_input *in;
   int ended;
   long step; /* the open step, or -1 */
+  int busy;  /* as OutputObj's */
+  char port[256];
 } InputObj;
 
 /* --------------------------------------------------------------- helpers */
@@ -52,6 +57,46 @@ typedef struct {
     if (rc_ != CPL_OK) return cplpy_raise(rc_, what);                                              \
   } while (0)
 
+/* The same for a call on port p (an OutputObj or InputObj), which p
+ * counts too: one port is used by one thread at a time, and a second
+ * thread's call on it (a close under a begin_step) would free or change
+ * what the running one uses, so live_output/live_input refuse it. */
+#define PORT_UNLOCKED(p, stmt)                                                                     \
+  do {                                                                                             \
+    (p)->busy++;                                                                                   \
+    UNLOCKED((p)->owner, stmt);                                                                    \
+    (p)->busy--;                                                                                   \
+  } while (0)
+
+/* A collective call on port p (open, begin/try/end step, close): the
+ * component's ports share its communicator, so one such call runs at a
+ * time in the process; a second thread's (two threads each iterating its
+ * own input) mixed their messages (corrupt descriptions, a segfault).
+ * collective_busy refuses it before it starts. */
+#define COLL_UNLOCKED(p, stmt)                                                                     \
+  do {                                                                                             \
+    (p)->owner->collective++;                                                                      \
+    PORT_UNLOCKED(p, stmt);                                                                        \
+    (p)->owner->collective--;                                                                      \
+  } while (0)
+
+#define COLL_CALL(p, what, expr)                                                                   \
+  do {                                                                                             \
+    int rc_;                                                                                       \
+    COLL_UNLOCKED(p, rc_ = (expr));                                                                \
+    if (rc_ != CPL_OK) return cplpy_raise(rc_, what);                                              \
+  } while (0)
+
+static int collective_busy(ContextObj *c, const char *call) {
+  if (!c->collective) return 0;
+  PyErr_Format(PyExc_RuntimeError,
+               "%s: another thread is in a collective call of this component (open, "
+               "begin/try/end step, close): one at a time, even on different ports, as they "
+               "share the component's communicator (README, \"Blocking calls release the GIL\")",
+               call);
+  return 1;
+}
+
 /* Quick local calls keep the GIL. */
 #define LOCAL(what, expr)                                                                          \
   do {                                                                                             \
@@ -65,16 +110,53 @@ static int live_context(ContextObj *c) {
   return 0;
 }
 
-static cpl_output *live_output(OutputObj *o) {
+/* The open port, for reading its counters and links (allowed in a
+ * signal handler that runs inside a wait)... */
+static cpl_output *open_output(OutputObj *o) {
   if (o->out && !o->owner->finalized) return o->out;
   PyErr_SetString(PyExc_ValueError, "the output port is closed");
   return NULL;
 }
 
-static cpl_input *live_input(InputObj *i) {
+static cpl_input *open_input(InputObj *i) {
   if (i->in && !i->owner->finalized) return i->in;
   PyErr_SetString(PyExc_ValueError, "the input port is closed");
   return NULL;
+}
+
+/* A call of another thread still runs on the port: RuntimeError. */
+static int port_busy(int busy, const char *kind, const char *port) {
+  if (!busy) return 0;
+  PyErr_Format(PyExc_RuntimeError,
+               "%s port \"%s\": a call on it is still running in another thread; one port is "
+               "used by one thread at a time (README, \"Blocking calls release the GIL\")",
+               kind, port);
+  return 1;
+}
+
+/* ...and for every other call, which such a handler may not make, nor
+ * another thread while one runs. */
+static cpl_output *live_output(OutputObj *o) {
+  return cplpy_reentered() || port_busy(o->busy, "output", o->port) ? NULL : open_output(o);
+}
+
+static cpl_input *live_input(InputObj *i) {
+  return cplpy_reentered() || port_busy(i->busy, "input", i->port) ? NULL : open_input(i);
+}
+
+/* "link P.p->C.c, step S, dataset "name"": where a get failed, as
+ * Coupler's own messages say it, for the checks made here. */
+static const char *input_where(InputObj *i, const char *name, char *buf, size_t n) {
+  cpl_link_end le;
+  int index;
+  const char *me;
+  if (cpl_input_link(i->in, &le) != CPL_OK ||
+      cpl_context_component(i->owner->ctx, &index, &me) != CPL_OK)
+    snprintf(buf, n, "dataset \"%s\"", name);
+  else
+    snprintf(buf, n, "link %s.%s->%s.%s, step %ld, dataset \"%s\"", le.peer_component, le.peer_port,
+             me, le.port, i->step, name);
+  return buf;
 }
 
 /* A str argument or None (NULL); on error NULL with an exception set. */
@@ -119,6 +201,32 @@ static const char *name_in(PyObject *o, const char *what, PyObject **keep) {
   return s;
 }
 
+/* The exception set, its message prefixed with where it happened (the
+ * dtype checks of types.c know the dtype, not the dataset). NULL. */
+static PyObject *raised_at(const char *where) {
+  PyObject *t, *v, *tb;
+  PyErr_Fetch(&t, &v, &tb);
+  PyErr_NormalizeException(&t, &v, &tb);
+  PyObject *msg = v ? PyObject_Str(v) : NULL;
+  if (!msg) {
+    PyErr_Restore(t, v, tb);
+    return NULL;
+  }
+  PyErr_Format(t, "%s: %U", where, msg);
+  Py_DECREF(msg);
+  Py_XDECREF(t);
+  Py_XDECREF(v);
+  Py_XDECREF(tb);
+  return NULL;
+}
+
+/* 'attribute "name"' or 'attribute "name" of dataset "d"', for raised_at. */
+static const char *attr_where(char *buf, size_t n, const char *name, const char *dataset) {
+  snprintf(buf, n, "attribute \"%s\"%s%s%s", name, dataset ? " of dataset \"" : "",
+           dataset ? dataset : "", dataset ? "\"" : "");
+  return buf;
+}
+
 static inline void drop_ref(PyObject **o) { Py_XDECREF(*o); }
 #define CPLPY_KEEP __attribute__((cleanup(drop_ref))) PyObject *
 
@@ -126,8 +234,13 @@ static inline void drop_ref(PyObject **o) { Py_XDECREF(*o); }
  * `name`; `n_is` says what n counts, for the message. */
 static int hsizes(PyObject *seq, int n, hsize_t *out, const char *what, const char *name,
                   const char *n_is) {
-  PyObject *f = PySequence_Fast(seq, what);
-  if (!f) return -1;
+  PyObject *f = PySequence_Check(seq) ? PySequence_Fast(seq, what) : NULL;
+  if (!f) {
+    if (!PyErr_Occurred())
+      PyErr_Format(PyExc_TypeError, "%s: %s must be a sequence of %d integer%s, not %.100s", name,
+                   what, n, n == 1 ? "" : "s", Py_TYPE(seq)->tp_name);
+    return -1;
+  }
   if (PySequence_Fast_GET_SIZE(f) != n) {
     PyErr_Format(PyExc_ValueError, "%s: %s has %zd entries, but %s %d dimension%s", name, what,
                  PySequence_Fast_GET_SIZE(f), n_is, n, n == 1 ? "" : "s");
@@ -135,9 +248,13 @@ static int hsizes(PyObject *seq, int n, hsize_t *out, const char *what, const ch
     return -1;
   }
   for (int k = 0; k < n; k++) {
-    long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(f, k));
+    PyObject *item = PySequence_Fast_GET_ITEM(f, k);
+    long long v = PyIndex_Check(item) ? PyLong_AsLongLong(item) : -1;
     if (v < 0) {
-      if (!PyErr_Occurred())
+      if (!PyIndex_Check(item))
+        PyErr_Format(PyExc_TypeError, "%s: %s[%d] must be an integer, not %.100s", name, what, k,
+                     Py_TYPE(item)->tp_name);
+      else if (!PyErr_Occurred())
         PyErr_Format(PyExc_ValueError, "%s: %s[%d] is negative", name, what, k);
       Py_DECREF(f);
       return -1;
@@ -166,7 +283,8 @@ static PyObject *link_dict(const cpl_link_end *le) {
 static int Context_init(ContextObj *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"comm", "workflow", "component", NULL};
   PyObject *h, *wf = Py_None, *comp = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO", kwlist, &h, &wf, &comp)) return -1;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO", kwlist, &h, &wf, &comp) || cplpy_reentered())
+    return -1;
   if (self->ctx) {
     PyErr_SetString(PyExc_ValueError, "context already initialised");
     return -1;
@@ -202,6 +320,7 @@ static void Context_dealloc(ContextObj *self) {
 
 static PyObject *Context_finalize(ContextObj *self, PyObject *noarg) {
   (void)noarg;
+  if (cplpy_reentered()) return NULL;
   if (!self->ctx || self->finalized) Py_RETURN_NONE;
   if (self->busy)
     return PyErr_Format(PyExc_RuntimeError,
@@ -290,12 +409,16 @@ static int Output_init(OutputObj *self, PyObject *args, PyObject *kw) {
   const char *port;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s", kwlist, &cplpy_ContextType, &c, &port))
     return -1;
+  if (cplpy_reentered()) return -1;
   if (self->out || !live_context(c)) {
     if (self->out) PyErr_SetString(PyExc_ValueError, "port already open");
     return -1;
   }
+  if (collective_busy(c, "cpl_output_open")) return -1;
   int rc;
+  c->collective++;
   UNLOCKED(c, rc = cpl_output_open(c->ctx, port, &self->out));
+  c->collective--;
   if (rc != CPL_OK) {
     self->out = NULL;
     cplpy_raise(rc, "cpl_output_open");
@@ -303,6 +426,7 @@ static int Output_init(OutputObj *self, PyObject *args, PyObject *kw) {
   }
   Py_INCREF(c);
   self->owner = c;
+  snprintf(self->port, sizeof self->port, "%s", port);
   self->keep = PyList_New(0);
   return self->keep ? 0 : -1;
 }
@@ -317,8 +441,8 @@ static PyObject *Output_begin_step(OutputObj *self, PyObject *args) {
   long step = -1;
   if (!PyArg_ParseTuple(args, "|l", &step)) return NULL;
   cpl_output *o = live_output(self);
-  if (!o) return NULL;
-  CALL(self->owner, "cpl_output_begin_step", cpl_output_begin_step(o, step));
+  if (!o || collective_busy(self->owner, "cpl_output_begin_step")) return NULL;
+  COLL_CALL(self, "cpl_output_begin_step", cpl_output_begin_step(o, step));
   Py_RETURN_NONE;
 }
 
@@ -352,11 +476,11 @@ static PyObject *Output_put(OutputObj *self, PyObject *args) {
   for (int k = 0; k < rank; k++) count[k] = (hsize_t)PyArray_DIM(a, k);
   int owned;
   hid_t t = cplpy_h5type_shared(PyArray_DESCR(a), &owned);
-  if (t < 0) return NULL;
+  if (t < 0) return raised_at(what);
   int rc;
   const void *data = PyArray_SIZE(a) ? PyArray_DATA(a) : NULL;
   /* without the GIL: it takes the HDF5 lock (module.h) */
-  UNLOCKED(self->owner, rc = cpl_output_put(o, name, t, rank, dims, start, count, data));
+  PORT_UNLOCKED(self, rc = cpl_output_put(o, name, t, rank, dims, start, count, data));
   if (owned) cplpy_h5close(t);
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_output_put");
   if (PyList_Append(self->keep, (PyObject *)a) < 0) return NULL;
@@ -378,11 +502,12 @@ static PyObject *Output_attr(OutputObj *self, PyObject *args) {
   if (!PyArray_IS_C_CONTIGUOUS(a))
     return PyErr_Format(PyExc_ValueError, "attribute %s: contiguous array", name);
   hid_t t = cplpy_h5type(PyArray_DESCR(a));
-  if (t < 0) return NULL;
+  char where[600];
+  if (t < 0) return raised_at(attr_where(where, sizeof where, name, dataset));
   int rc;
   size_t n = (size_t)PyArray_SIZE(a);
   const void *value = PyArray_DATA(a);
-  UNLOCKED(self->owner, rc = cpl_output_attr(o, dataset, name, t, n, value));
+  PORT_UNLOCKED(self, rc = cpl_output_attr(o, dataset, name, t, n, value));
   cplpy_h5close(t);
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_output_attr");
   Py_RETURN_NONE;
@@ -395,9 +520,9 @@ static void release_step(OutputObj *self) {
 static PyObject *Output_end_step(OutputObj *self, PyObject *noarg) {
   (void)noarg;
   cpl_output *o = live_output(self);
-  if (!o) return NULL;
+  if (!o || collective_busy(self->owner, "cpl_output_end_step")) return NULL;
   int rc;
-  UNLOCKED(self->owner, rc = cpl_output_end_step(o));
+  COLL_UNLOCKED(self, rc = cpl_output_end_step(o));
   release_step(self); /* Coupler holds its own copy, or failed */
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_output_end_step");
   Py_RETURN_NONE;
@@ -405,11 +530,13 @@ static PyObject *Output_end_step(OutputObj *self, PyObject *noarg) {
 
 static PyObject *Output_close(OutputObj *self, PyObject *noarg) {
   (void)noarg;
+  if (cplpy_reentered() || port_busy(self->busy, "output", self->port)) return NULL;
   if (!self->out || self->owner->finalized) Py_RETURN_NONE;
+  if (collective_busy(self->owner, "cpl_output_close")) return NULL;
   cpl_output *o = self->out;
   self->out = NULL; /* the port is freed even when close fails */
   int rc;
-  UNLOCKED(self->owner, rc = cpl_output_close(o));
+  COLL_UNLOCKED(self, rc = cpl_output_close(o));
   release_step(self);
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_output_close");
   Py_RETURN_NONE;
@@ -418,7 +545,7 @@ static PyObject *Output_close(OutputObj *self, PyObject *noarg) {
 static PyObject *Output_stats(OutputObj *self, PyObject *args) {
   int link = -1;
   if (!PyArg_ParseTuple(args, "|i", &link)) return NULL;
-  cpl_output *o = live_output(self);
+  cpl_output *o = open_output(self);
   if (!o) return NULL;
   cpl_output_stats st;
   LOCAL("cpl_output_stats_get", cpl_output_stats_get(o, link, &st));
@@ -430,7 +557,7 @@ static PyObject *Output_stats(OutputObj *self, PyObject *args) {
 
 static PyObject *Output_links(OutputObj *self, PyObject *noarg) {
   (void)noarg;
-  cpl_output *o = live_output(self);
+  cpl_output *o = open_output(self);
   if (!o) return NULL;
   int n;
   LOCAL("cpl_output_link_count", cpl_output_link_count(o, &n));
@@ -442,7 +569,16 @@ static PyObject *Output_links(OutputObj *self, PyObject *noarg) {
       Py_DECREF(l);
       return cplpy_raise(rc, "cpl_output_link");
     }
-    PyList_SET_ITEM(l, i, link_dict(&le));
+    /* "index": what stats() takes; "link" is the workflow's number */
+    PyObject *d = link_dict(&le), *index = PyLong_FromLong(i);
+    if (!d || !index || PyDict_SetItemString(d, "index", index) < 0) {
+      Py_XDECREF(d);
+      Py_XDECREF(index);
+      Py_DECREF(l);
+      return NULL;
+    }
+    Py_DECREF(index);
+    PyList_SET_ITEM(l, i, d);
   }
   return l;
 }
@@ -490,14 +626,18 @@ static int Input_init(InputObj *self, PyObject *args, PyObject *kw) {
   if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s|O", kwlist, &cplpy_ContextType, &c, &port,
                                    &peer_o))
     return -1;
+  if (cplpy_reentered()) return -1;
   if (self->in || !live_context(c)) {
     if (self->in) PyErr_SetString(PyExc_ValueError, "port already open");
     return -1;
   }
   const char *peer = opt_str(peer_o, "peer");
   if (PyErr_Occurred()) return -1;
+  if (collective_busy(c, "cpl_input_open")) return -1;
   int rc;
+  c->collective++;
   UNLOCKED(c, rc = cpl_input_open(c->ctx, port, peer, &self->in));
+  c->collective--;
   if (rc != CPL_OK) {
     self->in = NULL;
     cplpy_raise(rc, "cpl_input_open");
@@ -505,6 +645,7 @@ static int Input_init(InputObj *self, PyObject *args, PyObject *kw) {
   }
   Py_INCREF(c);
   self->owner = c;
+  snprintf(self->port, sizeof self->port, "%s", port);
   self->step = -1;
   return 0;
 }
@@ -518,10 +659,10 @@ static void Input_dealloc(InputObj *self) {
 static PyObject *Input_begin_step(InputObj *self, PyObject *noarg) {
   (void)noarg;
   cpl_input *in = live_input(self);
-  if (!in) return NULL;
+  if (!in || collective_busy(self->owner, "cpl_input_begin_step")) return NULL;
   long step = -1;
   int rc;
-  UNLOCKED(self->owner, rc = cpl_input_begin_step(in, &step));
+  COLL_UNLOCKED(self, rc = cpl_input_begin_step(in, &step));
   if (rc == CPL_END_OF_STREAM) {
     self->ended = 1;
     Py_RETURN_NONE;
@@ -537,10 +678,10 @@ static PyObject *Input_try_step(InputObj *self, PyObject *args) {
   double seconds;
   if (!PyArg_ParseTuple(args, "d", &seconds)) return NULL;
   cpl_input *in = live_input(self);
-  if (!in) return NULL;
+  if (!in || collective_busy(self->owner, "cpl_input_try_step")) return NULL;
   long step = -1;
   int rc;
-  UNLOCKED(self->owner, rc = cpl_input_try_step(in, seconds, &step));
+  COLL_UNLOCKED(self, rc = cpl_input_try_step(in, seconds, &step));
   if (rc == CPL_END_OF_STREAM) self->ended = 1;
   if (rc == CPL_END_OF_STREAM || rc == CPL_ERR_TIMEOUT) Py_RETURN_NONE;
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_input_try_step");
@@ -554,10 +695,10 @@ static PyObject *Input_begin_step_at(InputObj *self, PyObject *args) {
   long want;
   if (!PyArg_ParseTuple(args, "l", &want)) return NULL;
   cpl_input *in = live_input(self);
-  if (!in) return NULL;
+  if (!in || collective_busy(self->owner, "cpl_input_begin_step_at")) return NULL;
   long step = -1;
   int rc;
-  UNLOCKED(self->owner, rc = cpl_input_begin_step_at(in, want, &step));
+  COLL_UNLOCKED(self, rc = cpl_input_begin_step_at(in, want, &step));
   if (rc == CPL_END_OF_STREAM) {
     self->ended = 1;
     Py_RETURN_NONE;
@@ -587,8 +728,9 @@ static PyObject *Input_select(InputObj *self, PyObject *args) {
   for (Py_ssize_t b = 0; !bad && b < n; b++) {
     PyObject *box = PySequence_Fast_GET_ITEM(f, b);
     char what[320];
-    snprintf(what, sizeof what, "select, box %zd of %s%s%s", b, name ? "dataset \"" : "the default",
-             name ? name : "", name ? "\"" : "");
+    snprintf(what, sizeof what, "select, box %zd of %s%s%s", b,
+             name ? "dataset \"" : "the default selection (dataset None)", name ? name : "",
+             name ? "\"" : "");
     PyObject *sc = PySequence_Fast(box, "a box is (start, count)");
     bad = !sc || PySequence_Fast_GET_SIZE(sc) != 2;
     if (sc && bad) PyErr_SetString(PyExc_ValueError, "a box is (start, count)");
@@ -636,7 +778,7 @@ static PyObject *Input_select_clear(InputObj *self, PyObject *noarg) {
 
 static PyObject *Input_stats(InputObj *self, PyObject *noarg) {
   (void)noarg;
-  cpl_input *in = live_input(self);
+  cpl_input *in = open_input(self);
   if (!in) return NULL;
   cpl_input_stats st;
   int rc = cpl_input_stats_get(in, &st);
@@ -705,22 +847,33 @@ static PyObject *Input_get(InputObj *self, PyObject *args) {
   LOCAL("cpl_input_inquire", cpl_input_inquire(in, name, &info));
   int rank = info.rank;
   hsize_t start[CPL_MAX_RANK], count[CPL_MAX_RANK];
-  char what[300];
-  snprintf(what, sizeof what, "dataset \"%s\"", name);
+  /* where, for the messages: made only when needed (not per get) */
+  char what[800];
+#define WHERE input_where(self, name, what, sizeof what)
   if ((start_o == Py_None) != (count_o == Py_None))
     return PyErr_Format(PyExc_ValueError,
                         "%s: give both start and count, or "
                         "neither (the whole array)",
-                        what);
+                        WHERE);
   if (start_o == Py_None) {
     for (int k = 0; k < rank; k++) {
       start[k] = 0;
       count[k] = info.dims[k];
     }
-  } else if (hsizes(start_o, rank, start, "start", what, "the dataset has") < 0 ||
-             hsizes(count_o, rank, count, "count", what, "the dataset has") < 0) {
-    return NULL;
+  } else {
+    WHERE; /* for hsizes' messages */
+    if (hsizes(start_o, rank, start, "start", what, "the dataset has") < 0 ||
+        hsizes(count_o, rank, count, "count", what, "the dataset has") < 0)
+      return NULL;
   }
+  /* A box outside the array is Coupler's error (link, step, box), raised
+   * before the result is allocated: sized by the box, that allocation
+   * failed first (MemoryError for 8 TiB) or overflowed. */
+  for (int k = 0; k < rank; k++)
+    if (start[k] > info.dims[k] || count[k] > info.dims[k] - start[k]) {
+      int rc = cpl_input_get(in, name, info.type, start, count, NULL);
+      return cplpy_raise(rc != CPL_OK ? rc : CPL_ERR_INTERNAL, "cpl_input_get");
+    }
   npy_intp n = 1, shape[CPL_MAX_RANK];
   for (int k = 0; k < rank; k++) {
     shape[k] = (npy_intp)count[k];
@@ -729,15 +882,17 @@ static PyObject *Input_get(InputObj *self, PyObject *args) {
   PyArrayObject *out;
   PyArray_Descr *d;
   if (out_o != Py_None) {
-    if (!PyArray_Check(out_o)) return PyErr_Format(PyExc_TypeError, "out must be a NumPy array");
+    if (!PyArray_Check(out_o))
+      return PyErr_Format(PyExc_TypeError, "%s: out must be a NumPy array, not %.100s", WHERE,
+                          Py_TYPE(out_o)->tp_name);
     out = (PyArrayObject *)out_o;
     const char *bad = !PyArray_IS_C_CONTIGUOUS(out) ? "is not C-contiguous"
                       : !PyArray_ISWRITEABLE(out)   ? "is read-only"
                       : !PyArray_ISALIGNED(out)     ? "is not aligned"
                                                     : NULL;
-    if (bad) return PyErr_Format(PyExc_ValueError, "dataset %s: out %s", name, bad);
+    if (bad) return PyErr_Format(PyExc_ValueError, "%s: out %s", WHERE, bad);
     if (PyArray_SIZE(out) != n)
-      return PyErr_Format(PyExc_ValueError, "dataset %s: out has %zd elements, the box %zd", name,
+      return PyErr_Format(PyExc_ValueError, "%s: out has %zd elements, the box %zd", WHERE,
                           (Py_ssize_t)PyArray_SIZE(out), (Py_ssize_t)n);
     Py_INCREF(out);
     d = PyArray_DESCR(out);
@@ -746,7 +901,7 @@ static PyObject *Input_get(InputObj *self, PyObject *args) {
     if (dtype_o != Py_None) {
       if (!PyArray_DescrConverter(dtype_o, &d)) return NULL;
     } else if (!(d = cplpy_dtype(info.type))) {
-      return NULL;
+      return raised_at(WHERE);
     }
     Py_INCREF(d); /* NewFromDescr steals one */
     out = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, d, rank, shape, NULL, NULL, 0, NULL);
@@ -760,19 +915,20 @@ static PyObject *Input_get(InputObj *self, PyObject *args) {
   Py_DECREF(d);
   if (memtype < 0) {
     Py_DECREF(out);
-    return NULL;
+    return raised_at(WHERE);
   }
   int rc;
   void *buf = PyArray_DATA(out);
   const hsize_t *s = start_o == Py_None ? NULL : start;
   const hsize_t *c = start_o == Py_None ? NULL : count;
-  UNLOCKED(self->owner, rc = cpl_input_get(in, name, memtype, s, c, buf));
+  PORT_UNLOCKED(self, rc = cpl_input_get(in, name, memtype, s, c, buf));
   if (owned) cplpy_h5close(memtype);
   if (rc != CPL_OK) {
     Py_DECREF(out);
     return cplpy_raise(rc, "cpl_input_get");
   }
   return (PyObject *)out;
+#undef WHERE
 }
 
 /* attrs(dataset or None): [(name, dtype or None, n)] */
@@ -823,16 +979,17 @@ static PyObject *Input_attr_get(InputObj *self, PyObject *args) {
   cpl_attr_info ai;
   LOCAL("cpl_input_attr_inquire", cpl_input_attr_inquire(in, dataset, name, &ai));
   PyArray_Descr *d;
+  char where[600];
   if (dtype_o != Py_None) {
     if (!PyArray_DescrConverter(dtype_o, &d)) return NULL;
   } else if (!(d = cplpy_dtype(ai.type))) {
-    return NULL;
+    return raised_at(attr_where(where, sizeof where, name, dataset));
   }
   int owned;
   hid_t memtype = cplpy_memtype(ai.type, d, &owned);
   if (memtype < 0) {
     Py_DECREF(d);
-    return NULL;
+    return raised_at(attr_where(where, sizeof where, name, dataset));
   }
   npy_intp shape[1] = {(npy_intp)ai.n};
   PyArrayObject *a = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, d, 1, shape, NULL, NULL,
@@ -843,7 +1000,7 @@ static PyObject *Input_attr_get(InputObj *self, PyObject *args) {
   }
   int rc;
   void *buf = PyArray_DATA(a);
-  UNLOCKED(self->owner, rc = cpl_input_attr_get(in, dataset, name, memtype, ai.n, buf));
+  PORT_UNLOCKED(self, rc = cpl_input_attr_get(in, dataset, name, memtype, ai.n, buf));
   if (owned) cplpy_h5close(memtype);
   if (rc != CPL_OK) {
     Py_DECREF(a);
@@ -855,25 +1012,27 @@ static PyObject *Input_attr_get(InputObj *self, PyObject *args) {
 static PyObject *Input_end_step(InputObj *self, PyObject *noarg) {
   (void)noarg;
   cpl_input *in = live_input(self);
-  if (!in) return NULL;
+  if (!in || collective_busy(self->owner, "cpl_input_end_step")) return NULL;
   self->step = -1; /* closed even when end_step fails */
-  CALL(self->owner, "cpl_input_end_step", cpl_input_end_step(in));
+  COLL_CALL(self, "cpl_input_end_step", cpl_input_end_step(in));
   Py_RETURN_NONE;
 }
 
 static PyObject *Input_close(InputObj *self, PyObject *noarg) {
   (void)noarg;
+  if (cplpy_reentered() || port_busy(self->busy, "input", self->port)) return NULL;
   if (!self->in || self->owner->finalized) Py_RETURN_NONE;
+  if (collective_busy(self->owner, "cpl_input_close")) return NULL;
   cpl_input *in = self->in;
   self->in = NULL;
   self->step = -1;
-  CALL(self->owner, "cpl_input_close", cpl_input_close(in));
+  COLL_CALL(self, "cpl_input_close", cpl_input_close(in));
   Py_RETURN_NONE;
 }
 
 static PyObject *Input_link(InputObj *self, PyObject *noarg) {
   (void)noarg;
-  cpl_input *in = live_input(self);
+  cpl_input *in = open_input(self);
   if (!in) return NULL;
   cpl_link_end le;
   LOCAL("cpl_input_link", cpl_input_link(in, &le));
