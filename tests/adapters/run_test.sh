@@ -86,6 +86,18 @@ sink_dotdot)
   ref "$out/ref.h5" 5,2,0,1
   same "$out/ref.h5" "$out/b/out.h5"
   [ ! -e "$out/a" ] || fail "directory a was made, only to be left by '..'" ;;
+sink_rows)
+  launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
+  cat "$out/log"
+  ref "$out/ref.h5" 5,4,0,1
+  same "$out/ref.h5" "$out/out.h5"
+  # Every sink rank received each of the 4 steps, and less than the whole
+  # step: its rows only (each rank took every step whole before).
+  grep '"comp":"writer"' "$out/trace.json" | grep '"ev":"received"' > "$out/recv" || fail "no trace"
+  [ "$(wc -l < "$out/recv")" -eq 12 ] || fail "not 3 ranks x 4 steps received"
+  sed 's/.*"bytes":\([0-9]*\),"step_bytes":\([0-9]*\),.*/\1 \2/' "$out/recv" |
+    awk '$1 >= $2 { print "a sink rank took " $1 " of " $2 " bytes"; bad = 1 } END { exit bad }' ||
+    fail "a sink rank received a whole step, not only its rows" ;;
 sink_3to1)
   launch || fail "job exit status $?"
   ref "$out/ref.h5" 2,4,0,1
