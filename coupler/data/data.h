@@ -92,7 +92,8 @@ typedef struct cpli_data_state {
   struct {                  /* progress rate limit, per link                  */
     const char *link;
     double last;
-    long quiet;
+    long quiet;        /* steps not printed since the last line          */
+    char pending[400]; /* the last of them, printed when the link ends   */
   } prog[16];
   int nprog;
   cpl_output **outs; /* open ports, closed by cpl_finalize             */
