@@ -108,7 +108,7 @@ static void progress(cpl_context *ctx, const cpli_event *e) {
   int slot = -1;
   for (int i = 0; i < s->nprog; i++)
     if (s->prog[i].link == e->link) slot = i;
-  if (slot < 0 && s->nprog < (int)(sizeof s->prog / sizeof *s->prog)) {
+  if (slot < 0 && s->nprog < s->maxprog) {
     slot = s->nprog++;
     s->prog[slot].link = e->link;
     s->prog[slot].last = 0;
