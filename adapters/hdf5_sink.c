@@ -73,6 +73,10 @@ static int open_links(cpl_context *ctx, sink *s) {
     char peer[200];
     snprintf(peer, sizeof peer, "%s.%s", e.peer_component, e.peer_port);
     int rc = cpl_input_open(ctx, e.port, peer, &l->in);
+    /* Each rank writes only its rows (write_data in h5step.c), so only those
+     * need reach it, as in the stage: n ranks no longer each take every step
+     * whole. A lone rank writes every row and keeps the plain allgather. */
+    if (rc == CPL_OK && s->size > 1) rc = cpl_input_select_rows(l->in, NULL, s->rank, s->size);
     if (rc != CPL_OK) {
       cpli_error_prefix("link %s: ", l->label);
       return rc;

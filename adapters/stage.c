@@ -603,11 +603,12 @@ static int open_ports(cpl_context *ctx, stage *s) {
     fprintf(stderr,
             "cpl-component[%s]: warning: input link %s forces delivery: allgather, so each "
             "of the %d stage ranks receives every step whole (%d times the traffic, a whole "
-            "step in flight per rank); the store still keeps only each rank's rows. Remove "
-            "delivery (auto) or use select for the rows-only delivery\n",
+            "step in flight per rank); the store still keeps only each rank's rows. Use "
+            "delivery: select for the rows-only delivery (auto: by rows once steps are large)\n",
             s->name, s->in_label, s->size, s->size);
   int rc = cpl_input_open(ctx, s->in_port, NULL, &s->in);
-  /* Each rank receives only its rows: the stage never holds a full copy. */
+  /* Each rank keeps only its rows; under select (or auto, for all but small
+   * steps) only those reach it. */
   if (rc == CPL_OK) rc = cpl_input_select_rows(s->in, NULL, s->rank, s->size);
   if (rc != CPL_OK) {
     cpli_error_prefix("input port \"%s\": ", s->in_port);

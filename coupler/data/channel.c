@@ -296,11 +296,15 @@ int cpli_data_get(cpl_context *ctx, cpli_data_state **out) {
   if (!ctx->data) {
     cpli_data_state *s = calloc(1, sizeof *s);
     cpli_chan *ch = calloc((size_t)(ctx->nends ? ctx->nends : 1), sizeof *ch);
-    if (!s || !ch) {
+    cpli_prog *prog = calloc((size_t)(ctx->nends ? ctx->nends : 1), sizeof *prog);
+    if (!s || !ch || !prog) {
       free(s);
       free(ch);
+      free(prog);
       return cpli_fail(CPL_ERR_NOMEM, "out of memory");
     }
+    s->prog = prog;
+    s->maxprog = ctx->nends;
     for (int i = 0; i < ctx->nends; i++) ch[i].detach_req = MPI_REQUEST_NULL;
     s->chan = ch;
     s->progress = ctx->progress;
@@ -483,6 +487,7 @@ int cpli_data_finalize(cpl_context *ctx) {
   for (int e = 0; e < ctx->nends; e++) free(s->chan[e].sel);
   cpli_trace_close(s->trace);
   free(s->chan);
+  free(s->prog);
   free(s->outs);
   free(s->ins);
   free(s);

@@ -85,16 +85,20 @@ typedef struct cpli_chan {
 
 struct cpli_trace;
 
+/* Progress lines' rate limit, per link (report.c). */
+typedef struct cpli_prog {
+  const char *link;
+  double last;
+  long quiet;        /* steps not printed since the last line        */
+  char pending[400]; /* the last of them, printed when the link ends */
+} cpli_prog;
+
 typedef struct cpli_data_state {
   cpli_chan *chan;          /* one per context end                            */
   struct cpli_trace *trace; /* report.h: NULL when not tracing         */
   int progress;             /* CPL_PROGRESS=1: progress lines on rank 0       */
-  struct {                  /* progress rate limit, per link                  */
-    const char *link;
-    double last;
-    long quiet;
-  } prog[16];
-  int nprog;
+  cpli_prog *prog;          /* one per end of this context                    */
+  int nprog, maxprog;
   cpl_output **outs; /* open ports, closed by cpl_finalize             */
   int nouts, capouts;
   cpl_input **ins;

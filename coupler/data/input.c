@@ -521,6 +521,7 @@ static int begin(cpl_input *in, const char *call, double wait, long want, long *
   if (h.kind == CPLI_HDR_EOS) {
     free(p);
     in->eos = 1;
+    cpli_report_flush(in->ctx, in->l->label);
     return CPL_END_OF_STREAM;
   }
   if (h.kind == CPLI_HDR_ERROR || h.kind == CPLI_HDR_MISSING) {
@@ -674,6 +675,7 @@ int cpl_input_close(cpl_input *in) {
         cpli_chan_send_credit(ctx, in->end, CPLI_MSG_DETACH, 0, NULL, 0, in->l->timeout);
     if (rc == CPL_OK) rc = drc;
   }
+  cpli_report_flush(ctx, in->l->label);
   ctx->data->chan[in->end].detach_sent = 1;
   ctx->data->chan[in->end].input_open = 0;
   cpli_data_untrack(ctx, NULL, in);

@@ -610,6 +610,7 @@ int cpl_output_close(cpl_output *o) {
     }
     ch->eos_sent = 1;
     ch->output_open = 0;
+    cpli_report_flush(ctx, ol->l->label);
     const cpl_output_stats *s = &ol->st;
     /* Name only the losses there were: drops by latest blame no one. */
     char why[200] = "";

@@ -69,7 +69,38 @@ static const char *human(size_t b, char buf[32]) {
   return buf;
 }
 
-/* Progress on rank 0: at most 4 lines a second per link. */
+/* The progress line of a step, without its "(+N steps)". */
+static void progress_line(cpl_context *ctx, const cpli_event *e, char *buf, size_t n) {
+  char b1[32], b2[32];
+  if (e->producer)
+    snprintf(buf, n,
+             "[%s] %s: step %ld sent, %s (%s%s%s), wait %.1f ms, transfer "
+             "%.1f ms, queue %d, dropped %ld",
+             comp_name(ctx), e->link, e->step, human(e->step_bytes, b1), e->mode, e->alg ? " " : "",
+             e->alg ? e->alg : "", (e->t_start - e->t_wait) / 1e3, (e->t_end - e->t_start) / 1e3,
+             e->queue, e->dropped);
+  else
+    snprintf(buf, n,
+             "[%s] %s: step %ld received, %s of %s (%s%s%s), wait %.1f ms, "
+             "transfer %.1f ms",
+             comp_name(ctx), e->link, e->step, human(e->bytes, b1), human(e->step_bytes, b2),
+             e->mode, e->alg ? " " : "", e->alg ? e->alg : "", (e->t_start - e->t_wait) / 1e3,
+             (e->t_end - e->t_start) / 1e3);
+}
+
+/* The whole line in one call, so that it leaves in one write whatever
+ * stdout's buffering: the launcher merges the processes' output. */
+static void print_line(const char *line, long more) {
+  char buf[512]; /* a pending line (400) and its count */
+  if (more) snprintf(buf, sizeof buf, "%s (+%ld steps)\n", line, more);
+  else snprintf(buf, sizeof buf, "%s\n", line);
+  fputs(buf, stdout);
+  fflush(stdout);
+}
+
+/* Progress on rank 0: at most 4 lines a second per link. A step not
+ * printed is kept, so the link's last step is printed when it ends
+ * (cpli_report_flush). */
 static void progress(cpl_context *ctx, const cpli_event *e) {
   cpli_data_state *s = ctx->data;
   if (!s->progress || rank_of(ctx) != 0 || (e->t_done > 0)) return;
@@ -77,7 +108,7 @@ static void progress(cpl_context *ctx, const cpli_event *e) {
   int slot = -1;
   for (int i = 0; i < s->nprog; i++)
     if (s->prog[i].link == e->link) slot = i;
-  if (slot < 0 && s->nprog < (int)(sizeof s->prog / sizeof *s->prog)) {
+  if (slot < 0 && s->nprog < s->maxprog) {
     slot = s->nprog++;
     s->prog[slot].link = e->link;
     s->prog[slot].last = 0;
@@ -86,26 +117,23 @@ static void progress(cpl_context *ctx, const cpli_event *e) {
   if (slot < 0) return;
   if (now - s->prog[slot].last < 250000) {
     s->prog[slot].quiet++;
+    progress_line(ctx, e, s->prog[slot].pending, sizeof s->prog[slot].pending);
     return;
   }
-  char more[48] = "";
-  if (s->prog[slot].quiet) snprintf(more, sizeof more, " (+%ld steps)", s->prog[slot].quiet);
+  char line[sizeof s->prog[slot].pending];
+  progress_line(ctx, e, line, sizeof line);
+  print_line(line, s->prog[slot].quiet);
   s->prog[slot].last = now;
   s->prog[slot].quiet = 0;
-  char b1[32], b2[32];
-  if (e->producer)
-    printf("[%s] %s: step %ld sent, %s (%s%s%s), wait %.1f ms, transfer "
-           "%.1f ms, queue %d, dropped %ld%s\n",
-           comp_name(ctx), e->link, e->step, human(e->step_bytes, b1), e->mode, e->alg ? " " : "",
-           e->alg ? e->alg : "", (e->t_start - e->t_wait) / 1e3, (e->t_end - e->t_start) / 1e3,
-           e->queue, e->dropped, more);
-  else
-    printf("[%s] %s: step %ld received, %s of %s (%s%s%s), wait %.1f ms, "
-           "transfer %.1f ms%s\n",
-           comp_name(ctx), e->link, e->step, human(e->bytes, b1), human(e->step_bytes, b2), e->mode,
-           e->alg ? " " : "", e->alg ? e->alg : "", (e->t_start - e->t_wait) / 1e3,
-           (e->t_end - e->t_start) / 1e3, more);
-  fflush(stdout);
+}
+
+void cpli_report_flush(cpl_context *ctx, const char *link) {
+  cpli_data_state *s = ctx->data;
+  for (int i = 0; s && i < s->nprog; i++)
+    if (s->prog[i].link == link && s->prog[i].quiet) {
+      print_line(s->prog[i].pending, s->prog[i].quiet - 1);
+      s->prog[i].quiet = 0;
+    }
 }
 
 void cpli_report_step(cpl_context *ctx, const cpli_event *e) {

@@ -3,7 +3,8 @@
  * (core/trace.h: CPL_TRACE or the workflow's `trace:`) and progress lines
  * (CPL_PROGRESS=1, which cpl-run sets unless it is already set: rank 0 of
  * each component prints a short line per step on stdout, at most four a
- * second per link, counting the steps in between).
+ * second per link, counting the steps in between, and a link's last step
+ * when it ends).
  */
 #ifndef CPLI_DATA_REPORT_H
 #define CPLI_DATA_REPORT_H
@@ -31,6 +32,9 @@ typedef struct cpli_event {
 /* Is anything listening (trace open or progress on)? */
 int cpli_report_on(cpl_context *ctx);
 void cpli_report_step(cpl_context *ctx, const cpli_event *e);
+/* The link ended (end of stream, or its port closed): print its last step
+ * if the rate limit held its line back, so the progress ends there. */
+void cpli_report_flush(cpl_context *ctx, const char *link);
 void cpli_report_drop(cpl_context *ctx, const char *link, long step, int queue);
 
 #endif

@@ -31,7 +31,7 @@ static void print_link(const cpli_workflow *wf, const cpli_link *l) {
   const cpli_component *fc = &wf->comps[l->from_comp];
   const cpli_component *tc = &wf->comps[l->to_comp];
   const cpli_port *fp = &fc->ports[l->from_port];
-  char ag[128], inter[192]; /* the allgather's algorithms; what the steps take */
+  char ag[128], inter[256]; /* the allgather's algorithms; what the steps take */
   /* The environment overrides the file's algorithms, as in the run. */
   cpl_coll_options env;
   cpl_coll_options_init(&env);
@@ -61,6 +61,9 @@ static void print_link(const cpli_workflow *wf, const cpli_link *l) {
     snprintf(inter, sizeof inter, "%s (delivery select: no allgather)", bypass);
   else if (bypass)
     snprintf(inter, sizeof inter, "%s (policy latest; steps left at close: %s)", bypass, ag);
+  else if (cpli_link_reads_rows(wf, l))
+    snprintf(inter, sizeof inter, "%s; or select, where cheaper (the %s's ranks read their rows)",
+             ag, cpli_link_reads_rows(wf, l));
   else snprintf(inter, sizeof inter, "%s", ag);
   /* A stage answers each request itself: no queue, no policy (it printed
    * the defaults, "policy all, depth 2", which it does not apply). */

@@ -931,6 +931,8 @@ void cpli_launch_print(const cpli_launch *l, const cpli_workflow *wf, FILE *f) {
     else if (bytes == 0) put(&t, "auto (sizes not declared)");
     else if (rc == CPL_OK) put(&t, "auto -> %s for %zu bytes per step", algs, bytes);
     else put(&t, "auto (model: %s)", cpl_last_error());
+    const char *rows = cpli_link_reads_rows(wf, k);
+    if (rows) put(&t, "; or select, where cheaper (the %s's ranks read their rows)", rows);
     put(&t, bypass ? ")\n" : "\n");
   }
   fputs(t.s, f);

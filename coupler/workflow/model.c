@@ -58,6 +58,14 @@ const char *cpli_link_bypass(const cpli_link *l) {
   return NULL;
 }
 
+const char *cpli_link_reads_rows(const cpli_workflow *wf, const cpli_link *l) {
+  const cpli_component *c = &wf->comps[l->to_comp];
+  if (l->delivery != CPLI_DELIVERY_AUTO || cpli_link_bypass(l)) return NULL;
+  if (c->kind == CPL_KIND_STAGE) return "stage";
+  if (c->kind == CPL_KIND_SINK && c->nprocs > 1) return "sink";
+  return NULL;
+}
+
 static void free_component(cpli_component *c) {
   free(c->name);
   for (int i = 0; i < c->argc; i++) free(c->argv[i]);

@@ -214,6 +214,13 @@ size_t cpli_port_bytes(const cpli_port *p);
  * select for a step where consumer ranks select). */
 const char *cpli_link_bypass(const cpli_link *l);
 
+/* Under delivery auto, a consumer whose ranks declare their rows (a stage;
+ * a sink of several ranks, each writing its rows) has each step moved by
+ * select wherever the cost model finds that cheaper, which depends on the
+ * producer's blocks: the tools' allgather forecast then says so. Returns
+ * that consumer's kind ("stage", "sink"), or NULL. */
+const char *cpli_link_reads_rows(const cpli_workflow *wf, const cpli_link *l);
+
 /* Index of a port by name in a component, or -1. */
 int cpli_wf_port_index(const cpli_component *c, const char *name);
 

@@ -79,6 +79,33 @@ sink_dotdot)
   ref "$out/ref.h5" 5,2,0,1
   same "$out/ref.h5" "$out/b/out.h5"
   [ ! -e "$out/a" ] || fail "directory a was made, only to be left by '..'" ;;
+sink_rows)
+  launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
+  cat "$out/log"
+  ref "$out/ref.h5" 5,4,0,1
+  same "$out/ref.h5" "$out/out.h5"
+  # Every sink rank received each of the 4 steps, and less than the whole
+  # step: its rows only (each rank took every step whole before).
+  grep '"comp":"writer"' "$out/trace.json" | grep '"ev":"received"' > "$out/recv" || fail "no trace"
+  [ "$(wc -l < "$out/recv")" -eq 12 ] || fail "not 3 ranks x 4 steps received"
+  sed 's/.*"bytes":\([0-9]*\),"step_bytes":\([0-9]*\),.*/\1 \2/' "$out/recv" |
+    awk '$1 >= $2 { print "a sink rank took " $1 " of " $2 " bytes"; bad = 1 } END { exit bad }' ||
+    fail "a sink rank received a whole step, not only its rows" ;;
+progress_last)
+  launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
+  cat "$out/log"
+  # Each side's lines: the last names step 59, and 1 + N per line adds to
+  # 60. Taken out of the log with grep -o: the launcher may print the two
+  # processes' lines run together.
+  for side in 'sim\] sim\.out->cons\.in: step [0-9]+ sent' \
+              'cons\] sim\.out->cons\.in: step [0-9]+ received'; do
+    grep -oE "\[$side[^[]*" "$out/log" | sed 's/ *$//' > "$out/lines" || fail "no line: $side"
+    last=$(tail -n 1 "$out/lines" | sed 's/.*: step \([0-9]*\) .*/\1/')
+    [ "$last" = 59 ] || fail "the last progress line names step $last, not 59: $side"
+    sum=$(sed -n 's/.*(+\([0-9]*\) steps)$/\1/p' "$out/lines" |
+      awk -v n="$(wc -l < "$out/lines")" '{ s += $1 } END { print s + n }')
+    [ "$sum" = 60 ] || fail "the progress lines count $sum steps, not 60: $side"
+  done ;;
 sink_3to1)
   launch || fail "job exit status $?"
   ref "$out/ref.h5" 2,4,0,1
