@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static int launch_fd = -1;
@@ -54,6 +55,10 @@ void cpli_launch_abort(int jobrank, int code) {
           "coupler: component \"%.100s\", %s(job rank %d, pid %ld) called MPI_Abort with error "
           "code %d%s; MPICH stops the job\n",
           comp, rank, jobrank, (long)getpid(), code, where);
+  /* hydra kills its proxies on the abort, and a line they have not
+   * forwarded yet is lost (MPICH's own banner too: 1 run in 6 under
+   * load): give them a moment */
+  nanosleep(&(struct timespec){0, 200 * 1000 * 1000}, NULL);
 }
 
 void cpli_launch_progress(const char *label, long step) {
