@@ -201,8 +201,11 @@ int cpl_workflow_component_index(const cpl_workflow *wf, const char *name) {
 }
 
 int cpl_workflow_component(const cpl_workflow *wf, int index, cpl_component_info *out) {
-  if (!wf || !out || index < 0 || index >= wf->ncomps)
-    return cpli_fail(CPL_ERR_ARG, "cpl_workflow_component: no component %d", index);
+  if (!wf || !out)
+    return cpli_fail(CPL_ERR_ARG, "cpl_workflow_component: %s is NULL", wf ? "out" : "wf");
+  if (index < 0 || index >= wf->ncomps)
+    return cpli_fail(CPL_ERR_ARG, "cpl_workflow_component: no component %d (it has %d)", index,
+                     wf->ncomps);
   const cpli_component *c = &wf->comps[index];
   *out = (cpl_component_info){
       .name = c->name,
@@ -217,8 +220,10 @@ int cpl_workflow_component(const cpl_workflow *wf, int index, cpl_component_info
 }
 
 int cpl_workflow_link(const cpl_workflow *wf, int index, cpl_link_info *out) {
-  if (!wf || !out || index < 0 || index >= wf->nlinks)
-    return cpli_fail(CPL_ERR_ARG, "cpl_workflow_link: no link %d", index);
+  if (!wf || !out)
+    return cpli_fail(CPL_ERR_ARG, "cpl_workflow_link: %s is NULL", wf ? "out" : "wf");
+  if (index < 0 || index >= wf->nlinks)
+    return cpli_fail(CPL_ERR_ARG, "cpl_workflow_link: no link %d (it has %d)", index, wf->nlinks);
   const cpli_link *l = &wf->links[index];
   const cpli_component *fc = &wf->comps[l->from_comp];
   const cpli_component *tc = &wf->comps[l->to_comp];

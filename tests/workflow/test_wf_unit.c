@@ -191,6 +191,20 @@ static void test_api_edges(void) {
   const char *lone = "components: [{name: a, command: x}]\n";
   CHECK(cpl_workflow_load_buffer(lone, strlen(lone), "dir/lone.yaml", NULL, &wf) == CPL_OK);
   CHECK(wf && strcmp(cpl_workflow_name(wf), "lone") == 0 && cpl_workflow_link_count(wf) == 0);
+  /* A NULL argument is named as such, not as a missing index (component
+   * 0 exists: "no component 0" was the answer for a NULL out). */
+  cpl_component_info ci;
+  cpl_link_info li;
+  CHECK(cpl_workflow_component(wf, 0, NULL) == CPL_ERR_ARG &&
+        strstr(cpl_last_error(), "cpl_workflow_component: out is NULL"));
+  CHECK(cpl_workflow_component(NULL, 0, &ci) == CPL_ERR_ARG &&
+        strstr(cpl_last_error(), "cpl_workflow_component: wf is NULL"));
+  CHECK(cpl_workflow_component(wf, 1, &ci) == CPL_ERR_ARG &&
+        strstr(cpl_last_error(), "no component 1 (it has 1)"));
+  CHECK(cpl_workflow_link(wf, 0, NULL) == CPL_ERR_ARG &&
+        strstr(cpl_last_error(), "cpl_workflow_link: out is NULL"));
+  CHECK(cpl_workflow_link(wf, 0, &li) == CPL_ERR_ARG &&
+        strstr(cpl_last_error(), "no link 0 (it has 0)"));
   cpl_workflow_destroy(wf);
   /* A buffer without a file name is "workflow"; a stem that is no name is refused. */
   CHECK(cpl_workflow_load_buffer(lone, strlen(lone), NULL, NULL, &wf) == CPL_OK);
