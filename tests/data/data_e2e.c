@@ -191,7 +191,8 @@ static int publish(cpl_output *out, long step, int r, int p) {
       "put of a bad type: %s", cpl_last_error());
   CHECK(cpl_output_attr(out, "a1", "bad", H5I_INVALID_HID, 1, &zero) == CPL_ERR_ARG &&
             !strncmp(cpl_last_error(), "cpl_output_attr: port ", 22) &&
-            strstr(cpl_last_error(), ", attribute \"bad\": not a valid HDF5 datatype"),
+            strstr(cpl_last_error(),
+                   ", dataset \"a1\": attribute \"bad\": not a valid HDF5 datatype"),
         "attribute of a bad type: %s", cpl_last_error());
   double t = 0.5 * (double)step;
   OK(cpl_output_attr(out, NULL, "time", H5T_NATIVE_DOUBLE, 1, &t));
@@ -1812,6 +1813,19 @@ int main(int argc, char **argv) {
                   has(cpl_last_error(), ", dataset \"x\": attribute \"big\": 70000 elements of 1 "
                                         "bytes exceed the 65536-byte limit"),
               "attribute over 64 KiB: %s", cpl_last_error());
+        /* A type that cannot travel is said with the step and dataset,
+         * as the other refusals are (it named only port and attribute). */
+        hid_t vls = H5Tcopy(H5T_C_S1);
+        H5Tset_size(vls, H5T_VARIABLE);
+        CHECK(cpl_output_attr(out, "x", "v", vls, 1, x) == CPL_ERR_UNSUPPORTED &&
+                  has(cpl_last_error(), "cpl_output_attr: port prod.out, step ") &&
+                  has(cpl_last_error(), ", dataset \"x\": attribute \"v\": variable-length"),
+              "attribute of a variable-length type: %s", cpl_last_error());
+        H5Tclose(vls);
+        CHECK(cpl_output_attr(out, NULL, "bad", (hid_t)-1, 1, x) == CPL_ERR_ARG &&
+                  has(cpl_last_error(), "cpl_output_attr: port prod.out, step ") &&
+                  has(cpl_last_error(), ": attribute \"bad\": not a valid HDF5 datatype"),
+              "attribute of type -1: %s", cpl_last_error());
         OK(cpl_output_attr(out, NULL, "t", H5T_NATIVE_DOUBLE, 1, x));
         OK(cpl_output_attr(out, NULL, "none", H5T_NATIVE_INT, 0, NULL));
         OK(cpl_output_end_step(out));
