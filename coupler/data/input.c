@@ -837,6 +837,10 @@ static int get_box(cpl_input *in, int k, hid_t memtype, const hsize_t start[],
     return cpli_fail(CPL_ERR_ARG, "box %s lies outside the array %s",
                      cpli_box_str(s->rank, start, count, b1, sizeof b1),
                      cpli_dims_str(s->rank, s->dims, b2, sizeof b2));
+  /* The type first: a get that reads nothing this step (an empty array or
+   * box) says what the same get of a later, non-empty step would. */
+  int same;
+  CPLI_TRY(type_match(s->type, memtype, &same));
   uint64_t n;
   cpli_box_volume(s->rank, count, &n);
   if (n == 0) return CPL_OK;
@@ -864,8 +868,6 @@ static int get_box(cpl_input *in, int k, hid_t memtype, const hsize_t start[],
                                      "next step"
                                    : "select it before begin_step");
   if (!buf) return cpli_fail(CPL_ERR_ARG, "buf is NULL");
-  int same;
-  CPLI_TRY(type_match(s->type, memtype, &same));
   if (n > SIZE_MAX / s->esize) return cpli_fail(CPL_ERR_ARG, "selection too large");
   /* Converting: assemble in a buffer the conversion then works in. */
   char *dst = buf;

@@ -1876,6 +1876,17 @@ int main(int argc, char **argv) {
                 has(cpl_last_error(), "dataset \"x\": memtype is not a datatype"),
             "get into memtype -1: %s", cpl_last_error());
       OK(cpl_input_get(in, "x", H5T_NATIVE_DOUBLE, NULL, NULL, all));
+      /* A box of no elements checks the memtype as a full one does: a get
+       * that reads nothing in one step (an empty array, an empty share)
+       * fails as it will when it reads something (it returned CPL_OK). */
+      hsize_t e0[2] = {0, 0}, e1[2] = {0, 3};
+      CHECK(cpl_input_get(in, "x", (hid_t)-1, e0, e1, NULL) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "dataset \"x\": memtype is not a datatype"),
+            "empty get into memtype -1: %s", cpl_last_error());
+      CHECK(cpl_input_get(in, "x", H5T_C_S1, e0, e1, NULL) == CPL_ERR_TYPE &&
+                has(cpl_last_error(), "HDF5 cannot convert float64 to string"),
+            "empty get into a string: %s", cpl_last_error());
+      OK(cpl_input_get(in, "x", H5T_NATIVE_FLOAT, e0, e1, NULL));
       /* An attribute of no elements reads into no buffer, as it was set
        * from none (UBSan: memcpy from NULL before). */
       OK(cpl_input_attr_get(in, NULL, "none", H5T_NATIVE_INT, 0, NULL));
