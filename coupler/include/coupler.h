@@ -506,16 +506,20 @@ CPL_API int cpl_input_begin_step_at(cpl_input *in, long want, long *step);
 
 /* -------------------------------------------------- selective delivery
  * By default every consumer rank receives every dataset whole. A rank that
- * declares what it reads receives only that: the producer ranks send each
+ * declares what it reads reads only that, and, when the step moves by
+ * redistribution, receives only that: the producer ranks send each
  * consumer rank the parts of their blocks inside its boxes (an M x N
  * redistribution), so a rank's memory for a step is its boxes, not the
  * global arrays. Selections are local calls, made after open or between
  * steps; they take effect at the next begin_step and stay until changed.
  * Once a rank selected anything, it reads only what it selected: a get
  * outside its boxes is CPL_ERR_ARG, and datasets it did not select (by
- * name or by a default) are not sent to it. Which mechanism moves the step
- * (the allgather to every rank, or the redistribution) is the link's
- * `delivery` (YAML): `auto` picks by the cost model.
+ * name or by a default) are not sent to it by the redistribution. Which
+ * mechanism moves the step (the allgather to every rank, or the
+ * redistribution) is the link's `delivery` (YAML): `auto` picks by the
+ * cost model, per step. A step moved by the allgather brings every rank
+ * every dataset whole, selections or not (cpl_input_stats: `selective`
+ * counts the steps that were not, `bytes_held` what a rank holds).
  */
 
 /* Read only these boxes of `dataset` (NULL: of every dataset with `ndims`
