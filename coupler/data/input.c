@@ -387,7 +387,7 @@ static int receive_batch(cpl_input *in, const cpl_coll_options *opt, const char 
   char what[300];
   cpl_inter_algorithm ran;
   int rc = cpli_inter_allgatherv_bytes(NULL, 0, in->batch, d->batch_bytes, d->batch_offset,
-                                       CPL_RECEIVER, in->ctx->ends[in->end].intercomm, opt, &ran);
+                                       CPL_RECEIVER, in->ctx->ends[in->end].data, opt, &ran);
   if (rc != CPL_OK) { /* as for a dataset of its own (receive) */
     if (strstr(cpl_last_error(), in->l->label))
       cpli_error_prefix("%s: ", cpli_batch_str(d, what, sizeof what));
@@ -422,7 +422,7 @@ static int receive(cpl_input *in, long step, const char *where) {
     return rc;
   }
   size_t *counts = in->counts, *displs = in->counts + d->nblocks;
-  MPI_Comm inter = in->ctx->ends[in->end].intercomm;
+  MPI_Comm inter = in->ctx->ends[in->end].data;
   if (d->nbatched) CPLI_TRY(receive_batch(in, &opt, where));
   for (int k = 0; k < d->nd; k++) {
     const cpli_dset *s = &d->d[k];

@@ -318,7 +318,9 @@ typedef struct cpl_link_end {
   cpl_role role;    /* CPL_SENDER on the producer side          */
   const char *port; /* local port                               */
   const char *peer_component, *peer_port;
-  MPI_Comm intercomm; /* owned by the context                     */
+  MPI_Comm intercomm; /* owned by the context; free for the        */
+                      /* program's own calls: steps move on a     */
+                      /* private duplicate                        */
   int remote_size;    /* ranks of the peer component              */
 } cpl_link_end;
 

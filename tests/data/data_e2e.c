@@ -1996,6 +1996,51 @@ int main(int argc, char **argv) {
     } else {
       first_step_fails(ctx, CPL_ERR_MISMATCH, "named different links");
     }
+  } else if (!strcmp(sc, "own_coll")) {
+    /* A component that runs its own inter-group allgather on the link's
+     * intercommunicator (cpl_port_link) between steps, with blocks of the
+     * step's size. A step moves when its request comes, which the two
+     * sides see at different points of their programs: here the consumer
+     * asks late, so the producer's own call of step s + 1 is sent before
+     * the data of step s. Both took the same engine duplicate, and the
+     * consumer read the producer's own values as the step's data, every
+     * call returning CPL_OK. */
+    cpl_link_end le;
+    OK(cpl_port_link(ctx, producer ? "out" : "in", NULL, &le));
+    if (producer) OK(cpl_output_open(ctx, "out", &out));
+    else OK(cpl_input_open(ctx, "in", NULL, &in));
+    for (long s = 0; s < 4; s++) {
+      double own = val(s, 5, (unsigned long long)r), got[8];
+      if (producer) {
+        double x = val(s, 0, (unsigned long long)r);
+        hsize_t dims[1] = {(hsize_t)p}, start[1] = {(hsize_t)r}, count[1] = {1};
+        OK(cpl_output_begin_step(out, s));
+        OK(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 1, dims, start, count, &x));
+        OK(cpl_output_end_step(out));
+        OK(cpl_inter_allgather(&own, 1, MPI_DOUBLE, NULL, 0, MPI_DOUBLE, CPL_SENDER, le.intercomm,
+                               NULL));
+      } else {
+        OK(cpl_inter_allgather(NULL, 0, MPI_DOUBLE, got, 1, MPI_DOUBLE, CPL_RECEIVER, le.intercomm,
+                               NULL));
+        for (int i = 0; i < le.remote_size; i++)
+          CHECK(got[i] == val(s, 5, (unsigned long long)i), "own allgather %ld: [%d] = %g", s, i,
+                got[i]);
+        sleep_ms(150); /* asks after the producer's next own call */
+        long step;
+        OK(cpl_input_begin_step(in, &step));
+        OK(cpl_input_get(in, "x", H5T_NATIVE_DOUBLE, NULL, NULL, got));
+        for (int i = 0; i < le.remote_size; i++)
+          CHECK(got[i] == val(step, 0, (unsigned long long)i), "step %ld: x[%d] = %g, want %g",
+                step, i, got[i], val(step, 0, (unsigned long long)i));
+        OK(cpl_input_end_step(in));
+      }
+    }
+    if (producer) OK(cpl_output_close(out));
+    else {
+      long step;
+      CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "end of stream");
+      OK(cpl_input_close(in));
+    }
   } else if (!strcmp(sc, "unopened")) {
     /* A producer that never opens its port: consumers see end of stream
      * at cpl_finalize, not a timeout. */
