@@ -373,7 +373,9 @@ CPL_API int cpl_port_link(const cpl_context *ctx, const char *port, const char *
  * close, finalize) of one component share its communicator: one thread at
  * a time, even on different ports. A program that calls HDF5 itself while
  * another of its threads may be inside a Coupler call holds the lock
- * around its own HDF5 calls. */
+ * around its own HDF5 calls. The first port a context opens initialises
+ * HDF5, so the H5open() that the H5T_NATIVE_* macros call in the
+ * program's threads needs no lock from then on. */
 CPL_API void cpl_hdf5_lock(void);
 CPL_API void cpl_hdf5_unlock(void);
 
