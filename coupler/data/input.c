@@ -199,16 +199,21 @@ static const char *waited_str(const cpl_input *in, long want, char *buf, size_t 
 int cpli_input_no_step(const cpl_input *in, double seconds, long want) {
   const cpli_workflow *wf = in->ctx->wf;
   char waited[64], asked[64];
+  /* A try_step's own shorter wait is no failure: the link's timeout is
+   * not what to raise. */
+  const int tried = seconds < in->l->timeout;
   return cpli_fail(CPL_ERR_TIMEOUT,
                    "link %s, receiver 0, %s: no step from the producer within %g s: "
                    "consumer \"%s\" asked producer \"%s\" for %s and has had no answer; from "
                    "here it cannot tell whether the producer is computing or waiting on another "
-                   "of its links (the producer's own messages say); raise the link's timeout if "
-                   "it computes longer between steps",
+                   "of its links (the producer's own messages say); %s",
                    in->l->label, waited_str(in, want, waited, sizeof waited), seconds,
                    wf->comps[in->l->to_comp].name, wf->comps[in->l->from_comp].name,
                    want == CPL_STEP_LATEST ? "its newest step"
-                                           : want_str(want, asked, sizeof asked));
+                                           : want_str(want, asked, sizeof asked),
+                   tried ? "the wait try_step was given, not a failure: the request stays out, "
+                           "and a later try_step or begin_step takes the step"
+                         : "raise the link's timeout if it computes longer between steps");
 }
 
 /* Root: credit, then the header; every rank: the header, broadcast. */

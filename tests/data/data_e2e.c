@@ -1612,6 +1612,12 @@ int main(int argc, char **argv) {
       if (r == 0)
         MPI_Recv(NULL, 0, MPI_BYTE, MPI_ANY_SOURCE, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       CHECK(cpl_input_try_step(in, 0.1, &step) == CPL_ERR_TIMEOUT, "a step before any was made");
+      /* Rank 0's message says it was the wait try_step was given, not to
+       * raise the link's timeout (30 s here), which it did not wait for. */
+      CHECK(r != 0 || (has(cpl_last_error(), "no step from the producer within 0.1 s") &&
+                       has(cpl_last_error(), "not a failure: the request stays out") &&
+                       !has(cpl_last_error(), "raise the link's timeout")),
+            "try_step timeout: %s", cpl_last_error());
       OK(cpl_input_begin_step(in, &step));
       flow_check(in, step);
       OK(cpl_input_end_step(in));
@@ -1635,6 +1641,12 @@ int main(int argc, char **argv) {
       OK(cpl_input_open(ctx, "in", NULL, &in));
       long step;
       CHECK(cpl_input_try_step(in, 0.1, &step) == CPL_ERR_TIMEOUT, "a step before any was made");
+      /* Rank 0's message says it was the wait try_step was given, not to
+       * raise the link's timeout (30 s here), which it did not wait for. */
+      CHECK(r != 0 || (has(cpl_last_error(), "no step from the producer within 0.1 s") &&
+                       has(cpl_last_error(), "not a failure: the request stays out") &&
+                       !has(cpl_last_error(), "raise the link's timeout")),
+            "try_step timeout: %s", cpl_last_error());
       if (r == 0) MPI_Send(NULL, 0, MPI_BYTE, 0, 79, MPI_COMM_WORLD);
       sleep_ms(1000); /* long for a loaded machine: the header must be there */
       int rc = cpl_input_try_step(in, 0, &step);
@@ -1669,6 +1681,12 @@ int main(int argc, char **argv) {
       OK(cpl_input_open(ctx, "in", NULL, &in));
       long step;
       CHECK(cpl_input_try_step(in, 0.1, &step) == CPL_ERR_TIMEOUT, "a step before any was made");
+      /* Rank 0's message says it was the wait try_step was given, not to
+       * raise the link's timeout (30 s here), which it did not wait for. */
+      CHECK(r != 0 || (has(cpl_last_error(), "no step from the producer within 0.1 s") &&
+                       has(cpl_last_error(), "not a failure: the request stays out") &&
+                       !has(cpl_last_error(), "raise the link's timeout")),
+            "try_step timeout: %s", cpl_last_error());
       if (r == 0) MPI_Send(NULL, 0, MPI_BYTE, 0, 78, MPI_COMM_WORLD);
       CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "end of the link: %s",
             cpl_last_error());
