@@ -294,6 +294,13 @@ void cpli_link_options(const cpli_link *l, long step, cpl_coll_options *opt) {
 
 int cpli_data_get(cpl_context *ctx, cpli_data_state **out) {
   if (!ctx->data) {
+    /* HDF5 initialises itself at its first call, and H5T_NATIVE_* are
+     * calls (H5open()) that a program makes in its own threads, outside
+     * cpl_hdf5_lock, when the puts and gets run in several: done here, in
+     * a port's open (one thread at a time), before any of them can run. */
+    cpl_hdf5_lock();
+    H5open();
+    cpl_hdf5_unlock();
     cpli_data_state *s = calloc(1, sizeof *s);
     cpli_chan *ch = calloc((size_t)(ctx->nends ? ctx->nends : 1), sizeof *ch);
     cpli_prog *prog = calloc((size_t)(ctx->nends ? ctx->nends : 1), sizeof *prog);

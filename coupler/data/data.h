@@ -1,8 +1,9 @@
 /*
  * The data layer's internal state and its control channel.
  *
- * Data move on the link's intercommunicator with the inter-group
- * allgatherv; everything else is a small message between the two groups'
+ * Data move on the link's private data communicator (cpli_end .data, not
+ * the intercomm a program is given) with the inter-group allgatherv;
+ * everything else is a small message between the two groups'
  * rank 0 ("roots") on the link's private control communicator (cpli_end
  * .ctl), then a broadcast inside the group:
  *

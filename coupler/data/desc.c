@@ -710,13 +710,20 @@ static int check_decls(const cpli_desc *desc, const cpli_component *comp, const 
       hid_t want = cpli_yaml_type(decl->type);
       int ok = want >= 0 &&
                (producer_side ? same_kind(s->type, want) : cpli_type_convertible(s->type, want));
-      if (!ok)
+      if (!ok) {
+        /* The word of the file, and what it means where that is another
+         * (char: int8, byte: uint8, which are no strings). */
+        char said[96];
+        cpli_type_str(want, t2, sizeof t2);
+        if (strcmp(decl->type, t2)) snprintf(said, sizeof said, "%s (%s)", decl->type, t2);
+        else snprintf(said, sizeof said, "%s", t2);
         return cpli_fail(CPL_ERR_TYPE,
                          "%s: dataset \"%s\" is %s but port "
                          "%s.%s declares %s (line %d)%s",
                          where, s->name, cpli_type_str(s->type, t1, sizeof t1), comp->name,
-                         port->name, cpli_type_str(want, t2, sizeof t2), decl->pos.line,
+                         port->name, said, decl->pos.line,
                          producer_side ? "" : ", and HDF5 cannot convert it");
+      }
     }
   }
   return CPL_OK;

@@ -208,16 +208,21 @@ static const char *waited_str(const cpl_input *in, long want, char *buf, size_t 
 int cpli_input_no_step(const cpl_input *in, double seconds, long want) {
   const cpli_workflow *wf = in->ctx->wf;
   char waited[64], asked[64];
+  /* A try_step's own shorter wait is no failure: the link's timeout is
+   * not what to raise. */
+  const int tried = seconds < in->l->timeout;
   return cpli_fail(CPL_ERR_TIMEOUT,
                    "link %s, receiver 0, %s: no step from the producer within %g s: "
                    "consumer \"%s\" asked producer \"%s\" for %s and has had no answer; from "
                    "here it cannot tell whether the producer is computing or waiting on another "
-                   "of its links (the producer's own messages say); raise the link's timeout if "
-                   "it computes longer between steps",
+                   "of its links (the producer's own messages say); %s",
                    in->l->label, waited_str(in, want, waited, sizeof waited), seconds,
                    wf->comps[in->l->to_comp].name, wf->comps[in->l->from_comp].name,
                    want == CPL_STEP_LATEST ? "its newest step"
-                                           : want_str(want, asked, sizeof asked));
+                                           : want_str(want, asked, sizeof asked),
+                   tried ? "the wait try_step was given, not a failure: the request stays out, "
+                           "and a later try_step or begin_step takes the step"
+                         : "raise the link's timeout if it computes longer between steps");
 }
 
 /* Root: credit, then the header; every rank: the header, broadcast. */
@@ -396,7 +401,7 @@ static int receive_batch(cpl_input *in, const cpl_coll_options *opt, const char 
   char what[300];
   cpl_inter_algorithm ran;
   int rc = cpli_inter_allgatherv_bytes(NULL, 0, in->batch, d->batch_bytes, d->batch_offset,
-                                       CPL_RECEIVER, in->ctx->ends[in->end].intercomm, opt, &ran);
+                                       CPL_RECEIVER, in->ctx->ends[in->end].data, opt, &ran);
   if (rc != CPL_OK) { /* as for a dataset of its own (receive) */
     if (strstr(cpl_last_error(), in->l->label))
       cpli_error_prefix("%s: ", cpli_batch_str(d, what, sizeof what));
@@ -431,7 +436,7 @@ static int receive(cpl_input *in, long step, const char *where) {
     return rc;
   }
   size_t *counts = in->counts, *displs = in->counts + d->nblocks;
-  MPI_Comm inter = in->ctx->ends[in->end].intercomm;
+  MPI_Comm inter = in->ctx->ends[in->end].data;
   if (d->nbatched) CPLI_TRY(receive_batch(in, &opt, where));
   for (int k = 0; k < d->nd; k++) {
     const cpli_dset *s = &d->d[k];
@@ -848,6 +853,10 @@ static int get_box(cpl_input *in, int k, hid_t memtype, const hsize_t start[],
     return cpli_fail(CPL_ERR_ARG, "box %s lies outside the array %s",
                      cpli_box_str(s->rank, start, count, b1, sizeof b1),
                      cpli_dims_str(s->rank, s->dims, b2, sizeof b2));
+  /* The type first: a get that reads nothing this step (an empty array or
+   * box) says what the same get of a later, non-empty step would. */
+  int same;
+  CPLI_TRY(type_match(s->type, memtype, &same));
   uint64_t n;
   cpli_box_volume(s->rank, count, &n);
   if (n == 0) return CPL_OK;
@@ -875,8 +884,6 @@ static int get_box(cpl_input *in, int k, hid_t memtype, const hsize_t start[],
                                      "next step"
                                    : "select it before begin_step");
   if (!buf) return cpli_fail(CPL_ERR_ARG, "buf is NULL");
-  int same;
-  CPLI_TRY(type_match(s->type, memtype, &same));
   if (n > SIZE_MAX / s->esize) return cpli_fail(CPL_ERR_ARG, "selection too large");
   /* Converting: assemble in a buffer the conversion then works in. */
   char *dst = buf;

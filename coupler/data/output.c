@@ -264,12 +264,9 @@ int cpl_output_attr(cpl_output *o, const char *dataset, const char *name, hid_t 
     return attr_refused(o, dataset, name, n, value);
   char pn[200];
   int rc = cpli_type_check(type, NULL);
-  if (rc != CPL_OK) {
-    cpli_error_prefix("cpl_output_attr: port %s, attribute \"%s\": ", port_name(o, pn, sizeof pn),
-                      name);
-    return rc;
-  }
-  rc = cpli_attrs_set(&o->attrs, dataset ? dataset : "", name, type, n, value);
+  if (rc != CPL_OK) /* said as cpli_attrs_set says its reasons */
+    cpli_error_prefix("attribute \"%s\": ", name);
+  else rc = cpli_attrs_set(&o->attrs, dataset ? dataset : "", name, type, n, value);
   if (rc != CPL_OK)
     cpli_error_prefix("cpl_output_attr: port %s, step %ld%s%s%s: ", port_name(o, pn, sizeof pn),
                       o->step, dataset ? ", dataset \"" : "", dataset ? dataset : "",

@@ -202,7 +202,7 @@ int cpli_step_send(cpl_output *o, olink *ol, pstep *st) {
     rc = cpli_redist_send(&ol->plan, st->desc, o->rank, st->block, ctx->ends[ol->end].ctl,
                           CPLI_TAG_DATA, ol->l->timeout, where, &sent);
   }
-  MPI_Comm inter = ctx->ends[ol->end].intercomm;
+  MPI_Comm inter = ctx->ends[ol->end].data;
   if (ol->plan.mode == CPLI_MODE_ALLGATHER && st->desc->nbatched)
     rc = send_batch(o, st, inter, &opt, algs, &sent);
   for (int k = 0; ol->plan.mode == CPLI_MODE_ALLGATHER && k < st->desc->nd && rc == CPL_OK; k++) {

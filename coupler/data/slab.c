@@ -90,9 +90,13 @@ const char *cpli_box_str(int rank, const hsize_t *start, const hsize_t *count, c
                          size_t n) {
   size_t o = 0;
   o += (size_t)snprintf(buf, n, "[");
-  for (int d = 0; d < rank && o < n; d++)
-    o += (size_t)snprintf(buf + o, n - o, "%s%llu:%llu", d ? ", " : "",
-                          (unsigned long long)start[d], (unsigned long long)(start[d] + count[d]));
+  for (int d = 0; d < rank && o < n; d++) {
+    /* An end past 2^64 would wrap around: say the count instead. */
+    const int wraps = count[d] > (hsize_t)-1 - start[d];
+    o += (size_t)snprintf(buf + o, n - o, wraps ? "%s%llu:+%llu" : "%s%llu:%llu", d ? ", " : "",
+                          (unsigned long long)start[d],
+                          (unsigned long long)(wraps ? count[d] : start[d] + count[d]));
+  }
   if (o < n) snprintf(buf + o, n - o, "]");
   return buf;
 }

@@ -12,9 +12,14 @@ typedef struct cpli_end {
   int link; /* global link index                        */
   cpl_role role;
   int port, peer_comp, peer_port;
-  MPI_Comm intercomm; /* the link; data move on it (engine dup)   */
+  MPI_Comm intercomm; /* the link, as cpl_link_end gives it        */
   MPI_Comm ctl;       /* private dup: the data layer's control    */
                       /* channel between the two group roots      */
+  MPI_Comm data;      /* private dup the data layer's allgathers  */
+                      /* run on: the engine's own dup of a        */
+                      /* program's intercomm is another, so the   */
+                      /* program's engine calls there never match */
+                      /* a step's (which run when a credit comes) */
   int remote_size;
 } cpli_end;
 

@@ -118,6 +118,7 @@ void cpli_context_free(cpl_context *ctx) {
   for (int i = 0; i < ctx->nends; i++) {
     if (ctx->ends[i].intercomm != MPI_COMM_NULL) MPI_Comm_free(&ctx->ends[i].intercomm);
     if (ctx->ends[i].ctl != MPI_COMM_NULL) MPI_Comm_free(&ctx->ends[i].ctl);
+    if (ctx->ends[i].data != MPI_COMM_NULL) MPI_Comm_free(&ctx->ends[i].data);
   }
   free(ctx->ends);
   if (ctx->comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->comm);
@@ -163,11 +164,15 @@ static int build_groups(cpl_context *ctx, int nranks, const cpli_rank_rec *recs,
     if (rc != CPL_OK) break;
     ctx->nends++;
     MPI_Comm_set_errhandler(e->intercomm, MPI_ERRORS_RETURN);
-    e->ctl = MPI_COMM_NULL;
+    e->ctl = e->data = MPI_COMM_NULL;
     rc = cpli_mpi_check(MPI_Comm_dup(e->intercomm, &e->ctl), "MPI_Comm_dup", "cpl_init: link %s",
                         l->label);
+    if (rc == CPL_OK)
+      rc = cpli_mpi_check(MPI_Comm_dup(e->intercomm, &e->data), "MPI_Comm_dup", "cpl_init: link %s",
+                          l->label);
     if (rc != CPL_OK) break;
     MPI_Comm_set_errhandler(e->ctl, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(e->data, MPI_ERRORS_RETURN);
     snprintf(cname, sizeof cname, "cpl:%s", l->label);
     MPI_Comm_set_name(e->intercomm, cname);
     MPI_Comm_remote_size(e->intercomm, &e->remote_size);

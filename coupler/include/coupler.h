@@ -318,7 +318,9 @@ typedef struct cpl_link_end {
   cpl_role role;    /* CPL_SENDER on the producer side          */
   const char *port; /* local port                               */
   const char *peer_component, *peer_port;
-  MPI_Comm intercomm; /* owned by the context                     */
+  MPI_Comm intercomm; /* owned by the context; free for the        */
+                      /* program's own calls: steps move on a     */
+                      /* private duplicate                        */
   int remote_size;    /* ranks of the peer component              */
 } cpl_link_end;
 
@@ -371,7 +373,9 @@ CPL_API int cpl_port_link(const cpl_context *ctx, const char *port, const char *
  * close, finalize) of one component share its communicator: one thread at
  * a time, even on different ports. A program that calls HDF5 itself while
  * another of its threads may be inside a Coupler call holds the lock
- * around its own HDF5 calls. */
+ * around its own HDF5 calls. The first port a context opens initialises
+ * HDF5, so the H5open() that the H5T_NATIVE_* macros call in the
+ * program's threads needs no lock from then on. */
 CPL_API void cpl_hdf5_lock(void);
 CPL_API void cpl_hdf5_unlock(void);
 
@@ -506,16 +510,20 @@ CPL_API int cpl_input_begin_step_at(cpl_input *in, long want, long *step);
 
 /* -------------------------------------------------- selective delivery
  * By default every consumer rank receives every dataset whole. A rank that
- * declares what it reads receives only that: the producer ranks send each
+ * declares what it reads reads only that, and, when the step moves by
+ * redistribution, receives only that: the producer ranks send each
  * consumer rank the parts of their blocks inside its boxes (an M x N
  * redistribution), so a rank's memory for a step is its boxes, not the
  * global arrays. Selections are local calls, made after open or between
  * steps; they take effect at the next begin_step and stay until changed.
  * Once a rank selected anything, it reads only what it selected: a get
  * outside its boxes is CPL_ERR_ARG, and datasets it did not select (by
- * name or by a default) are not sent to it. Which mechanism moves the step
- * (the allgather to every rank, or the redistribution) is the link's
- * `delivery` (YAML): `auto` picks by the cost model.
+ * name or by a default) are not sent to it by the redistribution. Which
+ * mechanism moves the step (the allgather to every rank, or the
+ * redistribution) is the link's `delivery` (YAML): `auto` picks by the
+ * cost model, per step. A step moved by the allgather brings every rank
+ * every dataset whole, selections or not (cpl_input_stats: `selective`
+ * counts the steps that were not, `bytes_held` what a rank holds).
  */
 
 /* Read only these boxes of `dataset` (NULL: of every dataset with `ndims`

@@ -118,7 +118,7 @@ static int check_programs(cpl_workflow *wf) {
   cpli_wf_check_programs(wf, dir, d);
   const char *launcher = getenv("CPL_LAUNCHER"); /* cpl-run's default too */
   if (!launcher || !*launcher || !strcmp(launcher, "mpiexec")) cpli_wf_check_hydra_words(wf, d);
-  cpli_diag_sort(d);
+  cpli_diag_sort(d, 0);
   int n = cpl_diag_count(d);
   for (int k = 0; k < n; k++) fprintf(stderr, "%s\n", cpl_diag_message(d, k));
   if (n) fprintf(stderr, "%s: %d error%s\n", wf->path, n, n == 1 ? "" : "s");

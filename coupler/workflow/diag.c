@@ -75,12 +75,12 @@ void cpli_diag_vadd(cpl_diag *d, const char *file, int line, int col, const char
 }
 
 /* Insertion sort: lists are short (<= CPLI_DIAG_MAX) and it is stable. */
-void cpli_diag_sort(cpl_diag *d) {
+void cpli_diag_sort(cpl_diag *d, int from) {
   if (!d) return;
-  for (int i = 1; i < d->n; i++) {
+  for (int i = from + 1; i < d->n; i++) {
     cpli_diag_entry e = d->v[i];
     int j = i;
-    while (j > 0 &&
+    while (j > from &&
            (d->v[j - 1].line > e.line || (d->v[j - 1].line == e.line && d->v[j - 1].col > e.col))) {
       d->v[j] = d->v[j - 1];
       j--;

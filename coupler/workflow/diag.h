@@ -33,8 +33,9 @@ void cpli_diag_add(cpl_diag *d, const char *file, int line, int col, const char 
 void cpli_diag_vadd(cpl_diag *d, const char *file, int line, int col, const char *fmt, va_list ap)
     CPLI_PRINTF(5, 0);
 
-/* Sort by position (stable) so the output reads top to bottom. */
-void cpli_diag_sort(cpl_diag *d);
+/* Sort messages from..n-1 by position (stable) so the output reads top to
+ * bottom; those before `from` (a caller's earlier loads) stay as they are. */
+void cpli_diag_sort(cpl_diag *d, int from);
 
 /* Empty the list (keeps the allocation). */
 void cpli_diag_reset(cpl_diag *d);

@@ -108,11 +108,16 @@ void cpli_wf_free(cpli_workflow *wf) {
 
 void cpl_workflow_destroy(cpl_workflow *wf) { cpli_wf_free(wf); }
 
-/* Sets cpl_last_error() to the first message and the count. */
-static int summarize(int status, cpl_diag *d, const char *name) {
-  int total = cpl_diag_total(d);
+/* Sets cpl_last_error() to this load's first message and its error count:
+ * a caller's list may hold earlier loads' errors before index `first`
+ * (`before` of them counted), which are not this load's. */
+static int summarize(int status, const cpl_diag *d, int first, int before, const char *name) {
+  int total = cpl_diag_total(d) - before;
   if (total == 0) return cpli_fail(status, "%s: %s", name, cpl_strerror(status));
-  return cpli_fail(status, "%s%s", cpl_diag_message(d, 0), total > 1 ? " (and more errors)" : "");
+  if (first >= cpl_diag_count(d)) /* the list was full: counted, not stored */
+    return cpli_fail(status, "%s: %s (%d errors)", name, cpl_strerror(status), total);
+  if (total == 1) return cpli_fail(status, "%s", cpl_diag_message(d, first));
+  return cpli_fail(status, "%s (and %d more errors)", cpl_diag_message(d, first), total - 1);
 }
 
 int cpl_workflow_load_buffer(const char *data, size_t len, const char *name, cpl_diag *diag,
@@ -124,7 +129,7 @@ int cpl_workflow_load_buffer(const char *data, size_t len, const char *name, cpl
   /* Without a caller's list we still need one to know whether we failed. */
   cpl_diag local = {0};
   cpl_diag *d = diag ? diag : &local;
-  int before = cpl_diag_total(d);
+  int before = cpl_diag_total(d), first = cpl_diag_count(d);
   cpli_ynode *root = NULL;
   int rc = cpli_ytree_parse(data ? data : "", len, name, d, &root);
   cpli_workflow *wf = NULL;
@@ -150,8 +155,8 @@ int cpl_workflow_load_buffer(const char *data, size_t len, const char *name, cpl
     free(local.v);
     return CPL_OK;
   }
-  cpli_diag_sort(d);
-  rc = summarize(rc, d, name);
+  cpli_diag_sort(d, first);
+  rc = summarize(rc, d, first, before, name);
   cpli_diag_reset(&local);
   free(local.v);
   return rc;
@@ -204,8 +209,11 @@ int cpl_workflow_component_index(const cpl_workflow *wf, const char *name) {
 }
 
 int cpl_workflow_component(const cpl_workflow *wf, int index, cpl_component_info *out) {
-  if (!wf || !out || index < 0 || index >= wf->ncomps)
-    return cpli_fail(CPL_ERR_ARG, "cpl_workflow_component: no component %d", index);
+  if (!wf || !out)
+    return cpli_fail(CPL_ERR_ARG, "cpl_workflow_component: %s is NULL", wf ? "out" : "wf");
+  if (index < 0 || index >= wf->ncomps)
+    return cpli_fail(CPL_ERR_ARG, "cpl_workflow_component: no component %d (it has %d)", index,
+                     wf->ncomps);
   const cpli_component *c = &wf->comps[index];
   *out = (cpl_component_info){
       .name = c->name,
@@ -220,8 +228,10 @@ int cpl_workflow_component(const cpl_workflow *wf, int index, cpl_component_info
 }
 
 int cpl_workflow_link(const cpl_workflow *wf, int index, cpl_link_info *out) {
-  if (!wf || !out || index < 0 || index >= wf->nlinks)
-    return cpli_fail(CPL_ERR_ARG, "cpl_workflow_link: no link %d", index);
+  if (!wf || !out)
+    return cpli_fail(CPL_ERR_ARG, "cpl_workflow_link: %s is NULL", wf ? "out" : "wf");
+  if (index < 0 || index >= wf->nlinks)
+    return cpli_fail(CPL_ERR_ARG, "cpl_workflow_link: no link %d (it has %d)", index, wf->nlinks);
   const cpli_link *l = &wf->links[index];
   const cpli_component *fc = &wf->comps[l->from_comp];
   const cpli_component *tc = &wf->comps[l->to_comp];

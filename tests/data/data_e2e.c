@@ -191,7 +191,8 @@ static int publish(cpl_output *out, long step, int r, int p) {
       "put of a bad type: %s", cpl_last_error());
   CHECK(cpl_output_attr(out, "a1", "bad", H5I_INVALID_HID, 1, &zero) == CPL_ERR_ARG &&
             !strncmp(cpl_last_error(), "cpl_output_attr: port ", 22) &&
-            strstr(cpl_last_error(), ", attribute \"bad\": not a valid HDF5 datatype"),
+            strstr(cpl_last_error(),
+                   ", dataset \"a1\": attribute \"bad\": not a valid HDF5 datatype"),
         "attribute of a bad type: %s", cpl_last_error());
   double t = 0.5 * (double)step;
   OK(cpl_output_attr(out, NULL, "time", H5T_NATIVE_DOUBLE, 1, &t));
@@ -1618,6 +1619,12 @@ int main(int argc, char **argv) {
       if (r == 0)
         MPI_Recv(NULL, 0, MPI_BYTE, MPI_ANY_SOURCE, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       CHECK(cpl_input_try_step(in, 0.1, &step) == CPL_ERR_TIMEOUT, "a step before any was made");
+      /* Rank 0's message says it was the wait try_step was given, not to
+       * raise the link's timeout (30 s here), which it did not wait for. */
+      CHECK(r != 0 || (has(cpl_last_error(), "no step from the producer within 0.1 s") &&
+                       has(cpl_last_error(), "not a failure: the request stays out") &&
+                       !has(cpl_last_error(), "raise the link's timeout")),
+            "try_step timeout: %s", cpl_last_error());
       OK(cpl_input_begin_step(in, &step));
       flow_check(in, step);
       OK(cpl_input_end_step(in));
@@ -1641,6 +1648,12 @@ int main(int argc, char **argv) {
       OK(cpl_input_open(ctx, "in", NULL, &in));
       long step;
       CHECK(cpl_input_try_step(in, 0.1, &step) == CPL_ERR_TIMEOUT, "a step before any was made");
+      /* Rank 0's message says it was the wait try_step was given, not to
+       * raise the link's timeout (30 s here), which it did not wait for. */
+      CHECK(r != 0 || (has(cpl_last_error(), "no step from the producer within 0.1 s") &&
+                       has(cpl_last_error(), "not a failure: the request stays out") &&
+                       !has(cpl_last_error(), "raise the link's timeout")),
+            "try_step timeout: %s", cpl_last_error());
       if (r == 0) MPI_Send(NULL, 0, MPI_BYTE, 0, 79, MPI_COMM_WORLD);
       sleep_ms(1000); /* long for a loaded machine: the header must be there */
       int rc = cpl_input_try_step(in, 0, &step);
@@ -1675,6 +1688,12 @@ int main(int argc, char **argv) {
       OK(cpl_input_open(ctx, "in", NULL, &in));
       long step;
       CHECK(cpl_input_try_step(in, 0.1, &step) == CPL_ERR_TIMEOUT, "a step before any was made");
+      /* Rank 0's message says it was the wait try_step was given, not to
+       * raise the link's timeout (30 s here), which it did not wait for. */
+      CHECK(r != 0 || (has(cpl_last_error(), "no step from the producer within 0.1 s") &&
+                       has(cpl_last_error(), "not a failure: the request stays out") &&
+                       !has(cpl_last_error(), "raise the link's timeout")),
+            "try_step timeout: %s", cpl_last_error());
       if (r == 0) MPI_Send(NULL, 0, MPI_BYTE, 0, 78, MPI_COMM_WORLD);
       CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "end of the link: %s",
             cpl_last_error());
@@ -1819,6 +1838,19 @@ int main(int argc, char **argv) {
                   has(cpl_last_error(), ", dataset \"x\": attribute \"big\": 70000 elements of 1 "
                                         "bytes exceed the 65536-byte limit"),
               "attribute over 64 KiB: %s", cpl_last_error());
+        /* A type that cannot travel is said with the step and dataset,
+         * as the other refusals are (it named only port and attribute). */
+        hid_t vls = H5Tcopy(H5T_C_S1);
+        H5Tset_size(vls, H5T_VARIABLE);
+        CHECK(cpl_output_attr(out, "x", "v", vls, 1, x) == CPL_ERR_UNSUPPORTED &&
+                  has(cpl_last_error(), "cpl_output_attr: port prod.out, step ") &&
+                  has(cpl_last_error(), ", dataset \"x\": attribute \"v\": variable-length"),
+              "attribute of a variable-length type: %s", cpl_last_error());
+        H5Tclose(vls);
+        CHECK(cpl_output_attr(out, NULL, "bad", (hid_t)-1, 1, x) == CPL_ERR_ARG &&
+                  has(cpl_last_error(), "cpl_output_attr: port prod.out, step ") &&
+                  has(cpl_last_error(), ": attribute \"bad\": not a valid HDF5 datatype"),
+              "attribute of type -1: %s", cpl_last_error());
         OK(cpl_output_attr(out, NULL, "t", H5T_NATIVE_DOUBLE, 1, x));
         OK(cpl_output_attr(out, NULL, "none", H5T_NATIVE_INT, 0, NULL));
         OK(cpl_output_end_step(out));
@@ -1869,6 +1901,17 @@ int main(int argc, char **argv) {
                 has(cpl_last_error(), "dataset \"x\": memtype is not a datatype"),
             "get into memtype -1: %s", cpl_last_error());
       OK(cpl_input_get(in, "x", H5T_NATIVE_DOUBLE, NULL, NULL, all));
+      /* A box of no elements checks the memtype as a full one does: a get
+       * that reads nothing in one step (an empty array, an empty share)
+       * fails as it will when it reads something (it returned CPL_OK). */
+      hsize_t e0[2] = {0, 0}, e1[2] = {0, 3};
+      CHECK(cpl_input_get(in, "x", (hid_t)-1, e0, e1, NULL) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "dataset \"x\": memtype is not a datatype"),
+            "empty get into memtype -1: %s", cpl_last_error());
+      CHECK(cpl_input_get(in, "x", H5T_C_S1, e0, e1, NULL) == CPL_ERR_TYPE &&
+                has(cpl_last_error(), "HDF5 cannot convert float64 to string"),
+            "empty get into a string: %s", cpl_last_error());
+      OK(cpl_input_get(in, "x", H5T_NATIVE_FLOAT, e0, e1, NULL));
       /* An attribute of no elements reads into no buffer, as it was set
        * from none (UBSan: memcpy from NULL before). */
       OK(cpl_input_attr_get(in, NULL, "none", H5T_NATIVE_INT, 0, NULL));
@@ -2005,6 +2048,51 @@ int main(int argc, char **argv) {
               cpl_strerror(rc), rc == CPL_END_OF_STREAM ? "" : cpl_last_error());
         OK(cpl_input_close(in));
       }
+    }
+  } else if (!strcmp(sc, "own_coll")) {
+    /* A component that runs its own inter-group allgather on the link's
+     * intercommunicator (cpl_port_link) between steps, with blocks of the
+     * step's size. A step moves when its request comes, which the two
+     * sides see at different points of their programs: here the consumer
+     * asks late, so the producer's own call of step s + 1 is sent before
+     * the data of step s. Both took the same engine duplicate, and the
+     * consumer read the producer's own values as the step's data, every
+     * call returning CPL_OK. */
+    cpl_link_end le;
+    OK(cpl_port_link(ctx, producer ? "out" : "in", NULL, &le));
+    if (producer) OK(cpl_output_open(ctx, "out", &out));
+    else OK(cpl_input_open(ctx, "in", NULL, &in));
+    for (long s = 0; s < 4; s++) {
+      double own = val(s, 5, (unsigned long long)r), got[8];
+      if (producer) {
+        double x = val(s, 0, (unsigned long long)r);
+        hsize_t dims[1] = {(hsize_t)p}, start[1] = {(hsize_t)r}, count[1] = {1};
+        OK(cpl_output_begin_step(out, s));
+        OK(cpl_output_put(out, "x", H5T_NATIVE_DOUBLE, 1, dims, start, count, &x));
+        OK(cpl_output_end_step(out));
+        OK(cpl_inter_allgather(&own, 1, MPI_DOUBLE, NULL, 0, MPI_DOUBLE, CPL_SENDER, le.intercomm,
+                               NULL));
+      } else {
+        OK(cpl_inter_allgather(NULL, 0, MPI_DOUBLE, got, 1, MPI_DOUBLE, CPL_RECEIVER, le.intercomm,
+                               NULL));
+        for (int i = 0; i < le.remote_size; i++)
+          CHECK(got[i] == val(s, 5, (unsigned long long)i), "own allgather %ld: [%d] = %g", s, i,
+                got[i]);
+        sleep_ms(150); /* asks after the producer's next own call */
+        long step;
+        OK(cpl_input_begin_step(in, &step));
+        OK(cpl_input_get(in, "x", H5T_NATIVE_DOUBLE, NULL, NULL, got));
+        for (int i = 0; i < le.remote_size; i++)
+          CHECK(got[i] == val(step, 0, (unsigned long long)i), "step %ld: x[%d] = %g, want %g",
+                step, i, got[i], val(step, 0, (unsigned long long)i));
+        OK(cpl_input_end_step(in));
+      }
+    }
+    if (producer) OK(cpl_output_close(out));
+    else {
+      long step;
+      CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "end of stream");
+      OK(cpl_input_close(in));
     }
   } else if (!strcmp(sc, "unopened")) {
     /* A producer that never opens its port: consumers see end of stream

@@ -194,6 +194,12 @@ static void test_messages(void) {
   hsize_t st3[2] = {3, 0}, ct3[2] = {2, 6};
   CHECK(!cpli_tiling_check(2, dims, 1, st3, ct3, msg, sizeof msg) && strstr(msg, "lies outside"),
         "outside message: %s", msg);
+  /* A box whose end is past 2^64 is said with its count: its end wrapped
+   * around ("[18446744073709551615:1]" for start 2^64 - 1, count 2). */
+  char b[80];
+  hsize_t wst[2] = {(hsize_t)-1, 1}, wct[2] = {2, 3};
+  CHECK(!strcmp(cpli_box_str(2, wst, wct, b, sizeof b), "[18446744073709551615:+2, 1:4]"),
+        "box past 2^64: %s", b);
   hsize_t huge[2] = {1ull << 40, 1ull << 40};
   uint64_t v;
   CHECK(cpli_box_volume(2, huge, &v) == -1, "64-bit overflow detected");

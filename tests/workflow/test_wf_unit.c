@@ -191,6 +191,20 @@ static void test_api_edges(void) {
   const char *lone = "components: [{name: a, command: x}]\n";
   CHECK(cpl_workflow_load_buffer(lone, strlen(lone), "dir/lone.yaml", NULL, &wf) == CPL_OK);
   CHECK(wf && strcmp(cpl_workflow_name(wf), "lone") == 0 && cpl_workflow_link_count(wf) == 0);
+  /* A NULL argument is named as such, not as a missing index (component
+   * 0 exists: "no component 0" was the answer for a NULL out). */
+  cpl_component_info ci;
+  cpl_link_info li;
+  CHECK(cpl_workflow_component(wf, 0, NULL) == CPL_ERR_ARG &&
+        strstr(cpl_last_error(), "cpl_workflow_component: out is NULL"));
+  CHECK(cpl_workflow_component(NULL, 0, &ci) == CPL_ERR_ARG &&
+        strstr(cpl_last_error(), "cpl_workflow_component: wf is NULL"));
+  CHECK(cpl_workflow_component(wf, 1, &ci) == CPL_ERR_ARG &&
+        strstr(cpl_last_error(), "no component 1 (it has 1)"));
+  CHECK(cpl_workflow_link(wf, 0, NULL) == CPL_ERR_ARG &&
+        strstr(cpl_last_error(), "cpl_workflow_link: out is NULL"));
+  CHECK(cpl_workflow_link(wf, 0, &li) == CPL_ERR_ARG &&
+        strstr(cpl_last_error(), "no link 0 (it has 0)"));
   cpl_workflow_destroy(wf);
   /* A buffer without a file name is "workflow"; a stem that is no name is refused. */
   CHECK(cpl_workflow_load_buffer(lone, strlen(lone), NULL, NULL, &wf) == CPL_OK);
@@ -204,6 +218,24 @@ static void test_api_edges(void) {
   cpl_workflow_destroy(wf);
   const char *dup = "name: w\ncomponents: [{name: a, command: x}]\nname: v\n";
   CHECK(fails_with(dup, strlen(dup), "3:1: duplicate key \"name\" (first at 1:1)"));
+  /* One list for several loads: each load's errors are appended after the
+   * earlier ones, and the last error is this load's first one and its
+   * count (it was the list's first message, another file's, and the
+   * earlier messages were sorted in among this load's). */
+  cpl_diag *d = NULL;
+  cpl_diag_create(&d);
+  const char *two = "name: w\ncomponents:\n  - {name: a, nprocs: 0, command: x}\n"
+                    "  - {name: b, nprocs: 0, command: x}\n";
+  CHECK(cpl_workflow_load_buffer(two, strlen(two), "first.yaml", d, &wf) == CPL_ERR_CONFIG);
+  CHECK(strstr(cpl_last_error(), "first.yaml:3:") &&
+        strstr(cpl_last_error(), "(and 1 more errors)"));
+  CHECK(cpl_workflow_load_buffer(bad, strlen(bad), "b.yaml", d, &wf) == CPL_ERR_CONFIG);
+  CHECK(strncmp(cpl_last_error(), "b.yaml:3:23: nprocs must be", 27) == 0);
+  CHECK(!strstr(cpl_last_error(), "more errors"));
+  CHECK(cpl_diag_total(d) == 3 && strncmp(cpl_diag_message(d, 0), "first.yaml:3:", 13) == 0 &&
+        strncmp(cpl_diag_message(d, 1), "first.yaml:4:", 13) == 0 &&
+        strncmp(cpl_diag_message(d, 2), "b.yaml:3:", 9) == 0);
+  cpl_diag_destroy(d);
 }
 
 /* Declarations on both ends of a link that agree load: a type that
