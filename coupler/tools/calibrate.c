@@ -42,7 +42,7 @@
  * not count; 0: no such run), intra_root_bytes what
  * member 0 of root's broadcast sends with that largest block
  * (cpli_intra_root_sends), the largest of the two groups' that stays
- * below what member 0 sent where either group first lost: what member 0
+ * below what member 0 sent where either group's run ended: what member 0
  * can send grows with the group as well as the blocks. Root sends p + q - 1 messages (intra
  * 2 (p - 1)) and the others p q (p ceil(log2 p)) or more, in fewer hops:
  * which wins is the machine's (on the emulated cluster, 8 ranks on 2
@@ -288,7 +288,7 @@ static long measure_root_max(const cpli_tuning_vals *v, int intra, int g, int re
     /* Ties before root's first win do not count (at 256 B a 2% win had
      * set the bound to 0, where 512 B and 1 KiB won by 9-11%); the run of
      * wins ends at the first block root does not win, or at a loss. */
-    const int win = mr<(1 - ROOT_MARGIN) * mm, loss = mr>(1 + ROOT_MARGIN) * mm;
+    const int win = (mr < (1 - ROOT_MARGIN) * mm), loss = (mr > (1 + ROOT_MARGIN) * mm);
     if (!*lost && (loss || (!win && root_max > 0))) *lost = k;
     if (win && !*lost) root_max = k;
     if (me == 0)
