@@ -174,6 +174,6 @@ int cpli_attrs_decode(const void *data, size_t len, const char *where, cpli_attr
 /* Dataset and attribute names: 1..255 bytes, printable, no '/'; not "." */
 int cpli_name_ok(const char *name);
 /* What cpli_name_ok asks, for messages. */
-#define CPLI_NAME_RULE "(1-255 printable characters, no '/', not \".\")"
+#define CPLI_NAME_RULE "(1-255 printable bytes, no '/', not \".\")"
 
 #endif

@@ -1879,7 +1879,7 @@ int main(int argc, char **argv) {
       double all[64];
       CHECK(cpl_input_select_rows(in, "a/b", 0, 1) == CPL_ERR_ARG &&
                 has(cpl_last_error(), "cpl_input_select_rows: link prod.out->cons.in: bad dataset "
-                                      "name \"a/b\" (1-255 printable characters"),
+                                      "name \"a/b\" (1-255 printable bytes"),
             "select a bad name: %s", cpl_last_error());
       /* Ranks that ask for different steps: refused on each, nothing asked
        * (rank 1 took rank 0's step as step 0 before). */
