@@ -827,10 +827,8 @@ int cpl_output_end_link(cpl_output *o, int link) {
   CPLI_TRY(check_usable(o, "cpl_output_end_link"));
   CPLI_TRY(ranks_name_one_link(o, link, "cpl_output_end_link"));
   if (link < 0 || link >= o->nl)
-    return cpli_fail(CPL_ERR_ARG,
-                     "cpl_output_end_link: port %s.%s has no "
-                     "link %d",
-                     o->comp->name, o->port->name, link);
+    return cpli_fail(CPL_ERR_ARG, "cpl_output_end_link: port %s.%s has no link %d (it has %d)",
+                     o->comp->name, o->port->name, link, o->nl);
   const int rc = cpli_queue_end_link(o, &o->links[link]);
   return rc == CPL_OK ? CPL_OK : fail_port(o, rc);
 }

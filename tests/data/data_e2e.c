@@ -1819,6 +1819,10 @@ int main(int argc, char **argv) {
       CHECK(cpl_output_link(out, 0, NULL) == CPL_ERR_ARG &&
                 has(cpl_last_error(), "cpl_output_link: le is NULL"),
             "link into NULL: %s", cpl_last_error());
+      CHECK(
+          cpl_output_end_link(out, 3) == CPL_ERR_ARG &&
+              has(cpl_last_error(), "cpl_output_end_link: port prod.out has no link 3 (it has 1)"),
+          "end of link 3: %s", cpl_last_error());
       double x[6] = {1, 2, 3, 4, 5, 6};
       hsize_t dims[2] = {2 * (hsize_t)p, 3}, start[2] = {2 * (hsize_t)r, 0}, count[2] = {2, 3};
       const long steps[2] = {0, LONG_MAX};
