@@ -615,7 +615,8 @@ int cpl_output_close(cpl_output *o) {
     if (s->undelivered)
       snprintf(why + n, sizeof why - (size_t)n, "%s%ld not taken: %s", n ? ", " : "",
                s->undelivered,
-               o->failed ? "the port failed" : "the consumer closed its input early");
+               o->failed ? "the port failed"
+                         : "the consumer closed its input early, or never opened it");
     if (o->rank == 0 && *why)
       fprintf(stderr, "coupler: link %s: %ld of %ld steps not delivered (%s)\n", ol->l->label,
               s->dropped + s->undelivered, s->steps, why);

@@ -425,8 +425,8 @@ typedef struct cpl_output_stats {
   long skipped;     /* policy every:N: steps not offered; and queued    */
                     /* steps a request for the latest or a later step   */
                     /* number passed over (cpl_input_begin_step_at)     */
-  long undelivered; /* not taken: the consumer closed its input early,  */
-                    /* or the port failed                               */
+  long undelivered; /* not taken: the consumer closed its input early  */
+                    /* (or never opened it), or the port failed       */
   int queue_max;    /* most steps held at once                          */
   size_t bytes_max; /* most bytes held in step copies at once           */
   double wait_s;    /* time end_step/close waited for the consumer:     */

@@ -2098,6 +2098,15 @@ int main(int argc, char **argv) {
       CHECK(cpl_input_begin_step(in, &step) == CPL_END_OF_STREAM, "end of stream");
       OK(cpl_input_close(in));
     }
+  } else if (!strcmp(sc, "never_opened")) {
+    /* A consumer that never opens its input: the producer's close ends
+     * at the consumer's cpl_finalize and says its steps were not taken
+     * (CMakeLists.txt checks the line). */
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      for (long s = 0; s < 2; s++) OK(publish(out, s, r, p));
+      OK(cpl_output_close(out));
+    }
   } else if (!strcmp(sc, "unopened")) {
     /* A producer that never opens its port: consumers see end of stream
      * at cpl_finalize, not a timeout. */
