@@ -61,6 +61,18 @@ int cpli_fail(int status, const char *fmt, ...) {
   return status;
 }
 
+int cpli_check_null(const char *call, int n, ...) {
+  va_list ap;
+  va_start(ap, n);
+  const char *null = NULL;
+  for (int i = 0; i < n && !null; i++) {
+    const char *name = va_arg(ap, const char *);
+    if (!va_arg(ap, const void *)) null = name;
+  }
+  va_end(ap);
+  return null ? cpli_fail(CPL_ERR_ARG, "%s: %s is NULL", call, null) : CPL_OK;
+}
+
 /* The failure path of cpli_mpi_check, out of line: the check runs on every
  * MPI call of every collective, and the buffers below made each call pay
  * a kilobyte-sized frame. */

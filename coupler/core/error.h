@@ -16,6 +16,10 @@
 /* Set the thread's last-error message and return `status`. */
 int cpli_fail(int status, const char *fmt, ...) CPLI_PRINTF(2, 3);
 
+/* CPL_ERR_ARG "CALL: NAME is NULL" for the first NULL of n (name,
+ * pointer) pairs after n; CPL_OK when none is. */
+int cpli_check_null(const char *call, int n, ...);
+
 /* For an MPI return code `mpi_rc` from call `what`: CPL_OK if it succeeded,
  * else CPL_ERR_MPI with the MPI error string appended to the context. */
 int cpli_mpi_check(int mpi_rc, const char *what, const char *fmt, ...) CPLI_PRINTF(3, 4);

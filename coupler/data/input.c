@@ -55,7 +55,8 @@ struct cpl_input {
 };
 
 int cpl_input_open(cpl_context *ctx, const char *port, const char *peer, cpl_input **out) {
-  if (!ctx || !port || !out) return cpli_fail(CPL_ERR_ARG, "cpl_input_open: NULL argument");
+  CPLI_TRY(cpli_check_null("cpl_input_open", 3, "ctx", (const void *)ctx, "port",
+                           (const void *)port, "out", (const void *)out));
   *out = NULL;
   const cpli_component *me = &ctx->wf->comps[ctx->comp];
   int pi = cpli_wf_port_index(me, port);
@@ -90,7 +91,7 @@ int cpl_input_open(cpl_context *ctx, const char *port, const char *peer, cpl_inp
 }
 
 int cpl_input_link(const cpl_input *in, cpl_link_end *out) {
-  if (!in || !out) return cpli_fail(CPL_ERR_ARG, "cpl_input_link: NULL argument");
+  CPLI_TRY(cpli_check_null("cpl_input_link", 2, "in", (const void *)in, "out", (const void *)out));
   return cpl_context_link(in->ctx, in->end, out);
 }
 
@@ -655,7 +656,8 @@ int cpl_input_select_clear(cpl_input *in) {
 }
 
 int cpl_input_stats_get(const cpl_input *in, cpl_input_stats *st) {
-  if (!in || !st) return cpli_fail(CPL_ERR_ARG, "cpl_input_stats_get: NULL argument");
+  CPLI_TRY(
+      cpli_check_null("cpl_input_stats_get", 2, "in", (const void *)in, "st", (const void *)st));
   *st = in->st;
   return CPL_OK;
 }

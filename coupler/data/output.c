@@ -58,7 +58,8 @@ static int fail_port(cpl_output *o, int rc) {
 /* -------------------------------------------------------------- open */
 
 int cpl_output_open(cpl_context *ctx, const char *port, cpl_output **out) {
-  if (!ctx || !port || !out) return cpli_fail(CPL_ERR_ARG, "cpl_output_open: NULL argument");
+  CPLI_TRY(cpli_check_null("cpl_output_open", 3, "ctx", (const void *)ctx, "port",
+                           (const void *)port, "out", (const void *)out));
   *out = NULL;
   const cpli_component *me = &ctx->wf->comps[ctx->comp];
   int pi = cpli_wf_port_index(me, port);
@@ -644,7 +645,8 @@ int cpl_output_close(cpl_output *o) {
 /* ------------------------------------------------------------- stats */
 
 int cpl_output_link_count(const cpl_output *o, int *n) {
-  if (!o || !n) return cpli_fail(CPL_ERR_ARG, "cpl_output_link_count: NULL argument");
+  CPLI_TRY(
+      cpli_check_null("cpl_output_link_count", 2, "out", (const void *)o, "n", (const void *)n));
   *n = o->nl;
   return CPL_OK;
 }

@@ -297,13 +297,15 @@ int cpl_context_component(const cpl_context *ctx, int *index, const char **name)
 }
 
 int cpl_component_comm(const cpl_context *ctx, MPI_Comm *out) {
-  if (!ctx || !out) return cpli_fail(CPL_ERR_ARG, "cpl_component_comm: NULL argument");
+  CPLI_TRY(
+      cpli_check_null("cpl_component_comm", 2, "ctx", (const void *)ctx, "out", (const void *)out));
   *out = ctx->comm;
   return CPL_OK;
 }
 
 int cpl_context_link_count(const cpl_context *ctx, int *count) {
-  if (!ctx || !count) return cpli_fail(CPL_ERR_ARG, "cpl_context_link_count: NULL argument");
+  CPLI_TRY(cpli_check_null("cpl_context_link_count", 2, "ctx", (const void *)ctx, "count",
+                           (const void *)count));
   *count = ctx->nends;
   return CPL_OK;
 }
@@ -348,7 +350,8 @@ int cpl_port_link(const cpl_context *ctx, const char *port, const char *peer, cp
 
 int cpli_port_link(const cpl_context *ctx, const char *port, const char *peer, cpl_link_end *out,
                    const char *call) {
-  if (!ctx || !port || !out) return cpli_fail(CPL_ERR_ARG, "%s: NULL argument", call);
+  CPLI_TRY(cpli_check_null(call, 3, "ctx", (const void *)ctx, "port", (const void *)port, "out",
+                           (const void *)out));
   const cpli_component *me = &ctx->wf->comps[ctx->comp];
   int p = cpli_wf_port_index(me, port);
   if (p < 0)

@@ -1808,7 +1808,14 @@ int main(int argc, char **argv) {
       CHECK(cpl_context_link(ctx, 1, &le) == CPL_ERR_ARG &&
                 has(cpl_last_error(), "component \"prod\" has no link 1 (it has 1)"),
             "context link 1: %s", cpl_last_error());
+      CHECK(cpl_output_open(ctx, "out", NULL) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "cpl_output_open: out is NULL"),
+            "open into NULL: %s", cpl_last_error());
       OK(cpl_output_open(ctx, "out", &out));
+      int nlinks;
+      CHECK(cpl_output_link_count(NULL, &nlinks) == CPL_ERR_ARG &&
+                has(cpl_last_error(), "cpl_output_link_count: out is NULL"),
+            "link count of NULL: %s", cpl_last_error());
       cpl_output_stats st;
       CHECK(cpl_output_stats_get(out, 0, NULL) == CPL_ERR_ARG &&
                 has(cpl_last_error(), "cpl_output_stats_get: st is NULL"),
