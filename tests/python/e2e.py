@@ -445,7 +445,8 @@ def select(ctx, producer, r, p):
           "second box of b2")
     inp.end_step()
     st = inp.stats()
-    check(st["steps"] == 3 and st["bytes"] > 0, f"stats {st}")
+    # selections went twice: the rows before step 0, the boxes before step 2
+    check(st["steps"] == 3 and st["bytes"] > 0 and st["selections"] == 2, f"stats {st}")
     step = inp.begin_step(want=coupler.STEP_LATEST)
     check(step is not None and step >= 3, f"latest: {step}")
     inp.end_step()

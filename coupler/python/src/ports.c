@@ -783,9 +783,9 @@ static PyObject *Input_stats(InputObj *self, PyObject *noarg) {
   cpl_input_stats st;
   int rc = cpl_input_stats_get(in, &st);
   if (rc != CPL_OK) return cplpy_raise(rc, "cpl_input_stats_get");
-  return Py_BuildValue("{slslsnsnsn}", "steps", st.steps, "selective", st.selective, "bytes",
+  return Py_BuildValue("{slslsnsnsnsl}", "steps", st.steps, "selective", st.selective, "bytes",
                        (Py_ssize_t)st.bytes, "bytes_held", (Py_ssize_t)st.bytes_held, "bytes_max",
-                       (Py_ssize_t)st.bytes_max);
+                       (Py_ssize_t)st.bytes_max, "selections", st.selections);
 }
 
 /* (name, dtype or None, dims, bytes, nattrs) */
