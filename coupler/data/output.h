@@ -129,8 +129,9 @@ int cpli_queue_apply(cpl_output *o, int li);
  * o->closing, every link that has nothing left gets its end of stream
  * at once (cpli_queue_end_drained). */
 int cpli_queue_drain(cpl_output *o, int li, int limit);
-/* End the stream of every link with nothing queued or in flight (all
- * ranks, same decisions): its consumer may wait for that end before it
+/* End the stream of every link with nothing queued or in flight, or
+ * whose step in flight its consumer took (it asks for more; all ranks,
+ * same decisions): its consumer may wait for that end before it
  * reads the port's other links (one link read to its end, then the
  * next), which close drains one after another. */
 int cpli_queue_end_drained(cpl_output *o);

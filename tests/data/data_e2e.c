@@ -2021,7 +2021,8 @@ int main(int argc, char **argv) {
     } else {
       first_step_fails(ctx, CPL_ERR_MISMATCH, "named different links");
     }
-  } else if (!strcmp(sc, "read_in1_first") || !strcmp(sc, "read_in2_first")) {
+  } else if (!strcmp(sc, "read_in1_first") || !strcmp(sc, "read_in2_first") ||
+             !strcmp(sc, "read_latest_first")) {
     /* One producer port, two links into one consumer, which reads one
      * of them to its end before it opens the other (as many steps as
      * the links' depth holds: more would wait for the unread link). The
@@ -2034,18 +2035,21 @@ int main(int argc, char **argv) {
       OK(cpl_output_close(out));
     } else {
       const char *order[2] = {"in1", "in2"};
-      if (sc[6] == '2') order[0] = "in2", order[1] = "in1";
+      if (sc[6] == '2' || sc[5] == 'l') order[0] = "in2", order[1] = "in1";
       for (int k = 0; k < 2; k++) {
+        /* read_latest_first: in2, under latest, may skip to the newest */
+        const int latest = sc[5] == 'l' && k == 0;
         OK(cpl_input_open(ctx, order[k], NULL, &in));
-        long step, n = 0;
+        long step, n = 0, last = -1;
         int rc;
         while ((rc = cpl_input_begin_step(in, &step)) == CPL_OK) {
-          CHECK(step == n, "%s: step %ld, want %ld", order[k], step, n);
-          n++;
+          CHECK(latest ? step > last : step == n, "%s: step %ld after %ld", order[k], step, last);
+          n++, last = step;
           OK(cpl_input_end_step(in));
         }
-        CHECK(rc == CPL_END_OF_STREAM && n == STEPS, "%s: %ld steps, then %s: %s", order[k], n,
-              cpl_strerror(rc), rc == CPL_END_OF_STREAM ? "" : cpl_last_error());
+        CHECK(rc == CPL_END_OF_STREAM && (latest ? last == STEPS - 1 : n == STEPS),
+              "%s: %ld steps, the last %ld, then %s: %s", order[k], n, last, cpl_strerror(rc),
+              rc == CPL_END_OF_STREAM ? "" : cpl_last_error());
         OK(cpl_input_close(in));
       }
     }
