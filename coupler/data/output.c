@@ -615,7 +615,9 @@ int cpl_output_close(cpl_output *o) {
     if (s->undelivered)
       snprintf(why + n, sizeof why - (size_t)n, "%s%ld not taken: %s", n ? ", " : "",
                s->undelivered,
-               o->failed ? "the port failed" : "the consumer closed its input early");
+               o->failed   ? "the port failed"
+               : ol->ended ? "the producer ended the link (cpl_output_end_link)"
+                           : "the consumer closed its input early");
     if (o->rank == 0 && *why)
       fprintf(stderr, "coupler: link %s: %ld of %ld steps not delivered (%s)\n", ol->l->label,
               s->dropped + s->undelivered, s->steps, why);
@@ -831,6 +833,10 @@ int cpl_output_end_link(cpl_output *o, int link) {
                      "cpl_output_end_link: port %s.%s has no "
                      "link %d",
                      o->comp->name, o->port->name, link);
-  const int rc = cpli_queue_end_link(o, &o->links[link]);
+  olink *ol = &o->links[link];
+  /* What is not sent from now on is the producer's choice, not a
+   * consumer's early close (the reason close gives). */
+  ol->ended |= !chan(o, ol)->eos_sent && !chan(o, ol)->detached;
+  const int rc = cpli_queue_end_link(o, ol);
   return rc == CPL_OK ? CPL_OK : fail_port(o, rc);
 }

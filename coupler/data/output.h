@@ -58,6 +58,7 @@ typedef struct olink {
   cpli_rplan plan;  /* delivery plan for (desc, sels) versions   */
   oflight fly;      /* latest: the step in flight, if any        */
   long last_step;   /* the last step delivered, -1: none         */
+  int ended;        /* by cpl_output_end_link, its consumer there */
 } olink;
 
 /* Per link in the records the producer ranks share: credits, detached,
