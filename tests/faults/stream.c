@@ -16,6 +16,7 @@
  *                          never begin a step
  *   stream abort_finalized MPI_Abort(MPI_COMM_WORLD, 5) after
  *                          MPI_Finalize (no workflow: MPICH refuses it)
+ *   stream abort_before_init MPI_Abort(MPI_COMM_WORLD, 6) before cpl_init
  * Any Coupler error: the message (link, rank, step), then exit 1.
  */
 #include <signal.h>
@@ -67,6 +68,7 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return MPI_Abort(MPI_COMM_WORLD, 5);
   }
+  if (argc > 1 && !strcmp(argv[1], "abort_before_init")) return MPI_Abort(MPI_COMM_WORLD, 6);
   const char *mode = argc > 2 ? argv[2] : "";
   cpl_context *ctx;
   ok(cpl_init(MPI_COMM_WORLD, NULL, NULL, &ctx), "cpl_init");
