@@ -584,6 +584,7 @@ int cpl_output_close(cpl_output *o) {
   for (int i = 0; i < o->nl && !o->failed; i++) {
     int r = cpli_queue_drain(o, i, 0);
     if (r != CPL_OK) {
+      cpli_queue_send_error(o, r); /* as end_step: no consumer waits for what will not come */
       fail_port(o, r);
       if (rc == CPL_OK) rc = r;
       else cpli_error_prefix("%s; then, delivering the steps queued before it: ", open_msg);

@@ -1975,6 +1975,22 @@ int main(int argc, char **argv) {
       OK(cpl_input_open(ctx, "in", NULL, &in));
       cpl_input_close(in);
     }
+  } else if (!strcmp(sc, "close_late_consumer")) {
+    /* Close fails delivering step 0 to a consumer that asks too late: the
+     * consumer gets that failure when it asks, not a timeout of its own
+     * that cannot tell what the producer does. */
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      flow_step(out, 0, r, p);
+      int rc = cpl_output_close(out);
+      CHECK(rc == CPL_ERR_TIMEOUT && has(cpl_last_error(), "within 1 s"), "close: %s: %s",
+            cpl_strerror(rc), cpl_last_error());
+    } else {
+      sleep_ms(2500); /* past the producer's wait for a request */
+      first_step_fails(ctx, CPL_ERR_TIMEOUT,
+                       "producer: link prod.out->cons.in, sender 0, step 0: the consumer took no "
+                       "step within 1 s");
+    }
   } else if (!strcmp(sc, "close_in_step")) {
     /* The producer closes (as cpl_finalize would) inside step 1, after
      * step 0 went out: the consumer gets the producer's error after step
