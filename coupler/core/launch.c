@@ -21,14 +21,22 @@ static void say(const char *line, size_t n) {
   }
 }
 
-void cpli_launch_init(void) {
+/* The pipe cpl-exec gave this process (CPL_READY_FD), or -1. */
+static int ready_fd(void) {
   const char *s = getenv("CPL_READY_FD");
-  if (s) {
-    char *end = NULL;
-    long fd = strtol(s, &end, 10);
-    struct stat st;
-    if (*s && !*end && fd > 2 && fd < 65536 && fstat((int)fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
-      launch_fd = (int)fd;
+  if (!s || !*s) return -1;
+  char *end = NULL;
+  long fd = strtol(s, &end, 10);
+  struct stat st;
+  return !*end && fd > 2 && fd < 65536 && fstat((int)fd, &st) == 0 && S_ISFIFO(st.st_mode) ? (int)fd
+                                                                                           : -1;
+}
+
+void cpli_launch_init(void) {
+  if (getenv("CPL_READY_FD")) {
+    const int fd = ready_fd();
+    if (fd >= 0) {
+      launch_fd = fd;
       fcntl(launch_fd, F_SETFD, FD_CLOEXEC); /* not for programs it starts */
       fcntl(launch_fd, F_SETFL, O_NONBLOCK);
     }
@@ -45,10 +53,13 @@ int cpli_launch_listened(void) { return launch_fd >= 0; }
 
 void cpli_launch_abort(int jobrank, int code) {
   const char *comp = getenv("CPL_COMPONENT"), *first = getenv("CPL_FIRST_RANK");
-  if (launch_fd < 0 || !comp) return;
+  /* Before cpl_init the pipe is not taken yet, but cpl-run started it. */
+  const int before_init = launch_fd < 0 && ready_fd() >= 0;
+  if ((launch_fd < 0 && !before_init) || !comp) return;
   char rank[48] = "", where[200] = "";
   if (first && *first) snprintf(rank, sizeof rank, "rank %ld ", jobrank - atol(first));
-  if (last_label[0])
+  if (before_init) snprintf(where, sizeof where, " before cpl_init");
+  else if (last_label[0])
     snprintf(where, sizeof where, " after link %s, step %ld", last_label, last_step);
   /* one fprintf, one write: stderr is unbuffered */
   fprintf(stderr,

@@ -585,6 +585,7 @@ int cpl_output_close(cpl_output *o) {
   for (int i = 0; i < o->nl && !o->failed; i++) {
     int r = cpli_queue_drain(o, i, 0);
     if (r != CPL_OK) {
+      cpli_queue_send_error(o, r); /* as end_step: no consumer waits for what will not come */
       fail_port(o, r);
       if (rc == CPL_OK) rc = r;
       else cpli_error_prefix("%s; then, delivering the steps queued before it: ", open_msg);
@@ -616,8 +617,9 @@ int cpl_output_close(cpl_output *o) {
     if (s->undelivered)
       snprintf(why + n, sizeof why - (size_t)n, "%s%ld not taken: %s", n ? ", " : "",
                s->undelivered,
-               o->failed ? "the port failed"
-                         : "the consumer closed its input early, or never opened it");
+               o->failed   ? "the port failed"
+               : ol->ended ? "the producer ended the link (cpl_output_end_link)"
+                           : "the consumer closed its input early, or never opened it");
     if (o->rank == 0 && *why)
       fprintf(stderr, "coupler: link %s: %ld of %ld steps not delivered (%s)\n", ol->l->label,
               s->dropped + s->undelivered, s->steps, why);
@@ -832,6 +834,10 @@ int cpl_output_end_link(cpl_output *o, int link) {
   if (link < 0 || link >= o->nl)
     return cpli_fail(CPL_ERR_ARG, "cpl_output_end_link: port %s.%s has no link %d (it has %d)",
                      o->comp->name, o->port->name, link, o->nl);
-  const int rc = cpli_queue_end_link(o, &o->links[link]);
+  olink *ol = &o->links[link];
+  /* What is not sent from now on is the producer's choice, not a
+   * consumer's early close (the reason close gives). */
+  ol->ended |= !chan(o, ol)->eos_sent && !chan(o, ol)->detached;
+  const int rc = cpli_queue_end_link(o, ol);
   return rc == CPL_OK ? CPL_OK : fail_port(o, rc);
 }

@@ -58,6 +58,7 @@ typedef struct olink {
   cpli_rplan plan;  /* delivery plan for (desc, sels) versions   */
   oflight fly;      /* latest: the step in flight, if any        */
   long last_step;   /* the last step delivered, -1: none         */
+  int ended;        /* by cpl_output_end_link, its consumer there */
 } olink;
 
 /* Per link in the records the producer ranks share: credits, detached,
@@ -129,8 +130,9 @@ int cpli_queue_apply(cpl_output *o, int li);
  * o->closing, every link that has nothing left gets its end of stream
  * at once (cpli_queue_end_drained). */
 int cpli_queue_drain(cpl_output *o, int li, int limit);
-/* End the stream of every link with nothing queued or in flight (all
- * ranks, same decisions): its consumer may wait for that end before it
+/* End the stream of every link with nothing queued or in flight, or
+ * whose step in flight its consumer took (it asks for more; all ranks,
+ * same decisions): its consumer may wait for that end before it
  * reads the port's other links (one link read to its end, then the
  * next), which close drains one after another. */
 int cpli_queue_end_drained(cpl_output *o);

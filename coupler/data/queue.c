@@ -619,6 +619,16 @@ static int servable(cpl_output *o, olink *ol) {
   return ch->want < 0 ? ol->qn > 0 : ch->want <= o->step;
 }
 
+/* Closing: may link ol end now? One with nothing queued may; one whose
+ * last step is still in flight (policy latest posts it and goes on) once
+ * its consumer asks for more, which it does only after taking that step:
+ * the consumer may be waiting for this end before it reads another link. */
+static int ends_now(cpl_output *o, olink *ol) {
+  const cpli_chan *ch = chan(o, ol);
+  return o->closing && ol->qn == 0 && !ch->eos_sent && !ch->detached &&
+         (!ol->fly.st || ch->credits > 0);
+}
+
 typedef struct waiting_on {
   cpl_output *o;
   int li;
@@ -630,7 +640,7 @@ static int other_servable(void *arg) {
   const waiting_on *w = arg;
   for (int i = 0; i < w->o->nl; i++)
     if (i != w->li && cpli_chan_poll(w->o->ctx, w->o->links[i].end) == CPL_OK &&
-        servable(w->o, &w->o->links[i]))
+        (servable(w->o, &w->o->links[i]) || ends_now(w->o, &w->o->links[i])))
       return 1;
   return 0;
 }
@@ -737,7 +747,9 @@ int cpli_queue_end_link(cpl_output *o, olink *ol) {
 int cpli_queue_end_drained(cpl_output *o) {
   for (int j = 0; j < o->nl; j++) {
     olink *ol = &o->links[j];
-    if (ol->qn == 0 && !ol->fly.st && !chan(o, ol)->detached) CPLI_TRY(cpli_queue_end_link(o, ol));
+    if (!ends_now(o, ol)) continue;
+    if (ol->fly.st) CPLI_TRY(fly_complete(o, ol)); /* taken: the consumer asks for more */
+    CPLI_TRY(cpli_queue_end_link(o, ol));
   }
   return CPL_OK;
 }

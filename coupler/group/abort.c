@@ -10,8 +10,16 @@
 #include "coupler.h"
 
 CPL_API int MPI_Abort(MPI_Comm comm, int errorcode) { /* exported: it replaces MPICH's */
-  int rank = -1;
-  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  cpli_launch_abort(rank, errorcode);
+  /* Outside MPI_Init..MPI_Finalize MPICH refuses MPI_Abort itself, and
+   * would name the MPI_Comm_rank below instead, a call the program never
+   * made: leave the words to it. */
+  int up = 0, down = 0;
+  PMPI_Initialized(&up);
+  PMPI_Finalized(&down);
+  if (up && !down) {
+    int rank = -1;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    cpli_launch_abort(rank, errorcode);
+  }
   return PMPI_Abort(comm, errorcode);
 }

@@ -1986,6 +1986,22 @@ int main(int argc, char **argv) {
       OK(cpl_input_open(ctx, "in", NULL, &in));
       cpl_input_close(in);
     }
+  } else if (!strcmp(sc, "close_late_consumer")) {
+    /* Close fails delivering step 0 to a consumer that asks too late: the
+     * consumer gets that failure when it asks, not a timeout of its own
+     * that cannot tell what the producer does. */
+    if (producer) {
+      OK(cpl_output_open(ctx, "out", &out));
+      flow_step(out, 0, r, p);
+      int rc = cpl_output_close(out);
+      CHECK(rc == CPL_ERR_TIMEOUT && has(cpl_last_error(), "within 1 s"), "close: %s: %s",
+            cpl_strerror(rc), cpl_last_error());
+    } else {
+      sleep_ms(2500); /* past the producer's wait for a request */
+      first_step_fails(ctx, CPL_ERR_TIMEOUT,
+                       "producer: link prod.out->cons.in, sender 0, step 0: the consumer took no "
+                       "step within 1 s");
+    }
   } else if (!strcmp(sc, "close_in_step")) {
     /* The producer closes (as cpl_finalize would) inside step 1, after
      * step 0 went out: the consumer gets the producer's error after step
@@ -2032,7 +2048,8 @@ int main(int argc, char **argv) {
     } else {
       first_step_fails(ctx, CPL_ERR_MISMATCH, "named different links");
     }
-  } else if (!strcmp(sc, "read_in1_first") || !strcmp(sc, "read_in2_first")) {
+  } else if (!strcmp(sc, "read_in1_first") || !strcmp(sc, "read_in2_first") ||
+             !strcmp(sc, "read_latest_first")) {
     /* One producer port, two links into one consumer, which reads one
      * of them to its end before it opens the other (as many steps as
      * the links' depth holds: more would wait for the unread link). The
@@ -2045,18 +2062,21 @@ int main(int argc, char **argv) {
       OK(cpl_output_close(out));
     } else {
       const char *order[2] = {"in1", "in2"};
-      if (sc[6] == '2') order[0] = "in2", order[1] = "in1";
+      if (sc[6] == '2' || sc[5] == 'l') order[0] = "in2", order[1] = "in1";
       for (int k = 0; k < 2; k++) {
+        /* read_latest_first: in2, under latest, may skip to the newest */
+        const int latest = sc[5] == 'l' && k == 0;
         OK(cpl_input_open(ctx, order[k], NULL, &in));
-        long step, n = 0;
+        long step, n = 0, last = -1;
         int rc;
         while ((rc = cpl_input_begin_step(in, &step)) == CPL_OK) {
-          CHECK(step == n, "%s: step %ld, want %ld", order[k], step, n);
-          n++;
+          CHECK(latest ? step > last : step == n, "%s: step %ld after %ld", order[k], step, last);
+          n++, last = step;
           OK(cpl_input_end_step(in));
         }
-        CHECK(rc == CPL_END_OF_STREAM && n == STEPS, "%s: %ld steps, then %s: %s", order[k], n,
-              cpl_strerror(rc), rc == CPL_END_OF_STREAM ? "" : cpl_last_error());
+        CHECK(rc == CPL_END_OF_STREAM && (latest ? last == STEPS - 1 : n == STEPS),
+              "%s: %ld steps, the last %ld, then %s: %s", order[k], n, last, cpl_strerror(rc),
+              rc == CPL_END_OF_STREAM ? "" : cpl_last_error());
         OK(cpl_input_close(in));
       }
     }

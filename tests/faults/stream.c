@@ -14,6 +14,9 @@
  *                          3) after N steps
  *   stream cons [stall]    take every step; stall: open the input and
  *                          never begin a step
+ *   stream abort_finalized MPI_Abort(MPI_COMM_WORLD, 5) after
+ *                          MPI_Finalize (no workflow: MPICH refuses it)
+ *   stream abort_before_init MPI_Abort(MPI_COMM_WORLD, 6) before cpl_init
  * Any Coupler error: the message (link, rank, step), then exit 1.
  */
 #include <signal.h>
@@ -61,6 +64,11 @@ static void die_in_pair(MPI_Comm comm, int r) {
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
+  if (argc > 1 && !strcmp(argv[1], "abort_finalized")) {
+    MPI_Finalize();
+    return MPI_Abort(MPI_COMM_WORLD, 5);
+  }
+  if (argc > 1 && !strcmp(argv[1], "abort_before_init")) return MPI_Abort(MPI_COMM_WORLD, 6);
   const char *mode = argc > 2 ? argv[2] : "";
   cpl_context *ctx;
   ok(cpl_init(MPI_COMM_WORLD, NULL, NULL, &ctx), "cpl_init");
