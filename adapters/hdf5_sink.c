@@ -72,6 +72,16 @@ static int open_links(cpl_context *ctx, sink *s) {
     l->timeout = li.timeout;
     char peer[200];
     snprintf(peer, sizeof peer, "%s.%s", e.peer_component, e.peer_port);
+    /* As the stage does: the setting is explicit, so warned of, not refused,
+     * but it undoes the rows-only delivery a sink of several ranks relies on. */
+    if (cpl_context_workflow(ctx)->links[e.link].delivery == CPLI_DELIVERY_ALLGATHER &&
+        s->size > 1 && s->rank == 0)
+      fprintf(stderr,
+              "cpl-component[%s]: warning: input link %s forces delivery: allgather, so each "
+              "of the %d sink ranks receives every step whole (%d times the traffic, a whole "
+              "step in flight per rank), though each writes only its rows. Use delivery: "
+              "select for the rows-only delivery (auto: by rows once steps are large)\n",
+              s->name, l->label, s->size, s->size);
     int rc = cpl_input_open(ctx, e.port, peer, &l->in);
     /* Each rank writes only its rows (write_data in h5step.c), so only those
      * need reach it, as in the stage: n ranks no longer each take every step

@@ -106,6 +106,14 @@ progress_last)
       awk -v n="$(wc -l < "$out/lines")" '{ s += $1 } END { print s + n }')
     [ "$sum" = 60 ] || fail "the progress lines count $sum steps, not 60: $side"
   done ;;
+sink_allgather_in)
+  launch > "$out/log" 2>&1 || { cat "$out/log"; fail "job exit status"; }
+  cat "$out/log"
+  ref "$out/ref.h5" pA.out=5,4,0,1 pB.out=4,3,10,1
+  same "$out/ref.h5" "$out/out.h5"
+  [ "$(grep -c 'warning: input link pA\.out->writer\.in forces delivery: allgather, so each of the 3 sink ranks receives every step whole' "$out/log")" -eq 1 ] ||
+    fail "not one warning about the forced allgather"
+  ! grep -q 'warning: input link pB' "$out/log" || fail "a warning for the select link" ;;
 sink_3to1)
   launch || fail "job exit status $?"
   ref "$out/ref.h5" 2,4,0,1
