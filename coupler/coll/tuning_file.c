@@ -31,7 +31,13 @@ int cpli_model_value_ok(int beta, double d) {
               : d >= CPLI_SECONDS_MIN && d <= CPLI_SECONDS_MAX;
 }
 
-const char *cpli_model_range(int beta) { return beta ? "from 1e-13 to 0.001" : "from 1e-09 to 10"; }
+const char *cpli_model_range(int beta) {
+  /* from the constants, so the words never drift from the check */
+  static _Thread_local char text[2][48];
+  snprintf(text[beta != 0], sizeof text[0], "from %g to %g",
+           beta ? CPLI_BETA_MIN : CPLI_SECONDS_MIN, beta ? CPLI_BETA_MAX : CPLI_SECONDS_MAX);
+  return text[beta != 0];
+}
 
 int cpli_parse_bytes(const char *s, size_t *out) {
   char *end;

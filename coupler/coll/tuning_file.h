@@ -52,7 +52,8 @@ typedef struct cpli_tuning_vals {
 #define CPLI_BETA_MAX 1e-3
 /* Whether d lies in the range of a time (beta = 0) or of beta (1). */
 int cpli_model_value_ok(int beta, double d);
-/* The range as text ("from 1e-09 to 10"), for messages. */
+/* The range as text ("from 1e-09 to 10"), for messages (this thread's
+ * buffer, one per kind). */
 const char *cpli_model_range(int beta);
 
 /* Parse a byte count with an optional K or M suffix ("32K", "1M", "4096"),
